@@ -1,0 +1,373 @@
+"""Breach probabilities and group-size-ratio targets of serial publishing.
+
+Every function works on numpy arrays over many (individual, protected value) pairs at once
+and contains no Python loop over pairs, except :func:`exceeds_threshold`, which settles in
+exact rational arithmetic the few pairs whose floating-point value lies too close to 1/ℓ
+to decide.
+
+Source: Wong, Fu, Liu, Wang, Xu, "Preserving Individual Privacy in Serial Data
+Publishing" (``papers/004_*``), Lemma 4, Theorem 1, Corollary 2, Theorem 2, Lemma 5,
+Section 6.1 (constant ratio) and Section 6.2 (geometric); DESIGN.md section 2.
+
+Notation. For an individual o and a protected value s, release j links o to s when o is
+a candidate of a group with ``n_j`` candidates of which ``n_{j,s}`` published records
+carry s (``0 < n_{j,s} <= n_j``). The *survival product* is
+``P = Π_j (1 - n_{j,s}/n_j)`` over the linked releases; the breach probability is
+``p = 1 - P`` (Lemma 4). Releases in which o's group holds no s leave p unchanged
+(Lemma 5), so they are simply not rows of the history.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+#: Absolute distance from 1/ℓ within which a floating-point breach probability is not
+#: trusted and the pair is decided with exact fractions. The float error of a product of
+#: k factors is below k·2^-52 relative, so 1e-9 is safe for any realistic history.
+UNDECIDED_BAND = 1e-9
+
+#: Relative safety factor applied to targets when the anonymizer compares a group's ratio
+#: with a target in floating point: a ratio within this factor of the target counts as not
+#: meeting it. This can only make groups larger than needed, never smaller.
+TARGET_SAFETY = 1e-12
+
+
+def _as_float(a: Any) -> FloatArray:
+    return np.asarray(a, dtype=np.float64)
+
+
+def _check_ell(ell: FloatArray) -> None:
+    if np.any(~np.isfinite(ell)) or np.any(ell < 1):
+        raise ValueError("ℓ must be a finite number >= 1 (1/ℓ is the breach threshold)")
+
+
+def _check_counts(n: npt.ArrayLike, n_s: npt.ArrayLike) -> tuple[IntArray, IntArray]:
+    n_arr = np.asarray(n, dtype=np.int64)
+    ns_arr = np.asarray(n_s, dtype=np.int64)
+    if n_arr.shape != ns_arr.shape:
+        raise ValueError(f"n and n_s must have the same shape, got {n_arr.shape} and {ns_arr.shape}")
+    if np.any(n_arr <= 0):
+        raise ValueError("every group must have at least one candidate (n_j > 0)")
+    if np.any(ns_arr < 0) or np.any(ns_arr > n_arr):
+        raise ValueError("n_{j,s} must lie in [0, n_j]: a group cannot hold more records than candidates")
+    return n_arr, ns_arr
+
+
+def survival_factor(n: npt.ArrayLike, n_s: npt.ArrayLike) -> FloatArray:
+    """Factor ``1 - n_s/n`` of one release (Lemma 4).
+
+    Args:
+        n: candidates of the group, shape (m,), integers > 0.
+        n_s: records of the group carrying the protected value (or value set), shape (m,),
+            integers in [0, n].
+
+    Returns:
+        float64 array of shape (m,), in [0, 1].
+
+    Raises:
+        ValueError: on counts outside their range.
+    """
+    n_arr, ns_arr = _check_counts(n, n_s)
+    return (n_arr - ns_arr) / n_arr
+
+
+def survival_products(
+    pair_index: npt.ArrayLike, n: npt.ArrayLike, n_s: npt.ArrayLike, n_pairs: int
+) -> FloatArray:
+    """Survival product ``P = Π_j (1 - n_{j,s}/n_j)`` per pair, from a long-format history.
+
+    Args:
+        pair_index: shape (m,), which pair (0 <= index < n_pairs) each history row belongs to;
+            one row per release in which the pair was linked.
+        n, n_s: shape (m,), the group figures of that release.
+        n_pairs: number of pairs; pairs without rows get P = 1.
+
+    Returns:
+        float64 array of shape (n_pairs,).
+
+    Source: paper 004, Lemma 4 (closed form of p(o, s, k)).
+    """
+    idx = np.asarray(pair_index, dtype=np.int64)
+    factors = survival_factor(n, n_s)
+    if idx.shape != factors.shape:
+        raise ValueError("pair_index must have the same shape as n and n_s")
+    if idx.size and (idx.min() < 0 or idx.max() >= n_pairs):
+        raise ValueError(f"pair_index must lie in [0, {n_pairs})")
+    out = np.ones(n_pairs, dtype=np.float64)
+    if idx.size:
+        order = np.argsort(idx, kind="stable")
+        sorted_idx = idx[order]
+        starts = np.flatnonzero(np.r_[True, sorted_idx[1:] != sorted_idx[:-1]])
+        out[sorted_idx[starts]] = np.multiply.reduceat(factors[order], starts)
+    return out
+
+
+def breach_probabilities(
+    pair_index: npt.ArrayLike, n: npt.ArrayLike, n_s: npt.ArrayLike, n_pairs: int
+) -> FloatArray:
+    """Breach probability ``p(o, s, k) = 1 - P`` per pair (paper 004, Lemma 4).
+
+    Same arguments as :func:`survival_products`; returns float64 of shape (n_pairs,).
+    """
+    return 1.0 - survival_products(pair_index, n, n_s, n_pairs)
+
+
+def breach_after(survival: npt.ArrayLike, n: npt.ArrayLike, n_s: npt.ArrayLike) -> FloatArray:
+    """Breach probability after one more release: ``1 - P·(1 - n_s/n)``.
+
+    Args:
+        survival: P before the release, shape (m,).
+        n, n_s: the figures of the pair's group in the new release, shape (m,). ``n_s = 0``
+            (group without the value) leaves p unchanged (Lemma 5).
+    """
+    return 1.0 - _as_float(survival) * survival_factor(n, n_s)
+
+
+def min_ratio(survival: npt.ArrayLike, ell: npt.ArrayLike) -> FloatArray:
+    """Minimum safe group-size ratio ``ñ(k) = ℓP / (ℓP - (ℓ-1))`` (Theorem 1).
+
+    ``P`` is the survival product over releases 1..k-1; with no history (P = 1) this gives
+    ñ(1) = ℓ, the paper's definition for k = 1. Where ``ℓP - (ℓ-1) <= 0`` no ratio is
+    safe: the result is ``inf``, meaning o's group must hold no s at all (Lemma 5) or o's
+    record carrying s must be suppressed.
+
+    Args:
+        survival: P per pair, shape (m,), in [0, 1].
+        ell: ℓ, scalar or shape (m,) (personal thresholds), >= 1.
+
+    Returns:
+        float64 array of shape (m,), each >= 1 or ``inf``.
+
+    Raises:
+        ValueError: for P outside [0, 1] or ℓ < 1.
+    """
+    p = _as_float(survival)
+    ell_a = _as_float(ell)
+    _check_ell(ell_a)
+    if np.any((p < 0) | (p > 1)):
+        raise ValueError("survival products must lie in [0, 1]")
+    lp = ell_a * p
+    denom = lp - (ell_a - 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(denom > 0, lp / np.where(denom > 0, denom, 1.0), np.inf)
+    return np.asarray(out, dtype=np.float64)
+
+
+def constant_ratio_target(ell: float, k_prime: int) -> float:
+    """Constant-ratio target ``ñ_c = 1 / (1 - (1 - 1/ℓ)^(1/k'))`` (Section 6.1, Theorem 4).
+
+    A ratio of at least ñ_c in each of at most k' linked releases keeps p <= 1/ℓ.
+    Computed as ``-1/expm1(log1p(-1/ℓ)/k')`` to avoid cancellation for large k'.
+
+    Raises:
+        ValueError: for ℓ < 1 or k' < 1.
+    """
+    if not (ell >= 1 and np.isfinite(ell)):
+        raise ValueError("ℓ must be a finite number >= 1")
+    if int(k_prime) != k_prime or k_prime < 1:
+        raise ValueError("k' must be a whole number >= 1")
+    if ell == 1:
+        return 1.0
+    return float(-1.0 / np.expm1(np.log1p(-1.0 / ell) / k_prime))
+
+
+def constant_ratio_targets(linked_count: npt.ArrayLike, ell: npt.ArrayLike, k_prime: int) -> FloatArray:
+    """Per-pair constant-ratio target: ñ_c while fewer than k' releases linked the pair,
+    ``inf`` ("never again") afterwards (Section 6.1).
+
+    Args:
+        linked_count: releases that linked the pair so far, shape (m,), integers >= 0.
+        ell: ℓ, scalar or shape (m,).
+        k_prime: k', the bound on linked releases, >= 1.
+    """
+    counts = np.asarray(linked_count, dtype=np.int64)
+    ell_a = np.broadcast_to(_as_float(ell), counts.shape)
+    _check_ell(ell_a)
+    if int(k_prime) != k_prime or k_prime < 1:
+        raise ValueError("k' must be a whole number >= 1")
+    uniq, inv = np.unique(ell_a, return_inverse=True)
+    base = np.array([constant_ratio_target(float(v), k_prime) for v in uniq])[inv.reshape(-1)]
+    return np.where(counts < k_prime, base.reshape(counts.shape), np.inf)
+
+
+def geometric_targets(survival: npt.ArrayLike, ell: npt.ArrayLike, alpha: float) -> FloatArray:
+    """Geometric target ``α · ñ(k)`` (Section 6.2); α must exceed 1 (Theorem 2).
+
+    Raises:
+        ValueError: for α <= 1.
+    """
+    if not (alpha > 1 and np.isfinite(alpha)):
+        raise ValueError("α must be a finite number > 1 (α = 1 makes every later release infeasible, Theorem 2)")
+    return alpha * min_ratio(survival, ell)
+
+
+def strategy_targets(
+    survival: npt.ArrayLike,
+    linked_count: npt.ArrayLike,
+    ell: npt.ArrayLike,
+    strategy: str,
+    k_prime: int | None = None,
+    alpha: float | None = None,
+) -> FloatArray:
+    """Target ratio per pair under a strategy, never below Theorem 1's floor ñ(k).
+
+    The constant-ratio target alone is safe only if every earlier linked release met it;
+    taking ``max(target, ñ(k))`` keeps the guarantee when the history came from elsewhere
+    (imported releases, a changed k'). Under a compliant history the floor never binds.
+
+    Args:
+        survival, linked_count: state of each pair, shape (m,).
+        ell: ℓ, scalar or shape (m,).
+        strategy: ``"constant"`` (needs ``k_prime``) or ``"geometric"`` (needs ``alpha``).
+    """
+    floor = min_ratio(survival, ell)
+    if strategy == "constant":
+        if k_prime is None:
+            raise ValueError("the constant-ratio strategy needs k'")
+        return np.maximum(constant_ratio_targets(linked_count, ell, k_prime), floor)
+    if strategy == "geometric":
+        if alpha is None:
+            raise ValueError("the geometric strategy needs α")
+        return geometric_targets(survival, ell, alpha)
+    raise ValueError(f"unknown strategy {strategy!r}; use 'constant' or 'geometric'")
+
+
+def group_requirement(
+    group_index: npt.ArrayLike, targets: npt.ArrayLike, n_groups: int, base: float | npt.ArrayLike = 1.0
+) -> FloatArray:
+    """Requirement per group: the maximum target over the group's candidates (DESIGN.md §2).
+
+    Args:
+        group_index: group of each candidate pair, shape (m,), in [0, n_groups).
+        targets: target of each pair, shape (m,).
+        n_groups: number of groups.
+        base: target of candidates without history (ñ(1)·α or ñ_c), the requirement of a
+            group none of whose candidates has history; scalar or shape (n_groups,).
+
+    Returns:
+        float64 array of shape (n_groups,).
+    """
+    idx = np.asarray(group_index, dtype=np.int64)
+    t = _as_float(targets)
+    out = np.array(np.broadcast_to(_as_float(base), (n_groups,)), dtype=np.float64)
+    if idx.size:
+        np.maximum.at(out, idx, t)
+    return out
+
+
+def meets_requirement(n: npt.ArrayLike, n_s: npt.ArrayLike, requirement: npt.ArrayLike) -> BoolArray:
+    """Whether ``n / n_s >= requirement``, conservatively in floating point.
+
+    A group holding no record of the value (``n_s = 0``) meets any requirement (Lemma 5).
+    A ratio within :data:`TARGET_SAFETY` of the requirement does not meet it, so rounding
+    can only enlarge groups.
+    """
+    n_arr, ns_arr = _check_counts(n, n_s)
+    req = _as_float(requirement)
+    with np.errstate(invalid="ignore", over="ignore"):
+        ok = np.isfinite(req) & (n_arr >= req * ns_arr * (1.0 + TARGET_SAFETY))
+    return np.asarray((ns_arr == 0) | ok, dtype=bool)
+
+
+def value_set_counts(
+    group_index: npt.ArrayLike, value_code: npt.ArrayLike, membership: npt.ArrayLike, n_groups: int
+) -> IntArray:
+    """Records per (group, protected set): ``n_{j,S}`` counts records whose value is in S.
+
+    Protecting a set of values (a subtree of a sensitive-value taxonomy, Xiao & Tao's
+    guarding node, ``papers/001_*`` §2) uses the same formulas with n_{j,s} replaced by
+    the count of the set; a single value is the set {s}.
+
+    Args:
+        group_index: group of each published record, shape (r,).
+        value_code: integer code of each record's sensitive value, shape (r,).
+        membership: boolean matrix (n_values, n_sets), True where a value belongs to a set.
+        n_groups: number of groups.
+
+    Returns:
+        int64 matrix (n_groups, n_sets).
+    """
+    g = np.asarray(group_index, dtype=np.int64)
+    v = np.asarray(value_code, dtype=np.int64)
+    mem = np.asarray(membership, dtype=np.int64)
+    n_values = mem.shape[0]
+    per_value = np.bincount(g * n_values + v, minlength=n_groups * n_values).reshape(n_groups, n_values)
+    return per_value @ mem
+
+
+def exceeds_threshold(
+    pair_index: npt.ArrayLike,
+    n: npt.ArrayLike,
+    n_s: npt.ArrayLike,
+    n_pairs: int,
+    ell: Any,
+) -> BoolArray:
+    """Exact verdict ``p(o, s, k) > 1/ℓ`` per pair, from the raw history.
+
+    Decided in floating point wherever p is farther than :data:`UNDECIDED_BAND` from 1/ℓ,
+    and in exact rational arithmetic (``fractions.Fraction`` over the integer products of
+    Lemma 4) for the pairs inside the band, so rounding never turns a violation into a
+    pass. ``ell`` may be a scalar or one value per pair; it is read as the exact rational
+    of its float or int value.
+
+    Returns:
+        bool array of shape (n_pairs,): True where the pair breaches.
+    """
+    idx = np.asarray(pair_index, dtype=np.int64)
+    n_arr, ns_arr = _check_counts(n, n_s)
+    ell_a = np.broadcast_to(_as_float(ell), (n_pairs,))
+    _check_ell(ell_a)
+    p = breach_probabilities(idx, n_arr, ns_arr, n_pairs)
+    bound = 1.0 / ell_a
+    verdict = p > bound
+    undecided = np.flatnonzero(np.abs(p - bound) <= UNDECIDED_BAND)
+    if undecided.size:
+        rows = np.flatnonzero(np.isin(idx, undecided))
+        hist: dict[int, list[tuple[int, int]]] = {int(i): [] for i in undecided}
+        for r in rows:  # only the handful of borderline pairs reach this loop
+            hist[int(idx[r])].append((int(n_arr[r]), int(ns_arr[r])))
+        for pair, figures in hist.items():
+            verdict[pair] = exact_breach(figures) > 1 / Fraction(float(ell_a[pair]))
+    return np.asarray(verdict, dtype=bool)
+
+
+def exact_breach(figures: list[tuple[int, int]]) -> Fraction:
+    """Exact ``p = (Π n_j - Π (n_j - n_{j,s})) / Π n_j`` (Lemma 4) for one pair.
+
+    Args:
+        figures: ``(n_j, n_{j,s})`` of every release that linked the pair.
+    """
+    num, den = 1, 1
+    for n_j, ns_j in figures:
+        num *= n_j - ns_j
+        den *= n_j
+    return 1 - Fraction(num, den)
+
+
+def geometric_sequence(ell: float, alpha: float, releases: int) -> tuple[FloatArray, FloatArray]:
+    """Targets α·ñ(k) of the geometric strategy for k = 1..releases, worst case (Figure 5).
+
+    The worst case links o to s in every release with a ratio exactly at the target, so
+    ``P_k = Π_{j<k} (1 - 1/target_j)``.
+
+    Returns:
+        (targets, breach probability after each release), both of shape (releases,).
+    """
+    if int(releases) != releases or releases < 1:
+        raise ValueError("releases must be a whole number >= 1")
+    targets = np.empty(releases)
+    breach = np.empty(releases)
+    survival = 1.0
+    for k in range(releases):  # a handful of releases, each depending on the one before
+        targets[k] = float(geometric_targets(np.array([survival]), ell, alpha)[0])
+        survival *= 1.0 - 1.0 / targets[k] if np.isfinite(targets[k]) else 1.0
+        breach[k] = 1.0 - survival
+    return targets, breach

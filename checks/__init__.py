@@ -1,0 +1,2 @@
+"""Validation of inputs and release drafts (Great Expectations suites). Imports only
+``anonymizer``."""

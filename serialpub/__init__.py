@@ -1,0 +1,8 @@
+"""serialpub: serial publishing of microdata under the global guarantee.
+
+The application layer: configuration, pipeline steps, the ``serialpub`` command line and
+reports. It builds on ``anonymizer`` (computation), ``state`` (persistence) and ``checks``
+(validation); DAG files in ``dags/`` only wire its steps.
+"""
+
+__version__ = "0.1.0"
