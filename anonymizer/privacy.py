@@ -294,11 +294,21 @@ def value_set_counts(
 
     Returns:
         int64 matrix (n_groups, n_sets).
+
+    Raises:
+        ValueError: for a group index or value code out of range.
     """
     g = np.asarray(group_index, dtype=np.int64)
     v = np.asarray(value_code, dtype=np.int64)
     mem = np.asarray(membership, dtype=np.int64)
     n_values = mem.shape[0]
+    if g.shape != v.shape:
+        raise ValueError("group_index and value_code must have the same shape")
+    if g.size and (g.min() < 0 or g.max() >= n_groups):
+        raise ValueError(f"group_index must lie in [0, {n_groups})")
+    if v.size and (v.min() < 0 or v.max() >= n_values):
+        # an out-of-range code would be silently counted in another group's bin
+        raise ValueError(f"value_code must lie in [0, {n_values}) (the rows of membership)")
     per_value = np.bincount(g * n_values + v, minlength=n_groups * n_values).reshape(n_groups, n_values)
     return per_value @ mem
 

@@ -122,6 +122,113 @@ def simulate(
     console.print(f"  {written[-1]}  (parameters and row counts)")
 
 
+@app.command()
+def demo(
+    out: Annotated[Path, typer.Option("--out", help="workspace folder to create (an earlier demo's is replaced)")],
+    guarantee: Annotated[str, typer.Option("--guarantee", help="global, or localized (the per-release baseline)")] = "global",
+    dilution: Annotated[str, typer.Option("--dilution", help="register (virtual dilution) or presence")] = "register",
+    ell: Annotated[float, typer.Option("--l", help="ℓ")] = 2,
+    strategy_name: Annotated[str, typer.Option("--strategy", help="constant or geometric")] = "constant",
+    k_prime: Annotated[int, typer.Option("--k-prime", help="k' of the constant-ratio strategy")] = 20,
+    alpha: Annotated[float, typer.Option("--alpha", help="α of the geometric strategy")] = 2.0,
+    budget: Annotated[float, typer.Option("--suppression-budget", help="fraction of records")] = 0.05,
+    rounds: Annotated[int, typer.Option("--rounds", help="periods to simulate and publish")] = 20,
+) -> None:
+    """Create a workspace from the bundled Adult data and publish its releases in order."""
+    from rich.progress import Progress
+
+    from serialpub import demo as demo_mod
+    from serialpub.pipeline import Publisher
+
+    ws = demo_mod.create_workspace(
+        out, ell=ell, strategy=strategy_name, k_prime=k_prime, alpha=alpha, guarantee=guarantee,
+        dilution=dilution, budget=budget, rounds=rounds,
+    )
+    console.print(f"workspace {out}: register of 45,222 individuals, {rounds} snapshots, "
+                  f"{ws.config.guarantee} guarantee, ℓ = {ws.config.ell:g}, {ws.config.strategy} strategy, "
+                  f"{ws.config.dilution} dilution")
+    publisher = Publisher(ws)
+    outcomes = []
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task("publishing", total=rounds)
+        for snap in demo_mod.snapshots(ws):
+            outcomes.append(publisher.publish(snap))
+            progress.advance(task)
+    console.print(_outcome_table(outcomes, ws.config.ell))
+    console.print(f"releases in {ws.dataset_dir}; check them independently with: serialpub audit {out}")
+
+
+def _outcome_table(outcomes: list, ell: float) -> Table:
+    table = Table(title="Published releases")
+    for col in ("release", "records", "groups", "suppressed", "avg cand.", "max cand.", "avg rec.",
+                "max rec.", f"max p (≤ {1 / ell:.3f})", "query error", "seconds"):
+        table.add_column(col, justify="right")
+    for o in outcomes:
+        table.add_row(
+            str(o.seq), str(o.records), str(o.groups), str(o.suppressed), f"{o.avg_candidates:.1f}",
+            str(o.max_candidates), f"{o.avg_records:.1f}", str(o.max_records), f"{o.max_breach:.4f}",
+            f"{o.query_error:.3f}", f"{o.seconds:.2f}",
+        )
+    return table
+
+
+@app.command()
+def release(
+    snapshot: Annotated[Path, typer.Option("--snapshot", help="the period's snapshot CSV")],
+    config: Annotated[Path, typer.Option("--config", help="serialpub.yaml or its folder")] = Path("."),
+    period: Annotated[str | None, typer.Option("--period", help="period label (default: from the file name)")] = None,
+) -> None:
+    """Publish the next release of a dataset from one snapshot."""
+    from serialpub.config import load_config
+    from serialpub.pipeline import Publisher
+
+    ws = load_config(config)
+    outcome = Publisher(ws).publish(snapshot, period)
+    console.print(_outcome_table([outcome], ws.config.ell))
+    console.print(f"published {outcome.directory}")
+
+
+@app.command()
+def history(
+    config: Annotated[Path, typer.Option("--config", help="serialpub.yaml or its folder")] = Path("."),
+) -> None:
+    """List the published releases of the configured dataset with their parameters."""
+    from serialpub.config import load_config
+    from state.store import StateStore, open_engine
+
+    ws = load_config(config)
+    rows = StateStore(open_engine(ws.database_url)).published(ws.config.dataset)
+    if not rows:
+        console.print(f"dataset {ws.config.dataset!r}: nothing published yet")
+        return
+    table = Table(title=f"Releases of {ws.config.dataset}")
+    for col in ("release", "period", "published (UTC)", "records", "groups", "suppressed", "max p", "parameters"):
+        table.add_column(col)
+    for r in rows:
+        p = r.params
+        param = (f"{p['guarantee']}, ℓ={p['l']:g}, {p['strategy']} "
+                 f"{'k' + chr(39) + '=' + str(p['k_prime']) if p['strategy'] == 'constant' else 'α=' + str(p['alpha'])}, "
+                 f"{p['dilution']}")
+        table.add_row(str(r.seq), r.period, r.published_at.strftime("%Y-%m-%d %H:%M"), str(r.records),
+                      str(r.groups), str(r.suppressed), f"{r.max_breach:.4f}", param)
+    console.print(table)
+
+
+@app.command()
+def audit(
+    workspace: Annotated[Path, typer.Argument(help="workspace folder (register.csv, hierarchies/, releases/)")],
+    dataset: Annotated[str | None, typer.Option("--dataset", help="dataset name if there are several")] = None,
+) -> None:
+    """Recompute every breach probability from the register, hierarchies and published files
+    alone (not the state); exit 1 on any violation or overlapping regions."""
+    from serialpub.audit import audit_workspace, format_report
+
+    result = audit_workspace(workspace, dataset)
+    console.print(format_report(result))
+    if not result.ok:
+        raise typer.Exit(1)
+
+
 def _split(text: str) -> list[str]:
     return [c.strip() for c in text.split(",") if c.strip()]
 

@@ -1,0 +1,279 @@
+"""Bottom-up generalization over a global-recoding cut, guided by suppression need.
+
+Source: Wang, Yu, Chakraborty, "Bottom-up generalization" (ICDM 2004), adapted as in
+paper 004, sections 7-8 and DESIGN.md section 3. The search works on *cells*: distinct
+combinations of QI leaves, each carrying its candidate count, its records per protected
+value and its requirement per protected value (the maximum target of its candidates).
+A group is a set of cells that the current cut maps to the same node tuple; because
+candidate and record counts add and requirements take the maximum, merging groups never
+needs to look at individuals again.
+
+One step replaces, in one attribute, all children of a node v by v (every child must be
+in the cut). Among all such steps the one with the least information loss per record of
+violation removed is taken; the *violation* of a (group, protected value) is the number
+of its records that would have to be suppressed to meet the requirement. The search stops
+when the violation fits the suppression budget. Since every attribute keeps one cut, the
+published regions are pairwise disjoint by construction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from anonymizer.hierarchy import Hierarchy
+from anonymizer.privacy import TARGET_SAFETY
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+
+
+class InfeasibleError(ValueError):
+    """No generalization meets the requirement within the suppression budget."""
+
+
+@dataclass(frozen=True)
+class Cells:
+    """Integer-coded input of one release, aggregated by distinct QI leaf combination.
+
+    Attributes:
+        keys: leaf id per QI, shape (C, d).
+        candidates: candidates per cell, shape (C,). With register dilution these are the
+            register individuals of the cell; with presence known, the present ones.
+        records: snapshot records per cell (all sensitive values), shape (C,).
+        counts: records per protected value (or disjoint value set), shape (C, V).
+        requirement: maximum target ratio over the cell's candidates per protected value,
+            shape (C, V), each >= 1 or ``inf``.
+    """
+
+    keys: IntArray
+    candidates: IntArray
+    records: IntArray
+    counts: IntArray
+    requirement: FloatArray
+
+
+@dataclass(frozen=True)
+class Groups:
+    """The groups of one cut: one row per non-empty node tuple."""
+
+    keys: IntArray  # (G, d) node ids
+    candidates: IntArray  # (G,)
+    records: IntArray  # (G,)
+    counts: IntArray  # (G, V)
+    requirement: FloatArray  # (G, V)
+
+
+@dataclass(frozen=True)
+class Generalization:
+    """Result of the search.
+
+    Attributes:
+        node_of_leaf: per QI, the cut node of every leaf, arrays of shape (n_leaves,).
+        group_of_cell: group index of every input cell, shape (C,).
+        groups: the groups of the final cut.
+        suppress: records to suppress per (group, protected value), shape (G, V).
+        steps: generalization steps taken, as (QI index, node id).
+    """
+
+    node_of_leaf: list[IntArray]
+    group_of_cell: IntArray
+    groups: Groups
+    suppress: IntArray
+    steps: list[tuple[int, int]]
+
+
+def _fits(radix: Sequence[int]) -> bool:
+    """Whether the mixed-radix code of :func:`_encode` fits in int64 (codes then do not
+    depend on which rows are encoded together, so they can be subset)."""
+    return float(np.prod(np.asarray(radix, dtype=np.float64))) < 2.0**62
+
+
+def _encode(keys: IntArray, radix: Sequence[int]) -> IntArray:
+    """Mixed-radix code of key rows (unique per row), or row ids of np.unique if too wide."""
+    if _fits(radix):
+        strides = np.cumprod([1, *radix[:-1]]).astype(np.int64)
+        return np.asarray(keys @ strides, dtype=np.int64)
+    _, inv = np.unique(keys, axis=0, return_inverse=True)
+    return np.asarray(inv.reshape(-1), dtype=np.int64)
+
+
+def aggregate(
+    keys: IntArray, radix: Sequence[int], candidates: IntArray, records: IntArray, counts: IntArray,
+    requirement: FloatArray, code: IntArray | None = None,
+) -> tuple[Groups, IntArray]:
+    """Merge rows with equal keys: counts add, requirements take the maximum.
+
+    Args:
+        code: the rows' key codes if already computed (see :func:`_encode`).
+
+    Returns:
+        the merged groups (sorted by key code) and, for every input row, its group index.
+    """
+    if code is None:
+        code = _encode(keys, radix)
+    uniq, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    order = np.argsort(inverse, kind="stable")
+    starts = np.searchsorted(inverse[order], np.arange(uniq.size))
+    groups = Groups(
+        keys=keys[first],
+        candidates=np.add.reduceat(candidates[order], starts),
+        records=np.add.reduceat(records[order], starts),
+        counts=np.add.reduceat(counts[order], starts, axis=0),
+        requirement=np.maximum.reduceat(requirement[order], starts, axis=0),
+    )
+    return groups, inverse
+
+
+def suppression_need(n: IntArray, counts: IntArray, requirement: FloatArray, presence: bool) -> IntArray:
+    """Records to suppress per (group, value) so that ``n / n_s >= requirement``.
+
+    With register dilution the candidates stay (n fixed): keep at most
+    ``floor(n / requirement)`` records of the value. With presence known every suppressed
+    record also leaves the candidates: the smallest r with
+    ``(n - r) >= requirement · (n_s - r)``. Values are taken one at a time; see
+    :func:`settle_suppression` for the joint effect under presence. The comparison uses
+    the same safety margin as :func:`anonymizer.privacy.meets_requirement`.
+
+    Args:
+        n: candidates per group, shape (G,); counts, requirement: shape (G, V).
+
+    Returns:
+        int64 array of shape (G, V), 0 <= r <= counts.
+    """
+    req = requirement * (1.0 + TARGET_SAFETY)
+    nn = n.astype(np.float64)[:, None]
+    finite = np.isfinite(req)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if presence:
+            need = np.where(finite, np.ceil((req * counts - nn) / (req - 1.0)), counts)
+        else:
+            need = np.where(finite, counts - np.floor(nn / req), counts)
+    r = np.clip(np.nan_to_num(need, nan=0.0, posinf=0.0), 0, counts).astype(np.int64)
+    # guard the float rounding of floor/ceil: verify the inequality itself and fix up
+    for _ in range(2):
+        kept = counts - r
+        left = nn - (r if presence else 0)
+        bad = (kept > 0) & ~(left >= req * kept)
+        if not bad.any():
+            break
+        r = np.where(bad, r + 1, r)
+    return np.minimum(r, counts)
+
+
+def settle_suppression(n: IntArray, counts: IntArray, requirement: FloatArray, presence: bool) -> IntArray:
+    """Joint suppression per (group, value): under presence, suppressing records of one
+    value shrinks n for the others, so iterate to a fixed point (monotone, terminates)."""
+    total = np.zeros_like(counts)
+    if not presence:
+        return suppression_need(n, counts, requirement, presence)
+    for _ in range(counts.shape[1] + 2):
+        left_n = n - total.sum(axis=1)
+        extra = suppression_need(left_n, counts - total, requirement, presence)
+        if not extra.any():
+            return total
+        total = total + extra
+    return total
+
+
+def _ncp(h: Hierarchy) -> FloatArray:
+    """Normalized certainty penalty of every node: (leaves - 1) / (all leaves - 1)."""
+    leaves = h.leaf_counts().astype(np.float64)
+    return (leaves - 1.0) / max(h.n_leaves - 1, 1)
+
+
+def generalize(
+    cells: Cells, hierarchies: Sequence[Hierarchy], presence: bool, budget: int
+) -> Generalization:
+    """Search the cut bottom-up until the suppression need fits the budget.
+
+    Args:
+        cells: the integer-coded release, see :class:`Cells`.
+        hierarchies: one per QI, in the column order of ``cells.keys``.
+        presence: True when candidates are the present individuals (n = records).
+        budget: most records that may be suppressed.
+
+    Raises:
+        InfeasibleError: every attribute is at its root and the need still exceeds the budget.
+    """
+    d = len(hierarchies)
+    radix = [h.n_nodes for h in hierarchies]
+    parents = [h.parent for h in hierarchies]
+    ncps = [_ncp(h) for h in hierarchies]
+    child_total = [np.bincount(p[p >= 0], minlength=h.n_nodes) for h, p in zip(hierarchies, parents, strict=True)]
+    node_of_leaf = [np.arange(h.n_leaves, dtype=np.int64) for h in hierarchies]
+    in_cut = [np.arange(h.n_nodes) < h.n_leaves for h in hierarchies]
+
+    def n_of(g: Groups) -> IntArray:
+        return g.records if presence else g.candidates
+
+    groups, group_of_cell = aggregate(
+        cells.keys, radix, cells.candidates, cells.records, cells.counts, cells.requirement
+    )
+    steps: list[tuple[int, int]] = []
+    while True:
+        need = settle_suppression(n_of(groups), groups.counts, groups.requirement, presence)
+        if int(need.sum()) <= budget:
+            return Generalization(node_of_leaf, group_of_cell, groups, need, steps)
+        row_need = suppression_need(n_of(groups), groups.counts, groups.requirement, presence).sum(axis=1)
+        best: tuple[float, float, int, int] | None = None  # (score, -gain, attribute, node)
+        fallback: tuple[float, int, int] | None = None  # (loss, attribute, node)
+        for a in range(d):
+            par = parents[a]
+            in_cut_children = np.bincount(par[in_cut[a] & (par >= 0)], minlength=radix[a])
+            mergeable = (child_total[a] > 0) & (in_cut_children == child_total[a])
+            p = par[groups.keys[:, a]]
+            aff = p >= 0
+            aff[aff] = mergeable[p[aff]]
+            if not aff.any():
+                continue
+            new_keys = groups.keys[aff].copy()
+            new_keys[:, a] = p[aff]
+            codes = _encode(new_keys, radix)
+            # a merged group without records cannot need suppression: leave its rows out
+            holds = np.isin(codes, codes[groups.records[aff] > 0])
+            aff[aff] = holds
+            v_rows = p[aff]
+            merged, _ = aggregate(
+                new_keys[holds], radix, groups.candidates[aff], groups.records[aff], groups.counts[aff],
+                groups.requirement[aff], code=codes[holds] if codes.size == holds.size and _fits(radix) else None,
+            )
+            merged_need = suppression_need(n_of(merged), merged.counts, merged.requirement, presence).sum(axis=1)
+            new_need = np.bincount(merged.keys[:, a], weights=merged_need, minlength=radix[a])
+            old_need = np.bincount(v_rows, weights=row_need[aff], minlength=radix[a])
+            loss = np.bincount(
+                v_rows, weights=groups.records[aff] * (ncps[a][v_rows] - ncps[a][groups.keys[aff, a]]),
+                minlength=radix[a],
+            )
+            for v in np.flatnonzero(mergeable):  # candidate steps of this attribute (a few nodes)
+                gain = old_need[v] - new_need[v]
+                if gain > 0:
+                    key = (loss[v] / gain, -gain, a, int(v))
+                    if best is None or key < best:
+                        best = key
+                elif old_need[v] > 0 and (fallback is None or (loss[v], a, int(v)) < fallback):
+                    fallback = (float(loss[v]), a, int(v))
+        if best is not None:
+            a, v = best[2], best[3]
+        elif fallback is not None:
+            a, v = fallback[1], fallback[2]
+        else:
+            raise InfeasibleError(
+                f"{int(need.sum())} records would have to be suppressed but the budget is {budget}, "
+                "and no further generalization reduces that"
+            )
+        steps.append((a, v))
+        par = parents[a]
+        node_of_leaf[a] = np.where(par[node_of_leaf[a]] == v, v, node_of_leaf[a])
+        in_cut[a][par == v] = False
+        in_cut[a][v] = True
+        keys = groups.keys.copy()
+        keys[:, a] = np.where(par[keys[:, a]] == v, v, keys[:, a])
+        groups, regroup = aggregate(
+            keys, radix, groups.candidates, groups.records, groups.counts, groups.requirement
+        )
+        group_of_cell = regroup[group_of_cell]

@@ -1,0 +1,168 @@
+"""Workspace configuration: ``serialpub.yaml``, validated with pydantic.
+
+Paths in the file are relative to the file's folder. The database URL is taken from
+``SERIALPUB_DATABASE_URL`` when that is set, else from the file, else SQLite in the
+workspace (``state.sqlite``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from serialpub.errors import InputError
+
+CONFIG_NAME = "serialpub.yaml"
+DATABASE_ENV = "SERIALPUB_DATABASE_URL"
+
+
+class Config(BaseModel):
+    """One dataset's publication settings (see :data:`TEMPLATE` for the documented file)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    dataset: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    register: Path = Path("register.csv")
+    hierarchies: Path = Path("hierarchies")
+    release_store: Path = Path("releases")
+    database_url: str | None = None
+    id_column: str = "id"
+    quasi_identifiers: list[str] = Field(min_length=1)
+    sensitive: str
+    protected_values: Literal["all"] | list[str] = "all"
+    ell: float = Field(alias="l", ge=2)
+    strategy: Literal["constant", "geometric"] = "constant"
+    k_prime: int | None = Field(default=20, ge=1)
+    alpha: float | None = Field(default=None, gt=1)
+    guarantee: Literal["global", "localized"] = "global"
+    dilution: Literal["register", "presence"] = "register"
+    suppression_budget: float = Field(default=0.05, ge=0, le=1)
+    query_seed: int = 0
+
+    @field_validator("quasi_identifiers")
+    @classmethod
+    def _distinct(cls, v: list[str]) -> list[str]:
+        if len(set(v)) != len(v):
+            raise ValueError("quasi_identifiers lists a column twice")
+        return v
+
+    @model_validator(mode="after")
+    def _strategy_parameter(self) -> Config:
+        if self.strategy == "constant" and self.k_prime is None:
+            raise ValueError("strategy 'constant' needs k_prime")
+        if self.strategy == "geometric" and self.alpha is None:
+            raise ValueError("strategy 'geometric' needs alpha (> 1)")
+        if self.sensitive in self.quasi_identifiers or self.id_column in self.quasi_identifiers:
+            raise ValueError("the sensitive and id columns cannot be quasi-identifiers")
+        return self
+
+
+class Workspace(BaseModel):
+    """A configuration with its folder, resolving the paths in it."""
+
+    root: Path
+    config: Config
+
+    def path(self, p: Path) -> Path:
+        return p if p.is_absolute() else self.root / p
+
+    @property
+    def register_path(self) -> Path:
+        return self.path(self.config.register)
+
+    @property
+    def hierarchy_dir(self) -> Path:
+        return self.path(self.config.hierarchies)
+
+    @property
+    def dataset_dir(self) -> Path:
+        return self.path(self.config.release_store) / self.config.dataset
+
+    @property
+    def database_url(self) -> str:
+        url = os.environ.get(DATABASE_ENV) or self.config.database_url
+        return url or f"sqlite:///{(self.root / 'state.sqlite').resolve()}"
+
+
+def load_config(path: Path) -> Workspace:
+    """Read and validate a configuration file.
+
+    Raises:
+        InputError: the file is missing, not YAML, or a setting is invalid (the message
+            names the file and the setting).
+    """
+    if path.is_dir():
+        path = path / CONFIG_NAME
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{path}: configuration file not found; create one with 'serialpub demo' as a model") from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"{path}: not valid YAML ({exc})") from None
+    if not isinstance(raw, dict):
+        raise InputError(f"{path}: expected a mapping of settings, e.g. 'dataset: adult'")
+    try:
+        config = Config.model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(x) for x in err["loc"]) or "(file)"
+        raise InputError(f"{path}: setting '{where}': {err['msg']}") from None
+    return Workspace(root=path.parent.resolve(), config=config)
+
+
+TEMPLATE = """\
+# serialpub configuration: one dataset published as a series of releases.
+# Paths are relative to this file. Every setting is checked when a command starts.
+
+# Name of the dataset; releases go to <release_store>/<dataset>/release-NNNN/.
+dataset: {dataset}
+
+# Population register: every individual who could appear in a release, with the id
+# column and every quasi-identifier (the adversary is assumed to know it).
+register: register.csv
+id_column: id
+
+# One ARX-convention hierarchy per quasi-identifier: hierarchies/<column>.csv.
+hierarchies: hierarchies
+quasi_identifiers: [{qis}]
+
+# The sensitive attribute, and which of its values are protected ("all", or a list).
+sensitive: {sensitive}
+protected_values: all
+
+# The global guarantee: over all releases, P(individual linked to a protected value)
+# <= 1/l. l must be at least 2.
+l: {ell}
+
+# Strategy for the group-size ratio (candidates / records with the value):
+#   constant  - the same target in each of at most k_prime linked releases (min-max optimal)
+#   geometric - alpha times the minimum safe ratio, growing with each linked release (alpha > 1)
+# Use 'serialpub strategy --l 2 --k-prime 20 --alpha 2' to compare.
+strategy: {strategy}
+k_prime: {k_prime}
+alpha: {alpha}
+
+# global: the guarantee over all releases (serialpub's purpose).
+# localized: per-release l-diversity only (the baseline that leaks over time; for comparison).
+guarantee: {guarantee}
+
+# register: candidates are counted in the register, present or not (virtual dilution).
+# presence: presence in the data is public; candidates are the present individuals only.
+dilution: {dilution}
+
+# Largest fraction of a snapshot's records that may be suppressed (removed) when
+# generalization alone cannot meet the requirement.
+suppression_budget: {budget}
+
+# Where releases are written, and the state database (SERIALPUB_DATABASE_URL overrides;
+# default: SQLite file state.sqlite next to this file).
+release_store: releases
+# database_url: postgresql+psycopg://user@127.0.0.1:5432/serialpub
+
+# Seed of the 5,000 random range-count queries that measure utility.
+query_seed: 0
+"""

@@ -1,0 +1,161 @@
+"""Reading and checking the population register and the periodic snapshots.
+
+Every problem raises :class:`serialpub.errors.InputError` naming the file, the line
+(header = line 1) or the column, and the fix. Checks are vectorized; only the first
+offending row is named.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from anonymizer.hierarchy import Hierarchy
+from serialpub.errors import InputError
+
+
+def read_csv(path: Path, what: str) -> pd.DataFrame:
+    """Read a CSV file with every column as text."""
+    try:
+        df = pd.read_csv(path, dtype=str, na_filter=False, keep_default_na=False)
+    except FileNotFoundError:
+        raise InputError(f"{path}: {what} file not found") from None
+    except pd.errors.EmptyDataError:
+        raise InputError(f"{path}: the {what} file is empty; it needs a header row and data rows") from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: the {what} is not a readable UTF-8 CSV file ({exc})") from None
+    if df.empty:
+        raise InputError(f"{path}: the {what} has a header but no rows")
+    return df
+
+
+def _line(mask: npt.NDArray[np.bool_]) -> int:
+    """File line of the first True row (header is line 1)."""
+    return int(np.flatnonzero(mask)[0]) + 2
+
+
+def _check_ids(df: pd.DataFrame, id_column: str, path: Path, what: str) -> None:
+    ids = df[id_column]
+    empty = (ids.str.strip() == "").to_numpy()
+    if empty.any():
+        raise InputError(f"{path}, line {_line(empty)}: empty {id_column!r}; every {what} row needs an id")
+    dup = ids.duplicated().to_numpy()
+    if dup.any():
+        raise InputError(
+            f"{path}, line {_line(dup)}: id {ids.iloc[int(np.flatnonzero(dup)[0])]!r} appears twice; "
+            f"each individual has at most one row per {what}"
+        )
+
+
+def leaf_codes(df: pd.DataFrame, column: str, hierarchy: Hierarchy, path: Path) -> npt.NDArray[np.int64]:
+    """Leaf ids of a column's values; InputError naming the line of the first non-leaf."""
+    values = df[column].to_numpy()
+    uniq, inverse = np.unique(values, return_inverse=True)
+    known = np.array([hierarchy.has_label(v) and hierarchy.node(v) < hierarchy.n_leaves for v in uniq])
+    if not known.all():
+        bad = uniq[~known][0]
+        line = _line(values == bad)
+        raise InputError(
+            f"{path}, line {line}, column {column!r}: value {bad!r} is not a leaf of the hierarchy "
+            f"of {column!r}; correct the value or add it to hierarchies/{column}.csv"
+        )
+    codes = np.array([hierarchy.node(v) for v in uniq], dtype=np.int64)
+    return codes[inverse.reshape(-1)]
+
+
+@dataclass(frozen=True)
+class Register:
+    """The population register, integer-coded.
+
+    Attributes:
+        ids: individual ids in file order, shape (N,).
+        keys: leaf id per QI, shape (N, d).
+    """
+
+    ids: pd.Index
+    keys: npt.NDArray[np.int64]
+
+    def rows_of(self, ids: pd.Series) -> npt.NDArray[np.int64]:
+        return np.asarray(self.ids.get_indexer(ids), dtype=np.int64)
+
+
+def load_register(path: Path, id_column: str, qis: list[str], hierarchies: dict[str, Hierarchy]) -> Register:
+    """Read the register: the id column and every QI, each value a hierarchy leaf."""
+    df = read_csv(path, "population register")
+    missing = [c for c in [id_column, *qis] if c not in df.columns]
+    if missing:
+        raise InputError(
+            f"{path}: missing column(s) {', '.join(map(repr, missing))}; the register needs "
+            f"{id_column!r} and every quasi-identifier"
+        )
+    _check_ids(df, id_column, path, "register")
+    keys = np.stack([leaf_codes(df, q, hierarchies[q], path) for q in qis], axis=1)
+    return Register(ids=pd.Index(df[id_column].to_numpy()), keys=keys)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One period's records, checked against the register.
+
+    Attributes:
+        table: the snapshot as read (QIs and sensitive column as text).
+        individual: register row of every record, shape (R,).
+        value: sensitive value of every record, shape (R,).
+    """
+
+    table: pd.DataFrame
+    individual: npt.NDArray[np.int64]
+    value: npt.NDArray[np.str_]
+
+
+def load_snapshot(
+    path: Path, id_column: str, qis: list[str], sensitive: str, register: Register,
+    hierarchies: dict[str, Hierarchy], sensitive_domain: set[str] | None,
+) -> Snapshot:
+    """Read a snapshot and check it: exactly the id, QI and sensitive columns; unique ids,
+    each in the register with the same QI values; sensitive values in their domain."""
+    df = read_csv(path, "snapshot")
+    expected = [id_column, *qis, sensitive]
+    missing = [c for c in expected if c not in df.columns]
+    if missing:
+        raise InputError(f"{path}: missing column(s) {', '.join(map(repr, missing))}; expected {', '.join(expected)}")
+    extra = [c for c in df.columns if c not in expected]
+    if extra:
+        raise InputError(
+            f"{path}: unexpected column(s) {', '.join(map(repr, extra))}; a snapshot holds exactly "
+            f"{', '.join(expected)} (remove the others so nothing unvetted is published)"
+        )
+    _check_ids(df, id_column, path, "snapshot")
+    rows = register.rows_of(df[id_column])
+    absent = rows < 0
+    if absent.any():
+        raise InputError(
+            f"{path}, line {_line(absent)}: individual {df[id_column].iloc[int(np.flatnonzero(absent)[0])]!r} "
+            "is not in the population register; add them to the register first"
+        )
+    for a, q in enumerate(qis):
+        codes = leaf_codes(df, q, hierarchies[q], path)
+        differs = codes != register.keys[rows, a]
+        if differs.any():
+            i = int(np.flatnonzero(differs)[0])
+            raise InputError(
+                f"{path}, line {i + 2}, column {q!r}: value {df[q].iloc[i]!r} differs from the register's "
+                f"{hierarchies[q].labels[register.keys[rows[i], a]]!r} for individual {df[id_column].iloc[i]!r}; "
+                "the register must hold each individual's current quasi-identifiers"
+            )
+    values = df[sensitive].to_numpy(dtype=str)
+    empty = values == ""
+    if empty.any():
+        raise InputError(f"{path}, line {_line(empty)}, column {sensitive!r}: empty sensitive value")
+    if sensitive_domain is not None:
+        unknown = ~np.isin(values, list(sensitive_domain))
+        if unknown.any():
+            raise InputError(
+                f"{path}, line {_line(unknown)}, column {sensitive!r}: value {values[unknown][0]!r} is not in the "
+                f"sensitive domain (the leaves of hierarchies/{sensitive}.csv)"
+            )
+    return Snapshot(table=df, individual=rows, value=values)

@@ -1,0 +1,254 @@
+"""Publishing one release of a workspace: the pipeline step the command line and the
+DAGs call (DESIGN.md section 6).
+
+``Publisher`` loads the register and hierarchies once (a series of releases reuses them),
+then for each snapshot: recover interrupted publications, check ordering, read and check
+the snapshot, load the state, anonymize, measure, write the release into staging, commit
+the state, move the release into place.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from anonymizer import privacy
+from anonymizer.bottomup import InfeasibleError
+from anonymizer.queries import average_relative_error
+from anonymizer.release import PrivacyParams, ReleaseResult, anonymize_release
+from serialpub import release_files
+from serialpub.config import Workspace
+from serialpub.errors import InputError
+from serialpub.hierarchies import read_hierarchies, read_hierarchy
+from serialpub.inputs import Register, Snapshot, load_register, load_snapshot
+from state.store import StateError, StateStore, open_engine
+
+QUERY_COUNT = 5000
+QUERY_DIMENSIONS = 3
+QUERY_SELECTIVITY = 0.05
+
+
+@dataclass(frozen=True)
+class ReleaseOutcome:
+    """Figures of one published release (the demo prints one row per release)."""
+
+    seq: int
+    period: str
+    directory: Path
+    records: int
+    groups: int
+    suppressed: int
+    avg_candidates: float
+    max_candidates: int
+    avg_records: float
+    max_records: int
+    max_breach: float
+    query_error: float
+    seconds: float
+
+
+class Publisher:
+    """Publishes the releases of one workspace's dataset, in order."""
+
+    def __init__(self, ws: Workspace) -> None:
+        cfg = ws.config
+        self.ws = ws
+        self.qis = cfg.quasi_identifiers
+        self.hierarchies = read_hierarchies(ws.hierarchy_dir, self.qis)
+        sens_path = ws.hierarchy_dir / f"{cfg.sensitive}.csv"
+        self.sensitive_domain: list[str] | None = None
+        if sens_path.exists():
+            self.sensitive_domain = list(read_hierarchy(sens_path, cfg.sensitive).leaves)
+        if cfg.protected_values == "all":
+            if self.sensitive_domain is None:
+                raise InputError(
+                    f"{ws.root / 'serialpub.yaml'}: protected_values 'all' needs the sensitive domain; "
+                    f"add {sens_path} or list the protected values"
+                )
+            self.protected = list(self.sensitive_domain)
+        else:
+            self.protected = list(dict.fromkeys(cfg.protected_values))
+            unknown = [v for v in self.protected if self.sensitive_domain is not None and v not in self.sensitive_domain]
+            if unknown:
+                raise InputError(
+                    f"{ws.root / 'serialpub.yaml'}: protected value(s) {', '.join(map(repr, unknown))} are not "
+                    f"values of {cfg.sensitive!r} (leaves of {sens_path})"
+                )
+        self.params = PrivacyParams(
+            ell=cfg.ell, strategy=cfg.strategy, k_prime=cfg.k_prime if cfg.strategy == "constant" else None,
+            alpha=cfg.alpha if cfg.strategy == "geometric" else None, guarantee=cfg.guarantee,
+        )
+        self.register: Register = load_register(ws.register_path, cfg.id_column, self.qis, self.hierarchies)
+        self.store = StateStore(open_engine(ws.database_url))
+        self.file_sums = {
+            "register": release_files.sha256_file(ws.register_path),
+            "hierarchies": {q: release_files.sha256_file(ws.hierarchy_dir / f"{q}.csv") for q in self.qis},
+        }
+
+    # -- state <-> dense arrays ---------------------------------------------------------
+    def _dense_state(self, stats: pd.DataFrame | None) -> tuple[np.ndarray, np.ndarray]:
+        n, v = len(self.register.ids), len(self.protected)
+        survival = np.ones((n, v))
+        linked = np.zeros((n, v), dtype=np.int64)
+        if stats is not None and len(stats):
+            rows = self.register.rows_of(stats["individual"])
+            cols = pd.Index(self.protected).get_indexer(stats["value"])
+            if (rows < 0).any() or (cols < 0).any():
+                raise StateError(
+                    "the state refers to individuals or protected values missing from the register or "
+                    "configuration; the register and protected values must only grow"
+                )
+            survival[rows, cols] = stats["survival"].to_numpy()
+            linked[rows, cols] = stats["linked"].to_numpy()
+        return survival, linked
+
+    def _stats_frame(self, survival: np.ndarray, linked: np.ndarray) -> pd.DataFrame:
+        rows, cols = np.nonzero(linked)
+        return pd.DataFrame({
+            "individual": self.register.ids.to_numpy()[rows].astype(str),
+            "value": np.asarray(self.protected, dtype=object)[cols].astype(str),
+            "survival": survival[rows, cols],
+            "linked": linked[rows, cols].astype(np.int32),
+        })
+
+    # -- one release ---------------------------------------------------------------------
+    def publish(self, snapshot_path: Path, period: str | None = None) -> ReleaseOutcome:
+        """Publish the next release from a snapshot file.
+
+        Args:
+            snapshot_path: CSV with the id, QI and sensitive columns.
+            period: label of the period; defaults to the file name's last ``-`` part
+                (``snapshot-0007.csv`` gives ``0007``). Labels must sort chronologically.
+
+        Raises:
+            InputError: bad input, a period already published or not later than the last,
+                or a requirement the suppression budget cannot meet. Nothing is written then.
+        """
+        started = time.perf_counter()
+        cfg = self.ws.config
+        period = period or snapshot_path.stem.rsplit("-", 1)[-1]
+        published = self.store.published(cfg.dataset)
+        release_files.recover(self.ws.dataset_dir, {r.seq for r in published})
+        if any(r.period == period for r in published):
+            raise InputError(f"period {period!r} of dataset {cfg.dataset!r} is already published")
+        if published and period <= published[-1].period:
+            raise InputError(
+                f"period {period!r} is not later than the last published period {published[-1].period!r}; "
+                "releases are published in chronological order"
+            )
+        seq = len(published) + 1
+        snap = load_snapshot(
+            snapshot_path, cfg.id_column, self.qis, cfg.sensitive, self.register, self.hierarchies,
+            set(self.sensitive_domain) if self.sensitive_domain is not None else None,
+        )
+        survival, linked = self._dense_state(self.store.latest_statistics(cfg.dataset))
+        record_set = pd.Index(self.protected).get_indexer(snap.value).astype(np.int64)
+        ell = np.full(len(self.register.ids), float(cfg.ell))
+        try:
+            result = anonymize_release(
+                self.register.keys, snap.individual, record_set, len(self.protected), survival, linked, ell,
+                self.params, [self.hierarchies[q] for q in self.qis], cfg.dilution == "presence",
+                budget=int(np.floor(cfg.suppression_budget * len(snap.individual))), seed=seq,
+            )
+        except InfeasibleError as exc:
+            raise InputError(
+                f"{snapshot_path}: cannot publish under ℓ = {cfg.ell:g}: {exc}. Raise suppression_budget, "
+                "protect fewer values, or use register dilution"
+            ) from None
+        table = self._published_table(snap, result)
+        query = average_relative_error(
+            snap.table[[*self.qis, cfg.sensitive]], table, self.hierarchies, cfg.sensitive,
+            n_queries=QUERY_COUNT, qd=QUERY_DIMENSIONS, selectivity=QUERY_SELECTIVITY, seed=cfg.query_seed,
+        )
+        manifest = self._manifest(seq, period, published[-1].seq if published else None, result, query)
+        staging, manifest_sha = release_files.write_staging(self.ws.dataset_dir, seq, table, manifest)
+        final = self.ws.dataset_dir / release_files.release_name(seq)
+        self.store.record_published(
+            cfg.dataset, seq, period, self._params_record(),
+            {
+                "records": int(result.published.sum()), "groups": int(result.group_nodes.shape[0]),
+                "suppressed": result.suppressed, "max_breach": result.max_breach,
+                "data_sha256": manifest["sha256"]["data.parquet"], "manifest_sha256": manifest_sha,
+            },
+            self._group_rows(result),
+            self._stats_frame(result.survival, result.linked),
+            directory=str(final), staging=str(staging),
+        )
+        release_files.move_into_place(self.ws.dataset_dir, seq)
+        cand, recs = result.group_candidates, result.group_records
+        return ReleaseOutcome(
+            seq=seq, period=period, directory=final, records=int(recs.sum()), groups=int(cand.size),
+            suppressed=result.suppressed, avg_candidates=float(cand.mean()), max_candidates=int(cand.max()),
+            avg_records=float(recs.mean()), max_records=int(recs.max()), max_breach=result.max_breach,
+            query_error=query.mean, seconds=time.perf_counter() - started,
+        )
+
+    def _published_table(self, snap: Snapshot, result: ReleaseResult) -> pd.DataFrame:
+        """Published records: QI labels of their group's nodes and the sensitive value,
+        sorted by group then value (no identifier, no input order)."""
+        keep = np.flatnonzero(result.published)
+        group = result.group_of_record[keep]
+        values = snap.value[keep]
+        order = np.lexsort((values, group))
+        group, values = group[order], values[order]
+        cols: dict[str, Any] = {}
+        for a, q in enumerate(self.qis):
+            labels = np.asarray(self.hierarchies[q].labels, dtype=object)
+            cols[q] = labels[result.group_nodes[group, a]].astype(str)
+        cols[self.ws.config.sensitive] = values.astype(str)
+        return pd.DataFrame(cols)
+
+    def _group_rows(self, result: ReleaseResult) -> list[dict[str, Any]]:
+        rows = []
+        for g in range(result.group_nodes.shape[0]):  # one row per group (tens to thousands)
+            nz = np.flatnonzero(result.group_counts[g])
+            rows.append({
+                "labels": [self.hierarchies[q].labels[result.group_nodes[g, a]] for a, q in enumerate(self.qis)],
+                "candidates": int(result.group_candidates[g]),
+                "records": int(result.group_records[g]),
+                "counts": {self.protected[v]: int(result.group_counts[g, v]) for v in nz},
+            })
+        return rows
+
+    def _params_record(self) -> dict[str, Any]:
+        cfg = self.ws.config
+        return {
+            "l": cfg.ell, "strategy": cfg.strategy, "k_prime": self.params.k_prime, "alpha": self.params.alpha,
+            "guarantee": cfg.guarantee, "dilution": cfg.dilution, "suppression_budget": cfg.suppression_budget,
+            "protected_values": self.protected,
+        }
+
+    def _manifest(self, seq: int, period: str, previous: int | None, result: ReleaseResult, query: Any) -> dict[str, Any]:
+        cfg = self.ws.config
+        return {
+            "format_version": 1,
+            "dataset": cfg.dataset,
+            "release": seq,
+            "period": period,
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+            "quasi_identifiers": self.qis,
+            "sensitive": cfg.sensitive,
+            **self._params_record(),
+            "records": int(result.published.sum()),
+            "groups": int(result.group_nodes.shape[0]),
+            "suppressed": result.suppressed,
+            "max_breach_probability": result.max_breach,
+            "constant_ratio_target": (
+                privacy.constant_ratio_target(cfg.ell, cfg.k_prime) if cfg.strategy == "constant" and cfg.k_prime
+                else None
+            ),
+            "utility": {
+                "average_relative_error": query.mean, "queries": query.n_queries, "qd": query.qd,
+                "selectivity": query.selectivity, "seed": query.seed,
+            },
+            "sha256": {"data.parquet": None, **self.file_sums},
+            "previous_release": previous,
+            "validation": None,
+            "sign_off": None,
+        }
