@@ -102,19 +102,19 @@ def _encode(keys: IntArray, radix: Sequence[int]) -> IntArray:
 
 
 def aggregate(
-    keys: IntArray, radix: Sequence[int], candidates: IntArray, records: IntArray, counts: IntArray,
-    requirement: FloatArray, code: IntArray | None = None,
+    keys: IntArray,
+    radix: Sequence[int],
+    candidates: IntArray,
+    records: IntArray,
+    counts: IntArray,
+    requirement: FloatArray,
 ) -> tuple[Groups, IntArray]:
     """Merge rows with equal keys: counts add, requirements take the maximum.
-
-    Args:
-        code: the rows' key codes if already computed (see :func:`_encode`).
 
     Returns:
         the merged groups (sorted by key code) and, for every input row, its group index.
     """
-    if code is None:
-        code = _encode(keys, radix)
+    code = _encode(keys, radix)
     uniq, first, inverse = np.unique(code, return_index=True, return_inverse=True)
     inverse = inverse.reshape(-1)
     order = np.argsort(inverse, kind="stable")
@@ -127,6 +127,42 @@ def aggregate(
         requirement=np.maximum.reduceat(requirement[order], starts, axis=0),
     )
     return groups, inverse
+
+
+def _merge_with_records(
+    new_keys: IntArray, radix: Sequence[int], groups: Groups, rows: npt.NDArray[np.bool_]
+) -> tuple[Groups, npt.NDArray[np.bool_]]:
+    """Aggregate the ``rows`` of ``groups`` under ``new_keys``, keeping only merged groups
+    that hold records (one without records cannot need suppression).
+
+    Returns:
+        the merged groups and, per selected row, whether it belongs to a kept group.
+    """
+    code = _encode(new_keys, radix)
+    _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    records = groups.records[rows]
+    kept = np.bincount(inverse, weights=records) > 0
+    member = kept[inverse]
+    sel = np.flatnonzero(member)
+    if sel.size == 0:
+        v = groups.counts.shape[1]
+        empty = Groups(
+            keys=new_keys[:0], candidates=groups.candidates[:0], records=records[:0],
+            counts=np.zeros((0, v), dtype=np.int64), requirement=np.zeros((0, v)),
+        )
+        return empty, member
+    order = sel[np.argsort(inverse[sel], kind="stable")]
+    inv_sorted = inverse[order]
+    starts = np.flatnonzero(np.r_[True, inv_sorted[1:] != inv_sorted[:-1]])
+    merged = Groups(
+        keys=new_keys[first[kept]],
+        candidates=np.add.reduceat(groups.candidates[rows][order], starts),
+        records=np.add.reduceat(records[order], starts),
+        counts=np.add.reduceat(groups.counts[rows][order], starts, axis=0),
+        requirement=np.maximum.reduceat(groups.requirement[rows][order], starts, axis=0),
+    )
+    return merged, member
 
 
 def suppression_need(n: IntArray, counts: IntArray, requirement: FloatArray, presence: bool) -> IntArray:
@@ -186,9 +222,7 @@ def _ncp(h: Hierarchy) -> FloatArray:
     return (leaves - 1.0) / max(h.n_leaves - 1, 1)
 
 
-def generalize(
-    cells: Cells, hierarchies: Sequence[Hierarchy], presence: bool, budget: int
-) -> Generalization:
+def generalize(cells: Cells, hierarchies: Sequence[Hierarchy], presence: bool, budget: int) -> Generalization:
     """Search the cut bottom-up until the suppression need fits the budget.
 
     Args:
@@ -222,6 +256,9 @@ def generalize(
         row_need = suppression_need(n_of(groups), groups.counts, groups.requirement, presence).sum(axis=1)
         best: tuple[float, float, int, int] | None = None  # (score, -gain, attribute, node)
         fallback: tuple[float, int, int] | None = None  # (loss, attribute, node)
+        # any other step removes no violation itself but may make a higher node mergeable
+        # (all its children in the cut); without it the search can stall below the root
+        last_resort: tuple[float, int, int] | None = None  # (loss, attribute, node)
         for a in range(d):
             par = parents[a]
             in_cut_children = np.bincount(par[in_cut[a] & (par >= 0)], minlength=radix[a])
@@ -230,42 +267,46 @@ def generalize(
             aff = p >= 0
             aff[aff] = mergeable[p[aff]]
             if not aff.any():
+                for v in np.flatnonzero(mergeable).tolist():
+                    if last_resort is None or (0.0, a, v) < last_resort:
+                        last_resort = (0.0, a, v)
                 continue
             new_keys = groups.keys[aff].copy()
             new_keys[:, a] = p[aff]
-            codes = _encode(new_keys, radix)
-            # a merged group without records cannot need suppression: leave its rows out
-            holds = np.isin(codes, codes[groups.records[aff] > 0])
-            aff[aff] = holds
+            merged, members = _merge_with_records(new_keys, radix, groups, aff)
+            aff[aff] = members
             v_rows = p[aff]
-            merged, _ = aggregate(
-                new_keys[holds], radix, groups.candidates[aff], groups.records[aff], groups.counts[aff],
-                groups.requirement[aff], code=codes[holds] if codes.size == holds.size and _fits(radix) else None,
-            )
             merged_need = suppression_need(n_of(merged), merged.counts, merged.requirement, presence).sum(axis=1)
             new_need = np.bincount(merged.keys[:, a], weights=merged_need, minlength=radix[a])
             old_need = np.bincount(v_rows, weights=row_need[aff], minlength=radix[a])
             loss = np.bincount(
-                v_rows, weights=groups.records[aff] * (ncps[a][v_rows] - ncps[a][groups.keys[aff, a]]),
+                v_rows,
+                weights=groups.records[aff] * (ncps[a][v_rows] - ncps[a][groups.keys[aff, a]]),
                 minlength=radix[a],
             )
-            for v in np.flatnonzero(mergeable):  # candidate steps of this attribute (a few nodes)
+            for v in np.flatnonzero(mergeable).tolist():  # candidate steps of this attribute (a few nodes)
                 gain = old_need[v] - new_need[v]
                 if gain > 0:
-                    key = (loss[v] / gain, -gain, a, int(v))
+                    key = (float(loss[v] / gain), float(-gain), a, v)
                     if best is None or key < best:
                         best = key
-                elif old_need[v] > 0 and (fallback is None or (loss[v], a, int(v)) < fallback):
-                    fallback = (float(loss[v]), a, int(v))
+                elif old_need[v] > 0:
+                    if fallback is None or (float(loss[v]), a, v) < fallback:
+                        fallback = (float(loss[v]), a, v)
+                elif last_resort is None or (float(loss[v]), a, v) < last_resort:
+                    last_resort = (float(loss[v]), a, v)
         if best is not None:
-            a, v = best[2], best[3]
+            step_a, step_v = best[2], best[3]
         elif fallback is not None:
-            a, v = fallback[1], fallback[2]
+            step_a, step_v = fallback[1], fallback[2]
+        elif last_resort is not None:
+            step_a, step_v = last_resort[1], last_resort[2]
         else:
             raise InfeasibleError(
                 f"{int(need.sum())} records would have to be suppressed but the budget is {budget}, "
                 "and no further generalization reduces that"
             )
+        a, v = step_a, step_v
         steps.append((a, v))
         par = parents[a]
         node_of_leaf[a] = np.where(par[node_of_leaf[a]] == v, v, node_of_leaf[a])
@@ -273,7 +314,5 @@ def generalize(
         in_cut[a][v] = True
         keys = groups.keys.copy()
         keys[:, a] = np.where(par[keys[:, a]] == v, v, keys[:, a])
-        groups, regroup = aggregate(
-            keys, radix, groups.candidates, groups.records, groups.counts, groups.requirement
-        )
+        groups, regroup = aggregate(keys, radix, groups.candidates, groups.records, groups.counts, groups.requirement)
         group_of_cell = regroup[group_of_cell]

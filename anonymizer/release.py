@@ -55,18 +55,73 @@ class PrivacyParams:
 
 
 @dataclass(frozen=True)
+class History:
+    """The statistics file in compressed, exact form.
+
+    Individuals with identical histories share their figures, so the state is kept per
+    *history class*: ``class_of[i]`` is individual i's class, and ``survival[c, s]`` and
+    ``linked[c, s]`` are the survival product Π(1 - n_{j,s}/n_j) and the number of linked
+    releases of every member of class c for protected value s. Under register dilution a
+    class is (nearly) a QI cell, so the state grows with distinct histories, not people.
+    The classes also separate personal thresholds: ``ell[c]`` is the ℓ of class c.
+
+    Attributes:
+        class_of: shape (N,), int64 in [0, K).
+        survival: shape (K, V), float64 in [0, 1].
+        linked: shape (K, V), int64 >= 0.
+        ell: shape (K,), float64 >= 2.
+    """
+
+    class_of: IntArray
+    survival: FloatArray
+    linked: IntArray
+    ell: FloatArray
+
+    @classmethod
+    def empty(cls, ell: FloatArray, n_sets: int) -> History:
+        """Before the first release: one class per distinct ℓ (ell has shape (N,))."""
+        values, class_of = np.unique(np.asarray(ell, dtype=np.float64), return_inverse=True)
+        k = values.size
+        return cls(
+            class_of.reshape(-1).astype(np.int64), np.ones((k, n_sets)), np.zeros((k, n_sets), dtype=np.int64), values
+        )
+
+    @classmethod
+    def from_dense(cls, survival: FloatArray, linked: IntArray, ell: FloatArray) -> History:
+        """Compress per-individual arrays of shape (N, V) (and ℓ of shape (N,))."""
+        rows = np.concatenate([survival, linked.astype(np.float64), np.asarray(ell, dtype=np.float64)[:, None]], axis=1)
+        uniq, class_of = np.unique(rows, axis=0, return_inverse=True)
+        v = survival.shape[1]
+        return cls(
+            class_of.reshape(-1).astype(np.int64),
+            uniq[:, :v].copy(),
+            uniq[:, v : 2 * v].astype(np.int64),
+            uniq[:, 2 * v].copy(),
+        )
+
+    def dense(self) -> tuple[FloatArray, IntArray]:
+        """Per-individual survival and linked counts, shape (N, V) each."""
+        return self.survival[self.class_of], self.linked[self.class_of]
+
+    def max_breach(self) -> float:
+        """Largest p(o, s) over all individuals and values (float; privacy.exceeds_threshold
+        gives the exact verdict)."""
+        used = np.unique(self.class_of)
+        return float(1.0 - self.survival[used].min()) if self.survival.size and used.size else 0.0
+
+
+@dataclass(frozen=True)
 class ReleaseResult:
     """What one release publishes and how the state moves.
 
     Attributes:
         published: per snapshot record, False when suppressed, shape (R,).
-        group_of_record: group index per record (meaningful where published), shape (R,).
+        group_of_record: group index per record, -1 where suppressed, shape (R,).
         group_nodes: node id per QI of every published group, shape (G, d).
         group_candidates: n_j of every published group, shape (G,).
         group_counts: published records per protected value, shape (G, V).
         group_records: published records per group, shape (G,).
-        survival, linked: the state after this release, shape (N, V).
-        linked_now: pairs linked by this release, shape (N, V).
+        history: the state after this release.
         suppressed: number of suppressed records.
         generalization: the search result (cut, steps).
     """
@@ -77,31 +132,46 @@ class ReleaseResult:
     group_candidates: IntArray
     group_counts: IntArray
     group_records: IntArray
-    survival: FloatArray
-    linked: IntArray
-    linked_now: BoolArray
+    history: History
     suppressed: int
     generalization: Generalization
 
     @property
     def max_breach(self) -> float:
-        """Largest p(o, s) over every pair after this release (float; see privacy.exceeds_threshold
-        for the exact verdict)."""
-        return float(1.0 - self.survival.min()) if self.survival.size else 0.0
+        return self.history.max_breach()
+
+    @property
+    def survival(self) -> FloatArray:
+        """Per-individual survival products after this release, shape (N, V)."""
+        return self.history.dense()[0]
+
+    @property
+    def linked(self) -> IntArray:
+        """Per-individual counts of linked releases after this release, shape (N, V)."""
+        return self.history.dense()[1]
 
 
-def targets_for(params: PrivacyParams, survival: FloatArray, linked: IntArray, ell: FloatArray) -> FloatArray:
-    """Target ratio per (individual, protected value), shape (N, V).
-
-    ``ell`` is ℓ per individual, shape (N,) (personal thresholds; a constant array
-    otherwise).
-    """
-    ell_b = np.broadcast_to(ell[:, None], survival.shape)
+def class_targets(params: PrivacyParams, history: History) -> FloatArray:
+    """Target ratio per (history class, protected value), shape (K, V)."""
+    ell_b = np.broadcast_to(history.ell[:, None], history.survival.shape)
     if params.guarantee == "localized":
         return np.array(ell_b, dtype=np.float64)
     return privacy.strategy_targets(
-        survival.ravel(), linked.ravel(), ell_b.ravel(), params.strategy, params.k_prime, params.alpha
-    ).reshape(survival.shape)
+        history.survival.ravel(),
+        history.linked.ravel(),
+        ell_b.ravel(),
+        params.strategy,
+        params.k_prime,
+        params.alpha,
+    ).reshape(history.survival.shape)
+
+
+def _leaf_codes(keys: IntArray, hierarchies: Sequence[Hierarchy]) -> IntArray:
+    """One int64 per row of leaf ids (mixed radix over the leaf counts)."""
+    radix = [h.n_leaves for h in hierarchies]
+    if float(np.prod(np.asarray(radix, dtype=np.float64))) < 2.0**62:
+        return np.asarray(keys @ np.cumprod([1, *radix[:-1]]).astype(np.int64), dtype=np.int64)
+    return np.asarray(np.unique(keys, axis=0, return_inverse=True)[1].reshape(-1), dtype=np.int64)
 
 
 def anonymize_release(
@@ -118,6 +188,34 @@ def anonymize_release(
     budget: int,
     seed: int,
 ) -> ReleaseResult:
+    """:func:`anonymize_history` for a state given as dense per-individual arrays
+    ``survival``, ``linked`` of shape (N, V) and ``ell`` of shape (N,)."""
+    return anonymize_history(
+        register_keys,
+        record_individual,
+        record_set,
+        n_sets,
+        History.from_dense(survival, linked, ell),
+        params,
+        hierarchies,
+        presence,
+        budget,
+        seed,
+    )
+
+
+def anonymize_history(
+    register_keys: IntArray,
+    record_individual: IntArray,
+    record_set: IntArray,
+    n_sets: int,
+    history: History,
+    params: PrivacyParams,
+    hierarchies: Sequence[Hierarchy],
+    presence: bool,
+    budget: int,
+    seed: int,
+) -> ReleaseResult:
     """Anonymize one snapshot and compute the state after publishing it.
 
     Args:
@@ -125,8 +223,7 @@ def anonymize_release(
         record_individual: register row of every snapshot record, shape (R,), unique.
         record_set: protected value (set) index of every record, -1 when unprotected, shape (R,).
         n_sets: V, the number of protected values (disjoint sets).
-        survival, linked: state before the release, shape (N, V).
-        ell: ℓ per individual, shape (N,).
+        history: the state before the release.
         params: strategy and guarantee.
         hierarchies: one per QI, in column order.
         presence: candidates are the present individuals (dilution off).
@@ -137,26 +234,31 @@ def anonymize_release(
         anonymizer.bottomup.InfeasibleError: the budget cannot be met.
     """
     n_ind = register_keys.shape[0]
-    targets = targets_for(params, survival, linked, ell)
+    n_classes = history.survival.shape[0]
+    targets = class_targets(params, history)
     # cells: distinct leaf combinations of the individuals that can be candidates
     members = record_individual if presence else np.arange(n_ind)
-    uniq_keys, cell_of_member = np.unique(register_keys[members], axis=0, return_inverse=True)
+    codes = _leaf_codes(register_keys, hierarchies)
+    _, first, cell_of_member = np.unique(codes[members], return_index=True, return_inverse=True)
     cell_of_member = cell_of_member.reshape(-1)
-    n_cells = uniq_keys.shape[0]
+    n_cells = first.size
+    # requirement: the largest target over the (cell, history class) pairs present
+    pair, pair_count = np.unique(cell_of_member * n_classes + history.class_of[members], return_counts=True)
     requirement = np.full((n_cells, n_sets), 1.0)
     if n_sets:
-        np.maximum.at(requirement, cell_of_member, targets[members])
+        np.maximum.at(requirement, pair // n_classes, targets[pair % n_classes])
     cell_of_ind = np.full(n_ind, -1, dtype=np.int64)
     cell_of_ind[members] = cell_of_member
     cell_of_record = cell_of_ind[record_individual]
     protected = record_set >= 0
-    counts = np.zeros((n_cells, n_sets), dtype=np.int64)
-    np.add.at(counts, (cell_of_record[protected], record_set[protected]), 1)
+    counts = np.bincount(
+        cell_of_record[protected] * n_sets + record_set[protected], minlength=n_cells * n_sets
+    ).reshape(n_cells, n_sets)
     cells = Cells(
-        keys=uniq_keys.astype(np.int64),
-        candidates=np.bincount(cell_of_member, minlength=n_cells).astype(np.int64),
+        keys=register_keys[members[first]].astype(np.int64),
+        candidates=np.bincount(pair // n_classes, weights=pair_count, minlength=n_cells).astype(np.int64),
         records=np.bincount(cell_of_record, minlength=n_cells).astype(np.int64),
-        counts=counts,
+        counts=counts.astype(np.int64),
         requirement=requirement,
     )
     gen = generalize(cells, hierarchies, presence, budget)
@@ -170,18 +272,25 @@ def anonymize_release(
     live = kept_records > 0
     renumber = np.cumsum(live) - 1
     n_j = kept_records if presence else gen.groups.candidates
-    # state update: every candidate of a live group holding s gets 1 - n_s/n (Lemma 4);
-    # under presence the suppressed but present individuals stay linked (conservative)
-    factor = np.ones((n_groups, n_sets))
     holds = (kept_counts > 0) & live[:, None]
-    factor[holds] = 1.0 - kept_counts[holds] / np.broadcast_to(n_j[:, None], holds.shape)[holds]
-    new_survival = survival.copy()
-    new_linked = linked.copy()
-    linked_now = np.zeros_like(survival, dtype=bool)
-    group_of_member = gen.group_of_cell[cell_of_member]
-    new_survival[members] *= factor[group_of_member]
-    linked_now[members] = holds[group_of_member]
-    new_linked[members] += linked_now[members]
+    # every candidate of a live group holding s gets 1 - n_s/n (Lemma 4); under presence
+    # the suppressed but present individuals stay linked (conservative)
+    factor = np.ones((n_groups + 1, n_sets))  # last row: not linked by this release
+    factor[:-1][holds] = 1.0 - kept_counts[holds] / np.broadcast_to(n_j[:, None], holds.shape)[holds]
+    holds_ext = np.vstack([holds, np.zeros((1, n_sets), dtype=bool)])
+    member_group = gen.group_of_cell[cell_of_member]
+    group_of_ind = np.full(n_ind, n_groups, dtype=np.int64)
+    group_of_ind[members] = np.where(live[member_group], member_group, n_groups)
+    # split every class by the group that linked its members (exact, no per-person state)
+    key = history.class_of * (n_groups + 1) + group_of_ind
+    uniq, new_class_of = np.unique(key, return_inverse=True)
+    old_class, via = uniq // (n_groups + 1), uniq % (n_groups + 1)
+    new_history = History(
+        class_of=new_class_of.reshape(-1).astype(np.int64),
+        survival=history.survival[old_class] * factor[via],
+        linked=history.linked[old_class] + holds_ext[via],
+        ell=history.ell[old_class],
+    )
     return ReleaseResult(
         published=published,
         group_of_record=np.where(published, renumber[group_of_record], -1),
@@ -189,9 +298,7 @@ def anonymize_release(
         group_candidates=n_j[live],
         group_counts=kept_counts[live],
         group_records=kept_records[live],
-        survival=new_survival,
-        linked=new_linked,
-        linked_now=linked_now,
+        history=new_history,
         suppressed=int((~published).sum()),
         generalization=gen,
     )

@@ -13,6 +13,7 @@ from typing import Annotated
 import numpy as np
 import pandas as pd
 import typer
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -25,7 +26,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-console = Console()
+# a pipe or CI log gets a width that fits the release table; a terminal keeps its own
+console = Console(width=None if sys.stdout.isatty() else 120)
 
 
 @app.command()
@@ -125,7 +127,9 @@ def simulate(
 @app.command()
 def demo(
     out: Annotated[Path, typer.Option("--out", help="workspace folder to create (an earlier demo's is replaced)")],
-    guarantee: Annotated[str, typer.Option("--guarantee", help="global, or localized (the per-release baseline)")] = "global",
+    guarantee: Annotated[
+        str, typer.Option("--guarantee", help="global, or localized (the per-release baseline)")
+    ] = "global",
     dilution: Annotated[str, typer.Option("--dilution", help="register (virtual dilution) or presence")] = "register",
     ell: Annotated[float, typer.Option("--l", help="ℓ")] = 2,
     strategy_name: Annotated[str, typer.Option("--strategy", help="constant or geometric")] = "constant",
@@ -141,12 +145,21 @@ def demo(
     from serialpub.pipeline import Publisher
 
     ws = demo_mod.create_workspace(
-        out, ell=ell, strategy=strategy_name, k_prime=k_prime, alpha=alpha, guarantee=guarantee,
-        dilution=dilution, budget=budget, rounds=rounds,
+        out,
+        ell=ell,
+        strategy=strategy_name,
+        k_prime=k_prime,
+        alpha=alpha,
+        guarantee=guarantee,
+        dilution=dilution,
+        budget=budget,
+        rounds=rounds,
     )
-    console.print(f"workspace {out}: register of 45,222 individuals, {rounds} snapshots, "
-                  f"{ws.config.guarantee} guarantee, ℓ = {ws.config.ell:g}, {ws.config.strategy} strategy, "
-                  f"{ws.config.dilution} dilution")
+    console.print(
+        f"workspace {out}: register of 45,222 individuals, {rounds} snapshots, "
+        f"{ws.config.guarantee} guarantee, ℓ = {ws.config.ell:g}, {ws.config.strategy} strategy, "
+        f"{ws.config.dilution} dilution"
+    )
     publisher = Publisher(ws)
     outcomes = []
     with Progress(console=console, transient=True) as progress:
@@ -159,15 +172,44 @@ def demo(
 
 
 def _outcome_table(outcomes: list, ell: float) -> Table:
-    table = Table(title="Published releases")
-    for col in ("release", "records", "groups", "suppressed", "avg cand.", "max cand.", "avg rec.",
-                "max rec.", f"max p (≤ {1 / ell:.3f})", "query error", "seconds"):
+    table = Table(
+        title="Published releases",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        caption=(
+            f"group size in candidates (cand) and records (rec); max p: largest breach probability "
+            f"over all releases so far (bound 1/ℓ = {1 / ell:.3f}); q.err: average relative error of "
+            "5,000 random range-count queries; s: seconds"
+        ),
+        caption_justify="left",
+    )
+    for col in (
+        "rel",
+        "records",
+        "groups",
+        "supp",
+        "cand avg",
+        "cand max",
+        "rec avg",
+        "rec max",
+        "max p",
+        "q.err",
+        "s",
+    ):
         table.add_column(col, justify="right")
     for o in outcomes:
         table.add_row(
-            str(o.seq), str(o.records), str(o.groups), str(o.suppressed), f"{o.avg_candidates:.1f}",
-            str(o.max_candidates), f"{o.avg_records:.1f}", str(o.max_records), f"{o.max_breach:.4f}",
-            f"{o.query_error:.3f}", f"{o.seconds:.2f}",
+            str(o.seq),
+            str(o.records),
+            str(o.groups),
+            str(o.suppressed),
+            f"{o.avg_candidates:.0f}",
+            str(o.max_candidates),
+            f"{o.avg_records:.1f}",
+            str(o.max_records),
+            f"{o.max_breach:.4f}",
+            f"{o.query_error:.2f}",
+            f"{o.seconds:.1f}",
         )
     return table
 
@@ -206,11 +248,21 @@ def history(
         table.add_column(col)
     for r in rows:
         p = r.params
-        param = (f"{p['guarantee']}, ℓ={p['l']:g}, {p['strategy']} "
-                 f"{'k' + chr(39) + '=' + str(p['k_prime']) if p['strategy'] == 'constant' else 'α=' + str(p['alpha'])}, "
-                 f"{p['dilution']}")
-        table.add_row(str(r.seq), r.period, r.published_at.strftime("%Y-%m-%d %H:%M"), str(r.records),
-                      str(r.groups), str(r.suppressed), f"{r.max_breach:.4f}", param)
+        param = (
+            f"{p['guarantee']}, ℓ={p['l']:g}, {p['strategy']} "
+            f"{'k' + chr(39) + '=' + str(p['k_prime']) if p['strategy'] == 'constant' else 'α=' + str(p['alpha'])}, "
+            f"{p['dilution']}"
+        )
+        table.add_row(
+            str(r.seq),
+            r.period,
+            r.published_at.strftime("%Y-%m-%d %H:%M"),
+            str(r.records),
+            str(r.groups),
+            str(r.suppressed),
+            f"{r.max_breach:.4f}",
+            param,
+        )
     console.print(table)
 
 
@@ -251,6 +303,7 @@ def main() -> None:
     except InputError as exc:
         print(f"serialpub: error: {exc}", file=sys.stderr)
         sys.exit(2)
+
 
 if __name__ == "__main__":
     main()

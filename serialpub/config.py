@@ -26,7 +26,7 @@ class Config(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     dataset: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-    register: Path = Path("register.csv")
+    register_file: Path = Field(default=Path("register.csv"), alias="register")
     hierarchies: Path = Path("hierarchies")
     release_store: Path = Path("releases")
     database_url: str | None = None
@@ -72,7 +72,7 @@ class Workspace(BaseModel):
 
     @property
     def register_path(self) -> Path:
-        return self.path(self.config.register)
+        return self.path(self.config.register_file)
 
     @property
     def hierarchy_dir(self) -> Path:

@@ -14,8 +14,17 @@ MARKER = ".serialpub-demo"
 
 
 def create_workspace(
-    out: Path, *, ell: float = 2, strategy: str = "constant", k_prime: int = 20, alpha: float = 2.0,
-    guarantee: str = "global", dilution: str = "register", budget: float = 0.05, rounds: int = 20, seed: int = 0,
+    out: Path,
+    *,
+    ell: float = 2,
+    strategy: str = "constant",
+    k_prime: int = 20,
+    alpha: float = 2.0,
+    guarantee: str = "global",
+    dilution: str = "register",
+    budget: float = 0.05,
+    rounds: int = 20,
+    seed: int = 0,
 ) -> Workspace:
     """Write a demo workspace: register, hierarchies, configuration and snapshots.
 
@@ -24,21 +33,38 @@ def create_workspace(
     """
     if out.exists() and any(out.iterdir()):
         if not (out / MARKER).exists():
-            raise InputError(f"{out}: folder exists and is not a serialpub demo workspace; choose an empty or new --out")
+            raise InputError(
+                f"{out}: folder exists and is not a serialpub demo workspace; choose an empty or new --out"
+            )
         shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
     (out / MARKER).write_text("made by 'serialpub demo'; the next demo run replaces this folder\n")
-    spec = SeriesSpec(rounds=rounds, carry_over=PRESETS["paper"]["carry_over"],
-                      redraw=PRESETS["paper"]["redraw"], seed=seed)
-    write_series(out, adult.load_adult(), adult.ID_COLUMN, adult.QUASI_IDENTIFIERS, adult.SENSITIVE, spec,
-                 "bundled UCI Adult (cleaned, 45,222 rows)")
+    spec = SeriesSpec(
+        rounds=rounds, carry_over=PRESETS["paper"]["carry_over"], redraw=PRESETS["paper"]["redraw"], seed=seed
+    )
+    write_series(
+        out,
+        adult.load_adult(),
+        adult.ID_COLUMN,
+        adult.QUASI_IDENTIFIERS,
+        adult.SENSITIVE,
+        spec,
+        "bundled UCI Adult (cleaned, 45,222 rows)",
+    )
     (out / "hierarchies").mkdir()
     for col in [*adult.QUASI_IDENTIFIERS, adult.SENSITIVE]:
         shutil.copyfile(adult.hierarchy_dir() / f"{col}.csv", out / "hierarchies" / f"{col}.csv")
     (out / CONFIG_NAME).write_text(
         TEMPLATE.format(
-            dataset="adult", qis=", ".join(adult.QUASI_IDENTIFIERS), sensitive=adult.SENSITIVE, ell=f"{ell:g}",
-            strategy=strategy, k_prime=k_prime, alpha=f"{alpha:g}", guarantee=guarantee, dilution=dilution,
+            dataset="adult",
+            qis=", ".join(adult.QUASI_IDENTIFIERS),
+            sensitive=adult.SENSITIVE,
+            ell=f"{ell:g}",
+            strategy=strategy,
+            k_prime=k_prime,
+            alpha=f"{alpha:g}",
+            guarantee=guarantee,
+            dilution=dilution,
             budget=f"{budget:g}",
         ),
         encoding="utf-8",

@@ -80,7 +80,7 @@ class Register:
     keys: npt.NDArray[np.int64]
 
     def rows_of(self, ids: pd.Series) -> npt.NDArray[np.int64]:
-        return np.asarray(self.ids.get_indexer(ids), dtype=np.int64)
+        return np.asarray(self.ids.get_indexer(pd.Index(ids)), dtype=np.int64)
 
 
 def load_register(path: Path, id_column: str, qis: list[str], hierarchies: dict[str, Hierarchy]) -> Register:
@@ -113,8 +113,13 @@ class Snapshot:
 
 
 def load_snapshot(
-    path: Path, id_column: str, qis: list[str], sensitive: str, register: Register,
-    hierarchies: dict[str, Hierarchy], sensitive_domain: set[str] | None,
+    path: Path,
+    id_column: str,
+    qis: list[str],
+    sensitive: str,
+    register: Register,
+    hierarchies: dict[str, Hierarchy],
+    sensitive_domain: set[str] | None,
 ) -> Snapshot:
     """Read a snapshot and check it: exactly the id, QI and sensitive columns; unique ids,
     each in the register with the same QI values; sensitive values in their domain."""

@@ -17,11 +17,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from anonymizer import privacy
 from anonymizer.bottomup import InfeasibleError
 from anonymizer.queries import average_relative_error
-from anonymizer.release import PrivacyParams, ReleaseResult, anonymize_release
+from anonymizer.release import History, PrivacyParams, ReleaseResult, anonymize_history
 from serialpub import release_files
 from serialpub.config import Workspace
 from serialpub.errors import InputError
@@ -74,48 +75,86 @@ class Publisher:
             self.protected = list(self.sensitive_domain)
         else:
             self.protected = list(dict.fromkeys(cfg.protected_values))
-            unknown = [v for v in self.protected if self.sensitive_domain is not None and v not in self.sensitive_domain]
+            unknown = [
+                v for v in self.protected if self.sensitive_domain is not None and v not in self.sensitive_domain
+            ]
             if unknown:
                 raise InputError(
                     f"{ws.root / 'serialpub.yaml'}: protected value(s) {', '.join(map(repr, unknown))} are not "
                     f"values of {cfg.sensitive!r} (leaves of {sens_path})"
                 )
         self.params = PrivacyParams(
-            ell=cfg.ell, strategy=cfg.strategy, k_prime=cfg.k_prime if cfg.strategy == "constant" else None,
-            alpha=cfg.alpha if cfg.strategy == "geometric" else None, guarantee=cfg.guarantee,
+            ell=cfg.ell,
+            strategy=cfg.strategy,
+            k_prime=cfg.k_prime if cfg.strategy == "constant" else None,
+            alpha=cfg.alpha if cfg.strategy == "geometric" else None,
+            guarantee=cfg.guarantee,
         )
         self.register: Register = load_register(ws.register_path, cfg.id_column, self.qis, self.hierarchies)
         self.store = StateStore(open_engine(ws.database_url))
+        self._ids_arrow = pa.array(self.register.ids.to_numpy().astype(str))
         self.file_sums = {
             "register": release_files.sha256_file(ws.register_path),
             "hierarchies": {q: release_files.sha256_file(ws.hierarchy_dir / f"{q}.csv") for q in self.qis},
         }
 
     # -- state <-> dense arrays ---------------------------------------------------------
-    def _dense_state(self, stats: pd.DataFrame | None) -> tuple[np.ndarray, np.ndarray]:
-        n, v = len(self.register.ids), len(self.protected)
-        survival = np.ones((n, v))
-        linked = np.zeros((n, v), dtype=np.int64)
-        if stats is not None and len(stats):
-            rows = self.register.rows_of(stats["individual"])
-            cols = pd.Index(self.protected).get_indexer(stats["value"])
-            if (rows < 0).any() or (cols < 0).any():
-                raise StateError(
-                    "the state refers to individuals or protected values missing from the register or "
-                    "configuration; the register and protected values must only grow"
-                )
-            survival[rows, cols] = stats["survival"].to_numpy()
-            linked[rows, cols] = stats["linked"].to_numpy()
-        return survival, linked
+    def _load_history(self, stats: tuple[pa.Table, pa.Table] | None, ell: np.ndarray) -> History:
+        """The statistics file as :class:`History` over the register's rows."""
+        if stats is None:
+            return History.empty(ell, len(self.protected))
+        members, classes = stats
+        meta = members.schema.metadata or {}
+        if meta.get(b"register_sha256", b"").decode() == self.file_sums["register"]:
+            rows = members.column("row").to_numpy().astype(np.int64)  # same register: row numbers hold
+        else:
+            rows = self.register.rows_of(pd.Series(members.column("individual").to_numpy(zero_copy_only=False)))
+            if (rows < 0).any():
+                raise StateError("the state names individuals missing from the register; the register may only grow")
+        n = len(self.register.ids)
+        known = np.zeros(n, dtype=bool)
+        known[rows] = True
+        class_col = members.column("class").to_numpy().astype(np.int64)
+        n_classes = int(class_col.max()) + 1 if class_col.size else 0
+        class_of = np.full(n, n_classes, dtype=np.int64)  # newcomers to the register: a fresh class
+        class_of[rows] = class_col
+        class_ell = np.full(n_classes + 1, float(ell[0]) if n else 2.0)
+        class_ell[class_col] = members.column("ell").to_numpy()
+        survival = np.ones((n_classes + 1, len(self.protected)))
+        linked = np.zeros((n_classes + 1, len(self.protected)), dtype=np.int64)
+        values = classes.column("value").combine_chunks()
+        to_protected = pd.Index(self.protected).get_indexer(values.dictionary.to_pylist())
+        cols = to_protected[values.indices.to_numpy()]
+        if (cols < 0).any():
+            raise StateError("the state names protected values the configuration no longer protects")
+        k = classes.column("class").to_numpy().astype(np.int64)
+        survival[k, cols] = classes.column("survival").to_numpy()
+        linked[k, cols] = classes.column("linked").to_numpy()
+        history = History(class_of, survival, linked, class_ell)
+        if not known.all():
+            class_ell[n_classes] = float(ell[~known][0])
+        return history
 
-    def _stats_frame(self, survival: np.ndarray, linked: np.ndarray) -> pd.DataFrame:
-        rows, cols = np.nonzero(linked)
-        return pd.DataFrame({
-            "individual": self.register.ids.to_numpy()[rows].astype(str),
-            "value": np.asarray(self.protected, dtype=object)[cols].astype(str),
-            "survival": survival[rows, cols],
-            "linked": linked[rows, cols].astype(np.int32),
-        })
+    def _history_tables(self, history: History, ell: np.ndarray) -> tuple[pa.Table, pa.Table]:
+        """The statistics file: members (individual → class) and classes (linked pairs)."""
+        members = pa.table(
+            {
+                "individual": self._ids_arrow,
+                "row": pa.array(np.arange(len(self.register.ids), dtype=np.int64)),
+                "class": pa.array(history.class_of.astype(np.int32)),
+                "ell": pa.array(history.ell[history.class_of]),
+            }
+        ).replace_schema_metadata({"register_sha256": self.file_sums["register"]})
+        k, cols = np.nonzero(history.linked)
+        classes = pa.table(
+            {
+                "class": pa.array(k.astype(np.int32)),
+                "value": pa.DictionaryArray.from_arrays(pa.array(cols.astype(np.int32)), pa.array(self.protected)),
+                "survival": pa.array(history.survival[k, cols]),
+                "linked": pa.array(history.linked[k, cols].astype(np.int32)),
+            }
+        )
+        return members, classes
 
     # -- one release ---------------------------------------------------------------------
     def publish(self, snapshot_path: Path, period: str | None = None) -> ReleaseOutcome:
@@ -144,17 +183,29 @@ class Publisher:
             )
         seq = len(published) + 1
         snap = load_snapshot(
-            snapshot_path, cfg.id_column, self.qis, cfg.sensitive, self.register, self.hierarchies,
+            snapshot_path,
+            cfg.id_column,
+            self.qis,
+            cfg.sensitive,
+            self.register,
+            self.hierarchies,
             set(self.sensitive_domain) if self.sensitive_domain is not None else None,
         )
-        survival, linked = self._dense_state(self.store.latest_statistics(cfg.dataset))
-        record_set = pd.Index(self.protected).get_indexer(snap.value).astype(np.int64)
         ell = np.full(len(self.register.ids), float(cfg.ell))
+        history = self._load_history(self.store.latest_statistics(cfg.dataset), ell)
+        record_set = pd.Index(self.protected).get_indexer(pd.Index(snap.value)).astype(np.int64)
         try:
-            result = anonymize_release(
-                self.register.keys, snap.individual, record_set, len(self.protected), survival, linked, ell,
-                self.params, [self.hierarchies[q] for q in self.qis], cfg.dilution == "presence",
-                budget=int(np.floor(cfg.suppression_budget * len(snap.individual))), seed=seq,
+            result = anonymize_history(
+                self.register.keys,
+                snap.individual,
+                record_set,
+                len(self.protected),
+                history,
+                self.params,
+                [self.hierarchies[q] for q in self.qis],
+                cfg.dilution == "presence",
+                budget=int(np.floor(cfg.suppression_budget * len(snap.individual))),
+                seed=seq,
             )
         except InfeasibleError as exc:
             raise InputError(
@@ -163,30 +214,52 @@ class Publisher:
             ) from None
         table = self._published_table(snap, result)
         query = average_relative_error(
-            snap.table[[*self.qis, cfg.sensitive]], table, self.hierarchies, cfg.sensitive,
-            n_queries=QUERY_COUNT, qd=QUERY_DIMENSIONS, selectivity=QUERY_SELECTIVITY, seed=cfg.query_seed,
+            snap.table[[*self.qis, cfg.sensitive]],
+            table,
+            self.hierarchies,
+            cfg.sensitive,
+            n_queries=QUERY_COUNT,
+            qd=QUERY_DIMENSIONS,
+            selectivity=QUERY_SELECTIVITY,
+            seed=cfg.query_seed,
         )
         manifest = self._manifest(seq, period, published[-1].seq if published else None, result, query)
         staging, manifest_sha = release_files.write_staging(self.ws.dataset_dir, seq, table, manifest)
         final = self.ws.dataset_dir / release_files.release_name(seq)
         self.store.record_published(
-            cfg.dataset, seq, period, self._params_record(),
+            cfg.dataset,
+            seq,
+            period,
+            self._params_record(),
             {
-                "records": int(result.published.sum()), "groups": int(result.group_nodes.shape[0]),
-                "suppressed": result.suppressed, "max_breach": result.max_breach,
-                "data_sha256": manifest["sha256"]["data.parquet"], "manifest_sha256": manifest_sha,
+                "records": int(result.published.sum()),
+                "groups": int(result.group_nodes.shape[0]),
+                "suppressed": result.suppressed,
+                "max_breach": result.max_breach,
+                "data_sha256": manifest["sha256"]["data.parquet"],
+                "manifest_sha256": manifest_sha,
             },
             self._group_rows(result),
-            self._stats_frame(result.survival, result.linked),
-            directory=str(final), staging=str(staging),
+            self._history_tables(result.history, ell),
+            directory=str(final),
+            staging=str(staging),
         )
         release_files.move_into_place(self.ws.dataset_dir, seq)
         cand, recs = result.group_candidates, result.group_records
         return ReleaseOutcome(
-            seq=seq, period=period, directory=final, records=int(recs.sum()), groups=int(cand.size),
-            suppressed=result.suppressed, avg_candidates=float(cand.mean()), max_candidates=int(cand.max()),
-            avg_records=float(recs.mean()), max_records=int(recs.max()), max_breach=result.max_breach,
-            query_error=query.mean, seconds=time.perf_counter() - started,
+            seq=seq,
+            period=period,
+            directory=final,
+            records=int(recs.sum()),
+            groups=int(cand.size),
+            suppressed=result.suppressed,
+            avg_candidates=float(cand.mean()),
+            max_candidates=int(cand.max()),
+            avg_records=float(recs.mean()),
+            max_records=int(recs.max()),
+            max_breach=result.max_breach,
+            query_error=query.mean,
+            seconds=time.perf_counter() - started,
         )
 
     def _published_table(self, snap: Snapshot, result: ReleaseResult) -> pd.DataFrame:
@@ -208,23 +281,32 @@ class Publisher:
         rows = []
         for g in range(result.group_nodes.shape[0]):  # one row per group (tens to thousands)
             nz = np.flatnonzero(result.group_counts[g])
-            rows.append({
-                "labels": [self.hierarchies[q].labels[result.group_nodes[g, a]] for a, q in enumerate(self.qis)],
-                "candidates": int(result.group_candidates[g]),
-                "records": int(result.group_records[g]),
-                "counts": {self.protected[v]: int(result.group_counts[g, v]) for v in nz},
-            })
+            rows.append(
+                {
+                    "labels": [self.hierarchies[q].labels[result.group_nodes[g, a]] for a, q in enumerate(self.qis)],
+                    "candidates": int(result.group_candidates[g]),
+                    "records": int(result.group_records[g]),
+                    "counts": {self.protected[v]: int(result.group_counts[g, v]) for v in nz},
+                }
+            )
         return rows
 
     def _params_record(self) -> dict[str, Any]:
         cfg = self.ws.config
         return {
-            "l": cfg.ell, "strategy": cfg.strategy, "k_prime": self.params.k_prime, "alpha": self.params.alpha,
-            "guarantee": cfg.guarantee, "dilution": cfg.dilution, "suppression_budget": cfg.suppression_budget,
+            "l": cfg.ell,
+            "strategy": cfg.strategy,
+            "k_prime": self.params.k_prime,
+            "alpha": self.params.alpha,
+            "guarantee": cfg.guarantee,
+            "dilution": cfg.dilution,
+            "suppression_budget": cfg.suppression_budget,
             "protected_values": self.protected,
         }
 
-    def _manifest(self, seq: int, period: str, previous: int | None, result: ReleaseResult, query: Any) -> dict[str, Any]:
+    def _manifest(
+        self, seq: int, period: str, previous: int | None, result: ReleaseResult, query: Any
+    ) -> dict[str, Any]:
         cfg = self.ws.config
         return {
             "format_version": 1,
@@ -240,12 +322,16 @@ class Publisher:
             "suppressed": result.suppressed,
             "max_breach_probability": result.max_breach,
             "constant_ratio_target": (
-                privacy.constant_ratio_target(cfg.ell, cfg.k_prime) if cfg.strategy == "constant" and cfg.k_prime
+                privacy.constant_ratio_target(cfg.ell, cfg.k_prime)
+                if cfg.strategy == "constant" and cfg.k_prime
                 else None
             ),
             "utility": {
-                "average_relative_error": query.mean, "queries": query.n_queries, "qd": query.qd,
-                "selectivity": query.selectivity, "seed": query.seed,
+                "average_relative_error": query.mean,
+                "queries": query.n_queries,
+                "qd": query.qd,
+                "selectivity": query.selectivity,
+                "seed": query.seed,
             },
             "sha256": {"data.parquet": None, **self.file_sums},
             "previous_release": previous,

@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 from sqlalchemy import (
@@ -81,11 +79,17 @@ class ReleaseGroup(Base):
 
 
 class Statistics(Base):
+    """The statistics file after a release, as two Parquet blobs: ``members`` (individual,
+    register row, history class, ℓ) and ``classes`` (class, protected value, survival
+    product, linked releases; pairs never linked are left out)."""
+
     __tablename__ = "statistics"
     release_id: Mapped[int] = mapped_column(ForeignKey("releases.id"), primary_key=True)
-    pairs: Mapped[int] = mapped_column(Integer)
+    individuals: Mapped[int] = mapped_column(Integer)
+    classes: Mapped[int] = mapped_column(Integer)
     sha256: Mapped[str] = mapped_column(String(64))
-    data: Mapped[bytes] = mapped_column(LargeBinary)
+    members_data: Mapped[bytes] = mapped_column(LargeBinary)
+    classes_data: Mapped[bytes] = mapped_column(LargeBinary)
 
 
 @dataclass(frozen=True)
@@ -114,6 +118,7 @@ def open_engine(url: str) -> Engine:
     """
     engine = create_engine(url)
     if engine.dialect.name == "sqlite":
+
         @event.listens_for(engine, "connect")
         def _pragmas(dbapi_conn: Any, _rec: Any) -> None:
             cur = dbapi_conn.cursor()
@@ -121,6 +126,7 @@ def open_engine(url: str) -> Engine:
             cur.execute("PRAGMA journal_mode=WAL")
             cur.execute("PRAGMA synchronous=FULL")
             cur.close()
+
     try:
         Base.metadata.create_all(engine)
     except OperationalError as exc:
@@ -129,15 +135,18 @@ def open_engine(url: str) -> Engine:
     return engine
 
 
-def stats_to_bytes(stats: pd.DataFrame) -> bytes:
-    """Serialize the statistics file (columns individual, value, survival, linked)."""
+def table_to_bytes(table: pa.Table) -> bytes:
     buf = io.BytesIO()
-    pq.write_table(pa.Table.from_pandas(stats, preserve_index=False), buf, compression="zstd")
+    pq.write_table(table, buf, compression="zstd")
     return buf.getvalue()
 
 
-def stats_from_bytes(blob: bytes) -> pd.DataFrame:
-    return pq.read_table(io.BytesIO(blob)).to_pandas()
+def table_from_bytes(blob: bytes) -> pa.Table:
+    return pq.read_table(io.BytesIO(blob))
+
+
+def _digest(members: bytes, classes: bytes) -> str:
+    return hashlib.sha256(hashlib.sha256(members).digest() + hashlib.sha256(classes).digest()).hexdigest()
 
 
 class StateStore:
@@ -164,19 +173,30 @@ class StateStore:
                 select(Release).where(Release.dataset_id == ds.id, Release.status == "published").order_by(Release.seq)
             ).all()
             return [
-                PublishedRelease(r.seq, r.period, r.params, r.records, r.groups, r.suppressed, r.max_breach,
-                                 r.directory, r.staging, r.published_at)
+                PublishedRelease(
+                    r.seq,
+                    r.period,
+                    r.params,
+                    r.records,
+                    r.groups,
+                    r.suppressed,
+                    r.max_breach,
+                    r.directory,
+                    r.staging,
+                    r.published_at,
+                )
                 for r in rows
             ]
 
-    def latest_statistics(self, dataset: str) -> pd.DataFrame | None:
-        """The statistics file after the newest published release, or None before the first."""
+    def latest_statistics(self, dataset: str) -> tuple[pa.Table, pa.Table] | None:
+        """The statistics file (members, classes) after the newest published release, or
+        None before the first."""
         with Session(self.engine) as s:
             ds = self._dataset(s, dataset, create=False)
             if ds is None:
                 return None
             row = s.execute(
-                select(Statistics.data, Statistics.sha256)
+                select(Statistics.members_data, Statistics.classes_data, Statistics.sha256)
                 .join(Release, Release.id == Statistics.release_id)
                 .where(Release.dataset_id == ds.id, Release.status == "published")
                 .order_by(Release.seq.desc())
@@ -184,9 +204,9 @@ class StateStore:
             ).first()
             if row is None:
                 return None
-            if hashlib.sha256(row.data).hexdigest() != row.sha256:
+            if _digest(row.members_data, row.classes_data) != row.sha256:
                 raise StateError(f"the statistics file of dataset {dataset!r} fails its checksum")
-            return stats_from_bytes(row.data)
+            return table_from_bytes(row.members_data), table_from_bytes(row.classes_data)
 
     def record_published(
         self,
@@ -196,36 +216,53 @@ class StateStore:
         params: dict[str, Any],
         summary: dict[str, Any],
         groups: list[dict[str, Any]],
-        stats: pd.DataFrame,
+        stats: tuple[pa.Table, pa.Table],
         directory: str,
         staging: str,
     ) -> None:
         """Record a release as published together with the statistics after it, in one
         transaction. Raises StateError if release ``seq`` is not the next one."""
-        blob = stats_to_bytes(stats)
+        members, classes = table_to_bytes(stats[0]), table_to_bytes(stats[1])
         with Session(self.engine) as s, s.begin():
             ds = self._dataset(s, dataset, create=True)
             assert ds is not None
             last = s.scalar(
-                select(Release.seq).where(Release.dataset_id == ds.id, Release.status == "published")
-                .order_by(Release.seq.desc()).limit(1).with_for_update()
+                select(Release.seq)
+                .where(Release.dataset_id == ds.id, Release.status == "published")
+                .order_by(Release.seq.desc())
+                .limit(1)
+                .with_for_update()
             )
             if (last or 0) + 1 != seq:
                 raise StateError(
                     f"dataset {dataset!r}: release {seq} cannot be published, the last published is {last or 0}"
                 )
             rel = Release(
-                dataset_id=ds.id, seq=seq, period=period, status="published", params=params,
-                records=summary["records"], groups=summary["groups"], suppressed=summary["suppressed"],
-                max_breach=summary["max_breach"], data_sha256=summary["data_sha256"],
-                manifest_sha256=summary["manifest_sha256"], directory=directory, staging=staging,
+                dataset_id=ds.id,
+                seq=seq,
+                period=period,
+                status="published",
+                params=params,
+                records=summary["records"],
+                groups=summary["groups"],
+                suppressed=summary["suppressed"],
+                max_breach=summary["max_breach"],
+                data_sha256=summary["data_sha256"],
+                manifest_sha256=summary["manifest_sha256"],
+                directory=directory,
+                staging=staging,
                 published_at=datetime.now(UTC),
             )
             s.add(rel)
             s.flush()
             s.add_all(ReleaseGroup(release_id=rel.id, group_no=i, **g) for i, g in enumerate(groups))
-            s.add(Statistics(release_id=rel.id, pairs=len(stats), sha256=hashlib.sha256(blob).hexdigest(), data=blob))
-
-
-def params_json(params: dict[str, Any]) -> str:
-    return json.dumps(params, sort_keys=True)
+            s.add(
+                Statistics(
+                    release_id=rel.id,
+                    individuals=stats[0].num_rows,
+                    classes=stats[1].num_rows,
+                    sha256=_digest(members, classes),
+                    members_data=members,
+                    classes_data=classes,
+                )
+            )

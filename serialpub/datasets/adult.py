@@ -8,13 +8,32 @@ from pathlib import Path
 import pandas as pd
 
 COLUMNS = [
-    "age", "workclass", "fnlwgt", "education", "education-num", "marital-status", "occupation",
-    "relationship", "race", "sex", "capital-gain", "capital-loss", "hours-per-week",
-    "native-country", "salary-class",
+    "age",
+    "workclass",
+    "fnlwgt",
+    "education",
+    "education-num",
+    "marital-status",
+    "occupation",
+    "relationship",
+    "race",
+    "sex",
+    "capital-gain",
+    "capital-loss",
+    "hours-per-week",
+    "native-country",
+    "salary-class",
 ]
 #: The ARX benchmark setup: quasi-identifiers and sensitive attribute.
 QUASI_IDENTIFIERS = [
-    "age", "education", "marital-status", "native-country", "race", "salary-class", "sex", "workclass",
+    "age",
+    "education",
+    "marital-status",
+    "native-country",
+    "race",
+    "salary-class",
+    "sex",
+    "workclass",
 ]
 SENSITIVE = "occupation"
 ID_COLUMN = "id"
@@ -44,8 +63,14 @@ def load_adult() -> pd.DataFrame:
     parts = []
     for name, skip in (("adult.data.gz", 0), ("adult.test.gz", 1)):
         df = pd.read_csv(
-            data_dir() / name, header=None, names=COLUMNS, skiprows=skip, dtype=str,
-            skipinitialspace=True, na_filter=False, compression="gzip",
+            data_dir() / name,
+            header=None,
+            names=COLUMNS,
+            skiprows=skip,
+            dtype=str,
+            skipinitialspace=True,
+            na_filter=False,
+            compression="gzip",
         )
         df = df[df["age"].str.len() > 0]  # trailing blank lines
         parts.append(df)
