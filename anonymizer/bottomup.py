@@ -101,6 +101,25 @@ def _encode(keys: IntArray, radix: Sequence[int]) -> IntArray:
     return np.asarray(inv.reshape(-1), dtype=np.int64)
 
 
+def _sort_groups(code: IntArray) -> tuple[IntArray, IntArray, IntArray]:
+    """One stable sort of the row codes.
+
+    Returns:
+        ``perm`` (rows in code order, equal codes adjacent),
+        ``starts`` (position in ``perm`` where each distinct code begins) and ``inverse``
+        (the distinct-code index of every row, in input order).
+    """
+    perm = np.argsort(code)  # any order within a group will do: its rows share the key
+    sorted_code = code[perm]
+    boundary = np.empty(code.size, dtype=bool)
+    boundary[:1] = True
+    np.not_equal(sorted_code[1:], sorted_code[:-1], out=boundary[1:])
+    starts = np.flatnonzero(boundary)
+    inverse = np.empty(code.size, dtype=np.int64)
+    inverse[perm] = np.cumsum(boundary) - 1
+    return perm, starts, inverse
+
+
 def aggregate(
     keys: IntArray,
     radix: Sequence[int],
@@ -115,16 +134,13 @@ def aggregate(
         the merged groups (sorted by key code) and, for every input row, its group index.
     """
     code = _encode(keys, radix)
-    uniq, first, inverse = np.unique(code, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    order = np.argsort(inverse, kind="stable")
-    starts = np.searchsorted(inverse[order], np.arange(uniq.size))
+    perm, starts, inverse = _sort_groups(code)
     groups = Groups(
-        keys=keys[first],
-        candidates=np.add.reduceat(candidates[order], starts),
-        records=np.add.reduceat(records[order], starts),
-        counts=np.add.reduceat(counts[order], starts, axis=0),
-        requirement=np.maximum.reduceat(requirement[order], starts, axis=0),
+        keys=keys[perm[starts]],
+        candidates=np.add.reduceat(candidates[perm], starts),
+        records=np.add.reduceat(records[perm], starts),
+        counts=np.add.reduceat(counts[perm], starts, axis=0),
+        requirement=np.maximum.reduceat(requirement[perm], starts, axis=0),
     )
     return groups, inverse
 
@@ -139,28 +155,27 @@ def _merge_with_records(
         the merged groups and, per selected row, whether it belongs to a kept group.
     """
     code = _encode(new_keys, radix)
-    _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1)
+    perm, starts, inverse = _sort_groups(code)
     records = groups.records[rows]
-    kept = np.bincount(inverse, weights=records) > 0
+    kept = np.add.reduceat(records[perm], starts) > 0
     member = kept[inverse]
-    sel = np.flatnonzero(member)
-    if sel.size == 0:
+    if not kept.any():
         v = groups.counts.shape[1]
         empty = Groups(
             keys=new_keys[:0], candidates=groups.candidates[:0], records=records[:0],
             counts=np.zeros((0, v), dtype=np.int64), requirement=np.zeros((0, v)),
         )
         return empty, member
-    order = sel[np.argsort(inverse[sel], kind="stable")]
-    inv_sorted = inverse[order]
-    starts = np.flatnonzero(np.r_[True, inv_sorted[1:] != inv_sorted[:-1]])
+    # rows of kept groups, still in code order; their group starts renumbered
+    in_kept = kept[inverse[perm]]
+    order = perm[in_kept]
+    sub_starts = (np.cumsum(in_kept) - 1)[starts[kept]]
     merged = Groups(
-        keys=new_keys[first[kept]],
-        candidates=np.add.reduceat(groups.candidates[rows][order], starts),
-        records=np.add.reduceat(records[order], starts),
-        counts=np.add.reduceat(groups.counts[rows][order], starts, axis=0),
-        requirement=np.maximum.reduceat(groups.requirement[rows][order], starts, axis=0),
+        keys=new_keys[perm[starts[kept]]],
+        candidates=np.add.reduceat(groups.candidates[rows][order], sub_starts),
+        records=np.add.reduceat(records[order], sub_starts),
+        counts=np.add.reduceat(groups.counts[rows][order], sub_starts, axis=0),
+        requirement=np.maximum.reduceat(groups.requirement[rows][order], sub_starts, axis=0),
     )
     return merged, member
 

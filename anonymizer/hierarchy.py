@@ -133,8 +133,10 @@ class Hierarchy:
         for line, cells in rows:
             if len(cells) != depth:
                 raise HierarchyError(
-                    source, line, f"row has {len(cells)} columns, the first row has {depth}; "
-                    "every row must run from its leaf to '*' over the same number of columns"
+                    source,
+                    line,
+                    f"row has {len(cells)} columns, the first row has {depth}; "
+                    "every row must run from its leaf to '*' over the same number of columns",
                 )
             for c in cells:
                 if c == "":
@@ -165,8 +167,10 @@ class Hierarchy:
             for h, label in enumerate(cells):
                 if h > 0 and label in index and index[label] < n_leaves and label != cells[0]:
                     raise HierarchyError(
-                        source, line, f"label {label!r} is a leaf elsewhere but generalizes {cells[0]!r} here; "
-                        "a label must name one set of leaves"
+                        source,
+                        line,
+                        f"label {label!r} is a leaf elsewhere but generalizes {cells[0]!r} here; "
+                        "a label must name one set of leaves",
                     )
                 if label not in index:
                     index[label] = len(labels)
@@ -174,10 +178,11 @@ class Hierarchy:
                     first_line[label] = line
                 leaf_nodes[h, li] = index[label]
                 leafset.setdefault(label, set()).add(cells[0])
-                up = next((c for c in cells[h + 1:] if c != label), None)
+                up = next((c for c in cells[h + 1 :] if c != label), None)
                 if label in parent_of and parent_of[label] != up:
                     raise HierarchyError(
-                        source, line,
+                        source,
+                        line,
                         f"label {label!r} has parent {up!r} here but {parent_of[label]!r} on line "
                         f"{first_line[label]}; the leaves of a label must form one subtree",
                     )
@@ -192,13 +197,11 @@ class Hierarchy:
         for (h, label), col_leaves in per_column.items():
             if col_leaves != leafset[label]:
                 raise HierarchyError(
-                    source, first_row[(h, label)],
-                    f"label {label!r} stands in different columns for different sets of leaves; "
-                    "rename one of them",
+                    source,
+                    first_row[(h, label)],
+                    f"label {label!r} stands in different columns for different sets of leaves; rename one of them",
                 )
-        parent = np.array(
-            [index[p] if (p := parent_of.get(lbl)) is not None else -1 for lbl in labels], dtype=np.int64
-        )
+        parent = np.array([index[p] if (p := parent_of.get(lbl)) is not None else -1 for lbl in labels], dtype=np.int64)
         numeric = all(_is_number(x) for x in labels[:n_leaves])
         return cls(attribute, tuple(labels), parent, leaf_nodes, numeric, index)
 

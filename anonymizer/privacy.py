@@ -79,9 +79,7 @@ def survival_factor(n: npt.ArrayLike, n_s: npt.ArrayLike) -> FloatArray:
     return (n_arr - ns_arr) / n_arr
 
 
-def survival_products(
-    pair_index: npt.ArrayLike, n: npt.ArrayLike, n_s: npt.ArrayLike, n_pairs: int
-) -> FloatArray:
+def survival_products(pair_index: npt.ArrayLike, n: npt.ArrayLike, n_s: npt.ArrayLike, n_pairs: int) -> FloatArray:
     """Survival product ``P = Π_j (1 - n_{j,s}/n_j)`` per pair, from a long-format history.
 
     Args:
@@ -110,9 +108,7 @@ def survival_products(
     return out
 
 
-def breach_probabilities(
-    pair_index: npt.ArrayLike, n: npt.ArrayLike, n_s: npt.ArrayLike, n_pairs: int
-) -> FloatArray:
+def breach_probabilities(pair_index: npt.ArrayLike, n: npt.ArrayLike, n_s: npt.ArrayLike, n_pairs: int) -> FloatArray:
     """Breach probability ``p(o, s, k) = 1 - P`` per pair (paper 004, Lemma 4).
 
     Same arguments as :func:`survival_products`; returns float64 of shape (n_pairs,).

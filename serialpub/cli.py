@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import numpy as np
-import pandas as pd
 import typer
 from rich import box
 from rich.console import Console
@@ -19,6 +18,9 @@ from rich.table import Table
 
 from anonymizer import privacy
 from serialpub.errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 app = typer.Typer(
     help="Serial publishing of anonymized microdata under the global guarantee.",
@@ -286,6 +288,8 @@ def _split(text: str) -> list[str]:
 
 
 def _read_csv(path: Path) -> pd.DataFrame:
+    import pandas as pd
+
     try:
         return pd.read_csv(path, dtype=str, na_filter=False)
     except FileNotFoundError:

@@ -22,7 +22,7 @@ def read_hierarchy(path: Path, attribute: str | None = None) -> Hierarchy:
     """
     attribute = attribute or path.stem
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark is not part of the first leaf
     except FileNotFoundError:
         raise InputError(f"{path}: hierarchy file not found; give one per quasi-identifier") from None
     except UnicodeDecodeError as exc:

@@ -7,27 +7,48 @@ offending row is named.
 
 from __future__ import annotations
 
+import csv
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pa_csv
 
 from anonymizer.hierarchy import Hierarchy
 from serialpub.errors import InputError
 
 
 def read_csv(path: Path, what: str) -> pd.DataFrame:
-    """Read a CSV file with every column as text."""
+    """Read a CSV file with every column as text (empty cells stay empty strings).
+
+    Uses pyarrow's multithreaded reader: a 5,000,000-row register reads in seconds.
+    """
     try:
-        df = pd.read_csv(path, dtype=str, na_filter=False, keep_default_na=False)
+        with path.open(encoding="utf-8-sig", newline="") as f:  # as pyarrow, skip a byte-order mark
+            header = next(csv.reader([f.readline()]), [])
     except FileNotFoundError:
         raise InputError(f"{path}: {what} file not found") from None
-    except pd.errors.EmptyDataError:
-        raise InputError(f"{path}: the {what} file is empty; it needs a header row and data rows") from None
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: the {what} is not UTF-8 text ({exc.reason}); save it as UTF-8") from None
+    if not header:
+        raise InputError(f"{path}: the {what} file is empty; it needs a header row and data rows")
+    if len(set(header)) != len(header):
+        raise InputError(f"{path}, line 1: a column name appears twice in the header")
+    try:
+        table = pa_csv.read_csv(
+            path,
+            convert_options=pa_csv.ConvertOptions(
+                column_types={c: pa.string() for c in header},
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+            ),
+        )
+    except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: the {what} is not a readable UTF-8 CSV file ({exc})") from None
+    df = table.to_pandas()
     if df.empty:
         raise InputError(f"{path}: the {what} has a header but no rows")
     return df
@@ -53,18 +74,17 @@ def _check_ids(df: pd.DataFrame, id_column: str, path: Path, what: str) -> None:
 
 def leaf_codes(df: pd.DataFrame, column: str, hierarchy: Hierarchy, path: Path) -> npt.NDArray[np.int64]:
     """Leaf ids of a column's values; InputError naming the line of the first non-leaf."""
-    values = df[column].to_numpy()
-    uniq, inverse = np.unique(values, return_inverse=True)
+    inverse, uniq = pd.factorize(df[column], sort=False)  # hashing: linear in the rows
     known = np.array([hierarchy.has_label(v) and hierarchy.node(v) < hierarchy.n_leaves for v in uniq])
     if not known.all():
         bad = uniq[~known][0]
-        line = _line(values == bad)
+        line = _line((df[column] == bad).to_numpy())
         raise InputError(
             f"{path}, line {line}, column {column!r}: value {bad!r} is not a leaf of the hierarchy "
             f"of {column!r}; correct the value or add it to hierarchies/{column}.csv"
         )
     codes = np.array([hierarchy.node(v) for v in uniq], dtype=np.int64)
-    return codes[inverse.reshape(-1)]
+    return codes[inverse]
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,8 @@ class ReleaseOutcome:
     max_breach: float
     query_error: float
     seconds: float
+    seconds_anonymize: float  # anonymization and the state update it computes
+    seconds_state: float  # loading and committing the state
 
 
 class Publisher:
@@ -192,8 +194,11 @@ class Publisher:
             set(self.sensitive_domain) if self.sensitive_domain is not None else None,
         )
         ell = np.full(len(self.register.ids), float(cfg.ell))
+        t_state = time.perf_counter()
         history = self._load_history(self.store.latest_statistics(cfg.dataset), ell)
+        t_state = time.perf_counter() - t_state
         record_set = pd.Index(self.protected).get_indexer(pd.Index(snap.value)).astype(np.int64)
+        t_anon = time.perf_counter()
         try:
             result = anonymize_history(
                 self.register.keys,
@@ -212,6 +217,7 @@ class Publisher:
                 f"{snapshot_path}: cannot publish under ℓ = {cfg.ell:g}: {exc}. Raise suppression_budget, "
                 "protect fewer values, or use register dilution"
             ) from None
+        t_anon = time.perf_counter() - t_anon
         table = self._published_table(snap, result)
         query = average_relative_error(
             snap.table[[*self.qis, cfg.sensitive]],
@@ -226,6 +232,7 @@ class Publisher:
         manifest = self._manifest(seq, period, published[-1].seq if published else None, result, query)
         staging, manifest_sha = release_files.write_staging(self.ws.dataset_dir, seq, table, manifest)
         final = self.ws.dataset_dir / release_files.release_name(seq)
+        t_commit = time.perf_counter()
         self.store.record_published(
             cfg.dataset,
             seq,
@@ -244,6 +251,7 @@ class Publisher:
             directory=str(final),
             staging=str(staging),
         )
+        t_state += time.perf_counter() - t_commit
         release_files.move_into_place(self.ws.dataset_dir, seq)
         cand, recs = result.group_candidates, result.group_records
         return ReleaseOutcome(
