@@ -268,6 +268,8 @@ class Publisher:
             max_breach=result.max_breach,
             query_error=query.mean,
             seconds=time.perf_counter() - started,
+            seconds_anonymize=t_anon,
+            seconds_state=t_state,
         )
 
     def _published_table(self, snap: Snapshot, result: ReleaseResult) -> pd.DataFrame:
