@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+import pandas as pd
 
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.privacy import TARGET_SAFETY
@@ -155,27 +156,26 @@ def _merge_with_records(
         the merged groups and, per selected row, whether it belongs to a kept group.
     """
     code = _encode(new_keys, radix)
-    perm, starts, inverse = _sort_groups(code)
     records = groups.records[rows]
-    kept = np.add.reduceat(records[perm], starts) > 0
-    member = kept[inverse]
-    if not kept.any():
-        v = groups.counts.shape[1]
+    # rows whose merged group holds records: a hash lookup, so the many rows of merged
+    # groups without records are never sorted
+    member = pd.Index(np.unique(code[records > 0])).get_indexer(pd.Index(code)) >= 0
+    sel = np.flatnonzero(member)
+    v = groups.counts.shape[1]
+    if sel.size == 0:
         empty = Groups(
             keys=new_keys[:0], candidates=groups.candidates[:0], records=records[:0],
             counts=np.zeros((0, v), dtype=np.int64), requirement=np.zeros((0, v)),
         )
         return empty, member
-    # rows of kept groups, still in code order; their group starts renumbered
-    in_kept = kept[inverse[perm]]
-    order = perm[in_kept]
-    sub_starts = (np.cumsum(in_kept) - 1)[starts[kept]]
+    perm, starts, _ = _sort_groups(code[sel])
+    order = sel[perm]
     merged = Groups(
-        keys=new_keys[perm[starts[kept]]],
-        candidates=np.add.reduceat(groups.candidates[rows][order], sub_starts),
-        records=np.add.reduceat(records[order], sub_starts),
-        counts=np.add.reduceat(groups.counts[rows][order], sub_starts, axis=0),
-        requirement=np.maximum.reduceat(groups.requirement[rows][order], sub_starts, axis=0),
+        keys=new_keys[order[starts]],
+        candidates=np.add.reduceat(groups.candidates[rows][order], starts),
+        records=np.add.reduceat(records[order], starts),
+        counts=np.add.reduceat(groups.counts[rows][order], starts, axis=0),
+        requirement=np.maximum.reduceat(groups.requirement[rows][order], starts, axis=0),
     )
     return merged, member
 

@@ -71,34 +71,38 @@ def make_scale_workspace(n_register: int, n_records: int, seed: int = 0) -> Path
     from serialpub.config import CONFIG_NAME, TEMPLATE
     from serialpub.datasets import adult
 
-    root = OUT / f"scale-{n_register}-{n_records}"
-    if (root / CONFIG_NAME).exists():
-        return root
+    root = OUT / f"scale-{n_register}"
+    snapshot = root / "snapshots" / f"snapshot-{n_records}.csv"
+    if snapshot.exists():
+        return snapshot
     root.mkdir(parents=True, exist_ok=True)
     base = adult.load_adult()
     rng = np.random.default_rng(seed)
     rows = rng.integers(0, len(base), size=n_register)
     reg = base.iloc[rows][[*adult.QUASI_IDENTIFIERS, adult.SENSITIVE]].reset_index(drop=True)
     reg.insert(0, "id", np.arange(1, n_register + 1).astype(str))
-    reg[["id", *adult.QUASI_IDENTIFIERS]].to_csv(root / "register.csv", index=False)
-    present = np.sort(rng.choice(n_register, size=n_records, replace=False))
+    if not (root / "register.csv").exists():
+        reg[["id", *adult.QUASI_IDENTIFIERS]].to_csv(root / "register.csv", index=False)
+    present = np.sort(np.random.default_rng(seed + n_records).choice(n_register, size=n_records, replace=False))
     (root / "snapshots").mkdir(exist_ok=True)
-    reg.iloc[present][["id", *adult.QUASI_IDENTIFIERS, adult.SENSITIVE]].to_csv(
-        root / "snapshots" / "snapshot-0001.csv", index=False
-    )
+    reg.iloc[present][["id", *adult.QUASI_IDENTIFIERS, adult.SENSITIVE]].to_csv(snapshot, index=False)
     (root / "hierarchies").mkdir(exist_ok=True)
     for col in [*adult.QUASI_IDENTIFIERS, adult.SENSITIVE]:
         (root / "hierarchies" / f"{col}.csv").write_bytes((adult.hierarchy_dir() / f"{col}.csv").read_bytes())
+    if (root / CONFIG_NAME).exists():
+        return snapshot
     (root / CONFIG_NAME).write_text(TEMPLATE.format(
         dataset="adult", qis=", ".join(adult.QUASI_IDENTIFIERS), sensitive=adult.SENSITIVE, ell="2",
         strategy="constant", k_prime=20, alpha="2", guarantee="global", dilution="register", budget="0.05",
     ))
-    return root
+    return snapshot
 
 
-def scale_one(root: Path) -> dict[str, object]:
-    """Publish release 1 of a scale workspace (run in its own process)."""
+def scale_one(snapshot: Path) -> dict[str, object]:
+    """Publish one snapshot as release 1 of a scale workspace (run in its own process)."""
     from serialpub.config import load_config
+
+    root = snapshot.parent.parent
     from serialpub.pipeline import Publisher
 
     for stale in (root / "state.sqlite", root / "state.sqlite-wal", root / "state.sqlite-shm"):
@@ -109,7 +113,7 @@ def scale_one(root: Path) -> dict[str, object]:
     t0 = time.perf_counter()
     publisher = Publisher(load_config(root))
     t_load = time.perf_counter() - t0
-    o = publisher.publish(root / "snapshots" / "snapshot-0001.csv")
+    o = publisher.publish(snapshot)
     return {
         "records": o.records, "groups": o.groups, "suppressed": o.suppressed,
         "load_register_s": t_load, "publish_s": o.seconds, "anonymize_s": o.seconds_anonymize,
@@ -138,10 +142,10 @@ def main() -> None:
         runs = []
         for n_rec in args.records:
             t = time.perf_counter()
-            root = make_scale_workspace(args.register, n_rec)
+            snapshot = make_scale_workspace(args.register, n_rec)
             made = time.perf_counter() - t
             proc = subprocess.run(
-                [sys.executable, __file__, "_scale_one", "--root", str(root)],
+                [sys.executable, __file__, "_scale_one", "--root", str(snapshot)],
                 check=True, capture_output=True, text=True,
             )
             run = {"register": args.register, "generate_s": made, **json.loads(proc.stdout.strip().splitlines()[-1])}

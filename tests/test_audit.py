@@ -1,0 +1,486 @@
+"""The independent auditor (serialpub.audit) against the paper's example, hand-built
+defects and a brute-force per-individual recomputation on random workspaces."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import random
+from fractions import Fraction
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from serialpub.audit import audit_releases, audit_workspace, format_report
+from serialpub.errors import InputError
+from serialpub.hierarchies import read_hierarchies
+
+# ----------------------------------------------------------------------------- builders
+
+Rows = list[list[str]]
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def write_workspace(
+    root: Path,
+    register: pd.DataFrame,
+    hierarchies: dict[str, Rows],
+    releases: list[dict],
+    dataset: str = "clinic",
+    sensitive: str = "disease",
+) -> Path:
+    """A workspace with register.csv, hierarchies/<qi>.csv and releases/<dataset>/release-NNNN/.
+
+    Each release is a dict with ``data`` (QI columns + sensitive column), ``l``,
+    ``protected`` and ``dilution``; manifests carry correct sha256s.
+    """
+    root.mkdir(parents=True, exist_ok=True)
+    register.to_csv(root / "register.csv", index=False, lineterminator="\n")
+    hdir = root / "hierarchies"
+    hdir.mkdir(exist_ok=True)
+    for name, rows in hierarchies.items():
+        (hdir / f"{name}.csv").write_text("".join(";".join(r) + "\n" for r in rows), encoding="utf-8")
+    qis = list(hierarchies)
+    for k, rel in enumerate(releases, start=1):
+        d = root / "releases" / dataset / f"release-{k:04d}"
+        d.mkdir(parents=True)
+        data: pd.DataFrame = rel["data"]
+        data.to_parquet(d / "data.parquet", index=False)
+        manifest = {
+            "format_version": 1,
+            "dataset": dataset,
+            "release": k,
+            "period": f"P{k}",
+            "created": "2026-01-01T00:00:00Z",
+            "quasi_identifiers": qis,
+            "sensitive": sensitive,
+            "l": rel["l"],
+            "guarantee": "global",
+            "strategy": "constant",
+            "k_prime": 2,
+            "alpha": None,
+            "protected_values": rel["protected"],
+            "dilution": rel["dilution"],
+            "records": len(data),
+            "groups": len(data[qis].drop_duplicates()),
+            "suppressed": 0,
+            "sha256": {
+                "data.parquet": _sha(d / "data.parquet"),
+                "register": _sha(root / "register.csv"),
+                "hierarchies": {q: _sha(hdir / f"{q}.csv") for q in qis},
+            },
+            "previous_release": k - 1 if k > 1 else None,
+            "validation": None,
+            "sign_off": None,
+        }
+        (d / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    return root
+
+
+def table(rows: list[tuple[str, ...]], columns: list[str]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=columns)
+
+
+# ----------------------------------------------------------------------------- paper 004, Figures 1-4
+
+SEX: Rows = [["M", "*"], ["F", "*"]]
+ZIP: Rows = [
+    ["65001", "6500*", "*"],
+    ["65002", "6500*", "*"],
+    ["65014", "6501*", "*"],
+    ["65015", "6501*", "*"],
+    ["65010", "6501*", "*"],
+]
+PAPER_H = {"sex": SEX, "zipcode": ZIP}
+COLS = ["sex", "zipcode", "disease"]
+# Figure 1: o1..o5 with their QI values (o4 only in T1, o5 only in T2)
+REGISTER = pd.DataFrame(
+    {
+        "id": ["o1", "o2", "o3", "o4", "o5"],
+        "sex": ["M", "M", "F", "F", "F"],
+        "zipcode": ["65001", "65002", "65014", "65015", "65010"],
+    }
+)
+# Figure 2: groups of two, localized guarantee only
+T1_FIG2 = table(
+    [("M", "6500*", "flu"), ("M", "6500*", "chlamydia"), ("F", "6501*", "flu"), ("F", "6501*", "fever")], COLS
+)
+T2_FIG2 = table(
+    [("M", "6500*", "chlamydia"), ("M", "6500*", "flu"), ("F", "6501*", "fever"), ("F", "6501*", "flu")], COLS
+)
+# Figure 4: one group of four per release
+T1_FIG4 = table([("*", "*", v) for v in ("flu", "chlamydia", "flu", "fever")], COLS)
+T2_FIG4 = table([("*", "*", v) for v in ("chlamydia", "flu", "fever", "flu")], COLS)
+
+
+def paper_releases(t1: pd.DataFrame, t2: pd.DataFrame, dilution: str) -> list[dict]:
+    return [{"data": t, "l": 2, "protected": ["chlamydia"], "dilution": dilution} for t in (t1, t2)]
+
+
+@pytest.mark.parametrize("dilution", ["presence", "register"])
+def test_figure_2_breaches_the_global_guarantee(tmp_path: Path, dilution: str) -> None:
+    ws = write_workspace(tmp_path / "ws", REGISTER, PAPER_H, paper_releases(T1_FIG2, T2_FIG2, dilution))
+    result = audit_workspace(ws)
+    # o2 (and o1, same group) is linked to chlamydia with p = 1 - (1/2)(1/2) = 3/4 > 1/2
+    assert result.max_p == pytest.approx(0.75, abs=1e-15)
+    assert result.max_p_individual in {"o1", "o2"}
+    assert result.max_p_value == "chlamydia"
+    assert result.max_p_releases == 2
+    assert result.violations == 2 and result.violating_individuals == 2
+    assert result.max_p_by_release == pytest.approx([0.5, 0.75])
+    assert result.releases == [1, 2] and result.dataset == "clinic" and result.ell == 2
+    assert result.overlap_pairs == 0 and result.findings == []
+    assert not result.ok
+    report = format_report(result)
+    assert "max p = 0.75 > 1/ℓ = 0.5" in report and "verdict: FAIL" in report
+
+
+def test_figure_4_meets_the_global_guarantee_with_presence_known(tmp_path: Path) -> None:
+    ws = write_workspace(tmp_path / "ws", REGISTER, PAPER_H, paper_releases(T1_FIG4, T2_FIG4, "presence"))
+    result = audit_workspace(ws)
+    # 1 - (3/4)(3/4) = 7/16 < 1/2 for every covered individual
+    assert result.max_p == 7 / 16
+    assert result.violations == 0
+    assert result.ok
+    assert "verdict: PASS" in format_report(result)
+
+
+def test_register_dilution_lowers_p(tmp_path: Path) -> None:
+    # Figure 4 under register dilution: all five register individuals are candidates
+    ws = write_workspace(tmp_path / "a", REGISTER, PAPER_H, paper_releases(T1_FIG4, T2_FIG4, "register"))
+    assert audit_workspace(ws).max_p == pytest.approx(1 - (4 / 5) ** 2)  # 9/25 < 7/16
+    # Figure 2 plus o6, a man in 6500* who is in no release: he dilutes the men's group
+    reg = pd.concat([REGISTER, pd.DataFrame({"id": ["o6"], "sex": ["M"], "zipcode": ["65002"]})], ignore_index=True)
+    presence = audit_workspace(
+        write_workspace(tmp_path / "b", reg, PAPER_H, paper_releases(T1_FIG2, T2_FIG2, "presence"))
+    )
+    register = audit_workspace(
+        write_workspace(tmp_path / "c", reg, PAPER_H, paper_releases(T1_FIG2, T2_FIG2, "register"))
+    )
+    assert presence.max_p == pytest.approx(0.75)
+    assert register.max_p == pytest.approx(1 - (2 / 3) ** 2)  # 5/9
+    assert register.max_p < presence.max_p
+    # the absent o6 accumulates linkage too, so three men violate (p = 5/9 > 1/2)
+    assert register.violations == 3
+
+
+# ----------------------------------------------------------------------------- defects
+
+AGE: Rows = [[str(a), "[30, 34]" if a < 35 else "[35, 39]", "[30, 39]", "*"] for a in range(30, 40)]
+AGE_H = {"sex": SEX, "age": AGE}
+AGE_COLS = ["sex", "age", "disease"]
+AGE_REGISTER = pd.DataFrame(
+    {
+        "id": [f"p{i}" for i in range(8)],
+        "sex": ["M", "M", "M", "M", "F", "F", "F", "F"],
+        "age": ["31", "32", "36", "38", "30", "33", "35", "39"],
+    }
+)
+
+
+def test_overlapping_regions_are_reported(tmp_path: Path) -> None:
+    data = table(
+        [
+            ("M", "[30, 39]", "flu"), ("M", "[30, 39]", "hiv"),
+            ("M", "[30, 34]", "flu"), ("M", "[30, 34]", "flu"),
+            ("F", "[30, 34]", "flu"), ("F", "[30, 34]", "hiv"),
+        ],
+        AGE_COLS,
+    )  # fmt: skip
+    rel = [{"data": data, "l": 2, "protected": ["hiv"], "dilution": "register"}]
+    result = audit_workspace(write_workspace(tmp_path / "ws", AGE_REGISTER, AGE_H, rel))
+    assert result.overlap_pairs == 1
+    (ov,) = result.overlaps
+    assert ov.release == 1
+    assert {ov.first["age"], ov.second["age"]} == {"[30, 39]", "[30, 34]"}
+    assert ov.first["sex"] == ov.second["sex"] == "M"
+    assert not result.ok
+    assert "overlapping group pairs: 1" in format_report(result)
+
+
+def test_disjoint_boxes_that_are_not_a_cut_pass(tmp_path: Path) -> None:
+    # age nodes [30, 39] and [30, 34] both used, but with different sexes: disjoint regions
+    data = table(
+        [
+            ("M", "[30, 39]", "flu"), ("M", "[30, 39]", "hiv"), ("M", "[30, 39]", "flu"),
+            ("F", "[30, 34]", "flu"), ("F", "[35, 39]", "hiv"),
+        ],
+        AGE_COLS,
+    )  # fmt: skip
+    rel = [{"data": data, "l": 2, "protected": ["hiv"], "dilution": "register"}]
+    result = audit_workspace(write_workspace(tmp_path / "ws", AGE_REGISTER, AGE_H, rel))
+    assert result.overlap_pairs == 0
+    # F in [35, 39]: two register women (35, 39), one hiv record: p = 1/2, not above 1/2
+    assert result.max_p == 0.5 and result.violations == 0
+    assert result.ok
+
+
+def test_value_outside_the_hierarchy_is_reported(tmp_path: Path) -> None:
+    bad = T1_FIG2.copy()
+    bad.loc[2, "zipcode"] = "6502*"
+    ws = write_workspace(tmp_path / "ws", REGISTER, PAPER_H, paper_releases(bad, T2_FIG2, "presence"))
+    result = audit_workspace(ws)
+    assert not result.ok
+    (finding,) = result.findings
+    assert "release 1" in finding and "'zipcode'" in finding and "'6502*'" in finding
+
+
+def test_tampered_data_file_is_reported(tmp_path: Path) -> None:
+    ws = write_workspace(tmp_path / "ws", REGISTER, PAPER_H, paper_releases(T1_FIG4, T2_FIG4, "presence"))
+    path = ws / "releases" / "clinic" / "release-0002" / "data.parquet"
+    tampered = T2_FIG4.copy()
+    tampered.loc[0, "disease"] = "flu"
+    tampered.to_parquet(path, index=False)
+    result = audit_workspace(ws)
+    assert not result.ok
+    assert any("release 2" in f and "sha256" in f for f in result.findings)
+
+
+def test_identifier_column_in_a_release_is_reported(tmp_path: Path) -> None:
+    leaky = T1_FIG4.assign(id=["o1", "o2", "o3", "o4"])
+    ws = write_workspace(tmp_path / "ws", REGISTER, PAPER_H, paper_releases(leaky, T2_FIG4, "presence"))
+    result = audit_workspace(ws)
+    assert not result.ok
+    (finding,) = result.findings
+    assert "release 1" in finding and "column(s) id" in finding
+
+
+def test_changing_ell_is_noted_and_the_latest_is_used(tmp_path: Path) -> None:
+    rels = paper_releases(T1_FIG4, T2_FIG4, "presence")
+    rels[1]["l"] = 3
+    result = audit_workspace(write_workspace(tmp_path / "ws", REGISTER, PAPER_H, rels))
+    assert result.ell == 3
+    assert any("ℓ differs" in n for n in result.notes)
+    assert result.violations == 5 and not result.ok  # 7/16 > 1/3 for all five covered individuals
+
+
+def test_hierarchy_changed_after_publishing_is_an_input_error(tmp_path: Path) -> None:
+    ws = write_workspace(tmp_path / "ws", REGISTER, PAPER_H, paper_releases(T1_FIG4, T2_FIG4, "presence"))
+    with (ws / "hierarchies" / "zipcode.csv").open("a", encoding="utf-8") as f:
+        f.write("65099;6509*;*\n")
+    with pytest.raises(InputError, match=r"zipcode\.csv: the hierarchy differs from the one release 1"):
+        audit_workspace(ws)
+
+
+def test_register_changed_after_publishing_is_an_input_error(tmp_path: Path) -> None:
+    ws = write_workspace(tmp_path / "ws", REGISTER, PAPER_H, paper_releases(T1_FIG4, T2_FIG4, "presence"))
+    with (ws / "register.csv").open("a", encoding="utf-8") as f:
+        f.write("o9,M,65001\n")
+    with pytest.raises(InputError, match=r"register\.csv: the register differs from the one release 1"):
+        audit_workspace(ws)
+
+
+def test_missing_files_and_ambiguous_dataset(tmp_path: Path) -> None:
+    ws = write_workspace(tmp_path / "ws", REGISTER, PAPER_H, paper_releases(T1_FIG4, T2_FIG4, "presence"))
+    (ws / "releases" / "clinic" / "release-0002" / "manifest.json").unlink()
+    with pytest.raises(InputError, match=r"release-0002/manifest\.json: file missing"):
+        audit_workspace(ws)
+    ws2 = write_workspace(tmp_path / "ws2", REGISTER, PAPER_H, paper_releases(T1_FIG4, T2_FIG4, "presence"))
+    (ws2 / "hierarchies" / "sex.csv").unlink()
+    with pytest.raises(InputError, match=r"sex\.csv"):
+        audit_workspace(ws2)
+    (ws2 / "releases" / "other").mkdir()
+    with pytest.raises(InputError, match="--dataset"):
+        audit_workspace(ws2)
+    with pytest.raises(InputError, match="no such dataset"):
+        audit_workspace(ws2, dataset="nope")
+    with pytest.raises(InputError, match="no release"):
+        audit_workspace(ws2, dataset="other")
+
+
+def test_register_with_an_empty_cell_is_an_input_error(tmp_path: Path) -> None:
+    ws = write_workspace(tmp_path / "ws", REGISTER, PAPER_H, paper_releases(T1_FIG4, T2_FIG4, "presence"))
+    text = (ws / "register.csv").read_text(encoding="utf-8").replace("o3,F,65014", "o3,,65014")
+    (ws / "register.csv").write_text(text, encoding="utf-8")
+    for manifest in ws.glob("releases/clinic/*/manifest.json"):  # re-sign so only the empty cell is wrong
+        m = json.loads(manifest.read_text(encoding="utf-8"))
+        m["sha256"]["register"] = _sha(ws / "register.csv")
+        manifest.write_text(json.dumps(m), encoding="utf-8")
+    with pytest.raises(InputError, match=r"column 'sex' is empty in data row 3"):
+        audit_workspace(ws)
+
+
+def test_register_value_outside_the_hierarchy_is_an_input_error(tmp_path: Path) -> None:
+    reg = REGISTER.copy()
+    reg.loc[4, "zipcode"] = "99999"
+    ws = write_workspace(tmp_path / "ws", REGISTER, PAPER_H, paper_releases(T1_FIG4, T2_FIG4, "presence"))
+    hier = read_hierarchies(ws / "hierarchies", ["sex", "zipcode"])
+    manifest = {
+        "release": 1,
+        "quasi_identifiers": ["sex", "zipcode"],
+        "sensitive": "disease",
+        "l": 2,
+        "protected_values": ["chlamydia"],
+        "dilution": "presence",
+        "sha256": {},
+    }
+    releases = [(tmp_path / "nowhere", manifest, T1_FIG4)]
+    with pytest.raises(InputError, match=r"register: value '99999' of column 'zipcode' \(data row 5\)"):
+        audit_releases(reg, "id", hier, releases)
+    bad_manifest = [(tmp_path / "nowhere", {"release": 1}, T1_FIG4)]
+    with pytest.raises(InputError, match="'quasi_identifiers' is missing"):
+        audit_releases(REGISTER, "id", hier, bad_manifest)
+
+
+# ----------------------------------------------------------------------------- brute force
+
+BF_AGE: Rows = [[str(a), f"[{a - a % 2}, {a - a % 2 + 1}]", "[0, 3]" if a < 4 else "[4, 7]", "*"] for a in range(8)]
+BF_ZONE: Rows = [["a", "ab", "*"], ["b", "ab", "*"], ["c", "c", "*"]]  # 'c' is a chain
+BF_H = {"age": BF_AGE, "sex": SEX, "zone": BF_ZONE}
+BF_VALUES = ["s1", "s2", "s3"]
+
+
+def _leafsets(rows: Rows) -> dict[str, frozenset[str]]:
+    out: dict[str, set[str]] = {}
+    for row in rows:
+        for label in row:
+            out.setdefault(label, set()).add(row[0])
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+LEAFSETS = {q: _leafsets(r) for q, r in BF_H.items()}
+
+
+def _children(q: str) -> dict[str, list[str]]:
+    kids: dict[str, list[str]] = {}
+    for row in BF_H[q]:
+        path = list(dict.fromkeys(reversed(row)))  # root first, chains collapsed
+        for parent, child in itertools.pairwise(path):
+            if child not in kids.setdefault(parent, []):
+                kids[parent].append(child)
+    return kids
+
+
+CHILDREN = {q: _children(q) for q in BF_H}
+
+
+def _random_cut(rng: random.Random, q: str, node: str = "*") -> list[str]:
+    kids = CHILDREN[q].get(node, [])
+    if not kids or rng.random() < 0.35:
+        return [node]
+    return [n for k in kids for n in _random_cut(rng, q, k)]
+
+
+def _random_boxes(rng: random.Random, mode: str) -> list[dict[str, str]]:
+    qis = list(BF_H)
+    if mode == "cut":
+        cuts = {q: _random_cut(rng, q) for q in qis}
+        return [dict(zip(qis, combo, strict=True)) for combo in itertools.product(*cuts.values())]
+    if mode == "tiling":  # split on sex, then independent cuts per part: disjoint, not a cut
+        boxes = []
+        for sex in _random_cut(rng, "sex"):
+            for age, zone in itertools.product(_random_cut(rng, "age"), _random_cut(rng, "zone")):
+                boxes.append({"age": age, "sex": sex, "zone": zone})
+        return boxes
+    labels = {q: sorted(LEAFSETS[q]) for q in qis}  # random boxes, possibly overlapping
+    return [{q: rng.choice(labels[q]) for q in qis} for _ in range(rng.randint(1, 5))]
+
+
+def _inside(box: dict[str, str], person: dict[str, str]) -> bool:
+    return all(person[q] in LEAFSETS[q][box[q]] for q in box)
+
+
+def _random_case(seed: int) -> tuple[pd.DataFrame, list[dict]]:
+    rng = random.Random(seed)
+    n = rng.randint(3, 25)
+    register = pd.DataFrame(
+        {
+            "id": [f"i{k}" for k in range(n)],
+            "age": [str(rng.randrange(8)) for _ in range(n)],
+            "sex": [rng.choice("MF") for _ in range(n)],
+            "zone": [rng.choice("abc") for _ in range(n)],
+        }
+    )
+    people = register.to_dict("records")
+    releases = []
+    for _ in range(rng.randint(1, 4)):
+        boxes = _random_boxes(rng, rng.choice(["cut", "cut", "tiling", "boxes"]))
+        rows = []
+        for person in rng.sample(people, rng.randint(1, n)):
+            covering = [b for b in boxes if _inside(b, person)]
+            if covering and rng.random() > 0.1:
+                box = rng.choice(covering)
+                rows.append((box["age"], box["sex"], box["zone"], rng.choice(BF_VALUES)))
+        rng.shuffle(rows)
+        data = pd.DataFrame(rows, columns=["age", "sex", "zone", "disease"])
+        if data.empty:
+            data = data.astype(str)
+        releases.append(
+            {
+                "data": data,
+                "l": rng.choice([2, 3, 1.5]),
+                "protected": rng.sample(BF_VALUES[:2], rng.randint(1, 2)),
+                "dilution": rng.choice(["register", "presence"]),
+            }
+        )
+    return register, releases
+
+
+def _brute_force(register: pd.DataFrame, releases: list[dict]) -> dict:
+    """Per individual and value, directly from the definitions (DESIGN.md §1)."""
+    people = register.to_dict("records")
+    values = list(dict.fromkeys(v for r in releases for v in r["protected"]))
+    survival = {(p["id"], v): Fraction(1) for p in people for v in values}
+    curve = []
+    overlaps = 0
+    for rel in releases:
+        data = rel["data"]
+        groups: dict[tuple[str, ...], list[str]] = {}
+        for rec in data.itertuples(index=False):
+            groups.setdefault((rec.age, rec.sex, rec.zone), []).append(rec.disease)
+        boxes = {key: dict(zip(["age", "sex", "zone"], key, strict=True)) for key in groups}
+        for k1, k2 in itertools.combinations(boxes, 2):
+            if all(LEAFSETS[q][boxes[k1][q]] & LEAFSETS[q][boxes[k2][q]] for q in BF_H):
+                overlaps += 1
+        for key, recs in groups.items():
+            members = [p for p in people if _inside(boxes[key], p)]
+            n = len(members) if rel["dilution"] == "register" else len(recs)
+            for v in values:
+                n_s = recs.count(v)
+                if n_s:
+                    for p in members:
+                        survival[(p["id"], v)] *= Fraction(n - n_s, n)
+        curve.append(float(1 - min(survival.values())) if survival else 0.0)
+    p = {pair: 1 - s for pair, s in survival.items()}
+    bound = 1 / Fraction(releases[-1]["l"])
+    return {
+        "p": p,
+        "max_p": max(p.values()) if p else Fraction(0),
+        "violations": sum(1 for x in p.values() if x > bound),
+        "violating_individuals": len({pid for (pid, _), x in p.items() if x > bound}),
+        "overlaps": overlaps,
+        "curve": curve,
+    }
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_matches_brute_force(tmp_path: Path, seed: int) -> None:
+    register, releases = _random_case(seed)
+    result = audit_workspace(write_workspace(tmp_path / "ws", register, BF_H, releases))
+    expected = _brute_force(register, releases)
+    assert result.max_p == pytest.approx(float(expected["max_p"]), abs=1e-12)
+    assert result.violations == expected["violations"]
+    assert result.violating_individuals == expected["violating_individuals"]
+    assert result.overlap_pairs == expected["overlaps"]
+    assert result.max_p_by_release == pytest.approx(expected["curve"], abs=1e-12)
+    assert result.findings == []
+    if expected["max_p"] > 0:
+        assert expected["p"][(result.max_p_individual, result.max_p_value)] == expected["max_p"]
+
+
+def test_brute_force_cases_cover_every_path() -> None:
+    """The random cases include violations, exact ties at 1/ℓ, overlaps and both dilutions."""
+    ties = violations = overlaps = 0
+    for seed in range(40):
+        register, releases = _random_case(seed)
+        bf = _brute_force(register, releases)
+        bound = 1 / Fraction(releases[-1]["l"])
+        ties += any(x == bound for x in bf["p"].values())
+        violations += bf["violations"] > 0
+        overlaps += bf["overlaps"] > 0
+    assert ties and violations and overlaps
