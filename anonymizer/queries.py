@@ -1,0 +1,607 @@
+"""Utility measure: average relative error of random range-count queries.
+
+The workload (DESIGN.md section 8) follows Xiao & Tao (SIGMOD 2006, section 5.2; summarized
+in ``papers/notes/seed001.md`` section 4), which Wong et al. (``papers/004_*``, section 8)
+adopt for serial publishing. A query is::
+
+    COUNT(*) WHERE A1 ∈ R1 AND … AND A_qd ∈ R_qd AND S ∈ R_S
+
+* **actual**: the number of records of the raw snapshot (every record, suppressed or not)
+  that satisfy all conditions;
+* **estimate**: on the published release, every original value is assumed uniformly
+  distributed over the leaves of its generalized value, so a published record whose value
+  of A_i is node g_i contributes ``Π_i |leaves(g_i) ∩ R_i| / |leaves(g_i)|`` times
+  ``[s ∈ R_S]`` (its sensitive value is published as is). Suppressed records are absent
+  from the release and contribute nothing;
+* **relative error**: ``|actual − estimate| / actual``; queries with actual = 0 are redrawn.
+
+Ranges are leaf sets. A range is given as a boolean leaf mask per attribute; an attribute a
+query does not constrain has an all-True mask (every node then contributes 1), so queries on
+different attribute subsets share one representation.
+
+Evaluation is matrix arithmetic, never a loop over records: each table is first aggregated
+into distinct (node tuple, sensitive value) rows with counts; queries are grouped by the set
+of attributes they constrain, the table is re-aggregated on those attributes only, and for a
+chunk of Q queries and D distinct rows the answers are ``(Π_i F_i[:, g_i] · S[:, s]) @ counts``
+where ``F_i`` (Q × n_nodes) holds the overlap fractions of the ranges with every node. The
+overlap counts come from prefix sums over the leaves in depth-first order, where every node's
+leaves are contiguous, so no dense leaf × node matrix is needed.
+
+This module does no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from anonymizer.hierarchy import Hierarchy
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+#: Upper bound on the elements of one (queries × distinct rows) work matrix (float64, 16 MB).
+CHUNK_ELEMENTS = 1 << 21
+
+#: At most this many queries per requested query are drawn before giving up on finding
+#: queries with a non-zero actual answer.
+MAX_DRAWS_PER_QUERY = 100
+
+#: Categorical ranges: a node is a candidate when its leaf fraction f satisfies
+#: ``|log2(f / target)| <= CATEGORICAL_BAND`` (within a factor 2 of the target).
+CATEGORICAL_BAND = 1.0
+
+
+# --------------------------------------------------------------------------------------
+# Query ranges and results
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class QueryRanges:
+    """Explicit ranges of Q count queries.
+
+    Attributes:
+        qi: per quasi-identifier, the leaf membership of its range, bool array of shape
+            (Q, n_leaves) indexed by the hierarchy's leaf ids. A QI missing from the mapping,
+            or a row that is all True, leaves that attribute unconstrained.
+        sensitive_values: the sensitive domain, the column order of ``sensitive``.
+        sensitive: membership of R_S, bool array of shape (Q, len(sensitive_values)).
+            Records whose sensitive value is not in ``sensitive_values`` satisfy no query.
+    """
+
+    qi: Mapping[str, BoolArray]
+    sensitive_values: tuple[Any, ...]
+    sensitive: BoolArray
+
+    @property
+    def n_queries(self) -> int:
+        return int(self.sensitive.shape[0])
+
+    def take(self, index: npt.ArrayLike) -> QueryRanges:
+        """The queries at ``index`` (integer or boolean array), in that order."""
+        idx = np.asarray(index)
+        return QueryRanges({a: m[idx] for a, m in self.qi.items()}, self.sensitive_values, self.sensitive[idx])
+
+    @staticmethod
+    def concat(parts: Sequence[QueryRanges]) -> QueryRanges:
+        """Queries of several batches drawn over the same attributes and sensitive domain."""
+        if not parts:
+            raise ValueError("nothing to concatenate")
+        first = parts[0]
+        return QueryRanges(
+            {a: np.concatenate([p.qi[a] for p in parts]) for a in first.qi},
+            first.sensitive_values,
+            np.concatenate([p.sensitive for p in parts]),
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class QueryErrorResult:
+    """Relative errors of a query workload on one release.
+
+    Attributes:
+        mean: average relative error (a ratio; 0.25 means 25 %).
+        median: median relative error.
+        p85: 85th percentile of the relative errors (numpy's linear interpolation); the
+            "average + standard deviation" bar of Xiao & Tao is about this percentile
+            (notes/seed001.md section 4).
+        n_queries: number of queries evaluated (all with actual > 0).
+        qd: number of QI attributes per query actually used, ``min(requested qd, n_QIs)``.
+        selectivity: the requested expected selectivity s (a fraction of the records).
+        seed: seed of the random generator.
+        actual: exact answers on the raw snapshot, int64 of shape (n_queries,), all > 0.
+        estimate: estimated answers on the release, float64 of shape (n_queries,).
+        errors: relative errors, float64 of shape (n_queries,).
+        n_draws: queries drawn in total: the accepted ones, those rejected for an actual of
+            0, and the surplus of the last round of draws.
+        mean_selectivity: mean of ``actual / len(raw)``, the realized selectivity.
+        ranges: the queries themselves.
+    """
+
+    mean: float
+    median: float
+    p85: float
+    n_queries: int
+    qd: int
+    selectivity: float
+    seed: int
+    actual: IntArray
+    estimate: FloatArray
+    errors: FloatArray
+    n_draws: int
+    mean_selectivity: float
+    ranges: QueryRanges
+
+
+# --------------------------------------------------------------------------------------
+# Hierarchy geometry
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Spans:
+    """Leaves in depth-first order; every node's leaves are the positions lo..hi of it."""
+
+    order: IntArray  # (n_leaves,) leaf id at each depth-first position
+    position: IntArray  # (n_leaves,) depth-first position of each leaf id
+    lo: IntArray  # (n_nodes,)
+    hi: IntArray  # (n_nodes,) inclusive
+    size: FloatArray  # (n_nodes,) number of leaves below each node
+
+
+def _spans(h: Hierarchy) -> _Spans:
+    # lexsort's primary key is the last row: the root column, then downwards to the leaf
+    order = np.lexsort(h.leaf_nodes).astype(np.int64)
+    position = np.empty(h.n_leaves, dtype=np.int64)
+    position[order] = np.arange(h.n_leaves, dtype=np.int64)
+    lo = np.full(h.n_nodes, h.n_leaves, dtype=np.int64)
+    hi = np.full(h.n_nodes, -1, dtype=np.int64)
+    for level in h.leaf_nodes:
+        np.minimum.at(lo, level, position)
+        np.maximum.at(hi, level, position)
+    size = h.leaf_counts()
+    if np.any(hi - lo + 1 != size):  # cannot happen for a validated hierarchy
+        raise ValueError(f"hierarchy of {h.attribute!r}: a node's leaves do not form one subtree")
+    return _Spans(order, position, lo, hi, size.astype(np.float64))
+
+
+def _overlap_fractions(mask: BoolArray, spans: _Spans) -> FloatArray:
+    """``|leaves(node) ∩ R| / |leaves(node)|`` for every query and node, shape (Q, n_nodes).
+
+    Exactly 0.0 or 1.0 on leaf nodes.
+    """
+    cum = np.zeros((mask.shape[0], mask.shape[1] + 1), dtype=np.int64)
+    np.cumsum(mask[:, spans.order], axis=1, out=cum[:, 1:])
+    return (cum[:, spans.hi + 1] - cum[:, spans.lo]) / spans.size
+
+
+# --------------------------------------------------------------------------------------
+# Tables as distinct rows
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Table:
+    codes: list[IntArray]  # per QI, node id of every distinct row, shape (D,)
+    sens: IntArray  # (D,) sensitive code; n_sens for values outside the domain
+    counts: FloatArray  # (D,) records per distinct row
+    n_records: int
+    # re-aggregations on a subset of the QIs (by QI position), computed once
+    projections: dict[tuple[int, ...], tuple[list[IntArray], FloatArray]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    def project(self, attrs: tuple[int, ...], sizes: Sequence[int]) -> tuple[list[IntArray], FloatArray]:
+        """Distinct (codes of ``attrs``, sensitive code) rows with counts; ``sizes`` their ranges."""
+        if attrs not in self.projections:
+            self.projections[attrs] = _group([self.codes[i] for i in attrs] + [self.sens], sizes, self.counts)
+        return self.projections[attrs]
+
+
+def _node_codes(column: pd.Series, h: Hierarchy, leaves_only: bool, table: str) -> IntArray:
+    codes, uniques = pd.factorize(column, sort=False, use_na_sentinel=True)
+    if np.any(codes < 0):
+        raise ValueError(f"{table} table: column {column.name!r} has missing values")
+    mapped = np.empty(len(uniques), dtype=np.int64)
+    for i, value in enumerate(uniques):  # a loop over distinct labels, not records
+        label = str(value)
+        if not h.has_label(label):
+            raise ValueError(f"{table} table: value {label!r} of column {column.name!r} is not in its hierarchy")
+        node = h.node(label)
+        if leaves_only and node >= h.n_leaves:
+            raise ValueError(
+                f"{table} table: value {label!r} of column {column.name!r} is a generalized value; "
+                "the raw snapshot must hold leaves"
+            )
+        mapped[i] = node
+    return mapped[codes]
+
+
+def _group(columns: Sequence[IntArray], sizes: Sequence[int], weights: FloatArray) -> tuple[list[IntArray], FloatArray]:
+    """Distinct rows of the integer columns (each in [0, size)) and their summed weights."""
+    n = len(weights)
+    total = math.prod(sizes)
+    if n == 0:
+        return [np.zeros(0, dtype=np.int64) for _ in columns], np.zeros(0, dtype=np.float64)
+    if total < 2**62:
+        key = np.zeros(n, dtype=np.int64)
+        for col, size in zip(columns, sizes, strict=True):
+            key = key * size + col
+        if total <= max(4 * n, 1 << 16):
+            dense = np.asarray(np.bincount(key, weights=weights, minlength=total), np.float64)
+            keys = np.flatnonzero(dense)
+            summed = dense[keys]
+        else:
+            inverse, keys = pd.factorize(key, sort=False)  # hashing, O(n)
+            summed = np.asarray(np.bincount(inverse, weights=weights, minlength=len(keys)), np.float64)
+        return [np.asarray(c, dtype=np.int64) for c in np.unravel_index(keys, tuple(sizes))], summed
+    stacked = np.stack(list(columns), axis=1)
+    rows, inverse = np.unique(stacked, axis=0, return_inverse=True)
+    summed = np.asarray(np.bincount(inverse.reshape(-1), weights=weights, minlength=len(rows)), np.float64)
+    return [rows[:, i].astype(np.int64) for i in range(rows.shape[1])], summed
+
+
+def _encode(
+    df: pd.DataFrame,
+    hierarchies: Mapping[str, Hierarchy],
+    sensitive: str,
+    sensitive_values: Sequence[Any],
+    leaves_only: bool,
+    table: str,
+) -> _Table:
+    missing = [c for c in [*hierarchies, sensitive] if c not in df.columns]
+    if missing:
+        raise ValueError(f"{table} table lacks column(s) {missing}")
+    qi_codes = [_node_codes(df[a], h, leaves_only, table) for a, h in hierarchies.items()]
+    n_sens = len(sensitive_values)
+    sens = pd.Index(list(sensitive_values)).get_indexer(df[sensitive]).astype(np.int64)
+    sens[sens < 0] = n_sens
+    sizes = [h.n_nodes for h in hierarchies.values()] + [n_sens + 1]
+    cols, counts = _group([*qi_codes, sens], sizes, np.ones(len(df), dtype=np.float64))
+    return _Table(cols[:-1], cols[-1], counts, len(df))
+
+
+# --------------------------------------------------------------------------------------
+# Evaluation
+# --------------------------------------------------------------------------------------
+
+
+def _check_ranges(hierarchies: Mapping[str, Hierarchy], ranges: QueryRanges) -> None:
+    q = ranges.n_queries
+    if len(set(ranges.sensitive_values)) != len(ranges.sensitive_values):
+        raise ValueError("sensitive_values holds a value twice")
+    if ranges.sensitive.ndim != 2 or ranges.sensitive.shape[1] != len(ranges.sensitive_values):
+        raise ValueError(
+            f"sensitive mask has shape {ranges.sensitive.shape}; expected (Q, {len(ranges.sensitive_values)})"
+        )
+    for a, m in ranges.qi.items():
+        if a not in hierarchies:
+            raise ValueError(f"range on {a!r}, which has no hierarchy")
+        if m.dtype != np.bool_ or m.shape != (q, hierarchies[a].n_leaves):
+            raise ValueError(
+                f"range mask of {a!r} has shape {m.shape} and dtype {m.dtype}; "
+                f"expected bool of shape ({q}, {hierarchies[a].n_leaves})"
+            )
+
+
+def _answers(
+    table: _Table,
+    hierarchies: Mapping[str, Hierarchy],
+    spans: Sequence[_Spans],
+    ranges: QueryRanges,
+) -> FloatArray:
+    """Expected count of every query on ``table``, shape (Q,); exact counts for leaf-only tables."""
+    names = list(hierarchies)
+    q = ranges.n_queries
+    out = np.zeros(q, dtype=np.float64)
+    if q == 0 or len(table.counts) == 0:
+        return out
+    # which attributes each query constrains; queries are grouped by that set
+    constrained = np.zeros((q, len(names)), dtype=bool)
+    for i, a in enumerate(names):
+        if a in ranges.qi:
+            constrained[:, i] = ~ranges.qi[a].all(axis=1)
+    if names:
+        patterns, group_of = np.unique(constrained, axis=0, return_inverse=True)
+        group_of = group_of.reshape(-1)
+    else:
+        patterns, group_of = np.zeros((1, 0), dtype=bool), np.zeros(q, dtype=np.int64)
+    s_mask = np.zeros((q, len(ranges.sensitive_values) + 1), dtype=np.float64)
+    s_mask[:, :-1] = ranges.sensitive
+    n_sens = s_mask.shape[1]
+    by_group = np.argsort(group_of, kind="stable")
+    bounds = np.searchsorted(group_of[by_group], np.arange(len(patterns) + 1))
+    for g, pattern in enumerate(patterns):
+        queries = by_group[bounds[g]:bounds[g + 1]]
+        attrs = tuple(np.flatnonzero(pattern).tolist())
+        cols, counts = table.project(attrs, [hierarchies[names[i]].n_nodes for i in attrs] + [n_sens])
+        width = max(len(counts), *(hierarchies[names[i]].n_nodes for i in attrs), n_sens)
+        step = max(1, CHUNK_ELEMENTS // width)
+        for start in range(0, len(queries), step):
+            chunk = queries[start:start + step]
+            product = np.take(s_mask[chunk], cols[-1], axis=1)
+            for i, col in zip(attrs, cols[:-1], strict=True):
+                fractions = _overlap_fractions(ranges.qi[names[i]][chunk], spans[i])
+                product *= np.take(fractions, col, axis=1)
+            out[chunk] = product @ counts
+    return out
+
+
+def evaluate_queries(
+    raw: pd.DataFrame,
+    published: pd.DataFrame,
+    hierarchies: Mapping[str, Hierarchy],
+    sensitive: str,
+    ranges: QueryRanges,
+) -> tuple[IntArray, FloatArray]:
+    """Actual and estimated answers of explicitly given queries.
+
+    Args:
+        raw: the snapshot before anonymization, one row per record; every QI column (one per
+            key of ``hierarchies``) holds leaf labels, plus the ``sensitive`` column.
+        published: the release; QI columns hold node labels of the hierarchies (leaf, inner
+            node or '*'); may have fewer rows than ``raw`` (suppressed records removed).
+        hierarchies: the QI attributes and their hierarchies.
+        sensitive: name of the sensitive column (published unchanged).
+        ranges: the queries; see :class:`QueryRanges`.
+
+    Returns:
+        ``(actual, estimate)``: int64 and float64 arrays of shape (Q,), in records.
+
+    Raises:
+        ValueError: a missing column, a missing value or a label not in its hierarchy in a
+            QI column, a generalized value in ``raw``, masks of the wrong shape or dtype, a
+            range on an attribute without hierarchy, or a repeated sensitive value.
+
+    Source: DESIGN.md section 8; Xiao & Tao SIGMOD 2006 section 5.2 (uniform assumption) via
+    notes/seed001.md section 4.
+    """
+    _check_ranges(hierarchies, ranges)
+    spans = [_spans(h) for h in hierarchies.values()]
+    raw_t = _encode(raw, hierarchies, sensitive, ranges.sensitive_values, True, "raw")
+    pub_t = _encode(published, hierarchies, sensitive, ranges.sensitive_values, False, "published")
+    actual = np.rint(_answers(raw_t, hierarchies, spans, ranges)).astype(np.int64)
+    return actual, _answers(pub_t, hierarchies, spans, ranges)
+
+
+# --------------------------------------------------------------------------------------
+# Drawing queries
+# --------------------------------------------------------------------------------------
+
+
+def _check_parameters(n_queries: int, qd: int, selectivity: float) -> None:
+    if n_queries < 0:
+        raise ValueError(f"n_queries must be >= 0, got {n_queries}")
+    if qd < 0:
+        raise ValueError(f"qd must be >= 0, got {qd}")
+    if not 0 < selectivity <= 1:
+        raise ValueError(f"selectivity must lie in (0, 1], got {selectivity}")
+
+
+def _categorical_candidates(spans: _Spans, n_leaves: int, target: float) -> IntArray:
+    distance = np.abs(np.log2(spans.size / n_leaves / target))
+    inside = np.flatnonzero(distance <= CATEGORICAL_BAND + 1e-12)
+    if inside.size:
+        return inside.astype(np.int64)
+    return np.flatnonzero(distance <= distance.min() + 1e-12).astype(np.int64)
+
+
+def draw_queries(
+    hierarchies: Mapping[str, Hierarchy],
+    sensitive_values: Sequence[Any],
+    n_queries: int,
+    qd: int,
+    selectivity: float,
+    rng: np.random.Generator,
+) -> QueryRanges:
+    """Draw random range-count queries (DESIGN.md section 8).
+
+    Selectivity rule. With ``q = min(qd, n_QIs)`` attributes per query, every one of the
+    q + 1 conditions gets the target fraction ``t = selectivity ** (1 / (q + 1))`` *of its
+    domain* (not of the records' distribution), so that the expected selectivity is about
+    ``selectivity`` when the attributes are independent and uniform over their domains:
+
+    * the q attributes are drawn uniformly without replacement;
+    * ordered attribute (``Hierarchy.numeric``): an interval of ``w = clip(round(t · n_leaves),
+      1, n_leaves)`` consecutive leaves in numeric order, its start uniform over the
+      ``n_leaves − w + 1`` positions (as Xiao & Tao's "random interval covering 20 % of A's
+      domain");
+    * categorical attribute: the leaf set of a node drawn uniformly among the candidate nodes,
+      those (leaves and '*' included) whose leaf fraction f is within a factor 2 of t
+      (``|log2(f / t)| <= 1``); if no node is, those with the smallest ``|log2(f / t)|``;
+    * R_S: ``clip(round(t · n_S), 1, n_S)`` sensitive values drawn without replacement from
+      the domain ``sensitive_values``.
+
+    Args:
+        hierarchies: the QI attributes and their hierarchies.
+        sensitive_values: the sensitive domain, length n_S >= 1.
+        n_queries: number of queries Q >= 0.
+        qd: QI attributes per query, >= 0; all of them if there are fewer.
+        selectivity: expected selectivity s, in (0, 1].
+        rng: the random generator (consumed; the result is a function of its state).
+
+    Returns:
+        :class:`QueryRanges` with a mask for every QI (all True for the attributes a query
+        does not use).
+
+    Raises:
+        ValueError: on arguments out of range.
+    """
+    _check_parameters(n_queries, qd, selectivity)
+    n_sens = len(sensitive_values)
+    if n_sens == 0:
+        raise ValueError("the sensitive domain is empty")
+    names = list(hierarchies)
+    q_eff = min(qd, len(names))
+    target = selectivity ** (1.0 / (q_eff + 1))
+    n = n_queries
+    rows = np.arange(n)[:, None]
+
+    chosen = np.zeros((n, len(names)), dtype=bool)
+    if q_eff == len(names):
+        chosen[:] = True
+    elif q_eff > 0:
+        picks = np.argsort(rng.random((n, len(names))), axis=1)[:, :q_eff]
+        chosen[rows, picks] = True
+
+    qi: dict[str, BoolArray] = {}
+    for i, (name, h) in enumerate(hierarchies.items()):
+        leaves = h.n_leaves
+        if h.numeric:
+            rank = np.empty(leaves, dtype=np.int64)
+            rank[np.argsort(h.leaf_numbers(), kind="stable")] = np.arange(leaves)
+            width = min(max(math.floor(target * leaves + 0.5), 1), leaves)
+            start = rng.integers(0, leaves - width + 1, size=n)
+            mask = (rank[None, :] >= start[:, None]) & (rank[None, :] < start[:, None] + width)
+        else:
+            sp = _spans(h)
+            candidates = _categorical_candidates(sp, leaves, target)
+            node = candidates[rng.integers(0, len(candidates), size=n)]
+            pos = sp.position[None, :]
+            mask = (pos >= sp.lo[node][:, None]) & (pos <= sp.hi[node][:, None])
+        mask[~chosen[:, i]] = True
+        qi[name] = mask
+
+    k = min(max(math.floor(target * n_sens + 0.5), 1), n_sens)
+    s_mask = np.zeros((n, n_sens), dtype=bool)
+    if k == n_sens:
+        s_mask[:] = True
+    else:
+        picks = np.argsort(rng.random((n, n_sens)), axis=1)[:, :k]
+        s_mask[rows, picks] = True
+    return QueryRanges(qi, tuple(sensitive_values), s_mask)
+
+
+# --------------------------------------------------------------------------------------
+# The measure
+# --------------------------------------------------------------------------------------
+
+
+def _sensitive_domain(column: pd.Series) -> tuple[Any, ...]:
+    if column.isna().any():
+        raise ValueError(f"raw table: sensitive column {column.name!r} has missing values")
+    values = list(pd.unique(column))
+    try:
+        return tuple(sorted(values))
+    except TypeError:
+        return tuple(sorted(values, key=str))
+
+
+def average_relative_error(
+    raw: pd.DataFrame,
+    published: pd.DataFrame,
+    hierarchies: dict[str, Hierarchy],
+    sensitive: str,
+    n_queries: int = 5000,
+    qd: int = 3,
+    selectivity: float = 0.05,
+    seed: int = 0,
+) -> QueryErrorResult:
+    """Average relative error of random range-count queries on a release (DESIGN.md section 8).
+
+    Draws queries with :func:`draw_queries` (``np.random.default_rng(seed)``; see there for
+    the selectivity rule), the sensitive domain being the distinct values of
+    ``raw[sensitive]`` (sorted). Queries whose actual answer is 0 are dropped and replaced by
+    fresh draws, in rounds, keeping the first ``n_queries`` accepted in draw order; the result
+    is a function of the inputs and the seed only.
+
+    Args:
+        raw: the snapshot before anonymization: one row per record, the QI columns (one per
+            key of ``hierarchies``) holding leaf labels, plus ``sensitive``.
+        published: the release: QI columns holding node labels (leaf, inner node or '*'),
+            the same sensitive column; may have fewer rows than ``raw`` (suppressed records
+            removed). The estimate uses only its rows, the actual answer all raw rows.
+        hierarchies: the QI attributes and their hierarchies.
+        sensitive: name of the sensitive column.
+        n_queries: number of queries, >= 1 (Xiao & Tao and Wong et al. use 5,000).
+        qd: QI attributes per query (default 3); all QIs if there are fewer.
+        selectivity: expected selectivity s of a query, a fraction in (0, 1] (default 0.05).
+        seed: seed of the query generator.
+
+    Returns:
+        :class:`QueryErrorResult`; errors are ratios (1.0 = 100 %).
+
+    Raises:
+        ValueError: ``raw`` is empty; arguments out of range; a missing column or value; a
+            QI label not in its hierarchy (or a non-leaf in ``raw``); a published sensitive
+            value that does not occur in ``raw``; or fewer than ``n_queries`` queries with a
+            non-zero actual answer among ``MAX_DRAWS_PER_QUERY · n_queries`` draws (the raw
+            table is too small or too concentrated for this selectivity: raise it or lower qd).
+
+    Sources: DESIGN.md section 8; Xiao & Tao SIGMOD 2006 section 5.2 via notes/seed001.md
+    section 4 (uniform estimator, the "average + std" marker ≈ 85th percentile); Wong et al.
+    (paper 004) section 8 (5,000 range queries per release, following Xiao & Tao).
+    """
+    if n_queries < 1:
+        raise ValueError(f"n_queries must be >= 1, got {n_queries}")
+    _check_parameters(n_queries, qd, selectivity)
+    if len(raw) == 0:
+        raise ValueError("raw table is empty: no query can have a non-zero answer")
+    if sensitive in hierarchies:
+        raise ValueError(f"{sensitive!r} is both the sensitive attribute and a quasi-identifier")
+    for table, df in (("raw", raw), ("published", published)):
+        if sensitive not in df.columns:
+            raise ValueError(f"{table} table lacks the sensitive column {sensitive!r}")
+    domain = _sensitive_domain(raw[sensitive])
+    unknown = ~published[sensitive].isin(pd.Index(list(domain)))
+    if unknown.any():
+        raise ValueError(
+            f"published sensitive value {published[sensitive][unknown].iloc[0]!r} does not occur in the raw "
+            "table; the release must hold records of the raw snapshot"
+        )
+
+    spans = [_spans(h) for h in hierarchies.values()]
+    raw_t = _encode(raw, hierarchies, sensitive, domain, True, "raw")
+    pub_t = _encode(published, hierarchies, sensitive, domain, False, "published")
+
+    rng = np.random.default_rng(seed)
+    max_draws = MAX_DRAWS_PER_QUERY * n_queries
+    kept: list[QueryRanges] = []
+    kept_actual: list[FloatArray] = []
+    n_kept = 0
+    n_draws = 0
+    while n_kept < n_queries:
+        need = n_queries - n_kept
+        if n_draws >= max_draws:
+            raise ValueError(
+                f"only {n_kept} of {n_queries} queries had a non-zero actual answer after {n_draws} draws "
+                f"(qd={qd}, selectivity={selectivity}, {len(raw)} raw records); raise the selectivity or lower qd"
+            )
+        rate = n_kept / n_draws if n_draws else 1.0
+        # enough draws to fill the gap at the acceptance rate so far, at most 10 · n_queries at once
+        batch = min(max_draws - n_draws, 10 * n_queries, max(need, math.ceil(1.1 * need / max(rate, 0.01))))
+        ranges = draw_queries(hierarchies, domain, batch, qd, selectivity, rng)
+        n_draws += batch
+        actual = _answers(raw_t, hierarchies, spans, ranges)
+        good = np.flatnonzero(actual > 0.5)[:need]
+        kept.append(ranges.take(good))
+        kept_actual.append(actual[good])
+        n_kept += len(good)
+
+    ranges = QueryRanges.concat(kept)
+    actual_i = np.rint(np.concatenate(kept_actual)).astype(np.int64)
+    estimate = _answers(pub_t, hierarchies, spans, ranges)
+    errors = np.abs(actual_i - estimate) / actual_i
+    return QueryErrorResult(
+        mean=float(errors.mean()),
+        median=float(np.median(errors)),
+        p85=float(np.percentile(errors, 85)),
+        n_queries=n_queries,
+        qd=min(qd, len(hierarchies)),
+        selectivity=selectivity,
+        seed=seed,
+        actual=actual_i,
+        estimate=estimate,
+        errors=errors,
+        n_draws=n_draws,
+        mean_selectivity=float((actual_i / len(raw)).mean()),
+        ranges=ranges,
+    )
