@@ -26,7 +26,6 @@ import numpy.typing as npt
 import pandas as pd
 
 from anonymizer.hierarchy import Hierarchy
-from anonymizer.privacy import TARGET_SAFETY
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -159,7 +158,7 @@ def _merge_with_records(
     records = groups.records[rows]
     # rows whose merged group holds records: a hash lookup, so the many rows of merged
     # groups without records are never sorted
-    member = pd.Index(np.unique(code[records > 0])).get_indexer(pd.Index(code)) >= 0
+    member = np.asarray(pd.Index(code).isin(code[records > 0]), dtype=bool)
     sel = np.flatnonzero(member)
     v = groups.counts.shape[1]
     if sel.size == 0:
@@ -187,8 +186,8 @@ def suppression_need(n: IntArray, counts: IntArray, requirement: FloatArray, pre
     ``floor(n / requirement)`` records of the value. With presence known every suppressed
     record also leaves the candidates: the smallest r with
     ``(n - r) >= requirement · (n_s - r)``. Values are taken one at a time; see
-    :func:`settle_suppression` for the joint effect under presence. The comparison uses
-    the same safety margin as :func:`anonymizer.privacy.meets_requirement`.
+    :func:`settle_suppression` for the joint effect under presence. The comparison is
+    :func:`anonymizer.privacy.meets_requirement`'s: ``n >= requirement · n_s``.
 
     Args:
         n: candidates per group, shape (G,); counts, requirement: shape (G, V).
@@ -196,24 +195,32 @@ def suppression_need(n: IntArray, counts: IntArray, requirement: FloatArray, pre
     Returns:
         int64 array of shape (G, V), 0 <= r <= counts.
     """
-    req = requirement * (1.0 + TARGET_SAFETY)
-    nn = n.astype(np.float64)[:, None]
+    r = np.zeros(counts.shape, dtype=np.int64)
+    g, v = np.nonzero(counts)  # only (group, value) cells holding records can need suppression
+    if g.size == 0:
+        return r
+    cnt = counts[g, v]
+    req = requirement[g, v]
+    nn = n[g].astype(np.float64)
     finite = np.isfinite(req)
+    need = cnt.astype(np.float64)  # an infinite requirement: every record of the value goes
     with np.errstate(divide="ignore", invalid="ignore"):
         if presence:
-            need = np.where(finite, np.ceil((req * counts - nn) / (req - 1.0)), counts)
+            need[finite] = np.ceil((req[finite] * cnt[finite] - nn[finite]) / (req[finite] - 1.0))
         else:
-            need = np.where(finite, counts - np.floor(nn / req), counts)
-    r = np.clip(np.nan_to_num(need, nan=0.0, posinf=0.0), 0, counts).astype(np.int64)
+            need[finite] = cnt[finite] - np.floor(nn[finite] / req[finite])
+    out = np.clip(need, 0, cnt).astype(np.int64)
     # guard the float rounding of floor/ceil: verify the inequality itself and fix up
     for _ in range(2):
-        kept = counts - r
-        left = nn - (r if presence else 0)
-        bad = (kept > 0) & ~(left >= req * kept)
+        kept = cnt - out
+        left = nn - (out if presence else 0)
+        with np.errstate(invalid="ignore"):  # inf · 0 where an infinite requirement kept nothing
+            bad = (kept > 0) & ~(left >= req * kept)
         if not bad.any():
             break
-        r = np.where(bad, r + 1, r)
-    return np.minimum(r, counts)
+        out = np.where(bad, out + 1, out)
+    r[g, v] = np.minimum(out, cnt)
+    return r
 
 
 def settle_suppression(n: IntArray, counts: IntArray, requirement: FloatArray, presence: bool) -> IntArray:

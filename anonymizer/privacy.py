@@ -34,10 +34,14 @@ BoolArray = npt.NDArray[np.bool_]
 #: k factors is below k·2^-52 relative, so 1e-9 is safe for any realistic history.
 UNDECIDED_BAND = 1e-9
 
-#: Relative safety factor applied to targets when the anonymizer compares a group's ratio
-#: with a target in floating point: a ratio within this factor of the target counts as not
-#: meeting it. This can only make groups larger than needed, never smaller.
+#: Relative margin kept above Theorem 1's floor ñ(k) (see :func:`safe_floor`). A ratio
+#: exactly at ñ(k) reaches p = 1/ℓ and makes every later linked release a breach
+#: (Theorem 2), so the anonymizer stays strictly above it.
 TARGET_SAFETY = 1e-12
+
+#: Bound on the relative rounding error of a survival product (a product of up to a few
+#: thousand float factors, each within 2^-53), used to size the floor's margin.
+PRODUCT_ROUNDING = 1e-12
 
 
 def _as_float(a: Any) -> FloatArray:
@@ -157,6 +161,28 @@ def min_ratio(survival: npt.ArrayLike, ell: npt.ArrayLike) -> FloatArray:
     return np.asarray(out, dtype=np.float64)
 
 
+def safe_floor(survival: npt.ArrayLike, ell: npt.ArrayLike) -> FloatArray:
+    """Theorem 1's floor ñ(k), raised by a margin that covers its floating-point error.
+
+    ``ñ = ℓP / (ℓP - (ℓ-1))`` suffers cancellation when ℓP is close to ℓ-1: an error of
+    ``PRODUCT_ROUNDING · ℓP`` in ℓP becomes a relative error of about
+    ``PRODUCT_ROUNDING · ℓP / (ℓP - (ℓ-1))`` in ñ. The floor is multiplied by
+    ``1 + TARGET_SAFETY + 2 · that bound``, so a ratio that meets it in floating point
+    exceeds the true ñ(k): rounding can only enlarge groups.
+
+    Returns:
+        float64 array, ``inf`` where no ratio is safe (as :func:`min_ratio`).
+    """
+    p = _as_float(survival)
+    ell_a = _as_float(ell)
+    floor = min_ratio(p, ell_a)
+    lp = ell_a * p
+    denom = lp - (ell_a - 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(denom > 0, 2.0 * PRODUCT_ROUNDING * lp / np.where(denom > 0, denom, 1.0), np.inf)
+    return np.asarray(floor * (1.0 + TARGET_SAFETY + rel), dtype=np.float64)
+
+
 def constant_ratio_target(ell: float, k_prime: int) -> float:
     """Constant-ratio target ``ñ_c = 1 / (1 - (1 - 1/ℓ)^(1/k'))`` (Section 6.1, Theorem 4).
 
@@ -218,13 +244,16 @@ def strategy_targets(
     The constant-ratio target alone is safe only if every earlier linked release met it;
     taking ``max(target, ñ(k))`` keeps the guarantee when the history came from elsewhere
     (imported releases, a changed k'). Under a compliant history the floor never binds.
+    The floor is :func:`safe_floor` (strictly above ñ(k), rounding included), so a ratio
+    that meets the returned target in floating point keeps p < 1/ℓ; the strategy targets
+    themselves are policy values and are compared as they are.
 
     Args:
         survival, linked_count: state of each pair, shape (m,).
         ell: ℓ, scalar or shape (m,).
         strategy: ``"constant"`` (needs ``k_prime``) or ``"geometric"`` (needs ``alpha``).
     """
-    floor = min_ratio(survival, ell)
+    floor = safe_floor(survival, ell)
     if strategy == "constant":
         if k_prime is None:
             raise ValueError("the constant-ratio strategy needs k'")
@@ -232,7 +261,7 @@ def strategy_targets(
     if strategy == "geometric":
         if alpha is None:
             raise ValueError("the geometric strategy needs α")
-        return geometric_targets(survival, ell, alpha)
+        return np.maximum(geometric_targets(survival, ell, alpha), floor)
     raise ValueError(f"unknown strategy {strategy!r}; use 'constant' or 'geometric'")
 
 
@@ -260,16 +289,16 @@ def group_requirement(
 
 
 def meets_requirement(n: npt.ArrayLike, n_s: npt.ArrayLike, requirement: npt.ArrayLike) -> BoolArray:
-    """Whether ``n / n_s >= requirement``, conservatively in floating point.
+    """Whether ``n / n_s >= requirement``, compared as ``n >= requirement · n_s``.
 
     A group holding no record of the value (``n_s = 0``) meets any requirement (Lemma 5).
-    A ratio within :data:`TARGET_SAFETY` of the requirement does not meet it, so rounding
-    can only enlarge groups.
+    A ratio equal to the requirement meets it (ℓ-diversity's n_s/n <= 1/ℓ); the margin
+    against Theorem 1's floor is already inside the requirement (:func:`safe_floor`).
     """
     n_arr, ns_arr = _check_counts(n, n_s)
     req = _as_float(requirement)
     with np.errstate(invalid="ignore", over="ignore"):
-        ok = np.isfinite(req) & (n_arr >= req * ns_arr * (1.0 + TARGET_SAFETY))
+        ok = np.isfinite(req) & (n_arr >= req * ns_arr)
     return np.asarray((ns_arr == 0) | ok, dtype=bool)
 
 

@@ -416,13 +416,35 @@ def test_group_requirement_is_max_per_group() -> None:
 def test_meets_requirement() -> None:
     n = [9, 9, 10, 5, 5, 1, 18]
     n_s = [1, 1, 1, 0, 2, 0, 2]
-    req = [9.0, 8.99, 9.0, np.inf, np.inf, 100.0, 9.0]
+    req = [9.0, 9.01, 9.0, np.inf, np.inf, 100.0, 9.0]
     got = privacy.meets_requirement(n, n_s, req)
-    # exactly equal is NOT met (TARGET_SAFETY margin); n_s = 0 always meets; inf never met
-    assert got.tolist() == [False, True, True, True, False, True, False]
-    assert privacy.TARGET_SAFETY > 0
-    # just beyond the margin meets
-    assert privacy.meets_requirement([9], [1], [9.0 / (1 + 10 * privacy.TARGET_SAFETY)])[0]
+    # exactly equal meets (ℓ-diversity's n_s/n <= 1/ℓ); n_s = 0 always meets; inf never met
+    assert got.tolist() == [True, False, True, True, False, True, True]
+
+
+def test_strategy_targets_stay_strictly_above_the_floor() -> None:
+    # Example 3: after two releases at 4/1 the floor is exactly 9 for ℓ = 2; a group at
+    # ratio 9 would reach p = 1/2 and doom the next linked release (Theorem 2), so even a
+    # geometric target that rounds to the floor must not accept it
+    survival = np.array([(3 / 4) ** 2])
+    for strategy, kw in (("constant", {"k_prime": 1}), ("geometric", {"alpha": 1 + 1e-15})):
+        target = privacy.strategy_targets(survival, [0], 2, strategy, **kw)
+        assert target[0] > 9.0
+        assert not privacy.meets_requirement([9], [1], target)[0]
+        assert privacy.meets_requirement([10], [1], target)[0]
+
+
+def test_safe_floor_margin_covers_cancellation() -> None:
+    # near ℓP = ℓ-1 the floor is ill-conditioned; its margin grows accordingly
+    ell = 2.0
+    for gap in (1e-3, 1e-6, 1e-9):
+        p = (ell - 1) / ell + gap
+        exact = Fraction(ell) * Fraction(p) / (Fraction(ell) * Fraction(p) - Fraction(ell - 1))
+        floor = privacy.safe_floor([p], ell)[0]
+        assert Fraction(floor) > exact
+        # the margin is what the docstring promises: TARGET_SAFETY plus twice the rounding bound
+        bound = privacy.TARGET_SAFETY + 2 * privacy.PRODUCT_ROUNDING * ell * p / (ell * p - (ell - 1))
+        assert floor / float(exact) - 1 <= bound * (1 + 1e-6)
 
 
 # ---------------------------------------------------------------------------------------

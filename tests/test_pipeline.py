@@ -1,0 +1,395 @@
+"""The publication pipeline on real files: ``serialpub.pipeline.Publisher`` on a small
+hand-written workspace (register, hierarchies, serialpub.yaml, snapshots), the release
+contract of docs/release-contract.md, rejection of bad input without a trace, the command
+line (``python -m serialpub.cli``) and crash recovery of ``release_files``.
+
+The workspace is tiny (60 register individuals, three QIs) so every test builds its own in
+a few milliseconds; the Adult demo workspace takes several seconds to write.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+import yaml
+
+from serialpub import release_files
+from serialpub.audit import audit_workspace
+from serialpub.config import load_config
+from serialpub.errors import InputError
+from serialpub.hierarchies import read_hierarchy
+from serialpub.pipeline import Publisher
+from state.store import StateStore, open_engine
+
+QIS = ["sex", "zipcode", "age"]
+SENSITIVE = "disease"
+DISEASES = ["flu", "cold", "fever", "gastritis", "hiv", "cancer"]
+ZIPS = {"65001": "6500*", "65002": "6500*", "65003": "6500*", "65011": "6501*", "65012": "6501*", "65013": "6501*"}
+CONTRACT_KEYS = {
+    "format_version",
+    "dataset",
+    "release",
+    "period",
+    "created",
+    "quasi_identifiers",
+    "sensitive",
+    "l",
+    "guarantee",
+    "strategy",
+    "k_prime",
+    "alpha",
+    "protected_values",
+    "dilution",
+    "records",
+    "groups",
+    "suppressed",
+    "sha256",
+    "previous_release",
+    "validation",
+    "sign_off",
+}
+
+
+def make_workspace(root: Path, seed: int = 0, n: int = 60, periods: int = 3, **overrides: Any) -> Path:
+    """Write a small clinic workspace; returns its folder. ``overrides`` replace settings."""
+    rng = random.Random(seed)
+    (root / "hierarchies").mkdir(parents=True)
+    (root / "snapshots").mkdir()
+    (root / "hierarchies" / "sex.csv").write_text("M;*\nF;*\n", encoding="utf-8")
+    (root / "hierarchies" / "zipcode.csv").write_text("".join(f"{z};{m};*\n" for z, m in ZIPS.items()))
+    (root / "hierarchies" / "age.csv").write_text(
+        "".join(f"{a};[{a // 5 * 5}, {a // 5 * 5 + 4}];*\n" for a in range(20, 30))
+    )
+    (root / "hierarchies" / f"{SENSITIVE}.csv").write_text("".join(f"{d};*\n" for d in DISEASES))
+    register = [(f"p{i:03d}", rng.choice("MF"), rng.choice(list(ZIPS)), str(rng.randrange(20, 30))) for i in range(n)]
+    (root / "register.csv").write_text("id,sex,zipcode,age\n" + "".join(",".join(r) + "\n" for r in register))
+    for t in range(1, periods + 1):
+        lines = ["id,sex,zipcode,age,disease"]
+        for r in register:
+            if rng.random() < 0.7:
+                lines.append(",".join([*r, rng.choices(DISEASES, weights=[5, 5, 5, 5, 1, 1])[0]]))
+        (root / "snapshots" / f"snapshot-{t:04d}.csv").write_text("\n".join(lines) + "\n")
+    config = {
+        "dataset": "clinic",
+        "quasi_identifiers": QIS,
+        "sensitive": SENSITIVE,
+        "protected_values": ["hiv", "cancer"],
+        "l": 2,
+        "strategy": "constant",
+        "k_prime": 3,
+        "dilution": "register",
+        "suppression_budget": 0.05,
+    }
+    config.update(overrides)
+    write_config(root, config)
+    return root
+
+
+def write_config(root: Path, config: dict[str, Any]) -> None:
+    (root / "serialpub.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+
+
+def read_config(root: Path) -> dict[str, Any]:
+    return yaml.safe_load((root / "serialpub.yaml").read_text(encoding="utf-8"))
+
+
+def snapshot(root: Path, t: int) -> Path:
+    return root / "snapshots" / f"snapshot-{t:04d}.csv"
+
+
+def _freeze(obj: Any) -> Any:
+    """A comparable copy of whatever the state store returns (tables, frames, tuples)."""
+    if obj is None or isinstance(obj, str | int | float):
+        return obj
+    if isinstance(obj, pd.DataFrame):
+        return ("frame", obj.to_dict("list"))
+    if hasattr(obj, "to_pylist") and hasattr(obj, "schema"):  # pyarrow.Table
+        return ("table", str(obj.schema), obj.to_pylist())
+    if isinstance(obj, tuple | list):
+        return tuple(_freeze(x) for x in obj)
+    raise TypeError(f"cannot compare state of type {type(obj)}")
+
+
+def state_of(root: Path) -> tuple[Any, ...]:
+    """Published releases, latest statistics and the release store's folder listing."""
+    ws = load_config(root)
+    store = StateStore(open_engine(ws.database_url))
+    published = [
+        (r.seq, r.period, r.records, r.groups, r.suppressed, r.max_breach, r.directory)
+        for r in store.published(ws.config.dataset)
+    ]
+    listing = sorted(p.name for p in ws.dataset_dir.iterdir()) if ws.dataset_dir.exists() else []
+    return published, _freeze(store.latest_statistics(ws.config.dataset)), listing
+
+
+@pytest.fixture
+def ws_root(tmp_path: Path) -> Path:
+    return make_workspace(tmp_path / "ws")
+
+
+@pytest.fixture
+def published_once(ws_root: Path) -> Path:
+    """The workspace with release 1 (period 0001) published."""
+    Publisher(load_config(ws_root)).publish(snapshot(ws_root, 1))
+    return ws_root
+
+
+# ---------------------------------------------------------------------------------------
+# a series of releases and the release contract
+
+
+def test_three_releases_follow_the_contract_and_pass_the_audit(ws_root: Path) -> None:
+    ws = load_config(ws_root)
+    publisher = Publisher(ws)
+    outcomes = [publisher.publish(snapshot(ws_root, t)) for t in (1, 2, 3)]
+    dataset_dir = ws_root / "releases" / "clinic"
+    assert sorted(p.name for p in dataset_dir.iterdir()) == ["release-0001", "release-0002", "release-0003"]
+    hierarchies = {q: read_hierarchy(ws_root / "hierarchies" / f"{q}.csv") for q in QIS}
+    for t, outcome in zip((1, 2, 3), outcomes, strict=True):
+        directory = dataset_dir / f"release-{t:04d}"
+        assert outcome.directory == directory and outcome.seq == t and outcome.period == f"{t:04d}"
+        assert sorted(p.name for p in directory.iterdir()) == ["data.parquet", "manifest.json"]
+        data = pd.read_parquet(directory / "data.parquet")
+        manifest = json.loads((directory / "manifest.json").read_text(encoding="utf-8"))
+        raw = pd.read_csv(snapshot(ws_root, t), dtype=str)
+
+        assert list(data.columns) == [*QIS, SENSITIVE]  # no id, nothing derived from it
+        assert "id" not in data.columns
+        for q in QIS:
+            assert data[q].map(hierarchies[q].has_label).all(), f"{q}: label outside its hierarchy"
+        assert set(data[SENSITIVE]) <= set(raw[SENSITIVE])
+        assert len(data) == len(raw) - manifest["suppressed"]
+
+        assert CONTRACT_KEYS <= set(manifest)
+        assert manifest["format_version"] == 1
+        assert (manifest["dataset"], manifest["release"], manifest["period"]) == ("clinic", t, f"{t:04d}")
+        assert manifest["previous_release"] == (t - 1 if t > 1 else None)
+        assert manifest["l"] == 2 and manifest["strategy"] == "constant" and manifest["k_prime"] == 3
+        assert manifest["alpha"] is None
+        assert manifest["protected_values"] == ["hiv", "cancer"]
+        assert manifest["dilution"] == "register" and manifest["guarantee"] == "global"
+        assert manifest["records"] == len(data) == outcome.records
+        assert manifest["groups"] == len(data.drop_duplicates(QIS)) == outcome.groups
+        assert manifest["suppressed"] == outcome.suppressed <= int(0.05 * len(raw))
+        sums = manifest["sha256"]
+        assert sums["data.parquet"] == release_files.sha256_file(directory / "data.parquet")
+        assert sums["register"] == release_files.sha256_file(ws_root / "register.csv")
+        assert set(sums["hierarchies"]) == set(QIS)
+        for q in QIS:
+            assert sums["hierarchies"][q] == release_files.sha256_file(ws_root / "hierarchies" / f"{q}.csv")
+
+    result = audit_workspace(ws_root)
+    assert result.ok, result.findings
+    assert result.releases == [1, 2, 3]
+    assert result.max_p <= 1 / 2
+    assert result.max_p > 0  # the series links someone: the check is not vacuous
+    # register dilution: the independent recomputation agrees with the publisher's state
+    assert result.max_p == pytest.approx(outcomes[-1].max_breach, abs=1e-12)
+
+
+def test_history_lists_the_published_releases(published_once: Path) -> None:
+    ws = load_config(published_once)
+    Publisher(ws).publish(snapshot(published_once, 2))
+    rows = StateStore(open_engine(ws.database_url)).published("clinic")
+    assert [(r.seq, r.period) for r in rows] == [(1, "0001"), (2, "0002")]
+    assert all(r.params["l"] == 2 and r.params["strategy"] == "constant" for r in rows)
+    assert Path(rows[1].directory) == published_once / "releases" / "clinic" / "release-0002"
+    for r in rows:
+        manifest = json.loads((Path(r.directory) / "manifest.json").read_text(encoding="utf-8"))
+        assert (manifest["records"], manifest["groups"], manifest["suppressed"]) == (r.records, r.groups, r.suppressed)
+
+
+def test_identical_input_gives_identical_parquet_bytes(tmp_path: Path) -> None:
+    roots = [make_workspace(tmp_path / name, seed=5) for name in ("a", "b")]
+    for root in roots:
+        Publisher(load_config(root)).publish(snapshot(root, 1))
+    files = [root / "releases" / "clinic" / "release-0001" / "data.parquet" for root in roots]
+    assert files[0].read_bytes() == files[1].read_bytes()
+
+
+# ---------------------------------------------------------------------------------------
+# bad input: an InputError naming the file and the line or column, and no trace
+
+
+def _rewrite(path: Path, edit: Any) -> Path:
+    df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    out = path.with_name("bad-0002.csv")
+    edit(df).to_csv(out, index=False)
+    return out
+
+
+def _set(df: pd.DataFrame, row: int, column: str, value: str) -> pd.DataFrame:
+    df.loc[row, column] = value
+    return df
+
+
+BAD_SNAPSHOTS = {
+    "unknown individual": (lambda df: _set(df, 3, "id", "zz999"), ["line 5", "'zz999'", "register"]),
+    "individual twice": (lambda df: pd.concat([df, df.iloc[[2]]], ignore_index=True), ["line {last}", "twice"]),
+    "QI value outside its hierarchy": (
+        lambda df: _set(df, 4, "zipcode", "99999"),
+        ["line 6", "column 'zipcode'", "'99999'"],
+    ),
+    "missing column": (lambda df: df.drop(columns=["age"]), ["missing column", "'age'"]),
+    "extra column": (lambda df: df.assign(note="x"), ["unexpected column", "'note'"]),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_SNAPSHOTS))
+def test_bad_snapshot_is_rejected_without_trace(published_once: Path, case: str) -> None:
+    edit, expected = BAD_SNAPSHOTS[case]
+    bad = _rewrite(snapshot(published_once, 2), edit)
+    n_lines = len(bad.read_text().splitlines())
+    before = state_of(published_once)
+    with pytest.raises(InputError) as err:
+        Publisher(load_config(published_once)).publish(bad, period="0002")
+    message = str(err.value)
+    assert str(bad) in message
+    for part in expected:
+        assert part.format(last=n_lines) in message, message
+    assert state_of(published_once) == before
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "expected"),
+    [
+        ("protected_values", ["hiv", "ebola"], ["'ebola'"]),
+        ("l", 1, ["'l'"]),
+        ("alpha", 1, ["'alpha'"]),
+    ],
+)
+def test_bad_configuration_is_rejected_without_trace(
+    published_once: Path, setting: str, value: Any, expected: list[str]
+) -> None:
+    original = (published_once / "serialpub.yaml").read_text(encoding="utf-8")
+    before = state_of(published_once)
+    config = read_config(published_once)
+    config[setting] = value
+    if setting == "alpha":
+        config["strategy"] = "geometric"
+    write_config(published_once, config)
+    with pytest.raises(InputError) as err:
+        Publisher(load_config(published_once)).publish(snapshot(published_once, 2))
+    message = str(err.value)
+    assert str(published_once / "serialpub.yaml") in message
+    for part in expected:
+        assert part in message, message
+    (published_once / "serialpub.yaml").write_text(original, encoding="utf-8")  # state_of reads the config
+    assert state_of(published_once) == before
+
+
+@pytest.mark.parametrize(("period", "expected"), [("0001", "already published"), ("0000", "not later than the last")])
+def test_period_out_of_order_is_rejected_without_trace(published_once: Path, period: str, expected: str) -> None:
+    before = state_of(published_once)
+    with pytest.raises(InputError) as err:
+        Publisher(load_config(published_once)).publish(snapshot(published_once, 2), period=period)
+    assert expected in str(err.value) and repr(period) in str(err.value)
+    assert state_of(published_once) == before
+
+
+def test_infeasible_budget_is_an_input_error_without_trace(tmp_path: Path) -> None:
+    """Presence known, every record protected, budget 0: nothing can be published."""
+    root = make_workspace(tmp_path / "ws", dilution="presence", suppression_budget=0.0, protected_values=DISEASES)
+    before = state_of(root)
+    with pytest.raises(InputError) as err:
+        Publisher(load_config(root)).publish(snapshot(root, 1))
+    assert str(snapshot(root, 1)) in str(err.value)
+    assert state_of(root) == before == ([], None, [])
+
+
+# ---------------------------------------------------------------------------------------
+# the command line, as a user runs it
+
+
+def _cli(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "200"}
+    env.pop("SERIALPUB_DATABASE_URL", None)
+    return subprocess.run(
+        [sys.executable, "-m", "serialpub.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=120,
+    )
+
+
+def test_cli_release_with_bad_snapshot_prints_one_line_and_exits_2(published_once: Path) -> None:
+    bad = _rewrite(snapshot(published_once, 2), BAD_SNAPSHOTS["unknown individual"][0])
+    before = state_of(published_once)
+    proc = _cli("release", "--config", published_once, "--snapshot", bad, cwd=published_once)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("serialpub: error: ") and str(bad) in lines[0] and "line 5" in lines[0]
+    assert "Traceback" not in proc.stderr + proc.stdout
+    assert state_of(published_once) == before
+
+
+def test_cli_audit_passes_then_fails_after_tampering(published_once: Path) -> None:
+    ok = _cli("audit", published_once, cwd=published_once)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "verdict: PASS" in ok.stdout
+
+    # same records, different bytes (another compression): only the checksum gives it away
+    data_path = published_once / "releases" / "clinic" / "release-0001" / "data.parquet"
+    pd.read_parquet(data_path).to_parquet(data_path, compression="snappy", index=False)
+    result = audit_workspace(published_once)
+    assert not result.ok
+    assert result.violations == 0 and result.overlap_pairs == 0
+    assert len(result.findings) == 1 and "does not match the sha256" in result.findings[0]
+    assert "release 1" in result.findings[0]
+
+    bad = _cli("audit", published_once, cwd=published_once)
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert "does not match the sha256" in bad.stdout and "verdict: FAIL" in bad.stdout
+    assert "Traceback" not in bad.stderr
+
+
+# ---------------------------------------------------------------------------------------
+# crash safety: release_files.recover
+
+
+def _fake_release(folder: Path) -> None:
+    folder.mkdir(parents=True)
+    (folder / "data.parquet").write_bytes(b"PAR1 fake")
+    (folder / "manifest.json").write_text("{}\n")
+
+
+def test_recover_removes_uncommitted_staging(tmp_path: Path) -> None:
+    dataset_dir = tmp_path / "releases" / "clinic"
+    _fake_release(dataset_dir / "release-0001")
+    _fake_release(dataset_dir / ".staging-release-0002")
+    with pytest.warns(UserWarning, match="removed"):
+        release_files.recover(dataset_dir, committed={1})
+    assert sorted(p.name for p in dataset_dir.iterdir()) == ["release-0001"]
+
+
+def test_recover_moves_committed_staging_into_place(tmp_path: Path) -> None:
+    dataset_dir = tmp_path / "releases" / "clinic"
+    _fake_release(dataset_dir / "release-0001")
+    _fake_release(dataset_dir / ".staging-release-0002")
+    with pytest.warns(UserWarning, match="completed"):
+        release_files.recover(dataset_dir, committed={1, 2})
+    assert sorted(p.name for p in dataset_dir.iterdir()) == ["release-0001", "release-0002"]
+    assert (dataset_dir / "release-0002" / "data.parquet").read_bytes() == b"PAR1 fake"
+
+
+def test_publish_cleans_up_a_crashed_staging_folder(published_once: Path) -> None:
+    """A staging folder left by a crash before the state commit is rolled back by the next
+    publication, which then publishes normally."""
+    dataset_dir = published_once / "releases" / "clinic"
+    _fake_release(dataset_dir / ".staging-release-0002")
+    with pytest.warns(UserWarning, match="removed"):
+        outcome = Publisher(load_config(published_once)).publish(snapshot(published_once, 2))
+    assert outcome.seq == 2
+    assert sorted(p.name for p in dataset_dir.iterdir()) == ["release-0001", "release-0002"]
+    assert audit_workspace(published_once).ok
