@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+import pandas as pd
 
 from anonymizer import privacy
 from anonymizer.bottomup import Cells, Generalization, generalize
@@ -106,8 +107,8 @@ class History:
     def max_breach(self) -> float:
         """Largest p(o, s) over all individuals and values (float; privacy.exceeds_threshold
         gives the exact verdict)."""
-        used = np.unique(self.class_of)
-        return float(1.0 - self.survival[used].min()) if self.survival.size and used.size else 0.0
+        used = np.bincount(self.class_of, minlength=self.survival.shape[0]) > 0
+        return float(1.0 - self.survival[used].min()) if self.survival.size and used.any() else 0.0
 
 
 @dataclass(frozen=True)
@@ -164,6 +165,15 @@ def class_targets(params: PrivacyParams, history: History) -> FloatArray:
         params.k_prime,
         params.alpha,
     ).reshape(history.survival.shape)
+
+
+def _factorize(values: IntArray) -> tuple[IntArray, IntArray]:
+    """Hash-based grouping: the group of every value (numbered by first appearance) and
+    the index of each group's first value. Linear time, unlike sorting with np.unique."""
+    labels, uniques = pd.factorize(values)
+    first = np.empty(len(uniques), dtype=np.int64)
+    first[labels[::-1]] = np.arange(labels.size - 1, -1, -1)
+    return labels.astype(np.int64), first
 
 
 def _leaf_codes(keys: IntArray, hierarchies: Sequence[Hierarchy]) -> IntArray:
@@ -239,11 +249,12 @@ def anonymize_history(
     # cells: distinct leaf combinations of the individuals that can be candidates
     members = record_individual if presence else np.arange(n_ind)
     codes = _leaf_codes(register_keys, hierarchies)
-    _, first, cell_of_member = np.unique(codes[members], return_index=True, return_inverse=True)
-    cell_of_member = cell_of_member.reshape(-1)
+    cell_of_member, first = _factorize(codes[members])
     n_cells = first.size
     # requirement: the largest target over the (cell, history class) pairs present
-    pair, pair_count = np.unique(cell_of_member * n_classes + history.class_of[members], return_counts=True)
+    pair_of_member, pair_first = _factorize(cell_of_member * n_classes + history.class_of[members])
+    pair = cell_of_member[pair_first] * n_classes + history.class_of[members][pair_first]
+    pair_count = np.bincount(pair_of_member, minlength=pair_first.size)
     requirement = np.full((n_cells, n_sets), 1.0)
     if n_sets:
         np.maximum.at(requirement, pair // n_classes, targets[pair % n_classes])
@@ -283,10 +294,11 @@ def anonymize_history(
     group_of_ind[members] = np.where(live[member_group], member_group, n_groups)
     # split every class by the group that linked its members (exact, no per-person state)
     key = history.class_of * (n_groups + 1) + group_of_ind
-    uniq, new_class_of = np.unique(key, return_inverse=True)
+    new_class_of, class_first = _factorize(key)
+    uniq = key[class_first]
     old_class, via = uniq // (n_groups + 1), uniq % (n_groups + 1)
     new_history = History(
-        class_of=new_class_of.reshape(-1).astype(np.int64),
+        class_of=new_class_of,
         survival=history.survival[old_class] * factor[via],
         linked=history.linked[old_class] + holds_ext[via],
         ell=history.ell[old_class],
