@@ -283,6 +283,39 @@ def audit(
         raise typer.Exit(1)
 
 
+db_app = typer.Typer(help="The state database.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+
+
+@db_app.command("upgrade")
+def db_upgrade(
+    config: Annotated[Path, typer.Option("--config", help="serialpub.yaml or its folder")] = Path("."),
+) -> None:
+    """Migrate the state database to the schema this serialpub needs (back it up first)."""
+    from serialpub.config import load_config
+    from state.engine import create, masked, upgrade
+
+    ws = load_config(config)
+    before, after = upgrade(create(ws.database_url))
+    console.print(f"{masked(ws.database_url)}: schema {before or 'empty'} -> {after}")
+
+
+@app.command()
+def reject(
+    release_no: Annotated[int, typer.Option("--release", help="sequence number of the open release")],
+    by: Annotated[str, typer.Option("--by", help="who rejects (recorded in the sign-off)")],
+    comment: Annotated[str, typer.Option("--comment", help="why (recorded)")] = "",
+    config: Annotated[Path, typer.Option("--config", help="serialpub.yaml or its folder")] = Path("."),
+) -> None:
+    """Reject the release being prepared: its staged files are removed, the state is unchanged."""
+    from serialpub.config import load_config
+    from serialpub.pipeline import reject_release
+
+    ws = load_config(config)
+    rejected = reject_release(ws, release_no, by, comment)
+    console.print(f"release {rejected.seq} (period {rejected.period!r}) of {ws.config.dataset!r} rejected by {by}")
+
+
 def _split(text: str) -> list[str]:
     return [c.strip() for c in text.split(",") if c.strip()]
 
@@ -302,9 +335,11 @@ def _read_csv(path: Path) -> pd.DataFrame:
 
 def main() -> None:
     """Entry point of the ``serialpub`` command."""
+    from state.engine import StateError
+
     try:
         app()  # standalone mode: typer handles usage errors (exit 2) and --help itself
-    except InputError as exc:
+    except (InputError, StateError) as exc:
         print(f"serialpub: error: {exc}", file=sys.stderr)
         sys.exit(2)
 

@@ -9,6 +9,7 @@ the state, move the release into place.
 
 from __future__ import annotations
 
+import shutil
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -26,9 +27,18 @@ from anonymizer.release import History, PrivacyParams, ReleaseResult, anonymize_
 from serialpub import release_files
 from serialpub.config import Workspace
 from serialpub.errors import InputError
+from serialpub.faults import checkpoint
 from serialpub.hierarchies import read_hierarchies, read_hierarchy
 from serialpub.inputs import Register, Snapshot, load_register, load_snapshot
-from state.store import StateError, StateStore, open_engine
+from state.store import (
+    OpenRelease,
+    PublishedRelease,
+    StateError,
+    StateStore,
+    open_engine,
+    owner_is_gone,
+    this_process,
+)
 
 QUERY_COUNT = 5000
 QUERY_DIMENSIONS = 3
@@ -159,6 +169,17 @@ class Publisher:
         return members, classes
 
     # -- one release ---------------------------------------------------------------------
+    def recover(self) -> None:
+        """Settle what interrupted runs left: a draft whose process has ended is closed as
+        failed, then staging folders are rolled forward or removed (serialpub.release_files)."""
+        dataset = self.ws.config.dataset
+        current = self.store.open_release(dataset)
+        if current is not None and owner_is_gone(current.owner):
+            self.store.fail(current.id, f"the process that opened it ({current.owner}) has ended", this_process())
+            current = None
+        committed = {r.seq for r in self.store.published(dataset)}
+        release_files.recover(self.ws.dataset_dir, committed, {current.seq} if current else set())
+
     def publish(self, snapshot_path: Path, period: str | None = None) -> ReleaseOutcome:
         """Publish the next release from a snapshot file.
 
@@ -169,13 +190,15 @@ class Publisher:
 
         Raises:
             InputError: bad input, a period already published or not later than the last,
-                or a requirement the suppression budget cannot meet. Nothing is written then.
+                or a requirement the suppression budget cannot meet.
+            StateError: another release of the dataset is being prepared.
+            Either way nothing is published and the statistics file does not move.
         """
         started = time.perf_counter()
         cfg = self.ws.config
         period = period or snapshot_path.stem.rsplit("-", 1)[-1]
+        self.recover()
         published = self.store.published(cfg.dataset)
-        release_files.recover(self.ws.dataset_dir, {r.seq for r in published})
         if any(r.period == period for r in published):
             raise InputError(f"period {period!r} of dataset {cfg.dataset!r} is already published")
         if published and period <= published[-1].period:
@@ -183,7 +206,6 @@ class Publisher:
                 f"period {period!r} is not later than the last published period {published[-1].period!r}; "
                 "releases are published in chronological order"
             )
-        seq = len(published) + 1
         snap = load_snapshot(
             snapshot_path,
             cfg.id_column,
@@ -193,10 +215,39 @@ class Publisher:
             self.hierarchies,
             set(self.sensitive_domain) if self.sensitive_domain is not None else None,
         )
+        checkpoint("after_snapshot")
+        # the draft is opened only for input that passed its checks, so bad input leaves no trace
+        draft = self.store.begin_draft(
+            cfg.dataset, period, {**self._params_record(), "snapshot": str(snapshot_path)}, this_process()
+        )
+        checkpoint("after_draft")
+        try:
+            return self._complete(draft, snap, snapshot_path, period, published, started)
+        except BaseException as exc:
+            self._abandon(draft, exc)
+            raise
+
+    def _abandon(self, draft: OpenRelease, exc: BaseException) -> None:
+        """Close a draft that did not complete, unless its publication was committed (then the
+        staging folder is the release and recovery moves it into place)."""
+        current = self.store.open_release(self.ws.config.dataset)
+        if current is None or current.id != draft.id:
+            return  # committed, or closed by someone else: nothing of ours to undo
+        reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        self.store.fail(draft.id, reason, this_process())
+        shutil.rmtree(self.ws.dataset_dir / release_files.staging_name(draft.seq), ignore_errors=True)
+
+    def _complete(
+        self, draft: OpenRelease, snap: Snapshot, snapshot_path: Path, period: str,
+        published: list[PublishedRelease], started: float,
+    ) -> ReleaseOutcome:
+        cfg = self.ws.config
+        seq = draft.seq
         ell = np.full(len(self.register.ids), float(cfg.ell))
         t_state = time.perf_counter()
         history = self._load_history(self.store.latest_statistics(cfg.dataset), ell)
         t_state = time.perf_counter() - t_state
+        checkpoint("after_state_load")
         record_set = pd.Index(self.protected).get_indexer(pd.Index(snap.value)).astype(np.int64)
         t_anon = time.perf_counter()
         try:
@@ -218,6 +269,7 @@ class Publisher:
                 "protect fewer values, or use register dilution"
             ) from None
         t_anon = time.perf_counter() - t_anon
+        checkpoint("after_anonymize")
         table = self._published_table(snap, result)
         query = average_relative_error(
             snap.table[[*self.qis, cfg.sensitive]],
@@ -230,14 +282,13 @@ class Publisher:
             seed=cfg.query_seed,
         )
         manifest = self._manifest(seq, period, published[-1].seq if published else None, result, query)
-        staging, manifest_sha = release_files.write_staging(self.ws.dataset_dir, seq, table, manifest)
+        _, manifest_sha = release_files.write_staging(self.ws.dataset_dir, seq, table, manifest)
         final = self.ws.dataset_dir / release_files.release_name(seq)
+        stats = self._history_tables(result.history, ell)
+        checkpoint("before_commit")
         t_commit = time.perf_counter()
-        self.store.record_published(
-            cfg.dataset,
-            seq,
-            period,
-            self._params_record(),
+        self.store.publish(
+            draft.id,
             {
                 "records": int(result.published.sum()),
                 "groups": int(result.group_nodes.shape[0]),
@@ -247,12 +298,14 @@ class Publisher:
                 "manifest_sha256": manifest_sha,
             },
             self._group_rows(result),
-            self._history_tables(result.history, ell),
+            stats,
             directory=str(final),
-            staging=str(staging),
+            actor=this_process(),
         )
         t_state += time.perf_counter() - t_commit
+        checkpoint("after_commit")
         release_files.move_into_place(self.ws.dataset_dir, seq)
+        checkpoint("after_publish")
         cand, recs = result.group_candidates, result.group_records
         return ReleaseOutcome(
             seq=seq,
@@ -348,3 +401,18 @@ class Publisher:
             "validation": None,
             "sign_off": None,
         }
+
+
+def reject_release(
+    ws: Workspace, seq: int, approver: str, comment: str, report_sha256: str | None = None
+) -> OpenRelease:
+    """Reject the open release ``seq`` of a workspace's dataset: record the sign-off,
+    close the release and remove its staged files; the statistics file does not move.
+
+    Raises:
+        StateError: ``seq`` is not the dataset's open release.
+    """
+    store = StateStore(open_engine(ws.database_url))
+    rejected = store.reject(ws.config.dataset, seq, approver, comment, report_sha256)
+    shutil.rmtree(ws.dataset_dir / release_files.staging_name(seq), ignore_errors=True)
+    return rejected

@@ -29,6 +29,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from serialpub.faults import checkpoint
+
 DATA_FILE = "data.parquet"
 MANIFEST_FILE = "manifest.json"
 
@@ -74,11 +76,14 @@ def write_staging(dataset_dir: Path, seq: int, table: pd.DataFrame, manifest: di
     data_path = staging / DATA_FILE
     arrow = pa.Table.from_pandas(table, preserve_index=False)
     pq.write_table(arrow.replace_schema_metadata(None), data_path, compression="zstd")
+    checkpoint("after_data_written")
     manifest["sha256"]["data.parquet"] = sha256_file(data_path)
     text = json.dumps(manifest, indent=2, sort_keys=False) + "\n"
     (staging / MANIFEST_FILE).write_text(text, encoding="utf-8")
+    checkpoint("after_manifest_written")
     for p in (data_path, staging / MANIFEST_FILE, staging, dataset_dir):
         _fsync(p)
+    checkpoint("after_flush")
     return staging, hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -86,23 +91,30 @@ def move_into_place(dataset_dir: Path, seq: int) -> Path:
     """Step 3: rename the staging folder to its final name and flush the parent."""
     final = dataset_dir / release_name(seq)
     os.replace(dataset_dir / staging_name(seq), final)
+    checkpoint("after_rename")
     _fsync(dataset_dir)
     return final
 
 
-def recover(dataset_dir: Path, committed: set[int]) -> None:
+def recover(dataset_dir: Path, committed: set[int], in_progress: set[int] | None = None) -> None:
     """Finish or undo publications a crash interrupted (see the module docstring).
 
     Args:
         committed: sequence numbers the state database records as published.
+        in_progress: sequence numbers of releases another live process is preparing;
+            their staging folders are left alone.
     """
+    in_progress = in_progress or set()
     if not dataset_dir.is_dir():
         return
     for staging in sorted(dataset_dir.glob(".staging-release-*")):
         seq = int(staging.name.rsplit("-", 1)[1])
         final = dataset_dir / release_name(seq)
+        if seq in in_progress:
+            continue
         if seq in committed and not final.exists():
             move_into_place(dataset_dir, seq)
+            checkpoint("during_recovery")
             warnings.warn(f"completed the interrupted publication of {final}", stacklevel=2)
         else:
             shutil.rmtree(staging)

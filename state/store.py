@@ -1,138 +1,69 @@
-"""The state database: datasets, published releases, their groups and the statistics file.
+"""Reading and advancing the state: releases through their status machine, the
+statistics file, sign-offs and the audit log.
 
 The statistics file (paper 004, section 7) is kept per release as an immutable snapshot:
-after release k, one compressed Parquet blob holds every (individual, protected value)
-pair linked so far with its survival product Π(1 - n_{j,s}/n_j) and its count of linked
-releases. Writing one blob per release makes the state advance and the release record
-commit in one transaction, costs one row instead of one per pair, and keeps every earlier
-state for verification. ``release_groups`` keeps the raw per-release figures (region
-labels, n_j and n_{j,s}) from which anyone can recompute the products.
+after release k, two compressed Parquet blobs hold the history class of every individual
+and the survival product Π(1 - n_{j,s}/n_j) and linked-release count of every class and
+protected value (see ``anonymizer.release.History``). One row per release instead of one
+per pair is the bulk path on both engines: publishing 5,000,000 individuals writes one
+blob, inside the same transaction that marks the release published. ``release_groups``
+keeps the raw figures (region labels, n_j, n_{j,s}) from which anyone can recompute the
+products.
+
+Every change is one transaction that also appends to ``audit_log``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
+import os
+import socket
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from sqlalchemy import (
-    JSON,
-    DateTime,
-    Engine,
-    Float,
-    ForeignKey,
-    Integer,
-    LargeBinary,
-    String,
-    UniqueConstraint,
-    create_engine,
-    event,
-    select,
+from sqlalchemy import Engine, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from state.engine import StateError, open_engine
+from state.models import (
+    OPEN_STATUSES,
+    TRANSITIONS,
+    AuditLog,
+    Dataset,
+    Release,
+    ReleaseGroup,
+    SignOff,
+    Statistics,
 )
-from sqlalchemy.exc import OperationalError
-from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
+
+__all__ = ["OpenRelease", "PublishedRelease", "StateError", "StateStore", "open_engine", "this_process"]
 
 
-class Base(DeclarativeBase):
-    pass
+def this_process() -> str:
+    """Owner tag of drafts made by this process: ``pid:<pid>@<host>``."""
+    return f"pid:{os.getpid()}@{socket.gethostname()}"
 
 
-class Dataset(Base):
-    __tablename__ = "datasets"
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    name: Mapped[str] = mapped_column(String(200), unique=True)
-    created: Mapped[datetime] = mapped_column(DateTime(timezone=True))
-
-
-class Release(Base):
-    __tablename__ = "releases"
-    __table_args__ = (UniqueConstraint("dataset_id", "seq"), UniqueConstraint("dataset_id", "period"))
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id"))
-    seq: Mapped[int] = mapped_column(Integer)
-    period: Mapped[str] = mapped_column(String(100))
-    status: Mapped[str] = mapped_column(String(20))
-    params: Mapped[dict[str, Any]] = mapped_column(JSON)
-    records: Mapped[int] = mapped_column(Integer)
-    groups: Mapped[int] = mapped_column(Integer)
-    suppressed: Mapped[int] = mapped_column(Integer)
-    max_breach: Mapped[float] = mapped_column(Float)
-    data_sha256: Mapped[str] = mapped_column(String(64))
-    manifest_sha256: Mapped[str] = mapped_column(String(64))
-    directory: Mapped[str] = mapped_column(String(500))
-    staging: Mapped[str] = mapped_column(String(500))
-    published_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
-
-
-class ReleaseGroup(Base):
-    __tablename__ = "release_groups"
-    release_id: Mapped[int] = mapped_column(ForeignKey("releases.id"), primary_key=True)
-    group_no: Mapped[int] = mapped_column(Integer, primary_key=True)
-    labels: Mapped[list[str]] = mapped_column(JSON)
-    candidates: Mapped[int] = mapped_column(Integer)
-    records: Mapped[int] = mapped_column(Integer)
-    counts: Mapped[dict[str, int]] = mapped_column(JSON)
-
-
-class Statistics(Base):
-    """The statistics file after a release, as two Parquet blobs: ``members`` (individual,
-    register row, history class, ℓ) and ``classes`` (class, protected value, survival
-    product, linked releases; pairs never linked are left out)."""
-
-    __tablename__ = "statistics"
-    release_id: Mapped[int] = mapped_column(ForeignKey("releases.id"), primary_key=True)
-    individuals: Mapped[int] = mapped_column(Integer)
-    classes: Mapped[int] = mapped_column(Integer)
-    sha256: Mapped[str] = mapped_column(String(64))
-    members_data: Mapped[bytes] = mapped_column(LargeBinary)
-    classes_data: Mapped[bytes] = mapped_column(LargeBinary)
-
-
-@dataclass(frozen=True)
-class PublishedRelease:
-    seq: int
-    period: str
-    params: dict[str, Any]
-    records: int
-    groups: int
-    suppressed: int
-    max_breach: float
-    directory: str
-    staging: str
-    published_at: datetime
-
-
-class StateError(Exception):
-    """The state database cannot be used as it is (unreachable, inconsistent)."""
-
-
-def open_engine(url: str) -> Engine:
-    """Engine for the state database; creates the tables if missing.
-
-    Raises:
-        StateError: the database is unreachable (the message masks the password).
-    """
-    engine = create_engine(url)
-    if engine.dialect.name == "sqlite":
-
-        @event.listens_for(engine, "connect")
-        def _pragmas(dbapi_conn: Any, _rec: Any) -> None:
-            cur = dbapi_conn.cursor()
-            cur.execute("PRAGMA foreign_keys=ON")
-            cur.execute("PRAGMA journal_mode=WAL")
-            cur.execute("PRAGMA synchronous=FULL")
-            cur.close()
-
+def owner_is_gone(owner: str) -> bool:
+    """True when ``owner`` is a process of this host that no longer runs (its draft is
+    stale). Owners on other hosts or not of the ``pid:`` form are never presumed gone."""
+    if not owner.startswith("pid:") or "@" not in owner:
+        return False
+    pid_text, host = owner[4:].split("@", 1)
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False
     try:
-        Base.metadata.create_all(engine)
-    except OperationalError as exc:
-        masked = engine.url.render_as_string(hide_password=True)
-        raise StateError(f"cannot open the state database {masked}: {exc.orig}") from None
-    return engine
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
 
 
 def table_to_bytes(table: pa.Table) -> bytes:
@@ -149,12 +80,45 @@ def _digest(members: bytes, classes: bytes) -> str:
     return hashlib.sha256(hashlib.sha256(members).digest() + hashlib.sha256(classes).digest()).hexdigest()
 
 
+@dataclass(frozen=True)
+class PublishedRelease:
+    seq: int
+    period: str
+    params: dict[str, Any]
+    records: int
+    groups: int
+    suppressed: int
+    max_breach: float
+    directory: str
+    staging: str
+    published_at: datetime
+    imported: bool
+
+
+@dataclass(frozen=True)
+class OpenRelease:
+    """A release being prepared (draft, validated or approved)."""
+
+    id: int
+    seq: int
+    period: str
+    status: str
+    owner: str
+    staging: str | None
+    created: datetime
+
+
 class StateStore:
-    """Reads and advances the state of one database."""
+    """The state of one database; every method is one transaction."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
+    @classmethod
+    def open(cls, url: str) -> StateStore:
+        return cls(open_engine(url))
+
+    # -- reading --------------------------------------------------------------------------
     def _dataset(self, session: Session, name: str, create: bool) -> Dataset | None:
         ds = session.scalar(select(Dataset).where(Dataset.name == name))
         if ds is None and create:
@@ -174,19 +138,20 @@ class StateStore:
             ).all()
             return [
                 PublishedRelease(
-                    r.seq,
-                    r.period,
-                    r.params,
-                    r.records,
-                    r.groups,
-                    r.suppressed,
-                    r.max_breach,
-                    r.directory,
-                    r.staging,
-                    r.published_at,
+                    r.seq, r.period, r.params, r.records or 0, r.groups or 0, r.suppressed or 0, r.max_breach or 0.0,
+                    r.directory or "", r.staging or "", r.published_at or r.updated, r.imported,
                 )
                 for r in rows
             ]
+
+    def open_release(self, dataset: str) -> OpenRelease | None:
+        """The release of a dataset now being prepared, if any."""
+        with Session(self.engine) as s:
+            ds = self._dataset(s, dataset, create=False)
+            if ds is None:
+                return None
+            r = s.scalar(select(Release).where(Release.dataset_id == ds.id, Release.status.in_(OPEN_STATUSES)))
+            return None if r is None else OpenRelease(r.id, r.seq, r.period, r.status, r.owner, r.staging, r.created)
 
     def latest_statistics(self, dataset: str) -> tuple[pa.Table, pa.Table] | None:
         """The statistics file (members, classes) after the newest published release, or
@@ -208,61 +173,142 @@ class StateStore:
                 raise StateError(f"the statistics file of dataset {dataset!r} fails its checksum")
             return table_from_bytes(row.members_data), table_from_bytes(row.classes_data)
 
-    def record_published(
+    def audit_log(self, dataset: str) -> list[dict[str, Any]]:
+        with Session(self.engine) as s:
+            rows = s.scalars(select(AuditLog).where(AuditLog.dataset == dataset).order_by(AuditLog.id)).all()
+            return [
+                {"at": r.at, "release": r.release_seq, "actor": r.actor, "action": r.action, "detail": r.detail}
+                for r in rows
+            ]
+
+    # -- changing -------------------------------------------------------------------------
+    def _log(self, s: Session, dataset: str, seq: int | None, actor: str, action: str, **detail: Any) -> None:
+        s.add(AuditLog(at=datetime.now(UTC), dataset=dataset, release_seq=seq, actor=actor, action=action,
+                       detail=detail))
+
+    def begin_draft(self, dataset: str, period: str, params: dict[str, Any], owner: str) -> OpenRelease:
+        """Open release k = last published + 1 as a draft.
+
+        Raises:
+            StateError: another release of the dataset is open (its owner, status and
+                age are named), or the period is already published or not later than the
+                last one.
+        """
+        now = datetime.now(UTC)
+        try:
+            with Session(self.engine) as s, s.begin():
+                ds = self._dataset(s, dataset, create=True)
+                assert ds is not None
+                # serialize drafts of one dataset (SQLite: the BEGIN IMMEDIATE lock does it)
+                s.execute(select(Dataset.id).where(Dataset.id == ds.id).with_for_update())
+                current = s.scalar(
+                    select(Release).where(Release.dataset_id == ds.id, Release.status.in_(OPEN_STATUSES))
+                )
+                if current is not None:
+                    raise StateError(_busy_message(dataset, current))
+                last = s.scalar(
+                    select(Release).where(Release.dataset_id == ds.id, Release.status == "published")
+                    .order_by(Release.seq.desc()).limit(1)
+                )
+                if last is not None and period <= last.period:
+                    raise StateError(
+                        f"dataset {dataset!r}: period {period!r} is not later than the last published period "
+                        f"{last.period!r}"
+                    )
+                seq = (last.seq if last else 0) + 1
+                rel = Release(
+                    dataset_id=ds.id, seq=seq, period=period, status="draft", owner=owner, imported=False,
+                    params=params, created=now, updated=now,
+                )
+                s.add(rel)
+                s.flush()
+                self._log(s, dataset, seq, owner, "draft", period=period)
+                return OpenRelease(rel.id, seq, period, "draft", owner, None, now)
+        except IntegrityError:
+            # the partial unique index caught a race the lock did not (it should not happen)
+            current_open = self.open_release(dataset)
+            raise StateError(
+                _busy_message(dataset, current_open) if current_open else f"dataset {dataset!r}: concurrent change"
+            ) from None
+
+    def set_staging(self, release_id: int, staging: str) -> None:
+        with Session(self.engine) as s, s.begin():
+            s.execute(update(Release).where(Release.id == release_id).values(staging=staging,
+                                                                              updated=datetime.now(UTC)))
+
+    def _transition(self, s: Session, release_id: int, to: str) -> Release:
+        rel = s.get(Release, release_id, with_for_update=True)
+        if rel is None:
+            raise StateError(f"no release with id {release_id}")
+        if to not in TRANSITIONS[rel.status]:
+            raise StateError(f"release {rel.seq} is {rel.status}; it cannot become {to}")
+        rel.status = to
+        rel.updated = datetime.now(UTC)
+        return rel
+
+    def publish(
         self,
-        dataset: str,
-        seq: int,
-        period: str,
-        params: dict[str, Any],
+        release_id: int,
         summary: dict[str, Any],
         groups: list[dict[str, Any]],
         stats: tuple[pa.Table, pa.Table],
         directory: str,
-        staging: str,
+        actor: str,
     ) -> None:
-        """Record a release as published together with the statistics after it, in one
-        transaction. Raises StateError if release ``seq`` is not the next one."""
+        """Mark an open release published and store the statistics after it, in one
+        transaction (step 2 of serialpub.release_files' publication order)."""
         members, classes = table_to_bytes(stats[0]), table_to_bytes(stats[1])
         with Session(self.engine) as s, s.begin():
-            ds = self._dataset(s, dataset, create=True)
-            assert ds is not None
-            last = s.scalar(
-                select(Release.seq)
-                .where(Release.dataset_id == ds.id, Release.status == "published")
-                .order_by(Release.seq.desc())
-                .limit(1)
-                .with_for_update()
-            )
-            if (last or 0) + 1 != seq:
-                raise StateError(
-                    f"dataset {dataset!r}: release {seq} cannot be published, the last published is {last or 0}"
-                )
-            rel = Release(
-                dataset_id=ds.id,
-                seq=seq,
-                period=period,
-                status="published",
-                params=params,
-                records=summary["records"],
-                groups=summary["groups"],
-                suppressed=summary["suppressed"],
-                max_breach=summary["max_breach"],
-                data_sha256=summary["data_sha256"],
-                manifest_sha256=summary["manifest_sha256"],
-                directory=directory,
-                staging=staging,
-                published_at=datetime.now(UTC),
-            )
-            s.add(rel)
-            s.flush()
+            rel = self._transition(s, release_id, "published")
+            dataset = s.get(Dataset, rel.dataset_id)
+            assert dataset is not None
+            rel.records, rel.groups = summary["records"], summary["groups"]
+            rel.suppressed, rel.max_breach = summary["suppressed"], summary["max_breach"]
+            rel.data_sha256, rel.manifest_sha256 = summary["data_sha256"], summary["manifest_sha256"]
+            rel.imported = bool(summary.get("imported", False))
+            rel.directory = directory
+            rel.published_at = rel.updated
             s.add_all(ReleaseGroup(release_id=rel.id, group_no=i, **g) for i, g in enumerate(groups))
-            s.add(
-                Statistics(
-                    release_id=rel.id,
-                    individuals=stats[0].num_rows,
-                    classes=stats[1].num_rows,
-                    sha256=_digest(members, classes),
-                    members_data=members,
-                    classes_data=classes,
-                )
+            s.add(Statistics(
+                release_id=rel.id, individuals=stats[0].num_rows, classes=stats[1].num_rows,
+                sha256=_digest(members, classes), members_data=members, classes_data=classes,
+            ))
+            self._log(s, dataset.name, rel.seq, actor, "imported" if rel.imported else "published",
+                      records=rel.records, groups=rel.groups, data_sha256=rel.data_sha256)
+
+    def fail(self, release_id: int, reason: str, actor: str) -> None:
+        """Close an open release as failed (nothing of it counts)."""
+        with Session(self.engine) as s, s.begin():
+            rel = self._transition(s, release_id, "failed")
+            dataset = s.get(Dataset, rel.dataset_id)
+            assert dataset is not None
+            self._log(s, dataset.name, rel.seq, actor, "failed", reason=reason[:2000])
+
+    def reject(self, dataset: str, seq: int, approver: str, comment: str, report_sha256: str | None) -> OpenRelease:
+        """Record a rejecting sign-off and close the open release ``seq``.
+
+        Raises:
+            StateError: release ``seq`` is not the open release of the dataset.
+        """
+        with Session(self.engine) as s, s.begin():
+            ds = self._dataset(s, dataset, create=False)
+            rel = None if ds is None else s.scalar(
+                select(Release).where(Release.dataset_id == ds.id, Release.seq == seq,
+                                      Release.status.in_(OPEN_STATUSES))
             )
+            if rel is None:
+                raise StateError(f"dataset {dataset!r} has no open release {seq} to reject")
+            self._transition(s, rel.id, "rejected")
+            now = datetime.now(UTC)
+            s.add(SignOff(release_id=rel.id, approver=approver, decision="rejected", comment=comment,
+                          report_sha256=report_sha256, decided_at=now))
+            self._log(s, dataset, seq, approver, "rejected", comment=comment)
+            return OpenRelease(rel.id, rel.seq, rel.period, "rejected", rel.owner, rel.staging, rel.created)
+
+
+def _busy_message(dataset: str, current: Release | OpenRelease) -> str:
+    return (
+        f"dataset {dataset!r}: release {current.seq} (period {current.period!r}) is already {current.status}, "
+        f"opened by {current.owner} at {current.created:%Y-%m-%d %H:%M:%S} UTC; one release is prepared at a "
+        f"time: wait for it, or end it with 'serialpub reject --release {current.seq}'"
+    )

@@ -1,0 +1,130 @@
+"""Opening the state database: engines, the schema version check and migrations.
+
+A database with no tables is brought to the current schema on first use, so a newcomer
+needs no setup step. A database at another schema revision is refused with the command
+that fixes it (``serialpub db upgrade``); serialpub never migrates a populated database
+behind the operator's back.
+
+SQLite (the embedded default) runs every transaction as ``BEGIN IMMEDIATE``: a writer
+takes the database lock when its transaction starts, so two processes cannot read the
+same state and both write after it; the other waits up to ``SQLITE_BUSY_SECONDS``.
+PostgreSQL uses row locks and the partial unique indexes of the schema.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Engine, create_engine, event, inspect
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, OperationalError
+
+SQLITE_BUSY_SECONDS = 60
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+
+
+class StateError(Exception):
+    """The state database cannot be used as it is; the message says why and what to do."""
+
+
+def masked(url: str) -> str:
+    """The URL with its password replaced by ***."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "<unparseable database URL>"
+
+
+def _alembic_config(connection: Any) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    cfg.attributes["connection"] = connection
+    return cfg
+
+
+def head_revision() -> str:
+    head = ScriptDirectory.from_config(_alembic_config(None)).get_current_head()
+    assert head is not None
+    return head
+
+
+def create(url: str) -> Engine:
+    """An engine for ``url`` without touching the schema.
+
+    Raises:
+        StateError: the URL is malformed or names a driver that is not installed.
+    """
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise StateError(f"cannot parse the database URL {masked(url)!r}; e.g. sqlite:///state.sqlite") from None
+    try:
+        if parsed.get_backend_name() == "sqlite":
+            engine = create_engine(parsed, connect_args={"timeout": SQLITE_BUSY_SECONDS})
+
+            @event.listens_for(engine, "connect")
+            def _connect(dbapi_conn: Any, _rec: Any) -> None:
+                dbapi_conn.isolation_level = None  # let the "begin" hook below emit BEGIN
+                cur = dbapi_conn.cursor()
+                cur.execute("PRAGMA foreign_keys=ON")
+                cur.execute("PRAGMA journal_mode=WAL")
+                cur.execute("PRAGMA synchronous=FULL")
+                cur.close()
+
+            @event.listens_for(engine, "begin")
+            def _begin(conn: Any) -> None:
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+            return engine
+        return create_engine(parsed, pool_pre_ping=True)
+    except ImportError as exc:
+        raise StateError(f"no driver for {masked(url)}: {exc}") from None
+
+
+def current_revision(engine: Engine) -> tuple[str | None, bool]:
+    """(Alembic revision or None, whether the database has any table).
+
+    Raises:
+        StateError: the database is unreachable.
+    """
+    try:
+        with engine.connect() as conn:
+            has_tables = bool(inspect(conn).get_table_names())
+            return MigrationContext.configure(conn).get_current_revision(), has_tables
+    except OperationalError as exc:
+        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+        raise StateError(f"cannot reach the state database {masked(str(engine.url))}: {reason}") from None
+
+
+def upgrade(engine: Engine) -> tuple[str | None, str]:
+    """Migrate the database to the newest schema. Returns (revision before, after)."""
+    before, _ = current_revision(engine)
+    with engine.begin() as conn:
+        command.upgrade(_alembic_config(conn), "head")
+    return before, head_revision()
+
+
+def open_engine(url: str) -> Engine:
+    """An engine whose database is at the current schema (a new, empty one is created).
+
+    Raises:
+        StateError: unreachable, or at another schema revision (run ``serialpub db upgrade``).
+    """
+    engine = create(url)
+    revision, has_tables = current_revision(engine)
+    head = head_revision()
+    if revision == head:
+        return engine
+    if revision is None and not has_tables:
+        upgrade(engine)
+        return engine
+    found = f"schema revision {revision}" if revision else "tables without a schema revision"
+    raise StateError(
+        f"the state database {masked(url)} has {found}; this serialpub needs revision {head}. "
+        "Back it up, then run 'serialpub db upgrade'"
+    )

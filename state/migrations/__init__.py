@@ -1,0 +1,1 @@
+"""Alembic migrations of the state database (run by ``serialpub db upgrade``)."""
