@@ -177,8 +177,33 @@ class Publisher:
         if current is not None and owner_is_gone(current.owner):
             self.store.fail(current.id, f"the process that opened it ({current.owner}) has ended", this_process())
             current = None
-        committed = {r.seq for r in self.store.published(dataset)}
-        release_files.recover(self.ws.dataset_dir, committed, {current.seq} if current else set())
+        published = self.store.published(dataset)
+        release_files.recover(self.ws.dataset_dir, {r.seq for r in published}, {current.seq} if current else set())
+        self._check_published_files(published)
+
+    def _check_published_files(self, published: list[PublishedRelease]) -> None:
+        """Refuse to build on a release store that no longer matches the state: every
+        published release folder must exist and its data.parquet and manifest.json must
+        have the checksums the state recorded when it was published.
+
+        Raises:
+            StateError: naming the release and the file, before anything is changed.
+        """
+        for r in published:
+            folder = self.ws.dataset_dir / release_files.release_name(r.seq)
+            for name, expected in ((release_files.DATA_FILE, r.data_sha256),
+                                   (release_files.MANIFEST_FILE, r.manifest_sha256)):
+                path = folder / name
+                if not path.is_file():
+                    raise StateError(
+                        f"{path} is missing but release {r.seq} is published; restore the release store "
+                        "from its backup before publishing"
+                    )
+                if expected and release_files.sha256_file(path) != expected:
+                    raise StateError(
+                        f"{path} does not match the checksum recorded when release {r.seq} was published; "
+                        "restore it from the backup (published releases are never rewritten)"
+                    )
 
     def publish(self, snapshot_path: Path, period: str | None = None) -> ReleaseOutcome:
         """Publish the next release from a snapshot file.
@@ -264,10 +289,8 @@ class Publisher:
                 seed=seq,
             )
         except InfeasibleError as exc:
-            raise InputError(
-                f"{snapshot_path}: cannot publish under ℓ = {cfg.ell:g}: {exc}. Raise suppression_budget, "
-                "protect fewer values, or use register dilution"
-            ) from None
+            raise InputError(f"{snapshot_path}: cannot publish under ℓ = {cfg.ell:g}: {exc}. "
+                             f"{self._infeasible_advice(history)}") from None
         t_anon = time.perf_counter() - t_anon
         checkpoint("after_anonymize")
         table = self._published_table(snap, result)
@@ -324,6 +347,21 @@ class Publisher:
             seconds_anonymize=t_anon,
             seconds_state=t_state,
         )
+
+    def _infeasible_advice(self, history: History) -> str:
+        """What to do when no generalization fits the budget, from the state's figures."""
+        cfg = self.ws.config
+        if cfg.guarantee == "global" and cfg.strategy == "constant" and cfg.k_prime:
+            used_up = history.linked >= cfg.k_prime
+            if used_up.any():
+                people = int(np.bincount(history.class_of, minlength=used_up.shape[0])[used_up.any(axis=1)].sum())
+                return (
+                    f"The constant-ratio budget is used up: {people} individuals have been linked to a protected "
+                    f"value in k' = {cfg.k_prime} releases, and the strategy allows no further release linking "
+                    "them to it (paper 004, section 6.1). Plan k' for the whole series; the geometric strategy "
+                    "has no such bound"
+                )
+        return "Raise suppression_budget, protect fewer values, or use register dilution"
 
     def _published_table(self, snap: Snapshot, result: ReleaseResult) -> pd.DataFrame:
         """Published records: QI labels of their group's nodes and the sensitive value,

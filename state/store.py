@@ -93,6 +93,8 @@ class PublishedRelease:
     staging: str
     published_at: datetime
     imported: bool
+    data_sha256: str | None
+    manifest_sha256: str | None
 
 
 @dataclass(frozen=True)
@@ -140,6 +142,7 @@ class StateStore:
                 PublishedRelease(
                     r.seq, r.period, r.params, r.records or 0, r.groups or 0, r.suppressed or 0, r.max_breach or 0.0,
                     r.directory or "", r.staging or "", r.published_at or r.updated, r.imported,
+                    r.data_sha256, r.manifest_sha256,
                 )
                 for r in rows
             ]
