@@ -300,6 +300,68 @@ def db_upgrade(
     console.print(f"{masked(ws.database_url)}: schema {before or 'empty'} -> {after}")
 
 
+state_app = typer.Typer(help="The statistics file (the state) of a dataset.", no_args_is_help=True)
+app.add_typer(state_app, name="state")
+
+
+@state_app.command("verify")
+def state_verify(
+    config: Annotated[Path, typer.Option("--config", help="serialpub.yaml or its folder")] = Path("."),
+) -> None:
+    """Rebuild the state from the register, the hierarchies and the published releases and
+    compare it with the database; exit 1 on any difference or unverifiable pair."""
+    from serialpub.config import load_config
+    from serialpub.verify import verify_state
+
+    report = verify_state(load_config(config))
+    console.print(report.format(), markup=False, highlight=False)
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+@app.command("import-release")
+def import_release_command(
+    data: Annotated[
+        Path, typer.Option("--data", help="the release as published: Parquet or CSV, QI node labels + sensitive")
+    ],
+    period: Annotated[str, typer.Option("--period", help="its period label (later than the last published)")],
+    ell: Annotated[float, typer.Option("--l", help="ℓ the other tool enforced")],
+    protected: Annotated[str, typer.Option("--protected", help="'all' or comma-separated protected values")],
+    dilution: Annotated[str, typer.Option("--dilution", help="register or presence")],
+    config: Annotated[Path, typer.Option("--config", help="serialpub.yaml or its folder")] = Path("."),
+    snapshot: Annotated[
+        Path | None, typer.Option("--snapshot", help="CSV of the present individuals (needed for presence)")
+    ] = None,
+    strategy_name: Annotated[
+        str | None, typer.Option("--strategy", help="constant or geometric (default: the configuration's)")
+    ] = None,
+    k_prime: Annotated[int | None, typer.Option("--k-prime", help="k' of the constant-ratio strategy")] = None,
+    alpha: Annotated[float | None, typer.Option("--alpha", help="α of the geometric strategy")] = None,
+) -> None:
+    """Record a release published with another tool as the dataset's next release."""
+    from serialpub.config import load_config
+    from serialpub.importing import import_release
+
+    ws = load_config(config)
+    values: str | list[str] = "all" if protected.strip() == "all" else _split(protected)
+    o = import_release(ws, data, period, ell, values, dilution, snapshot, strategy_name, k_prime, alpha)
+    console.print(
+        f"imported {data} as release {o.seq} (period {o.period!r}): {o.records} records in {o.groups} groups, "
+        f"{o.avg_candidates:.0f} candidates per group on average (max {o.max_candidates}), "
+        f"max p = {o.max_breach:.4f} (bound 1/ℓ = {1 / ell:.4f})",
+        markup=False,
+        highlight=False,
+    )
+    console.print(f"published {o.directory}", markup=False, highlight=False)
+    if o.exceeds_bound:
+        console.print(
+            "warning: after this release some individual's breach probability exceeds 1/ℓ; the tables are "
+            "public already, so the state records it; later releases cannot lower it",
+            markup=False,
+            highlight=False,
+        )
+
+
 @app.command()
 def reject(
     release_no: Annotated[int, typer.Option("--release", help="sequence number of the open release")],

@@ -173,12 +173,17 @@ class Publisher:
         """Settle what interrupted runs left: a draft whose process has ended is closed as
         failed, then staging folders are rolled forward or removed (serialpub.release_files)."""
         dataset = self.ws.config.dataset
+        # list staging folders before reading the state: a draft is committed before its
+        # folder is written, so each listed folder's release is in what is read next
+        staged = release_files.staging_folders(self.ws.dataset_dir)
         current = self.store.open_release(dataset)
         if current is not None and owner_is_gone(current.owner):
             self.store.fail(current.id, f"the process that opened it ({current.owner}) has ended", this_process())
             current = None
         published = self.store.published(dataset)
-        release_files.recover(self.ws.dataset_dir, {r.seq for r in published}, {current.seq} if current else set())
+        release_files.recover(
+            self.ws.dataset_dir, {r.id: r.seq for r in published}, {current.id} if current else set(), staged
+        )
         self._check_published_files(published)
 
     def _check_published_files(self, published: list[PublishedRelease]) -> None:
@@ -191,6 +196,9 @@ class Publisher:
         """
         for r in published:
             folder = self.ws.dataset_dir / release_files.release_name(r.seq)
+            if not folder.exists() and (self.ws.dataset_dir / release_files.staging_name(r.seq, r.id)).is_dir():
+                # committed by another process whose rename is still on its way: finish it
+                release_files.move_into_place(self.ws.dataset_dir, r.seq, r.id)
             for name, expected in ((release_files.DATA_FILE, r.data_sha256),
                                    (release_files.MANIFEST_FILE, r.manifest_sha256)):
                 path = folder / name
@@ -260,7 +268,7 @@ class Publisher:
             return  # committed, or closed by someone else: nothing of ours to undo
         reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         self.store.fail(draft.id, reason, this_process())
-        shutil.rmtree(self.ws.dataset_dir / release_files.staging_name(draft.seq), ignore_errors=True)
+        shutil.rmtree(self.ws.dataset_dir / release_files.staging_name(draft.seq, draft.id), ignore_errors=True)
 
     def _complete(
         self, draft: OpenRelease, snap: Snapshot, snapshot_path: Path, period: str,
@@ -305,7 +313,7 @@ class Publisher:
             seed=cfg.query_seed,
         )
         manifest = self._manifest(seq, period, published[-1].seq if published else None, result, query)
-        _, manifest_sha = release_files.write_staging(self.ws.dataset_dir, seq, table, manifest)
+        _, manifest_sha = release_files.write_staging(self.ws.dataset_dir, seq, draft.id, table, manifest)
         final = self.ws.dataset_dir / release_files.release_name(seq)
         stats = self._history_tables(result.history, ell)
         checkpoint("before_commit")
@@ -327,7 +335,7 @@ class Publisher:
         )
         t_state += time.perf_counter() - t_commit
         checkpoint("after_commit")
-        release_files.move_into_place(self.ws.dataset_dir, seq)
+        release_files.move_into_place(self.ws.dataset_dir, seq, draft.id)
         checkpoint("after_publish")
         cand, recs = result.group_candidates, result.group_records
         return ReleaseOutcome(
@@ -452,5 +460,5 @@ def reject_release(
     """
     store = StateStore(open_engine(ws.database_url))
     rejected = store.reject(ws.config.dataset, seq, approver, comment, report_sha256)
-    shutil.rmtree(ws.dataset_dir / release_files.staging_name(seq), ignore_errors=True)
+    shutil.rmtree(ws.dataset_dir / release_files.staging_name(seq, rejected.id), ignore_errors=True)
     return rejected

@@ -4,7 +4,9 @@ Order of publication, chosen so that a crash at any point leaves the release eit
 published-and-counted or invisible-and-not-counted:
 
 1. write ``data.parquet`` and ``manifest.json`` into a hidden staging folder
-   ``.staging-release-NNNN`` next to the final one, and flush both files and the folder;
+   ``.staging-release-NNNN-rID`` next to the final one (ID: the release row of the draft,
+   so folders of different attempts at release NNNN never share a name), and flush both
+   files and the folder;
 2. commit the release and the new statistics file in the state database (the row names
    the staging folder);
 3. rename the staging folder to ``release-NNNN`` and flush the parent folder.
@@ -20,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import warnings
 from pathlib import Path
@@ -39,8 +42,18 @@ def release_name(seq: int) -> str:
     return f"release-{seq:04d}"
 
 
-def staging_name(seq: int) -> str:
-    return f".staging-{release_name(seq)}"
+def staging_name(seq: int, release_id: int) -> str:
+    """Staging folder of the draft whose release row is ``release_id``."""
+    return f".staging-{release_name(seq)}-r{release_id}"
+
+
+_STAGING = re.compile(r"^\.staging-release-(\d+)(?:-r(\d+))?$")
+
+
+def parse_staging(name: str) -> tuple[int, int | None] | None:
+    """(sequence number, release row id or None for an unnamed attempt) of a staging folder."""
+    m = _STAGING.match(name)
+    return None if m is None else (int(m.group(1)), int(m.group(2)) if m.group(2) else None)
 
 
 def sha256_file(path: Path) -> str:
@@ -59,7 +72,9 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
-def write_staging(dataset_dir: Path, seq: int, table: pd.DataFrame, manifest: dict[str, Any]) -> tuple[Path, str]:
+def write_staging(
+    dataset_dir: Path, seq: int, release_id: int, table: pd.DataFrame, manifest: dict[str, Any]
+) -> tuple[Path, str]:
     """Write a release into its staging folder and flush it.
 
     Args:
@@ -69,7 +84,7 @@ def write_staging(dataset_dir: Path, seq: int, table: pd.DataFrame, manifest: di
     Returns:
         the staging folder and the sha256 of the manifest as written.
     """
-    staging = dataset_dir / staging_name(seq)
+    staging = dataset_dir / staging_name(seq, release_id)
     if staging.exists():
         shutil.rmtree(staging)
     staging.mkdir(parents=True)
@@ -87,41 +102,60 @@ def write_staging(dataset_dir: Path, seq: int, table: pd.DataFrame, manifest: di
     return staging, hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def move_into_place(dataset_dir: Path, seq: int) -> Path:
+def move_into_place(dataset_dir: Path, seq: int, release_id: int) -> Path:
     """Step 3: rename the staging folder to its final name and flush the parent."""
     final = dataset_dir / release_name(seq)
-    os.replace(dataset_dir / staging_name(seq), final)
+    try:
+        os.replace(dataset_dir / staging_name(seq, release_id), final)
+    except FileNotFoundError:
+        if not final.is_dir():
+            raise
+        # another process's recovery moved this committed release into place first
     checkpoint("after_rename")
     _fsync(dataset_dir)
     return final
 
 
-def recover(dataset_dir: Path, committed: set[int], in_progress: set[int] | None = None) -> None:
+def staging_folders(dataset_dir: Path) -> list[Path]:
+    """The staging folders now in ``dataset_dir``."""
+    return sorted(dataset_dir.glob(".staging-release-*")) if dataset_dir.is_dir() else []
+
+
+def recover(
+    dataset_dir: Path, committed: dict[int, int], in_progress: set[int] | None = None, staged: list[Path] | None = None
+) -> None:
     """Finish or undo publications a crash interrupted (see the module docstring).
 
     Args:
-        committed: sequence numbers the state database records as published.
-        in_progress: sequence numbers of releases another live process is preparing;
-            their staging folders are left alone.
+        committed: release row id -> sequence number of every release the state database
+            records as published.
+        in_progress: release row ids of releases a live process is preparing; their
+            staging folders are left alone.
+        staged: the staging folders to settle, listed with :func:`staging_folders`
+            *before* ``committed`` and ``in_progress`` were read (default: those present
+            now). A folder staged after that reading belongs to a draft the sets miss.
     """
     in_progress = in_progress or set()
     if not dataset_dir.is_dir():
         return
-    for staging in sorted(dataset_dir.glob(".staging-release-*")):
-        seq = int(staging.name.rsplit("-", 1)[1])
-        final = dataset_dir / release_name(seq)
-        if seq in in_progress:
+    for staging in staging_folders(dataset_dir) if staged is None else staged:
+        parsed = parse_staging(staging.name)
+        if parsed is None or not staging.exists():  # not ours, or settled meanwhile
             continue
-        if seq in committed and not final.exists():
-            move_into_place(dataset_dir, seq)
+        seq, release_id = parsed
+        if release_id is not None and release_id in in_progress:
+            continue
+        if release_id is not None and release_id in committed and not (dataset_dir / release_name(seq)).exists():
+            final = move_into_place(dataset_dir, seq, release_id)
             checkpoint("during_recovery")
             warnings.warn(f"completed the interrupted publication of {final}", stacklevel=2)
         else:
-            shutil.rmtree(staging)
+            shutil.rmtree(staging, ignore_errors=True)
             warnings.warn(f"removed {staging}, left by an interrupted publication", stacklevel=2)
+    published_seqs = set(committed.values())
     for final in sorted(dataset_dir.glob("release-*")):
         seq = int(final.name.rsplit("-", 1)[1])
-        if seq not in committed:
+        if seq not in published_seqs:
             warnings.warn(f"{final} is not recorded in the state database; it is not part of the series", stacklevel=2)
 
 

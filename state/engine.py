@@ -20,12 +20,14 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, create_engine, event, inspect
+from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, OperationalError
 
 SQLITE_BUSY_SECONDS = 60
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+#: PostgreSQL advisory lock taken while migrating (SQLite: BEGIN IMMEDIATE serializes)
+UPGRADE_LOCK = 0x5E12A1_0001
 
 
 class StateError(Exception):
@@ -105,6 +107,10 @@ def upgrade(engine: Engine) -> tuple[str | None, str]:
     """Migrate the database to the newest schema. Returns (revision before, after)."""
     before, _ = current_revision(engine)
     with engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            # two processes creating a new database's schema at once: the second waits here,
+            # then finds the schema at head and does nothing
+            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": UPGRADE_LOCK})
         command.upgrade(_alembic_config(conn), "head")
     return before, head_revision()
 

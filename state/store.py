@@ -82,6 +82,7 @@ def _digest(members: bytes, classes: bytes) -> str:
 
 @dataclass(frozen=True)
 class PublishedRelease:
+    id: int  # the release row
     seq: int
     period: str
     params: dict[str, Any]
@@ -140,8 +141,8 @@ class StateStore:
             ).all()
             return [
                 PublishedRelease(
-                    r.seq, r.period, r.params, r.records or 0, r.groups or 0, r.suppressed or 0, r.max_breach or 0.0,
-                    r.directory or "", r.staging or "", r.published_at or r.updated, r.imported,
+                    r.id, r.seq, r.period, r.params, r.records or 0, r.groups or 0, r.suppressed or 0,
+                    r.max_breach or 0.0, r.directory or "", r.staging or "", r.published_at or r.updated, r.imported,
                     r.data_sha256, r.manifest_sha256,
                 )
                 for r in rows

@@ -367,20 +367,31 @@ def _fake_release(folder: Path) -> None:
 def test_recover_removes_uncommitted_staging(tmp_path: Path) -> None:
     dataset_dir = tmp_path / "releases" / "clinic"
     _fake_release(dataset_dir / "release-0001")
-    _fake_release(dataset_dir / ".staging-release-0002")
+    _fake_release(dataset_dir / ".staging-release-0002-r7")  # release row 7: not committed
+    _fake_release(dataset_dir / ".staging-release-0002")  # an attempt without a row id
     with pytest.warns(UserWarning, match="removed"):
-        release_files.recover(dataset_dir, committed={1})
+        release_files.recover(dataset_dir, committed={3: 1})
     assert sorted(p.name for p in dataset_dir.iterdir()) == ["release-0001"]
 
 
 def test_recover_moves_committed_staging_into_place(tmp_path: Path) -> None:
     dataset_dir = tmp_path / "releases" / "clinic"
     _fake_release(dataset_dir / "release-0001")
-    _fake_release(dataset_dir / ".staging-release-0002")
+    _fake_release(dataset_dir / ".staging-release-0002-r5")  # an earlier, failed attempt
+    _fake_release(dataset_dir / ".staging-release-0002-r8")  # the committed one
+    (dataset_dir / ".staging-release-0002-r8" / "data.parquet").write_bytes(b"PAR1 committed")
     with pytest.warns(UserWarning, match="completed"):
-        release_files.recover(dataset_dir, committed={1, 2})
+        release_files.recover(dataset_dir, committed={3: 1, 8: 2})
     assert sorted(p.name for p in dataset_dir.iterdir()) == ["release-0001", "release-0002"]
-    assert (dataset_dir / "release-0002" / "data.parquet").read_bytes() == b"PAR1 fake"
+    assert (dataset_dir / "release-0002" / "data.parquet").read_bytes() == b"PAR1 committed"
+
+
+def test_recover_leaves_a_live_draft_alone(tmp_path: Path) -> None:
+    dataset_dir = tmp_path / "releases" / "clinic"
+    _fake_release(dataset_dir / "release-0001")
+    _fake_release(dataset_dir / ".staging-release-0002-r9")
+    release_files.recover(dataset_dir, committed={3: 1}, in_progress={9})
+    assert sorted(p.name for p in dataset_dir.iterdir()) == [".staging-release-0002-r9", "release-0001"]
 
 
 def test_publish_cleans_up_a_crashed_staging_folder(published_once: Path) -> None:

@@ -1,0 +1,709 @@
+"""Bringing in a release published with another tool (``serialpub import-release``).
+
+A publisher who already released generalized tables before adopting serialpub must not
+start from an empty statistics file: the adversary has those tables (DESIGN.md §1), so
+every individual they linked to a protected value carries that linkage into the next
+release. :func:`import_release` reads such a table (one column per quasi-identifier
+holding hierarchy node labels, plus the sensitive column), checks it, computes the
+candidates of every group from the register, and advances the state exactly as
+:func:`anonymizer.release.anonymize_history` does for a release serialpub computed
+itself (paper 004, §7: the statistics file keeps, per individual o and protected value s,
+the factors 1 - n_{j,s}/n_j of the releases that linked o to s; DESIGN.md §4). The release
+then goes through the publisher's own path (draft → staging → commit → rename), so it
+enters the state database and the release store as the next ``release-NNNN``.
+
+The region-to-register machinery here (:class:`RegisterCombos`, :func:`locate_groups`,
+:func:`group_release`, :func:`advance_history`) is shared with
+:mod:`serialpub.verify`, which rebuilds the state from the published files. It works on
+the distinct register QI combinations and reuses the auditor's join helpers
+(:mod:`serialpub.audit`), so a 5,000,000-person register costs a few array passes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from anonymizer.hierarchy import Hierarchy
+from anonymizer.release import History, PrivacyParams
+from anonymizer.release import _factorize as _factorize_first
+from serialpub import release_files
+from serialpub.audit import _codes, _distinct, _factorize, _join, _row_keys, _Tree
+from serialpub.config import Workspace
+from serialpub.errors import InputError
+from serialpub.inputs import Register, leaf_codes, read_csv
+from serialpub.pipeline import Publisher
+from state.store import this_process
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+DILUTIONS = ("register", "presence")
+#: Overlapping group pairs kept for the message (all are counted).
+MAX_LISTED_OVERLAPS = 20
+
+
+# --------------------------------------------------------------------------- machinery
+
+
+@dataclass(frozen=True)
+class RegisterCombos:
+    """The distinct QI leaf combinations ("combos") of the register.
+
+    Individuals with the same QI values are candidates of the same group in every
+    release, so regions are matched against combos, never against individuals.
+
+    Attributes:
+        of_individual: combo of every register row, shape (N,), int64 in [0, C).
+        leaves: leaf id per QI of every combo, shape (C, d).
+    """
+
+    of_individual: IntArray
+    leaves: IntArray
+
+    @classmethod
+    def of(cls, keys: IntArray, hierarchies: Sequence[Hierarchy]) -> RegisterCombos:
+        """Combos of a register given as leaf ids per QI, shape (N, d), one hierarchy per column."""
+        codes, _, first = _factorize(_row_keys(keys, [h.n_leaves for h in hierarchies]))
+        return cls(codes, np.asarray(keys[first], dtype=np.int64).reshape(-1, keys.shape[1]))
+
+
+@dataclass(frozen=True)
+class Located:
+    """Where the register's combos fall among one release's groups.
+
+    Attributes:
+        group_of_combo: the group whose region holds each combo, -1 if none, shape (C,).
+            If regions overlap, one of the covering groups (the release is invalid anyway).
+        overlap_pairs: number of group pairs whose regions share a QI combination
+            (as boxes of hierarchy nodes, whether or not the register has someone there).
+        overlaps: up to :data:`MAX_LISTED_OVERLAPS` of those pairs, (i, j) with i < j.
+    """
+
+    group_of_combo: IntArray
+    overlap_pairs: int
+    overlaps: list[tuple[int, int]] = field(default_factory=list)
+
+
+def locate_groups(leaves: IntArray, group_nodes: IntArray, trees: Sequence[_Tree]) -> Located:
+    """Match combos to group regions and find overlapping regions.
+
+    A group's region is the box of its nodes' leaf sets. Attributes whose used nodes are
+    pairwise disjoint (a global-recoding cut, the normal case) are matched by a sort-merge
+    join on the node each leaf falls under; the other attributes are tested by ancestry
+    (the method of :mod:`serialpub.audit`).
+
+    Args:
+        leaves: leaf id per QI of every combo, shape (C, d).
+        group_nodes: node id per QI of every group, shape (G, d), rows distinct.
+        trees: ancestor tables, one per QI in column order.
+
+    Returns:
+        a :class:`Located`.
+    """
+    n_groups, _ = group_nodes.shape
+    radices = [t.hierarchy.n_nodes for t in trees]
+    cut_attrs: list[int] = []
+    lookups: list[IntArray] = []
+    other_attrs: list[int] = []
+    for a, tree in enumerate(trees):
+        is_cut, lookup = tree.cut_lookup(_distinct(group_nodes[:, a]))
+        if is_cut:
+            cut_attrs.append(a)
+            lookups.append(lookup)
+        else:
+            other_attrs.append(a)
+    cut_radices = [radices[a] for a in cut_attrs]
+
+    # disjointness: equal nodes on the cut attributes, comparable nodes on all the others
+    overlap_pairs = 0
+    overlaps: list[tuple[int, int]] = []
+    if other_attrs and n_groups > 1:
+        key = _row_keys(group_nodes[:, cut_attrs], cut_radices)
+        for i, j in _join(key, key):
+            keep = i < j
+            for a in other_attrs:
+                keep &= trees[a].comparable(group_nodes[i, a], group_nodes[j, a])
+            hits = np.flatnonzero(keep)
+            overlap_pairs += hits.size
+            room = max(0, MAX_LISTED_OVERLAPS - len(overlaps))
+            overlaps.extend((int(i[h]), int(j[h])) for h in hits[:room])
+
+    # candidates: the combos each region holds
+    n_combos = leaves.shape[0]
+    c_nodes = np.empty((n_combos, len(cut_attrs)), dtype=np.int64)
+    for k, (a, lookup) in enumerate(zip(cut_attrs, lookups, strict=True)):
+        c_nodes[:, k] = lookup[leaves[:, a]]
+    covered = np.flatnonzero((c_nodes >= 0).all(axis=1))
+    both = _row_keys(np.vstack([group_nodes[:, cut_attrs], c_nodes[covered]]), cut_radices)
+    group_of_combo = np.full(n_combos, -1, dtype=np.int64)
+    for ci, gi in _join(both[n_groups:], both[:n_groups]):
+        combo = covered[ci]
+        keep = np.ones(ci.size, dtype=bool)
+        for a in other_attrs:
+            keep &= trees[a].contains(group_nodes[gi, a], leaves[combo, a])
+        group_of_combo[combo[keep]] = gi[keep]
+    return Located(group_of_combo, overlap_pairs, overlaps)
+
+
+def label_nodes(column: pd.Series, hierarchy: Hierarchy) -> IntArray:
+    """Node id of every value of a column of generalized labels, -1 where the value is not
+    a label of the hierarchy or is missing. Shape (R,). Categorical columns are fast."""
+    codes, labels = _codes(column)
+    mapped = np.array([hierarchy.node(x) if hierarchy.has_label(x) else -1 for x in labels], dtype=np.int64)
+    if mapped.size == 0:
+        return np.full(codes.size, -1, dtype=np.int64)
+    return np.where(codes >= 0, mapped[np.maximum(codes, 0)], -1)
+
+
+@dataclass(frozen=True)
+class ReleaseGroups:
+    """The groups of one release as published.
+
+    Groups are numbered by first appearance in the file: for a release written by
+    serialpub (rows sorted by group) this is the publisher's own group order.
+
+    Attributes:
+        of_record: group of every record, shape (R,).
+        nodes: node id per QI of every group, shape (G, d).
+        records: published records per group, shape (G,).
+        counts: records per protected value (n_{j,s}), shape (G, V).
+    """
+
+    of_record: IntArray
+    nodes: IntArray
+    records: IntArray
+    counts: IntArray
+
+
+def group_release(nodes: IntArray, value: IntArray, n_values: int, trees: Sequence[_Tree]) -> ReleaseGroups:
+    """Group records by their QI nodes.
+
+    Args:
+        nodes: node id per QI of every record, shape (R, d), all >= 0.
+        value: protected value index of every record, -1 when not protected, shape (R,).
+        n_values: V.
+        trees: one per QI (for the node counts).
+    """
+    key = _row_keys(nodes, [t.hierarchy.n_nodes for t in trees])
+    of_record, _, first = _factorize(key)
+    n_groups = first.size
+    records = np.bincount(of_record, minlength=n_groups).astype(np.int64)
+    prot = value >= 0
+    counts = (
+        np.bincount(of_record[prot] * n_values + value[prot], minlength=n_groups * n_values)
+        .reshape(n_groups, n_values)
+        .astype(np.int64)
+    )
+    return ReleaseGroups(
+        of_record, np.asarray(nodes[first], dtype=np.int64).reshape(-1, nodes.shape[1]), records, counts
+    )
+
+
+def _advance(
+    history: History, group_of_ind: IntArray, n_j: IntArray, counts: IntArray
+) -> tuple[History, IntArray, IntArray]:
+    """:func:`advance_history`, also returning every new class's parent class and the group
+    that linked it (``G`` = none), so a caller can carry its own per-class flags."""
+    n_groups = int(n_j.size)
+    n_sets = history.survival.shape[1]
+    holds = counts > 0
+    # the same expressions, in the same order, as anonymizer.release.anonymize_history, so
+    # an imported release gives bit-identical survival products
+    factor = np.ones((n_groups + 1, n_sets))
+    factor[:-1][holds] = 1.0 - counts[holds] / np.broadcast_to(n_j[:, None], holds.shape)[holds]
+    holds_ext = np.vstack([holds, np.zeros((1, n_sets), dtype=bool)])
+    via_of_ind = np.where(group_of_ind >= 0, group_of_ind, n_groups)
+    key = history.class_of * (n_groups + 1) + via_of_ind
+    new_class_of, class_first = _factorize_first(key)
+    uniq = key[class_first]
+    old_class, via = uniq // (n_groups + 1), uniq % (n_groups + 1)
+    new = History(
+        class_of=new_class_of,
+        survival=history.survival[old_class] * factor[via],
+        linked=history.linked[old_class] + holds_ext[via],
+        ell=history.ell[old_class],
+    )
+    return new, old_class, via
+
+
+def advance_history(history: History, group_of_ind: IntArray, n_j: IntArray, counts: IntArray) -> History:
+    """The state after one more published release (paper 004, Lemma 4 and §7; DESIGN.md §4).
+
+    Every class is split by the group that linked its members; each candidate of a group
+    holding protected value s (``counts[g, s] > 0``) gets the factor ``1 - n_{j,s}/n_j``
+    and one more linked release for s. Exactly the update of
+    :func:`anonymizer.release.anonymize_history`.
+
+    Args:
+        history: the state before, over N register individuals and V protected values.
+        group_of_ind: the group each individual is a candidate of, -1 if none, shape (N,).
+        n_j: candidates per group, shape (G,), int64 > 0 for every group holding a value.
+        counts: published records per group and protected value, shape (G, V), int64.
+
+    Returns:
+        the new :class:`History` (same N and V).
+    """
+    return _advance(history, group_of_ind, n_j, counts)[0]
+
+
+def present_rows(
+    path: Path, id_column: str, qis: Sequence[str], register: Register, hierarchies: dict[str, Hierarchy]
+) -> IntArray:
+    """Register rows of the individuals a snapshot lists (the present individuals).
+
+    The file is a CSV with the id column; QI columns it also has must agree with the
+    register, other columns are ignored.
+
+    Raises:
+        InputError: unreadable file, no id column, an empty or repeated id, an id not in the
+            register, or a QI value differing from the register's (file, line and value named).
+    """
+    df = read_csv(path, "snapshot")
+    if id_column not in df.columns:
+        raise InputError(f"{path}: no {id_column!r} column; the snapshot must list the present individuals' ids")
+    ids = df[id_column]
+    bad = (ids.str.strip() == "").to_numpy() | ids.duplicated().to_numpy()
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(
+            f"{path}, line {i + 2}: id {ids.iloc[i]!r} is empty or appears twice; list each individual once"
+        )
+    rows = register.rows_of(ids)
+    if (rows < 0).any():
+        i = int(np.flatnonzero(rows < 0)[0])
+        raise InputError(f"{path}, line {i + 2}: individual {ids.iloc[i]!r} is not in the population register")
+    for a, q in enumerate(qis):
+        if q in df.columns:
+            differs = leaf_codes(df, q, hierarchies[q], path) != register.keys[rows, a]
+            if differs.any():
+                i = int(np.flatnonzero(differs)[0])
+                raise InputError(
+                    f"{path}, line {i + 2}, column {q!r}: value {df[q].iloc[i]!r} differs from the register's "
+                    f"{hierarchies[q].labels[register.keys[rows[i], a]]!r} for individual {ids.iloc[i]!r}"
+                )
+    return rows
+
+
+# --------------------------------------------------------------------------- the command
+
+
+@dataclass(frozen=True)
+class ImportOutcome:
+    """Figures of one imported release.
+
+    Attributes:
+        seq, period, directory: where it now lives in the release store.
+        records, groups: counts in the data file.
+        suppressed: present individuals without a published record (known only with a
+            snapshot), else None.
+        avg_candidates, max_candidates: n_j over the groups.
+        max_breach: largest p(o, s) over every individual after this release (float).
+        exceeds_bound: max_breach > 1/ℓ: the series imported so far already breaks the
+            guarantee (the tables are public; the state records it as it is).
+        source_sha256: sha256 of the data file as given.
+        data_sha256: sha256 of the rewritten ``data.parquet``.
+        seconds: wall time.
+    """
+
+    seq: int
+    period: str
+    directory: Path
+    records: int
+    groups: int
+    suppressed: int | None
+    avg_candidates: float
+    max_candidates: int
+    max_breach: float
+    exceeds_bound: bool
+    source_sha256: str
+    data_sha256: str
+    seconds: float
+
+
+def _is_parquet(path: Path) -> bool:
+    with path.open("rb") as f:
+        return f.read(4) == b"PAR1"
+
+
+def read_release_data(path: Path, columns: Sequence[str]) -> tuple[pd.DataFrame, str]:
+    """A release data file (Parquet or CSV) as text columns, and how its rows are named
+    in messages ("line" for CSV with the header as line 1, "row" for Parquet, 1-based).
+
+    Raises:
+        InputError: missing or unreadable file, a missing or extra column, no rows, or an
+            empty cell (file, line/row and column named).
+    """
+    if not path.is_file():
+        raise InputError(f"{path}: release data file not found")
+    parquet = _is_parquet(path)
+    if parquet:
+        unit, offset = "row", 1
+        try:
+            table = pq.read_table(path)
+        except Exception as exc:  # pyarrow raises several unrelated types for a broken file
+            raise InputError(f"{path}: not a readable Parquet file ({type(exc).__name__}: {exc})") from None
+        names = list(table.column_names)
+    else:
+        unit, offset = "line", 2
+        frame = read_csv(path, "release data")
+        names = list(frame.columns)
+    missing = [c for c in columns if c not in names]
+    if missing:
+        raise InputError(
+            f"{path}: missing column(s) {', '.join(map(repr, missing))}; a release holds one column per "
+            f"quasi-identifier and the sensitive column: {', '.join(columns)}"
+        )
+    extra = [c for c in names if c not in columns]
+    if extra:
+        raise InputError(
+            f"{path}: unexpected column(s) {', '.join(map(repr, extra))}; a release holds exactly "
+            f"{', '.join(columns)} (no identifier, nothing derived from one)"
+        )
+    if parquet:
+        cols: dict[str, Any] = {}
+        for c in columns:
+            col = table.column(c)
+            if col.null_count:
+                i = int(np.flatnonzero(pc.is_null(col).to_numpy(zero_copy_only=False))[0])
+                raise InputError(f"{path}, row {i + 1}, column {c!r}: empty value; every cell needs a value")
+            try:
+                text = (
+                    col
+                    if pa.types.is_string(col.type) or pa.types.is_large_string(col.type)
+                    else pc.cast(col, pa.string())
+                )
+            except pa.ArrowInvalid as exc:
+                raise InputError(f"{path}, column {c!r}: cannot read its values as text ({exc})") from None
+            cols[c] = np.asarray(text.to_numpy(zero_copy_only=False), dtype=object).astype(str)
+        frame = pd.DataFrame(cols)
+    if frame.empty:
+        raise InputError(f"{path}: the release has no records; there is nothing to import")
+    for c in columns:
+        empty = (frame[c] == "").to_numpy()
+        if empty.any():
+            i = int(np.flatnonzero(empty)[0])
+            raise InputError(f"{path}, {unit} {i + offset}, column {c!r}: empty value; every cell needs a value")
+    return frame[list(columns)], unit
+
+
+def _strategy(
+    ws: Workspace, ell: float, strategy: str | None, k_prime: int | None, alpha: float | None
+) -> PrivacyParams:
+    cfg = ws.config
+    if strategy is None and k_prime is None and alpha is None:
+        strategy = cfg.strategy
+        k_prime = cfg.k_prime if strategy == "constant" else None
+        alpha = cfg.alpha if strategy == "geometric" else None
+    elif strategy is None:
+        if k_prime is not None and alpha is not None:
+            raise InputError("give --strategy constant (with --k-prime) or geometric (with --alpha), not both")
+        strategy = "constant" if k_prime is not None else "geometric"
+    if strategy == "constant" and alpha is not None:
+        raise InputError("--alpha belongs to the geometric strategy; the constant one takes --k-prime")
+    if strategy == "geometric" and k_prime is not None:
+        raise InputError("--k-prime belongs to the constant strategy; the geometric one takes --alpha")
+    try:
+        return PrivacyParams(ell=ell, strategy=strategy, k_prime=k_prime, alpha=alpha, guarantee=cfg.guarantee)
+    except ValueError as exc:
+        raise InputError(f"import parameters: {exc}") from None
+
+
+def _protected(publisher: Publisher, protected: Sequence[str] | str) -> list[str]:
+    """The imported release's protected values; a subset of what the state tracks."""
+    config = publisher.ws.root / "serialpub.yaml"
+    if isinstance(protected, str):
+        if protected != "all":
+            raise InputError(f"--protected must be 'all' or a list of values, got {protected!r}")
+        if publisher.sensitive_domain is None:
+            raise InputError(
+                f"--protected all needs the sensitive domain: add {publisher.ws.hierarchy_dir}/"
+                f"{publisher.ws.config.sensitive}.csv or list the protected values"
+            )
+        values = list(publisher.sensitive_domain)
+    else:
+        values = list(dict.fromkeys(protected))
+    if not values:
+        raise InputError("--protected names no value")
+    domain = publisher.sensitive_domain
+    unknown = [v for v in values if domain is not None and v not in domain]
+    if unknown:
+        raise InputError(
+            f"--protected: {', '.join(map(repr, unknown))} not value(s) of {publisher.ws.config.sensitive!r}"
+        )
+    untracked = [v for v in values if v not in publisher.protected]
+    if untracked:
+        raise InputError(
+            f"--protected: {', '.join(map(repr, untracked))} not protected by {config} (protected_values); the "
+            "statistics file tracks only the configured values. Protect them there first"
+        )
+    return values
+
+
+def _labels(publisher: Publisher, nodes: IntArray) -> dict[str, str]:
+    return {q: publisher.hierarchies[q].labels[int(nodes[a])] for a, q in enumerate(publisher.qis)}
+
+
+def _show(labels: dict[str, str]) -> str:
+    return "(" + ", ".join(f"{k}={v}" for k, v in labels.items()) + ")"
+
+
+def import_release(
+    ws: Workspace,
+    data_path: Path,
+    period: str,
+    ell: float,
+    protected: Sequence[str] | str,
+    dilution: str,
+    snapshot: Path | None = None,
+    strategy: str | None = None,
+    k_prime: int | None = None,
+    alpha: float | None = None,
+) -> ImportOutcome:
+    """Record a release published by another tool as the dataset's next release.
+
+    The file (Parquet, or CSV with a header) has one column per quasi-identifier of the
+    configuration holding node labels of its hierarchy, and the sensitive column. Its
+    groups are the records with equal labels; the candidates of a group are the register
+    individuals whose QI values lie in its region (``dilution="register"``, n_j = their
+    number) or the present individuals there (``"presence"``, n_j = the group's records;
+    DESIGN.md §1). The state advances as for a release serialpub computed
+    (:func:`advance_history`; paper 004 §7, DESIGN.md §4) and the release is written to
+    ``release-NNNN/`` with the data rewritten as Parquet with string columns (rows in the
+    given order, columns in configuration order) and a manifest with the keys of
+    docs/release-contract.md plus ``"imported": true`` and ``"source_sha256"``. The state
+    database records the release as imported.
+
+    Args:
+        ws: the workspace.
+        data_path: the release as published elsewhere.
+        period: its period label; must sort after the last published period.
+        ell: the ℓ the other tool enforced (recorded; >= 2).
+        protected: ``"all"`` (the sensitive hierarchy's leaves) or the protected values;
+            each must be one the configuration protects (the state tracks only those).
+        dilution: ``"register"`` or ``"presence"``.
+        snapshot: CSV listing the present individuals (id column); required for presence
+            dilution, optional otherwise (then it gives the suppressed count). Its path is
+            recorded so ``serialpub state verify`` can recompute the release.
+        strategy, k_prime, alpha: the strategy recorded in the manifest; default: the
+            configuration's.
+
+    Returns:
+        an :class:`ImportOutcome`. A release whose import makes some p exceed 1/ℓ is still
+        recorded (the tables are public already); ``exceeds_bound`` says so.
+
+    Raises:
+        InputError: a bad parameter; a missing or unreadable file; a column missing or
+            extra; an empty cell; a generalized value that is not a node label of its QI's
+            hierarchy (file, line/row, column and value named); overlapping regions (two
+            groups named); a sensitive value outside its domain; presence dilution without
+            a snapshot; a group with more records than candidates; the period already
+            published or not later than the last. Nothing is changed.
+        StateError: another release of the dataset is being prepared, or the state
+            database cannot be used. Nothing is changed.
+    """
+    started = time.perf_counter()
+    cfg = ws.config
+    if dilution not in DILUTIONS:
+        raise InputError(f"--dilution must be 'register' or 'presence', got {dilution!r}")
+    if dilution == "presence" and snapshot is None:
+        raise InputError(
+            "--dilution presence needs --snapshot: the candidates of a group are the present individuals, "
+            "so the file listing them is required"
+        )
+    if not period:
+        raise InputError("--period must not be empty")
+    params = _strategy(ws, ell, strategy, k_prime, alpha)
+    publisher = Publisher(ws)
+    values = _protected(publisher, protected)
+    publisher.recover()
+    published = publisher.store.published(cfg.dataset)
+    if any(r.period == period for r in published):
+        raise InputError(f"period {period!r} of dataset {cfg.dataset!r} is already published")
+    if published and period <= published[-1].period:
+        raise InputError(
+            f"period {period!r} is not later than the last published period {published[-1].period!r}; "
+            "releases are published in chronological order"
+        )
+
+    qis, sens = publisher.qis, cfg.sensitive
+    table, unit = read_release_data(data_path, [*qis, sens])
+    offset = 2 if unit == "line" else 1
+    hierarchies = [publisher.hierarchies[q] for q in qis]
+    nodes = np.empty((len(table), len(qis)), dtype=np.int64)
+    for a, q in enumerate(qis):
+        nodes[:, a] = label_nodes(table[q], hierarchies[a])
+        bad = nodes[:, a] < 0
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise InputError(
+                f"{data_path}, {unit} {i + offset}, column {q!r}: value {table[q].iloc[i]!r} is not a label of the "
+                f"hierarchy of {q!r} ({ws.hierarchy_dir / f'{q}.csv'}); every generalized value must be one of its "
+                "nodes (a leaf, an inner node or '*')"
+            )
+    sens_values = table[sens].to_numpy(dtype=str)
+    if publisher.sensitive_domain is not None:
+        outside = ~np.isin(sens_values, publisher.sensitive_domain)
+        if outside.any():
+            i = int(np.flatnonzero(outside)[0])
+            raise InputError(
+                f"{data_path}, {unit} {i + offset}, column {sens!r}: value {sens_values[i]!r} is not in the "
+                f"sensitive domain (the leaves of {ws.hierarchy_dir / f'{sens}.csv'})"
+            )
+    # index into the state's values; -1 for the values the other tool did not protect
+    value = pd.Index(publisher.protected).get_indexer(pd.Index(sens_values)).astype(np.int64)
+    value[~np.isin(sens_values, values)] = -1
+    trees = [_Tree.of(h) for h in hierarchies]
+    groups = group_release(nodes, value, len(publisher.protected), trees)
+
+    combos = RegisterCombos.of(publisher.register.keys, hierarchies)
+    located = locate_groups(combos.leaves, groups.nodes, trees)
+    if located.overlap_pairs:
+        i, j = located.overlaps[0]
+        more = f" (and {located.overlap_pairs - 1} more pair(s))" if located.overlap_pairs > 1 else ""
+        raise InputError(
+            f"{data_path}: the regions of groups {_show(_labels(publisher, groups.nodes[i]))} and "
+            f"{_show(_labels(publisher, groups.nodes[j]))} overlap{more}; a release must cover every individual "
+            "by at most one group (DESIGN.md section 1), so this one cannot be imported"
+        )
+    group_of_ind = located.group_of_combo[combos.of_individual]
+    n_groups = groups.records.size
+    in_region = np.bincount(group_of_ind[group_of_ind >= 0], minlength=n_groups).astype(np.int64)
+    _check_cover(data_path, publisher, groups, in_region, "register individuals", "the register does not cover it")
+    present: IntArray | None = None
+    if snapshot is not None:
+        present = present_rows(snapshot, cfg.id_column, qis, publisher.register, publisher.hierarchies)
+        present_in = np.bincount(group_of_ind[present][group_of_ind[present] >= 0], minlength=n_groups)
+        _check_cover(
+            data_path,
+            publisher,
+            groups,
+            present_in.astype(np.int64),
+            f"individuals of {snapshot}",
+            "the snapshot does not list everyone the release publishes",
+        )
+    if dilution == "register":
+        n_j = in_region
+    else:
+        assert present is not None
+        members = np.full(group_of_ind.size, -1, dtype=np.int64)
+        members[present] = group_of_ind[present]
+        group_of_ind = members
+        n_j = groups.records
+    suppressed = int(present.size - len(table)) if present is not None else None
+    source_sha = release_files.sha256_file(data_path)
+
+    record = {
+        "l": float(ell),
+        "strategy": params.strategy,
+        "k_prime": params.k_prime,
+        "alpha": params.alpha,
+        "guarantee": cfg.guarantee,
+        "dilution": dilution,
+        "suppression_budget": None,
+        "protected_values": values,
+    }
+    draft_params = {
+        **record,
+        "imported": True,
+        "source": str(data_path.resolve()),
+        "source_sha256": source_sha,
+        **({"snapshot": str(snapshot.resolve())} if snapshot is not None else {}),
+    }
+    draft = publisher.store.begin_draft(cfg.dataset, period, draft_params, this_process())
+    try:
+        seq = draft.seq
+        ell_arr = np.full(len(publisher.register.ids), float(cfg.ell))
+        history = publisher._load_history(publisher.store.latest_statistics(cfg.dataset), ell_arr)
+        new = advance_history(history, group_of_ind, n_j, groups.counts)
+        max_breach = new.max_breach()
+        manifest: dict[str, Any] = {
+            "format_version": 1,
+            "dataset": cfg.dataset,
+            "release": seq,
+            "period": period,
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+            "quasi_identifiers": qis,
+            "sensitive": sens,
+            **record,
+            "records": len(table),
+            "groups": n_groups,
+            "suppressed": suppressed,
+            "max_breach_probability": max_breach,
+            "sha256": {"data.parquet": None, **publisher.file_sums},
+            "previous_release": published[-1].seq if published else None,
+            "validation": None,
+            "sign_off": None,
+            "imported": True,
+            "source_sha256": source_sha,
+        }
+        out = pd.DataFrame({c: table[c].to_numpy(dtype=str) for c in [*qis, sens]})
+        _, manifest_sha = release_files.write_staging(ws.dataset_dir, seq, draft.id, out, manifest)
+        final = ws.dataset_dir / release_files.release_name(seq)
+        group_rows = [
+            {
+                "labels": [publisher.hierarchies[q].labels[groups.nodes[g, a]] for a, q in enumerate(qis)],
+                "candidates": int(n_j[g]),
+                "records": int(groups.records[g]),
+                "counts": {publisher.protected[v]: int(groups.counts[g, v]) for v in np.flatnonzero(groups.counts[g])},
+            }
+            for g in range(n_groups)  # one row per group (tens to thousands)
+        ]
+        publisher.store.publish(
+            draft.id,
+            {
+                "records": len(table),
+                "groups": n_groups,
+                "suppressed": suppressed,
+                "max_breach": max_breach,
+                "data_sha256": manifest["sha256"]["data.parquet"],
+                "manifest_sha256": manifest_sha,
+                "imported": True,
+            },
+            group_rows,
+            publisher._history_tables(new, ell_arr),
+            directory=str(final),
+            actor=this_process(),
+        )
+        release_files.move_into_place(ws.dataset_dir, seq, draft.id)
+    except BaseException as exc:
+        publisher._abandon(draft, exc)
+        raise
+    return ImportOutcome(
+        seq=seq,
+        period=period,
+        directory=final,
+        records=len(table),
+        groups=n_groups,
+        suppressed=suppressed,
+        avg_candidates=float(n_j.mean()),
+        max_candidates=int(n_j.max()),
+        max_breach=max_breach,
+        exceeds_bound=max_breach > 1.0 / ell,
+        source_sha256=source_sha,
+        data_sha256=manifest["sha256"]["data.parquet"],
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _check_cover(
+    path: Path, publisher: Publisher, groups: ReleaseGroups, available: IntArray, what: str, meaning: str
+) -> None:
+    short = np.flatnonzero(groups.records > available)
+    if short.size:
+        g = int(short[0])
+        raise InputError(
+            f"{path}: group {_show(_labels(publisher, groups.nodes[g]))} holds {groups.records[g]} record(s) but "
+            f"only {available[g]} {what} lie in its region ({short.size} such group(s)); {meaning}"
+        )
