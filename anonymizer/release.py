@@ -167,6 +167,45 @@ def class_targets(params: PrivacyParams, history: History) -> FloatArray:
     ).reshape(history.survival.shape)
 
 
+def advance_history(
+    history: History, group_of_ind: IntArray, n_j: IntArray, counts: IntArray
+) -> tuple[History, IntArray, IntArray]:
+    """The state after one more published release (paper 004, Lemma 4 and §7; DESIGN.md §4).
+
+    Every candidate of a group holding protected value s (``counts[g, s] > 0``) gets the
+    factor ``1 - n_{j,s}/n_j`` and one more linked release; every class is split by the
+    group that linked its members, so individuals keep sharing a class exactly while their
+    histories are equal. The one implementation of the update: the anonymizer, imports and
+    ``serialpub state verify`` all call it, so their products are bit-identical.
+
+    Args:
+        history: the state before the release.
+        group_of_ind: the group whose candidate each individual is, -1 for none, shape (N,).
+        n_j: candidates of every group, shape (G,), > 0.
+        counts: published records per group and protected value, shape (G, V).
+
+    Returns:
+        the new history, and per new class its parent class and the group that linked it
+        (``G`` for none), both shape (K',), for callers that carry per-class flags.
+    """
+    n_groups, n_sets = int(n_j.size), history.survival.shape[1]
+    holds = counts > 0
+    factor = np.ones((n_groups + 1, n_sets))  # last row: not linked by this release
+    factor[:-1][holds] = 1.0 - counts[holds] / np.broadcast_to(n_j[:, None], holds.shape)[holds]
+    holds_ext = np.vstack([holds, np.zeros((1, n_sets), dtype=bool)])
+    key = history.class_of * (n_groups + 1) + np.where(group_of_ind >= 0, group_of_ind, n_groups)
+    new_class_of, class_first = _factorize(key)
+    uniq = key[class_first]
+    old_class, via = uniq // (n_groups + 1), uniq % (n_groups + 1)
+    new = History(
+        class_of=new_class_of,
+        survival=history.survival[old_class] * factor[via],
+        linked=history.linked[old_class] + holds_ext[via],
+        ell=history.ell[old_class],
+    )
+    return new, old_class, via
+
+
 def _factorize(values: IntArray) -> tuple[IntArray, IntArray]:
     """Hash-based grouping: the group of every value (numbered by first appearance) and
     the index of each group's first value. Linear time, unlike sorting with np.unique."""
@@ -283,26 +322,10 @@ def anonymize_history(
     live = kept_records > 0
     renumber = np.cumsum(live) - 1
     n_j = kept_records if presence else gen.groups.candidates
-    holds = (kept_counts > 0) & live[:, None]
-    # every candidate of a live group holding s gets 1 - n_s/n (Lemma 4); under presence
-    # the suppressed but present individuals stay linked (conservative)
-    factor = np.ones((n_groups + 1, n_sets))  # last row: not linked by this release
-    factor[:-1][holds] = 1.0 - kept_counts[holds] / np.broadcast_to(n_j[:, None], holds.shape)[holds]
-    holds_ext = np.vstack([holds, np.zeros((1, n_sets), dtype=bool)])
     member_group = gen.group_of_cell[cell_of_member]
-    group_of_ind = np.full(n_ind, n_groups, dtype=np.int64)
-    group_of_ind[members] = np.where(live[member_group], member_group, n_groups)
-    # split every class by the group that linked its members (exact, no per-person state)
-    key = history.class_of * (n_groups + 1) + group_of_ind
-    new_class_of, class_first = _factorize(key)
-    uniq = key[class_first]
-    old_class, via = uniq // (n_groups + 1), uniq % (n_groups + 1)
-    new_history = History(
-        class_of=new_class_of,
-        survival=history.survival[old_class] * factor[via],
-        linked=history.linked[old_class] + holds_ext[via],
-        ell=history.ell[old_class],
-    )
+    group_of_ind = np.full(n_ind, -1, dtype=np.int64)
+    group_of_ind[members] = np.where(live[member_group], member_group, -1)
+    new_history = advance_history(history, group_of_ind, n_j, np.where(live[:, None], kept_counts, 0))[0]
     return ReleaseResult(
         published=published,
         group_of_record=np.where(published, renumber[group_of_record], -1),

@@ -36,8 +36,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from anonymizer.hierarchy import Hierarchy
-from anonymizer.release import History, PrivacyParams
-from anonymizer.release import _factorize as _factorize_first
+from anonymizer.release import PrivacyParams, advance_history
 from serialpub import release_files
 from serialpub.audit import _codes, _distinct, _factorize, _join, _row_keys, _Tree
 from serialpub.config import Workspace
@@ -209,53 +208,6 @@ def group_release(nodes: IntArray, value: IntArray, n_values: int, trees: Sequen
     return ReleaseGroups(
         of_record, np.asarray(nodes[first], dtype=np.int64).reshape(-1, nodes.shape[1]), records, counts
     )
-
-
-def _advance(
-    history: History, group_of_ind: IntArray, n_j: IntArray, counts: IntArray
-) -> tuple[History, IntArray, IntArray]:
-    """:func:`advance_history`, also returning every new class's parent class and the group
-    that linked it (``G`` = none), so a caller can carry its own per-class flags."""
-    n_groups = int(n_j.size)
-    n_sets = history.survival.shape[1]
-    holds = counts > 0
-    # the same expressions, in the same order, as anonymizer.release.anonymize_history, so
-    # an imported release gives bit-identical survival products
-    factor = np.ones((n_groups + 1, n_sets))
-    factor[:-1][holds] = 1.0 - counts[holds] / np.broadcast_to(n_j[:, None], holds.shape)[holds]
-    holds_ext = np.vstack([holds, np.zeros((1, n_sets), dtype=bool)])
-    via_of_ind = np.where(group_of_ind >= 0, group_of_ind, n_groups)
-    key = history.class_of * (n_groups + 1) + via_of_ind
-    new_class_of, class_first = _factorize_first(key)
-    uniq = key[class_first]
-    old_class, via = uniq // (n_groups + 1), uniq % (n_groups + 1)
-    new = History(
-        class_of=new_class_of,
-        survival=history.survival[old_class] * factor[via],
-        linked=history.linked[old_class] + holds_ext[via],
-        ell=history.ell[old_class],
-    )
-    return new, old_class, via
-
-
-def advance_history(history: History, group_of_ind: IntArray, n_j: IntArray, counts: IntArray) -> History:
-    """The state after one more published release (paper 004, Lemma 4 and §7; DESIGN.md §4).
-
-    Every class is split by the group that linked its members; each candidate of a group
-    holding protected value s (``counts[g, s] > 0``) gets the factor ``1 - n_{j,s}/n_j``
-    and one more linked release for s. Exactly the update of
-    :func:`anonymizer.release.anonymize_history`.
-
-    Args:
-        history: the state before, over N register individuals and V protected values.
-        group_of_ind: the group each individual is a candidate of, -1 if none, shape (N,).
-        n_j: candidates per group, shape (G,), int64 > 0 for every group holding a value.
-        counts: published records per group and protected value, shape (G, V), int64.
-
-    Returns:
-        the new :class:`History` (same N and V).
-    """
-    return _advance(history, group_of_ind, n_j, counts)[0]
 
 
 def present_rows(
@@ -528,14 +480,7 @@ def import_release(
     publisher = Publisher(ws)
     values = _protected(publisher, protected)
     publisher.recover()
-    published = publisher.store.published(cfg.dataset)
-    if any(r.period == period for r in published):
-        raise InputError(f"period {period!r} of dataset {cfg.dataset!r} is already published")
-    if published and period <= published[-1].period:
-        raise InputError(
-            f"period {period!r} is not later than the last published period {published[-1].period!r}; "
-            "releases are published in chronological order"
-        )
+    published = publisher.check_period(period)
 
     qis, sens = publisher.qis, cfg.sensitive
     table, unit = read_release_data(data_path, [*qis, sens])
@@ -626,7 +571,7 @@ def import_release(
         seq = draft.seq
         ell_arr = np.full(len(publisher.register.ids), float(cfg.ell))
         history = publisher._load_history(publisher.store.latest_statistics(cfg.dataset), ell_arr)
-        new = advance_history(history, group_of_ind, n_j, groups.counts)
+        new = advance_history(history, group_of_ind, n_j, groups.counts)[0]
         max_breach = new.max_breach()
         manifest: dict[str, Any] = {
             "format_version": 1,

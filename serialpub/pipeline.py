@@ -186,6 +186,25 @@ class Publisher:
         )
         self._check_published_files(published)
 
+    def check_period(self, period: str) -> list[PublishedRelease]:
+        """The published releases, after checking that ``period`` can come next: not
+        published yet and later than the last (labels must sort chronologically).
+        ``StateStore.begin_draft`` checks the same under its lock; this gives the user's
+        error before any work.
+
+        Raises:
+            InputError: the period is already published or not later than the last.
+        """
+        published = self.store.published(self.ws.config.dataset)
+        if any(r.period == period for r in published):
+            raise InputError(f"period {period!r} of dataset {self.ws.config.dataset!r} is already published")
+        if published and period <= published[-1].period:
+            raise InputError(
+                f"period {period!r} is not later than the last published period {published[-1].period!r}; "
+                "releases are published in chronological order"
+            )
+        return published
+
     def _check_published_files(self, published: list[PublishedRelease]) -> None:
         """Refuse to build on a release store that no longer matches the state: every
         published release folder must exist and its data.parquet and manifest.json must
@@ -231,14 +250,7 @@ class Publisher:
         cfg = self.ws.config
         period = period or snapshot_path.stem.rsplit("-", 1)[-1]
         self.recover()
-        published = self.store.published(cfg.dataset)
-        if any(r.period == period for r in published):
-            raise InputError(f"period {period!r} of dataset {cfg.dataset!r} is already published")
-        if published and period <= published[-1].period:
-            raise InputError(
-                f"period {period!r} is not later than the last published period {published[-1].period!r}; "
-                "releases are published in chronological order"
-            )
+        published = self.check_period(period)
         snap = load_snapshot(
             snapshot_path,
             cfg.id_column,

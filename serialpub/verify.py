@@ -41,7 +41,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from anonymizer.hierarchy import Hierarchy
-from anonymizer.release import History
+from anonymizer.release import History, advance_history
 from serialpub import release_files
 from serialpub.audit import _factorize, _parse_manifest, _Tree
 from serialpub.config import Workspace
@@ -49,7 +49,6 @@ from serialpub.errors import InputError
 from serialpub.hierarchies import read_hierarchies
 from serialpub.importing import (
     RegisterCombos,
-    _advance,
     group_release,
     label_nodes,
     locate_groups,
@@ -431,7 +430,7 @@ class _Verifier:
                 f"{where}: the manifest says {pm.records} records in {pm.groups} groups, "
                 f"data.parquet has {len(data)} in {g}",
             )
-        history, parent, via = _advance(state.history, group_of_ind, n_j, groups.counts)
+        history, parent, via = advance_history(state.history, group_of_ind, n_j, groups.counts)
         unknown = state.unknown[parent]
         if uncertain and (groups.counts > 0).any():
             unknown = unknown | np.vstack([groups.counts > 0, np.zeros((1, len(values)), dtype=bool)])[via]

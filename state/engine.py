@@ -13,6 +13,7 @@ PostgreSQL uses row locks and the partial unique indexes of the schema.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -91,16 +92,27 @@ def create(url: str) -> Engine:
 def current_revision(engine: Engine) -> tuple[str | None, bool]:
     """(Alembic revision or None, whether the database has any table).
 
+    A SQLite file another process is creating can refuse a connection with "database is
+    locked" before any transaction (switching a new file to WAL takes an exclusive lock
+    outside the busy handler), so such errors are retried up to SQLITE_BUSY_SECONDS.
+
     Raises:
         StateError: the database is unreachable.
     """
-    try:
-        with engine.connect() as conn:
-            has_tables = bool(inspect(conn).get_table_names())
-            return MigrationContext.configure(conn).get_current_revision(), has_tables
-    except OperationalError as exc:
-        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
-        raise StateError(f"cannot reach the state database {masked(str(engine.url))}: {reason}") from None
+    deadline = time.monotonic() + SQLITE_BUSY_SECONDS
+    pause = 0.05
+    while True:
+        try:
+            with engine.connect() as conn:
+                has_tables = bool(inspect(conn).get_table_names())
+                return MigrationContext.configure(conn).get_current_revision(), has_tables
+        except OperationalError as exc:
+            reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+            if engine.dialect.name == "sqlite" and "locked" in reason and time.monotonic() < deadline:
+                time.sleep(pause)
+                pause = min(pause * 2, 1.0)
+                continue
+            raise StateError(f"cannot reach the state database {masked(str(engine.url))}: {reason}") from None
 
 
 def upgrade(engine: Engine) -> tuple[str | None, str]:
