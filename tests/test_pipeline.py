@@ -380,8 +380,10 @@ def test_recover_moves_committed_staging_into_place(tmp_path: Path) -> None:
     _fake_release(dataset_dir / ".staging-release-0002-r5")  # an earlier, failed attempt
     _fake_release(dataset_dir / ".staging-release-0002-r8")  # the committed one
     (dataset_dir / ".staging-release-0002-r8" / "data.parquet").write_bytes(b"PAR1 committed")
-    with pytest.warns(UserWarning, match="completed"):
+    with pytest.warns(UserWarning) as caught:
         release_files.recover(dataset_dir, committed={3: 1, 8: 2})
+    messages = sorted(str(w.message).split(" ")[0] for w in caught)
+    assert messages == ["completed", "removed"]  # r8 rolled forward, the failed r5 removed
     assert sorted(p.name for p in dataset_dir.iterdir()) == ["release-0001", "release-0002"]
     assert (dataset_dir / "release-0002" / "data.parquet").read_bytes() == b"PAR1 committed"
 
