@@ -1,0 +1,95 @@
+"""Running Great Expectations suites on pandas DataFrames, in memory, and turning the
+results into evidence: a JSON-serializable record with a checksum and a one-line
+explanation of every failed expectation.
+
+Great Expectations 1.x with an ephemeral context: nothing is written to disk, no
+network, no telemetry (GX_ANALYTICS_ENABLED=False is set before import).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
+
+import great_expectations as gx
+import pandas as pd
+from great_expectations.data_context.types.base import ProgressBarsConfig
+from great_expectations.expectations.expectation import Expectation
+
+
+@dataclass(frozen=True)
+class SuiteResult:
+    """Outcome of one suite on one table.
+
+    Attributes:
+        suite: the suite's name.
+        success: every expectation met.
+        failures: one readable line per failed expectation (what, where, how many).
+        result: the full Great Expectations result as JSON-compatible data.
+        sha256: checksum of ``result`` serialized with sorted keys.
+    """
+
+    suite: str
+    success: bool
+    failures: list[str] = field(default_factory=list)
+    result: dict[str, Any] = field(default_factory=dict)
+    sha256: str = ""
+
+
+def _context() -> Any:
+    context = gx.get_context(mode="ephemeral")
+    context.variables.progress_bars = ProgressBarsConfig(globally=False)
+    return context
+
+
+def _describe(r: Any) -> str:
+    cfg = r.expectation_config
+    kwargs = {k: v for k, v in cfg.kwargs.items() if k not in ("batch_id", "result_format")}
+    where = f" column {kwargs.pop('column')!r}" if "column" in kwargs else ""
+    res = r.result or {}
+    detail = ""
+    if res.get("unexpected_count"):
+        examples = res.get("partial_unexpected_list") or res.get("unexpected_list") or []
+        rows = res.get("partial_unexpected_index_list") or res.get("unexpected_index_list") or []
+        detail = f": {res['unexpected_count']} unexpected value(s)"
+        if examples:
+            detail += f", e.g. {examples[:3]!r}"
+        if rows:
+            detail += f" at row(s) {list(rows)[:3]!r}"
+    elif "observed_value" in res:
+        detail = f": observed {res['observed_value']!r}"
+    if r.exception_info and r.exception_info.get("raised_exception"):
+        detail += f" (error: {r.exception_info.get('exception_message')})"
+    description = getattr(cfg, "description", None) or cfg.type
+    return f"{description}{where}{detail}"
+
+
+def run_suite(name: str, table: pd.DataFrame, expectations: list[Expectation]) -> SuiteResult:
+    """Validate ``table`` against ``expectations`` in an ephemeral context.
+
+    Returns:
+        the :class:`SuiteResult`; never raises for failed expectations.
+    """
+    context = _context()
+    batch_def = (
+        context.data_sources.add_pandas(name=f"{name}_source")
+        .add_dataframe_asset(name=f"{name}_table")
+        .add_batch_definition_whole_dataframe(f"{name}_batch")
+    )
+    suite = context.suites.add(gx.ExpectationSuite(name=name))
+    for e in expectations:
+        suite.add_expectation(e)
+    vd = context.validation_definitions.add(gx.ValidationDefinition(name=f"{name}_run", data=batch_def, suite=suite))
+    outcome = vd.run(
+        batch_parameters={"dataframe": table},
+        result_format={"result_format": "SUMMARY", "partial_unexpected_count": 5, "include_unexpected_rows": False},
+    )
+    payload = json.loads(json.dumps(outcome.to_json_dict(), default=str))
+    failures = [_describe(r) for r in outcome.results if not r.success]
+    digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+    return SuiteResult(suite=name, success=bool(outcome.success), failures=failures, result=payload, sha256=digest)
