@@ -570,7 +570,7 @@ def import_release(
     try:
         seq = draft.seq
         ell_arr = np.full(len(publisher.register.ids), float(cfg.ell))
-        history = publisher._load_history(publisher.store.latest_statistics(cfg.dataset), ell_arr)
+        history = publisher.statistics.load(publisher.store.latest_statistics(cfg.dataset), ell_arr)
         new = advance_history(history, group_of_ind, n_j, groups.counts)[0]
         max_breach = new.max_breach()
         manifest: dict[str, Any] = {
@@ -617,7 +617,7 @@ def import_release(
                 "imported": True,
             },
             group_rows,
-            publisher._history_tables(new, ell_arr),
+            publisher.statistics.tables(new),
             directory=str(final),
             actor=this_process(),
         )

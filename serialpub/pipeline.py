@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from anonymizer import privacy
 from anonymizer.bottomup import InfeasibleError
@@ -30,6 +29,7 @@ from serialpub.errors import InputError
 from serialpub.faults import checkpoint
 from serialpub.hierarchies import read_hierarchies, read_hierarchy
 from serialpub.inputs import Register, Snapshot, load_register, load_snapshot
+from serialpub.statistics_file import StatisticsFile
 from state.store import (
     OpenRelease,
     PublishedRelease,
@@ -104,69 +104,12 @@ class Publisher:
         )
         self.register: Register = load_register(ws.register_path, cfg.id_column, self.qis, self.hierarchies)
         self.store = StateStore(open_engine(ws.database_url))
-        self._ids_arrow = pa.array(self.register.ids.to_numpy().astype(str))
+        register_sha = release_files.sha256_file(ws.register_path)
         self.file_sums = {
-            "register": release_files.sha256_file(ws.register_path),
+            "register": register_sha,
             "hierarchies": {q: release_files.sha256_file(ws.hierarchy_dir / f"{q}.csv") for q in self.qis},
         }
-
-    # -- state <-> dense arrays ---------------------------------------------------------
-    def _load_history(self, stats: tuple[pa.Table, pa.Table] | None, ell: np.ndarray) -> History:
-        """The statistics file as :class:`History` over the register's rows."""
-        if stats is None:
-            return History.empty(ell, len(self.protected))
-        members, classes = stats
-        meta = members.schema.metadata or {}
-        if meta.get(b"register_sha256", b"").decode() == self.file_sums["register"]:
-            rows = members.column("row").to_numpy().astype(np.int64)  # same register: row numbers hold
-        else:
-            rows = self.register.rows_of(pd.Series(members.column("individual").to_numpy(zero_copy_only=False)))
-            if (rows < 0).any():
-                raise StateError("the state names individuals missing from the register; the register may only grow")
-        n = len(self.register.ids)
-        known = np.zeros(n, dtype=bool)
-        known[rows] = True
-        class_col = members.column("class").to_numpy().astype(np.int64)
-        n_classes = int(class_col.max()) + 1 if class_col.size else 0
-        class_of = np.full(n, n_classes, dtype=np.int64)  # newcomers to the register: a fresh class
-        class_of[rows] = class_col
-        class_ell = np.full(n_classes + 1, float(ell[0]) if n else 2.0)
-        class_ell[class_col] = members.column("ell").to_numpy()
-        survival = np.ones((n_classes + 1, len(self.protected)))
-        linked = np.zeros((n_classes + 1, len(self.protected)), dtype=np.int64)
-        values = classes.column("value").combine_chunks()
-        to_protected = pd.Index(self.protected).get_indexer(values.dictionary.to_pylist())
-        cols = to_protected[values.indices.to_numpy()]
-        if (cols < 0).any():
-            raise StateError("the state names protected values the configuration no longer protects")
-        k = classes.column("class").to_numpy().astype(np.int64)
-        survival[k, cols] = classes.column("survival").to_numpy()
-        linked[k, cols] = classes.column("linked").to_numpy()
-        history = History(class_of, survival, linked, class_ell)
-        if not known.all():
-            class_ell[n_classes] = float(ell[~known][0])
-        return history
-
-    def _history_tables(self, history: History, ell: np.ndarray) -> tuple[pa.Table, pa.Table]:
-        """The statistics file: members (individual → class) and classes (linked pairs)."""
-        members = pa.table(
-            {
-                "individual": self._ids_arrow,
-                "row": pa.array(np.arange(len(self.register.ids), dtype=np.int64)),
-                "class": pa.array(history.class_of.astype(np.int32)),
-                "ell": pa.array(history.ell[history.class_of]),
-            }
-        ).replace_schema_metadata({"register_sha256": self.file_sums["register"]})
-        k, cols = np.nonzero(history.linked)
-        classes = pa.table(
-            {
-                "class": pa.array(k.astype(np.int32)),
-                "value": pa.DictionaryArray.from_arrays(pa.array(cols.astype(np.int32)), pa.array(self.protected)),
-                "survival": pa.array(history.survival[k, cols]),
-                "linked": pa.array(history.linked[k, cols].astype(np.int32)),
-            }
-        )
-        return members, classes
+        self.statistics = StatisticsFile(self.register, self.protected, register_sha)
 
     # -- one release ---------------------------------------------------------------------
     def recover(self) -> None:
@@ -290,7 +233,7 @@ class Publisher:
         seq = draft.seq
         ell = np.full(len(self.register.ids), float(cfg.ell))
         t_state = time.perf_counter()
-        history = self._load_history(self.store.latest_statistics(cfg.dataset), ell)
+        history = self.statistics.load(self.store.latest_statistics(cfg.dataset), ell)
         t_state = time.perf_counter() - t_state
         checkpoint("after_state_load")
         record_set = pd.Index(self.protected).get_indexer(pd.Index(snap.value)).astype(np.int64)
@@ -327,7 +270,7 @@ class Publisher:
         manifest = self._manifest(seq, period, published[-1].seq if published else None, result, query)
         _, manifest_sha = release_files.write_staging(self.ws.dataset_dir, seq, draft.id, table, manifest)
         final = self.ws.dataset_dir / release_files.release_name(seq)
-        stats = self._history_tables(result.history, ell)
+        stats = self.statistics.tables(result.history)
         checkpoint("before_commit")
         t_commit = time.perf_counter()
         self.store.publish(
