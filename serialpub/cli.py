@@ -250,11 +250,9 @@ def history(
         table.add_column(col)
     for r in rows:
         p = r.params
-        param = (
-            f"{p['guarantee']}, ℓ={p['l']:g}, {p['strategy']} "
-            f"{'k' + chr(39) + '=' + str(p['k_prime']) if p['strategy'] == 'constant' else 'α=' + str(p['alpha'])}, "
-            f"{p['dilution']}"
-        )
+        strategy_param = f"k'={p['k_prime']}" if p["strategy"] == "constant" else f"α={p['alpha']:g}"
+        imported = ", imported" if r.imported else ""
+        param = f"{p['guarantee']}, ℓ={p['l']:g}, {p['strategy']} {strategy_param}, {p['dilution']}{imported}"
         table.add_row(
             str(r.seq),
             r.period,

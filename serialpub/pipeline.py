@@ -268,6 +268,8 @@ class Publisher:
             seed=cfg.query_seed,
         )
         manifest = self._manifest(seq, period, published[-1].seq if published else None, result, query)
+        # the release row names its staging folder, for operators looking at an open draft
+        self.store.set_staging(draft.id, str(self.ws.dataset_dir / release_files.staging_name(seq, draft.id)))
         _, manifest_sha = release_files.write_staging(self.ws.dataset_dir, seq, draft.id, table, manifest)
         final = self.ws.dataset_dir / release_files.release_name(seq)
         stats = self.statistics.tables(result.history)
