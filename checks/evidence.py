@@ -99,14 +99,18 @@ def write_evidence(folder: Path, title: str, results: list[SuiteResult]) -> str:
     }
     text = json.dumps(payload, indent=1, sort_keys=True, default=str) + "\n"
     (folder / JSON_FILE).write_text(text, encoding="utf-8")
+    row_lists = [_rows(r.result) for r in results]
     suites = [
-        {"suite": r.suite, "success": r.success, "sha256": r.sha256, "failures": r.failures, "rows": _rows(r.result)}
-        for r in results
+        {"suite": r.suite, "success": r.success, "sha256": r.sha256, "failures": r.failures, "rows": rows}
+        for r, rows in zip(results, row_lists, strict=True)
     ]
     html = Environment(autoescape=select_autoescape(default=True)).from_string(_TEMPLATE).render(
-        title=title, created=created, success=payload["success"], suites=suites,
-        n_expectations=sum(len(s["rows"]) for s in suites), n_failed=sum(1 for s in suites for r in s["rows"]
-                                                                          if not r["success"]),
+        title=title,
+        created=created,
+        success=payload["success"],
+        suites=suites,
+        n_expectations=sum(len(rows) for rows in row_lists),
+        n_failed=sum(not row["success"] for rows in row_lists for row in rows),
     )
     (folder / HTML_FILE).write_text(html, encoding="utf-8")
     return hashlib.sha256(text.encode("utf-8")).hexdigest()

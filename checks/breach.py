@@ -1,0 +1,443 @@
+"""Independent recomputation of a draft release's breach probabilities (DESIGN.md §1, §5).
+
+The release suites must not trust the anonymizer's bookkeeping, so this module recomputes
+everything from the draft table itself, the population register (as leaf ids), the
+hierarchies and the state *before* the draft (per-individual survival products):
+
+- the draft's groups are its distinct QI label tuples; their region is the box of the
+  labels' leaf sets;
+- the candidates of a group are the register individuals whose QI values lie in its region
+  (``presence=False``, virtual dilution) or the present individuals among them
+  (``presence=True``, where ``n_j`` is the group's published record count, as the release
+  contract and ``anonymizer.release`` define it);
+- every candidate o of a group holding ``n_s > 0`` records of protected value s gets
+  ``p = 1 - P_before(o, s) · (1 - n_s / n_j)`` (Lemma 4 of paper 004).
+
+Nothing here imports the anonymizer's search or release code (only
+:class:`anonymizer.hierarchy.Hierarchy` and the exact arithmetic of
+:mod:`anonymizer.privacy`). All work is vectorized over distinct register QI combinations
+(and distinct (survival, n_j, n_s, ℓ) figures for the exact verdict); individuals appear
+only in the final expansion of the table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from anonymizer.hierarchy import Hierarchy
+from anonymizer.privacy import UNDECIDED_BAND, exact_breach
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+#: Columns of the breach table, in order.
+BREACH_COLUMNS = ["individual", "value", "p", "n_j", "n_s", "group", "exceeds"]
+
+
+@dataclass(frozen=True)
+class DraftGroups:
+    """The groups of a draft: node ids, record counts and protected-value counts.
+
+    Attributes:
+        nodes: node id per QI of every group, shape (G, d); groups numbered by first
+            appearance in the draft.
+        records: published records per group, shape (G,).
+        counts: records per group and protected value, shape (G, V).
+        group_of_record: group of every draft row, -1 where a QI label is unknown, shape (R,).
+        unknown_records: rows dropped because a QI label is not a node of its hierarchy.
+    """
+
+    nodes: IntArray
+    records: IntArray
+    counts: IntArray
+    group_of_record: IntArray
+    unknown_records: int
+
+
+def _factorize(keys: IntArray) -> tuple[IntArray, IntArray]:
+    """Dense codes by first appearance and the first position of every code (hash based)."""
+    codes, uniques = pd.factorize(keys)
+    codes = np.asarray(codes, dtype=np.int64)
+    first = np.empty(len(uniques), dtype=np.int64)
+    first[codes[::-1]] = np.arange(codes.size - 1, -1, -1)
+    return codes, first
+
+
+def _row_codes(mat: IntArray, radices: Sequence[int]) -> tuple[IntArray, IntArray]:
+    """Dense codes of the rows of ``mat`` (n, d) and the first row of each code; the
+    mixed-radix key is re-ranked before it could overflow int64."""
+    key = np.zeros(mat.shape[0], dtype=np.int64)
+    span = 1
+    for col, radix in zip(mat.T, radices, strict=True):
+        if span * radix >= 2**62:
+            key = _factorize(key)[0]
+            span = int(key.max()) + 1 if key.size else 1
+        key = key * int(radix) + col.astype(np.int64)
+        span *= int(radix)
+    return _factorize(key)
+
+
+def _label_nodes(column: pd.Series, h: Hierarchy) -> IntArray:
+    """Node id of every value of a column, -1 for values that are not labels of ``h``."""
+    codes, uniques = pd.factorize(column, use_na_sentinel=True)
+    mapped = np.array([h.node(str(u)) if h.has_label(str(u)) else -1 for u in uniques], dtype=np.int64)
+    codes = np.asarray(codes, dtype=np.int64)
+    if not mapped.size:
+        return np.full(codes.size, -1, dtype=np.int64)
+    return np.where(codes >= 0, mapped[np.maximum(codes, 0)], -1)
+
+
+def draft_groups(
+    draft: pd.DataFrame,
+    qis: Sequence[str],
+    sensitive: str,
+    hierarchies: Mapping[str, Hierarchy],
+    protected: Sequence[str],
+) -> DraftGroups:
+    """Groups of the draft (distinct QI label tuples) with their counts.
+
+    Rows carrying a label that is not a node of its hierarchy belong to no group (the
+    contract suite reports them); they are counted in ``unknown_records``.
+    """
+    r = len(draft)
+    nodes = np.empty((r, len(qis)), dtype=np.int64)
+    for a, qi in enumerate(qis):
+        nodes[:, a] = _label_nodes(draft[qi], hierarchies[qi])
+    known = (nodes >= 0).all(axis=1) if qis else np.ones(r, dtype=bool)
+    group_known, first = _row_codes(nodes[known], [hierarchies[q].n_nodes for q in qis])
+    g = first.size
+    group_of_record = np.full(r, -1, dtype=np.int64)
+    group_of_record[known] = group_known
+    value_index = {v: i for i, v in enumerate(protected)}
+    s_codes, s_uniques = pd.factorize(draft[sensitive], use_na_sentinel=True)
+    s_map = np.array([value_index.get(str(u), -1) for u in s_uniques], dtype=np.int64)
+    s_codes = np.asarray(s_codes, dtype=np.int64)
+    rec_value = np.where(s_codes >= 0, s_map[np.maximum(s_codes, 0)], -1) if s_map.size else np.full(r, -1)
+    hit = known & (rec_value >= 0)
+    v = len(protected)
+    counts = np.bincount(group_of_record[hit] * v + rec_value[hit], minlength=g * v).reshape(g, v)
+    return DraftGroups(
+        nodes=nodes[known][first] if g else np.empty((0, len(qis)), dtype=np.int64),
+        records=np.bincount(group_known, minlength=g).astype(np.int64),
+        counts=counts.astype(np.int64),
+        group_of_record=group_of_record,
+        unknown_records=int((~known).sum()),
+    )
+
+
+def _used_ancestors(h: Hierarchy, used: BoolArray) -> tuple[IntArray, IntArray]:
+    """CSR of the used nodes above (or at) every leaf: (start (n_leaves + 1,), nodes)."""
+    rows_leaf: list[IntArray] = []
+    rows_node: list[IntArray] = []
+    leaves = np.arange(h.n_leaves, dtype=np.int64)
+    for k in range(h.depth):  # one pass per hierarchy level
+        node = h.leaf_nodes[k].astype(np.int64)
+        fresh = np.ones(h.n_leaves, dtype=bool) if k == 0 else node != h.leaf_nodes[k - 1]
+        keep = fresh & used[node]
+        rows_leaf.append(leaves[keep])
+        rows_node.append(node[keep])
+    leaf = np.concatenate(rows_leaf)
+    node = np.concatenate(rows_node)
+    order = np.argsort(leaf, kind="stable")
+    start = np.zeros(h.n_leaves + 1, dtype=np.int64)
+    np.cumsum(np.bincount(leaf, minlength=h.n_leaves), out=start[1:])
+    return start, node[order]
+
+
+def _expand_csr(rows: IntArray, start: IntArray, items: IntArray) -> tuple[IntArray, IntArray]:
+    """For every position i of ``rows``, every item of CSR row ``rows[i]``: (i repeated, item)."""
+    lo, hi = start[rows], start[rows + 1]
+    cnt = hi - lo
+    total = int(cnt.sum())
+    rep = np.repeat(np.arange(rows.size, dtype=np.int64), cnt)
+    offset = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+    return rep, items[np.repeat(lo, cnt) + offset]
+
+
+def cover_pairs(
+    group_nodes: IntArray, combo_leaves: IntArray, hierarchies: Sequence[Hierarchy]
+) -> tuple[IntArray, IntArray]:
+    """Every (combination, group) whose region holds the combination's leaves.
+
+    Attribute by attribute, each combination is paired with the used nodes above its leaf
+    and kept only while the partial node tuple is a prefix of some group's tuple; partial
+    tuples are ranked among the groups' prefixes, so keys never overflow. With pairwise
+    disjoint regions every combination has at most one group.
+
+    Returns:
+        (combo index, group index), both int64 of the same length.
+    """
+    g = group_nodes.shape[0]
+    c = combo_leaves.shape[0]
+    ci = np.arange(c, dtype=np.int64)
+    rank = np.zeros(c, dtype=np.int64)
+    g_rank = np.zeros(g, dtype=np.int64)
+    for a, h in enumerate(hierarchies):
+        radix = h.n_nodes
+        g_key = g_rank * radix + group_nodes[:, a]
+        prefixes = np.unique(g_key)
+        g_rank = np.searchsorted(prefixes, g_key)
+        used = np.zeros(h.n_nodes, dtype=bool)
+        used[group_nodes[:, a]] = True
+        start, items = _used_ancestors(h, used)
+        rep, node = _expand_csr(combo_leaves[ci, a], start, items)
+        key = rank[rep] * radix + node
+        pos = np.searchsorted(prefixes, key)
+        found = pos < prefixes.size
+        found[found] = prefixes[pos[found]] == key[found]
+        ci, rank = ci[rep[found]], pos[found]
+    group_of_rank = np.empty(g, dtype=np.int64)
+    group_of_rank[g_rank] = np.arange(g, dtype=np.int64)
+    return ci, group_of_rank[rank] if g else rank
+
+
+def _history_classes(surv: FloatArray, ell: FloatArray, members: IntArray) -> IntArray:
+    """Dense class per member: equal survival rows and equal ℓ share a class."""
+    everyone = members.size == surv.shape[0] and bool((members == np.arange(members.size)).all())
+    cols = [surv[:, j] for j in range(surv.shape[1])] + [np.asarray(ell)]
+    key = np.zeros(members.size, dtype=np.int64)
+    for col in cols:  # one column at a time: no (N, V) copy
+        c = col if everyone else col[members]
+        if c.size and c.min() == c.max():
+            continue  # a constant column (no history yet) separates nobody
+        codes = np.asarray(pd.factorize(c)[0], dtype=np.int64)
+        key = _factorize(key * (int(codes.max()) + 1) + codes)[0]
+    return key
+
+
+def g_max_fits(a: IntArray) -> bool:
+    """Whether an int array fits int32 (keeps the breach table compact)."""
+    return not a.size or int(a.max()) < 2**31 - 1
+
+
+def _exceeds(survival: FloatArray, n_j: IntArray, n_s: IntArray, ell: FloatArray, p: FloatArray) -> BoolArray:
+    """Exact verdict ``p > 1/ℓ`` per row.
+
+    Decided in floating point outside :data:`anonymizer.privacy.UNDECIDED_BAND` of the
+    bound; inside it, once per distinct (survival, n_j, n_s, ℓ), in rational arithmetic:
+    the survival before is the exact rational of its float, the draft's factor is exact
+    (``privacy.exact_breach``), so floating point never turns a violation into a pass.
+    """
+    bound = 1.0 / ell
+    verdict = p > bound
+    band = np.flatnonzero(np.abs(p - bound) <= UNDECIDED_BAND)
+    if band.size:
+        figures = pd.DataFrame({"s": survival[band], "n": n_j[band], "k": n_s[band], "l": ell[band]})
+        distinct = figures.groupby(["s", "n", "k", "l"], sort=False).ngroup().to_numpy()
+        codes, first = _factorize(np.asarray(distinct, dtype=np.int64))
+        decided = np.empty(first.size, dtype=bool)
+        for u, row in enumerate(first):  # one exact decision per distinct figure tuple
+            i = int(band[row])
+            before = Fraction(float(survival[i]))
+            factor = 1 - exact_breach([(int(n_j[i]), int(n_s[i]))])
+            decided[u] = 1 - before * factor > 1 / Fraction(float(ell[i]))
+        verdict[band] = decided[codes]
+    return np.asarray(verdict, dtype=bool)
+
+
+@dataclass(frozen=True)
+class BreachComputation:
+    """The breach table and the per-group figures it was computed from.
+
+    Attributes:
+        table: one row per (register individual, protected value, group) linked by the
+            draft, columns :data:`BREACH_COLUMNS`.
+        groups: one row per draft group: ``group``, ``records``, ``candidates`` (members
+            covered by the region), ``n_j`` (the denominator used: ``records`` under
+            presence, else ``max(candidates, records)``) and ``max_n_s`` (the largest count
+            of one protected value).
+        unknown_records: draft rows left out because a QI label is not a hierarchy node.
+    """
+
+    table: pd.DataFrame
+    groups: pd.DataFrame
+    unknown_records: int
+
+
+def compute_breach(
+    draft: pd.DataFrame,
+    qis: Sequence[str],
+    sensitive: str,
+    hierarchies: Mapping[str, Hierarchy],
+    register_keys: npt.ArrayLike,
+    register_ids: npt.ArrayLike,
+    protected: Sequence[str],
+    history_survival: npt.ArrayLike,
+    presence: bool,
+    present_rows: npt.ArrayLike | None,
+    ell: float | npt.ArrayLike,
+) -> BreachComputation:
+    """Breach table and group figures of a draft; see :func:`breach_table`."""
+    keys = np.asarray(register_keys, dtype=np.int64)
+    n_ind = keys.shape[0]
+    surv = np.asarray(history_survival, dtype=np.float64)
+    v = len(protected)
+    if surv.shape != (n_ind, v):
+        raise ValueError(f"history_survival must have shape ({n_ind}, {v}), got {surv.shape}")
+    ell_ind = np.broadcast_to(np.asarray(ell, dtype=np.float64), (n_ind,))
+    ids = pd.Index(np.asarray(register_ids))
+    if len(ids) != n_ind:
+        raise ValueError("register_ids must hold one id per register row")
+    id_type = pd.CategoricalDtype(ids)  # raises ValueError on duplicate ids
+    hs = [hierarchies[q] for q in qis]
+    dg = draft_groups(draft, qis, sensitive, hierarchies, protected)
+    g = dg.records.size
+
+    # candidates: distinct QI combinations of the members (present individuals or everyone)
+    members = (
+        np.arange(n_ind, dtype=np.int64)
+        if not presence or present_rows is None
+        else np.asarray(present_rows, dtype=np.int64)
+    )
+    combo_of_member, first = _row_codes(keys[members], [h.n_leaves for h in hs])
+    combo_count = np.bincount(combo_of_member, minlength=first.size).astype(np.int64)
+    pc, pg = cover_pairs(dg.nodes, keys[members[first]], hs)
+    in_region = np.bincount(pg, weights=combo_count[pc], minlength=g).astype(np.int64)
+    # a group cannot hold more records than candidates: if the register misses some, count records
+    n_j = dg.records.copy() if presence else np.maximum(in_region, dg.records)
+    max_n_s = dg.counts.max(axis=1) if v else np.zeros(g, dtype=np.int64)
+    groups = pd.DataFrame(
+        {"group": np.arange(g), "records": dg.records, "candidates": in_region, "n_j": n_j, "max_n_s": max_n_s}
+    )
+
+    # (combo, group, value) rows for every protected value the group holds
+    nz_g, nz_v = np.nonzero(dg.counts)  # row-major: sorted by group
+    per_group = np.bincount(nz_g, minlength=g).astype(np.int64)
+    gstart = np.zeros(g + 1, dtype=np.int64)
+    np.cumsum(per_group, out=gstart[1:])
+    rep, k = _expand_csr(pg, gstart, np.arange(nz_g.size, dtype=np.int64))
+    row_combo, row_group, row_value = pc[rep], nz_g[k].astype(np.int64), nz_v[k].astype(np.int64)
+
+    # units: members sharing a combination and a history (survival row and ℓ) share every
+    # figure, so p and the exact verdict are computed once per unit and value
+    hist_class = _history_classes(surv, ell_ind, members)
+    n_class = int(hist_class.max()) + 1 if hist_class.size else 1
+    unit_of_member, unit_first = _factorize(combo_of_member * n_class + hist_class)
+    unit_count = np.bincount(unit_of_member, minlength=unit_first.size).astype(np.int64)
+    unit_combo = combo_of_member[unit_first]
+    unit_order = np.argsort(unit_combo, kind="stable")
+    ustart = np.zeros(first.size + 1, dtype=np.int64)
+    np.cumsum(np.bincount(unit_combo, minlength=first.size), out=ustart[1:])
+    rep, unit = _expand_csr(row_combo, ustart, unit_order)
+    grp, val = row_group[rep], row_value[rep]
+    nj, ns = n_j[grp], dg.counts[grp, val]
+    rep_member = members[unit_first[unit]]
+    before = surv[rep_member, val]
+    p = 1.0 - before * ((nj - ns) / nj)
+    exceeds = _exceeds(before, nj, ns, ell_ind[rep_member], p)
+
+    # expand to individuals: members sorted by unit
+    order = np.argsort(unit_of_member, kind="stable")
+    mstart = np.zeros(unit_first.size + 1, dtype=np.int64)
+    np.cumsum(unit_count, out=mstart[1:])
+    rep, member_pos = _expand_csr(unit, mstart, order)
+    int_type = np.int32 if g_max_fits(np.r_[nj, ns, grp, members.size]) else np.int64
+    table = pd.DataFrame(
+        {
+            "individual": pd.Categorical.from_codes(members[member_pos], dtype=id_type),
+            "value": pd.Categorical.from_codes(val.astype(np.int16)[rep], categories=pd.Index(list(protected))),
+            "p": p[rep],
+            "n_j": nj.astype(int_type)[rep],
+            "n_s": ns.astype(int_type)[rep],
+            "group": grp.astype(int_type)[rep],
+            "exceeds": exceeds[rep],
+        },
+        copy=False,
+    )
+    return BreachComputation(table=table, groups=groups, unknown_records=dg.unknown_records)
+
+
+def breach_table(
+    draft: pd.DataFrame,
+    qis: Sequence[str],
+    sensitive: str,
+    hierarchies: Mapping[str, Hierarchy],
+    register_keys: npt.ArrayLike,
+    register_ids: npt.ArrayLike,
+    protected: Sequence[str],
+    history_survival: npt.ArrayLike,
+    presence: bool,
+    present_rows: npt.ArrayLike | None,
+    ell: float | npt.ArrayLike = 2.0,
+) -> pd.DataFrame:
+    """One row per (register individual, protected value) that the draft links.
+
+    Args:
+        draft: the draft release, one string column per QI (hierarchy labels) and the
+            sensitive column.
+        qis, sensitive: column names; ``qis`` in the order of ``register_keys``' columns.
+        hierarchies: one per QI, by name.
+        register_keys: leaf id per QI of every register individual, shape (N, d).
+        register_ids: the id of every register individual, shape (N,), unique.
+        protected: the protected values, in the column order of ``history_survival``.
+        history_survival: survival product Π(1 - n_{j,s}/n_j) per individual and value
+            before the draft, shape (N, V) (ones before the first release).
+        presence: candidates are the present individuals (dilution off), ``n_j`` is then
+            the group's published record count.
+        present_rows: register rows of the individuals present in the snapshot (presence
+            mode); None means every register individual.
+        ell: ℓ, scalar or one per register individual; decides ``exceeds``.
+
+    Returns:
+        DataFrame with columns ``individual`` (register id, categorical), ``value``
+        (categorical), ``p`` (float), ``n_j``, ``n_s``, ``group`` (index of the draft group
+        in order of first appearance, as :func:`region_spans`), ``exceeds`` (exact verdict
+        ``p > 1/ℓ``). An individual covered by two overlapping groups (an invalid draft)
+        gets one row per group.
+    """
+    return compute_breach(
+        draft, qis, sensitive, hierarchies, register_keys, register_ids, protected, history_survival,
+        presence, present_rows, ell,
+    ).table  # fmt: skip
+
+
+def dfs_intervals(h: Hierarchy) -> tuple[IntArray, IntArray]:
+    """Leaf interval ``[lo, hi]`` of every node in a depth-first order of the leaves.
+
+    Sorting the leaves by their root-to-leaf path puts the leaves of every node next to
+    each other, so a node's leaf set is exactly the positions lo..hi, and two nodes share a
+    leaf iff their intervals intersect.
+
+    Returns:
+        (lo, hi), int64 arrays of shape (n_nodes,).
+    """
+    order = np.lexsort(tuple(h.leaf_nodes[k] for k in range(h.depth)))  # primary key: the root level
+    pos = np.empty(h.n_leaves, dtype=np.int64)
+    pos[order] = np.arange(h.n_leaves, dtype=np.int64)
+    lo = np.full(h.n_nodes, h.n_leaves, dtype=np.int64)
+    hi = np.full(h.n_nodes, -1, dtype=np.int64)
+    for k in range(h.depth):
+        np.minimum.at(lo, h.leaf_nodes[k], pos)
+        np.maximum.at(hi, h.leaf_nodes[k], pos)
+    return lo, hi
+
+
+def region_spans(draft: pd.DataFrame, qis: Sequence[str], hierarchies: Mapping[str, Hierarchy]) -> pd.DataFrame:
+    """Per draft group and QI, the leaf interval of its label in depth-first leaf order.
+
+    Returns:
+        one row per group (numbered as in :func:`breach_table`): ``group``, the QI labels,
+        ``<qi>_lo`` and ``<qi>_hi`` (inclusive) for every QI. Rows whose labels are not
+        hierarchy nodes form no group.
+    """
+    dg = draft_groups(draft, qis, qis[0] if qis else "", hierarchies, []) if qis else None
+    out: dict[str, Any] = {}
+    if dg is None:
+        return pd.DataFrame({"group": np.zeros(1 if len(draft) else 0, dtype=np.int64)})
+    out["group"] = np.arange(dg.records.size)
+    for a, qi in enumerate(qis):
+        h = hierarchies[qi]
+        out[qi] = np.asarray(h.labels, dtype=object)[dg.nodes[:, a]]
+    for a, qi in enumerate(qis):
+        lo, hi = dfs_intervals(hierarchies[qi])
+        out[f"{qi}_lo"] = lo[dg.nodes[:, a]]
+        out[f"{qi}_hi"] = hi[dg.nodes[:, a]]
+    return pd.DataFrame(out)

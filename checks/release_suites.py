@@ -1,0 +1,196 @@
+"""Validation suites of a draft release, run before sign-off (DESIGN.md §1, §5; issue 5).
+
+:func:`release_suite` runs five Great Expectations suites and returns their results:
+
+- ``contract``: the draft's columns are exactly the QIs and the sensitive column (no
+  identifier, nothing derived from one), every column is text without nulls, every QI
+  value is a node label of its hierarchy, the sensitive values lie in their domain;
+- ``disjointness``: group regions pairwise disjoint
+  (:class:`checks.expectations.ExpectGroupRegionsPairwiseDisjoint` over
+  :func:`checks.breach.region_spans`);
+- ``guarantee``: the breach table (:func:`checks.breach.breach_table`, recomputed from the
+  draft, the register, the hierarchies and the state before) has no pair with p > 1/ℓ
+  (:class:`checks.expectations.ExpectBreachProbabilityAtMost`);
+- ``localized``: every group's largest share of one protected value is at most 1/ℓ
+  (:class:`checks.expectations.ExpectGroupsLDiverse`), a cheap second line of defence;
+- ``utility``: a one-row table of utility figures checked with the built-in
+  ``ExpectColumnValuesToBeBetween`` against the configured thresholds (None skips one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import great_expectations.expectations as gxe
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+from great_expectations.expectations.expectation import Expectation
+
+from anonymizer.hierarchy import Hierarchy
+from checks.breach import compute_breach, region_spans
+from checks.expectations import (
+    ExpectBreachProbabilityAtMost,
+    ExpectColumnValuesToBeText,
+    ExpectGroupRegionsPairwiseDisjoint,
+    ExpectGroupsLDiverse,
+)
+from checks.gx import SuiteResult, run_suite
+
+#: Utility figure -> threshold key of ``thresholds``.
+UTILITY_THRESHOLDS = {
+    "suppression_rate": "max_suppression_rate",
+    "query_error": "max_query_error",
+    "avg_group_size": "max_avg_group_size",
+    "max_group_size": "max_group_size",
+}
+
+
+def contract_expectations(
+    qis: Sequence[str],
+    sensitive: str,
+    hierarchies: Mapping[str, Hierarchy],
+    id_column: str = "id",
+    sensitive_domain: Sequence[str] | None = None,
+) -> list[Expectation]:
+    """Expectations of the release contract (DESIGN.md §5) on the draft table."""
+    columns = [*qis, sensitive]
+    out: list[Expectation] = [
+        gxe.ExpectTableColumnsToMatchSet(
+            column_set=columns,
+            exact_match=True,
+            description=(
+                f"columns are exactly the quasi-identifiers and {sensitive!r}: no identifier column "
+                f"(such as {id_column!r}) and no other column"
+            ),
+        )
+    ]
+    for c in columns:
+        out.append(gxe.ExpectColumnValuesToNotBeNull(column=c, description=f"{c!r} has no empty value"))
+        out.append(
+            ExpectColumnValuesToBeText(column=c, description=f"{c!r} holds text (generalized values are strings)")
+        )
+    for q in qis:
+        out.append(
+            gxe.ExpectColumnValuesToBeInSet(
+                column=q,
+                value_set=list(hierarchies[q].labels),
+                description=f"every value of {q!r} is a node label of its hierarchy",
+            )
+        )
+    if sensitive_domain is not None:
+        out.append(
+            gxe.ExpectColumnValuesToBeInSet(
+                column=sensitive,
+                value_set=list(sensitive_domain),
+                description=f"every value of {sensitive!r} is in the sensitive domain",
+            )
+        )
+    return out
+
+
+def release_suite(
+    draft: pd.DataFrame,
+    qis: Sequence[str],
+    sensitive: str,
+    hierarchies: Mapping[str, Hierarchy],
+    register_keys: npt.ArrayLike,
+    register_ids: npt.ArrayLike,
+    protected: Sequence[str],
+    history_survival: npt.ArrayLike,
+    ell: float,
+    presence: bool,
+    present_rows: npt.ArrayLike | None,
+    thresholds: Mapping[str, float | None],
+    metrics: Mapping[str, float | None] | None = None,
+    id_column: str = "id",
+    sensitive_domain: Sequence[str] | None = None,
+) -> list[SuiteResult]:
+    """Run the release suites on a draft; see the module docstring.
+
+    Args:
+        draft .. present_rows: as :func:`checks.breach.breach_table` (``ell`` a scalar).
+        thresholds: ``max_suppression_rate``, ``max_query_error``, ``max_avg_group_size``,
+            ``max_group_size``; a missing or None threshold is not checked.
+        metrics: figures computed by the caller: ``suppression_rate`` (suppressed records /
+            snapshot records) and ``query_error`` (average relative error, DESIGN.md §8).
+            Group sizes are computed here from the draft (published records per group).
+        id_column: the register's id column, named in the contract's failure message.
+        sensitive_domain: the admissible sensitive values; None skips that check.
+
+    Returns:
+        one :class:`checks.gx.SuiteResult` per suite, in the order contract, disjointness,
+        guarantee, localized, utility.
+    """
+    results = [
+        run_suite("contract", draft, contract_expectations(qis, sensitive, hierarchies, id_column, sensitive_domain))
+    ]
+    spans = region_spans(draft, qis, hierarchies)
+    results.append(
+        run_suite(
+            "disjointness",
+            spans,
+            [
+                ExpectGroupRegionsPairwiseDisjoint(
+                    attributes=list(qis), description="group regions are pairwise disjoint"
+                )
+            ],
+        )
+    )
+    computed = compute_breach(
+        draft, qis, sensitive, hierarchies, register_keys, register_ids, protected, history_survival,
+        presence, present_rows, ell,
+    )  # fmt: skip
+    results.append(
+        run_suite(
+            "guarantee",
+            computed.table,
+            [
+                ExpectBreachProbabilityAtMost(
+                    bound=1.0 / float(ell),
+                    description=f"global guarantee: every (individual, protected value) has p <= 1/{ell:g}",
+                )
+            ],
+        )
+    )
+    results.append(
+        run_suite(
+            "localized",
+            computed.groups,
+            [
+                ExpectGroupsLDiverse(
+                    ell=float(ell),
+                    description=f"localized {ell:g}-diversity: no group's share of a protected value exceeds 1/{ell:g}",
+                ),
+                gxe.ExpectColumnPairValuesAToBeGreaterThanB(
+                    column_A="candidates",
+                    column_B="records",
+                    or_equal=True,
+                    description="no group holds more records than register individuals in its region",
+                ),
+            ],
+        )
+    )
+    records = computed.groups["records"].to_numpy()
+    figures: dict[str, Any] = dict(metrics or {})
+    figures["avg_group_size"] = float(records.mean()) if records.size else 0.0
+    figures["max_group_size"] = float(records.max()) if records.size else 0.0
+    expectations: list[Expectation] = []
+    row: dict[str, list[float]] = {}
+    for figure, key in UTILITY_THRESHOLDS.items():
+        limit = thresholds.get(key)
+        if limit is None:
+            continue
+        value = figures.get(figure)
+        row[figure] = [float(value) if value is not None else float("nan")]
+        expectations.append(
+            gxe.ExpectColumnValuesToBeBetween(
+                column=figure, max_value=float(limit), description=f"{figure} at most {key} = {limit:g}"
+            )
+        )
+        if value is None:
+            expectations.append(gxe.ExpectColumnValuesToNotBeNull(column=figure, description=f"{figure} was computed"))
+    table = pd.DataFrame(row) if row else pd.DataFrame({"none": [np.nan]})
+    results.append(run_suite("utility", table, expectations))
+    return results
