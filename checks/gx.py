@@ -2,8 +2,11 @@
 results into evidence: a JSON-serializable record with a checksum and a one-line
 explanation of every failed expectation.
 
-Great Expectations 1.x with an ephemeral context: nothing is written to disk, no
-network, no telemetry (GX_ANALYTICS_ENABLED=False is set before import).
+Great Expectations 1.x with an ephemeral context: no project folder, no network, no
+telemetry (GX_ANALYTICS_ENABLED=False is set before import); GX itself creates a
+temporary directory for its docs site, which serialpub does not use. The fields of a
+result that change on every run (clock, run and validation ids, per-expectation UUIDs)
+are dropped, so the same inputs give the same evidence and the same sha256.
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ import great_expectations as gx
 import pandas as pd
 from great_expectations.data_context.types.base import ProgressBarsConfig
 from great_expectations.expectations.expectation import Expectation
+
+#: result fields that differ between two runs on the same inputs
+_VOLATILE_META = ("run_id", "validation_time", "validation_id")
 
 
 @dataclass(frozen=True)
@@ -90,6 +96,12 @@ def run_suite(name: str, table: pd.DataFrame, expectations: list[Expectation]) -
         result_format={"result_format": "SUMMARY", "partial_unexpected_count": 5, "include_unexpected_rows": False},
     )
     payload = json.loads(json.dumps(outcome.to_json_dict(), default=str))
+    meta = payload.get("meta") or {}
+    for key in _VOLATILE_META:
+        meta.pop(key, None)
+    (meta.get("batch_markers") or {}).pop("ge_load_time", None)
+    for r in payload.get("results", []):
+        (r.get("expectation_config") or {}).pop("id", None)
     failures = [_describe(r) for r in outcome.results if not r.success]
     digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
     return SuiteResult(suite=name, success=bool(outcome.success), failures=failures, result=payload, sha256=digest)

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from anonymizer import privacy
-from serialpub.errors import InputError
+from serialpub.errors import InputError, ValidationFailed
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -402,6 +402,11 @@ def main() -> None:
     except (InputError, StateError) as exc:
         print(f"serialpub: error: {exc}", file=sys.stderr)
         sys.exit(2)
+    except ValidationFailed as exc:
+        print(f"serialpub: validation failed: {exc}", file=sys.stderr)
+        for line in exc.failures:
+            print(f"  - {line}", file=sys.stderr)
+        sys.exit(3)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,17 @@ CONFIG_NAME = "serialpub.yaml"
 DATABASE_ENV = "SERIALPUB_DATABASE_URL"
 
 
+class ValidationThresholds(BaseModel):
+    """Utility expectations of the release suite; a threshold left out is not checked."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_suppression_rate: float | None = Field(default=None, ge=0, le=1)
+    max_query_error: float | None = Field(default=None, gt=0)
+    max_avg_group_size: float | None = Field(default=None, gt=0)
+    max_group_size: int | None = Field(default=None, gt=0)
+
+
 class Config(BaseModel):
     """One dataset's publication settings (see :data:`TEMPLATE` for the documented file)."""
 
@@ -42,6 +53,7 @@ class Config(BaseModel):
     dilution: Literal["register", "presence"] = "register"
     suppression_budget: float = Field(default=0.05, ge=0, le=1)
     query_seed: int = 0
+    validation: ValidationThresholds = Field(default_factory=ValidationThresholds)
 
     @field_validator("quasi_identifiers")
     @classmethod
@@ -165,4 +177,13 @@ release_store: releases
 
 # Seed of the 5,000 random range-count queries that measure utility.
 query_seed: 0
+
+# Utility expectations checked before a release can be published (besides the global
+# guarantee, disjoint regions and the release contract, which are always checked).
+# A threshold left out or null is not checked.
+validation:
+  max_suppression_rate: {budget}
+  max_query_error: null
+  max_avg_group_size: null
+  max_group_size: null
 """

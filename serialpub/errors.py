@@ -5,3 +5,15 @@ from __future__ import annotations
 
 class InputError(Exception):
     """Bad input: a file, row, column or option the user must fix. Nothing was changed."""
+
+
+class ValidationFailed(Exception):
+    """A draft failed its validation suites; it was marked failed and nothing published.
+
+    Attributes:
+        failures: one line per failed expectation (suite: what, where, how many).
+    """
+
+    def __init__(self, message: str, failures: list[str]) -> None:
+        super().__init__(message)
+        self.failures = failures

@@ -16,6 +16,7 @@ POINTS = (
     "after_draft",  # draft row committed
     "after_state_load",  # statistics file loaded
     "after_anonymize",  # release computed in memory
+    "after_validation",  # release suites passed and stored, draft validated
     "after_data_written",  # staging data.parquet written, no manifest yet
     "after_manifest_written",  # staging manifest written, not yet flushed
     "after_flush",  # staging files and folder flushed

@@ -23,9 +23,11 @@ from anonymizer import privacy
 from anonymizer.bottomup import InfeasibleError
 from anonymizer.queries import average_relative_error
 from anonymizer.release import History, PrivacyParams, ReleaseResult, anonymize_history
+from checks.gx import SuiteResult
+from checks.release_suites import release_suite
 from serialpub import release_files
 from serialpub.config import Workspace
-from serialpub.errors import InputError
+from serialpub.errors import InputError, ValidationFailed
 from serialpub.faults import checkpoint
 from serialpub.hierarchies import read_hierarchies, read_hierarchy
 from serialpub.inputs import Register, Snapshot, load_register, load_snapshot
@@ -267,10 +269,21 @@ class Publisher:
             selectivity=QUERY_SELECTIVITY,
             seed=cfg.query_seed,
         )
+        suites = self._validate(draft, snap, table, result, history, query.mean)
+        checkpoint("after_validation")
         manifest = self._manifest(seq, period, published[-1].seq if published else None, result, query)
+        manifest["validation"] = {
+            "success": True,
+            "sha256": None,  # of validation.json, filled when it is written
+            "global_guarantee_checked": cfg.guarantee == "global",
+            "suites": {r.suite: {"success": r.success, "sha256": r.sha256} for r in suites},
+        }
         # the release row names its staging folder, for operators looking at an open draft
         self.store.set_staging(draft.id, str(self.ws.dataset_dir / release_files.staging_name(seq, draft.id)))
-        _, manifest_sha = release_files.write_staging(self.ws.dataset_dir, seq, draft.id, table, manifest)
+        title = f"{cfg.dataset} release {seq} (period {period})"
+        _, manifest_sha = release_files.write_staging(
+            self.ws.dataset_dir, seq, draft.id, table, manifest, evidence=(title, suites)
+        )
         final = self.ws.dataset_dir / release_files.release_name(seq)
         stats = self.statistics.tables(result.history)
         checkpoint("before_commit")
@@ -312,6 +325,42 @@ class Publisher:
             seconds_anonymize=t_anon,
             seconds_state=t_state,
         )
+
+    def _validate(
+        self, draft: OpenRelease, snap: Snapshot, table: pd.DataFrame, result: ReleaseResult, history: History,
+        query_error: float,
+    ) -> list[SuiteResult]:
+        """Run the release suites on the draft and store their results with it; the draft
+        becomes ``validated``, or ``failed`` and :class:`ValidationFailed` is raised.
+
+        Under the localized baseline the global-guarantee suite is left out (that baseline
+        exists to show the leak); the manifest says so.
+        """
+        cfg = self.ws.config
+        presence = cfg.dilution == "presence"
+        thresholds = cfg.validation.model_dump()
+        if thresholds["max_suppression_rate"] is None:
+            thresholds["max_suppression_rate"] = cfg.suppression_budget
+        suites = release_suite(
+            table, self.qis, cfg.sensitive, self.hierarchies, self.register.keys, self.register.ids.to_numpy(),
+            self.protected, history.survival[history.class_of], cfg.ell, presence,
+            snap.individual if presence else None, thresholds,
+            metrics={"suppression_rate": result.suppressed / max(len(snap.individual), 1), "query_error": query_error},
+            id_column=cfg.id_column, sensitive_domain=self.sensitive_domain,
+        )
+        if cfg.guarantee == "localized":
+            suites = [r for r in suites if r.suite != "guarantee"]
+        passed = self.store.record_validation(
+            draft.id, [(r.suite, r.success, r.result, r.sha256) for r in suites], this_process()
+        )
+        if not passed:
+            failures = [f"{r.suite}: {f}" for r in suites for f in r.failures]
+            raise ValidationFailed(
+                f"release {draft.seq} of {cfg.dataset!r} failed validation and was marked failed; nothing was "
+                f"published and the state did not move ({len(failures)} failed expectation(s))",
+                failures,
+            )
+        return suites
 
     def _infeasible_advice(self, history: History) -> str:
         """What to do when no generalization fits the budget, from the state's figures."""

@@ -32,6 +32,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from checks.evidence import HTML_FILE, JSON_FILE, write_evidence
+from checks.gx import SuiteResult
 from serialpub.faults import checkpoint
 
 DATA_FILE = "data.parquet"
@@ -73,13 +75,22 @@ def _fsync(path: Path) -> None:
 
 
 def write_staging(
-    dataset_dir: Path, seq: int, release_id: int, table: pd.DataFrame, manifest: dict[str, Any]
+    dataset_dir: Path,
+    seq: int,
+    release_id: int,
+    table: pd.DataFrame,
+    manifest: dict[str, Any],
+    evidence: tuple[str, list[SuiteResult]] | None = None,
 ) -> tuple[Path, str]:
     """Write a release into its staging folder and flush it.
 
     Args:
         table: the published records, string columns only.
-        manifest: every manifest key except ``sha256["data.parquet"]``, which is filled here.
+        manifest: every manifest key except ``sha256["data.parquet"]`` and, with evidence,
+            ``validation["sha256"]``, which are filled here.
+        evidence: (title, suite results) written as ``validation.json`` and
+            ``validation.html`` (checks.evidence) before the manifest, which records the
+            JSON file's sha256.
 
     Returns:
         the staging folder and the sha256 of the manifest as written.
@@ -93,10 +104,14 @@ def write_staging(
     pq.write_table(arrow.replace_schema_metadata(None), data_path, compression="zstd")
     checkpoint("after_data_written")
     manifest["sha256"]["data.parquet"] = sha256_file(data_path)
+    extra = []
+    if evidence is not None:
+        manifest["validation"]["sha256"] = write_evidence(staging, *evidence)
+        extra = [staging / JSON_FILE, staging / HTML_FILE]
     text = json.dumps(manifest, indent=2, sort_keys=False) + "\n"
     (staging / MANIFEST_FILE).write_text(text, encoding="utf-8")
     checkpoint("after_manifest_written")
-    for p in (data_path, staging / MANIFEST_FILE, staging, dataset_dir):
+    for p in (data_path, *extra, staging / MANIFEST_FILE, staging, dataset_dir):
         _fsync(p)
     checkpoint("after_flush")
     return staging, hashlib.sha256(text.encode("utf-8")).hexdigest()

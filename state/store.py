@@ -39,6 +39,7 @@ from state.models import (
     ReleaseGroup,
     SignOff,
     Statistics,
+    ValidationResult,
 )
 
 __all__ = ["OpenRelease", "PublishedRelease", "StateError", "StateStore", "open_engine", "this_process"]
@@ -279,6 +280,47 @@ class StateStore:
             ))
             self._log(s, dataset.name, rel.seq, actor, "imported" if rel.imported else "published",
                       records=rel.records, groups=rel.groups, data_sha256=rel.data_sha256)
+
+    def record_validation(
+        self, release_id: int, results: list[tuple[str, bool, dict[str, Any], str]], actor: str
+    ) -> bool:
+        """Store the validation results of an open release and move it to ``validated``
+        (all suites passed) or ``failed``, in one transaction.
+
+        Args:
+            results: (suite, success, full result as JSON-compatible data, sha256) per suite.
+
+        Returns:
+            whether every suite passed.
+        """
+        passed = all(ok for _, ok, _, _ in results)
+        now = datetime.now(UTC)
+        with Session(self.engine) as s, s.begin():
+            rel = self._transition(s, release_id, "validated" if passed else "failed")
+            dataset = s.get(Dataset, rel.dataset_id)
+            assert dataset is not None
+            s.add_all(
+                ValidationResult(release_id=rel.id, suite=name, success=ok, result=result, sha256=sha, created=now)
+                for name, ok, result, sha in results
+            )
+            self._log(s, dataset.name, rel.seq, actor, "validated" if passed else "failed",
+                      suites={name: ok for name, ok, _, _ in results})
+        return passed
+
+    def validation_results(self, dataset: str, seq: int) -> list[dict[str, Any]]:
+        """The stored validation results of release attempt(s) ``seq``, newest attempt last."""
+        with Session(self.engine) as s:
+            rows = s.execute(
+                select(ValidationResult, Release.status)
+                .join(Release, Release.id == ValidationResult.release_id)
+                .join(Dataset, Dataset.id == Release.dataset_id)
+                .where(Dataset.name == dataset, Release.seq == seq)
+                .order_by(ValidationResult.id)
+            ).all()
+            return [
+                {"suite": v.suite, "success": v.success, "sha256": v.sha256, "release_status": status}
+                for v, status in rows
+            ]
 
     def fail(self, release_id: int, reason: str, actor: str) -> None:
         """Close an open release as failed (nothing of it counts)."""

@@ -156,7 +156,9 @@ def test_three_releases_follow_the_contract_and_pass_the_audit(ws_root: Path) ->
     for t, outcome in zip((1, 2, 3), outcomes, strict=True):
         directory = dataset_dir / f"release-{t:04d}"
         assert outcome.directory == directory and outcome.seq == t and outcome.period == f"{t:04d}"
-        assert sorted(p.name for p in directory.iterdir()) == ["data.parquet", "manifest.json"]
+        assert sorted(p.name for p in directory.iterdir()) == [
+            "data.parquet", "manifest.json", "validation.html", "validation.json"
+        ]
         data = pd.read_parquet(directory / "data.parquet")
         manifest = json.loads((directory / "manifest.json").read_text(encoding="utf-8"))
         raw = pd.read_csv(snapshot(ws_root, t), dtype=str)

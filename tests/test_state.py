@@ -230,10 +230,10 @@ def test_every_state_change_is_in_the_audit_log(state_ws: Path) -> None:
     store.reject("clinic", 2, "alice", "no", None)
     log = store.audit_log("clinic")
     assert [(e["action"], e["release"]) for e in log] == [
-        ("draft", 1), ("published", 1), ("draft", 2), ("failed", 2), ("draft", 2), ("rejected", 2)
+        ("draft", 1), ("validated", 1), ("published", 1), ("draft", 2), ("failed", 2), ("draft", 2), ("rejected", 2)
     ]
-    assert [e["actor"] for e in log[2:]] == ["pid:1@somewhere", "ci", "pid:2@somewhere", "alice"]
-    assert log[3]["detail"] == {"reason": "validation failed"}
+    assert [e["actor"] for e in log[3:]] == ["pid:1@somewhere", "ci", "pid:2@somewhere", "alice"]
+    assert log[4]["detail"] == {"reason": "validation failed"}
 
 
 # ---------------------------------------------------------------------------------------

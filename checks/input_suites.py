@@ -1,0 +1,401 @@
+"""Input suites: the Great Expectations form of the checks on the population register and
+on a snapshot, run before anonymization (issue 5, part 1).
+
+Both suites run through :func:`checks.gx.run_suite` and return its
+:class:`~checks.gx.SuiteResult`: a JSON-serializable evidence record with a checksum and one
+readable line per failed expectation (which expectation, which column, how many
+unexpected values, the first rows). Every expectation carries a ``description`` written for
+a compliance officer.
+
+This module reads no files and imports nothing above ``checks``: the caller passes the
+tables, the hierarchies, the register ids, the sensitive domain, the periods and the
+previous row count.
+
+Three custom expectations are defined here:
+
+- :class:`ExpectColumnValuesToBeInReferenceSet`: membership of a column's values in a large
+  set (the register's 5,000,000 ids) that is *not* copied into the expectation's
+  configuration. The built-in ``ExpectColumnValuesToBeInSet`` stores the whole set in its
+  kwargs (validated by pydantic, serialized into the result): on 1,000,000 rows against
+  5,000,000 ids it did not finish within 10 minutes. The custom one holds a fingerprint
+  (name, size, order-independent hash) and looks the set up in a process-local registry for
+  the duration of the run; the check itself is a hash lookup (``Index.get_indexer``).
+- :class:`ExpectPeriodToFollow`: a table-level expectation that the snapshot's period label
+  sorts after the last published one (the pipeline's rule: plain string order).
+- :class:`ExpectColumnValuesToNotBeBlank`: no empty or white-space-only cell, vectorized
+  (the built-in ``ExpectColumnValuesToNotMatchRegex`` runs ``re.search`` per row).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, ClassVar
+
+import great_expectations.expectations as gxe
+import numpy as np
+import pandas as pd
+from great_expectations.execution_engine import PandasExecutionEngine
+from great_expectations.expectations.expectation import BatchExpectation, ColumnMapExpectation, Expectation
+from great_expectations.expectations.metrics.map_metric_provider import (
+    ColumnMapMetricProvider,
+    column_condition_partial,
+)
+
+from anonymizer.hierarchy import Hierarchy
+from checks.gx import SuiteResult, run_suite
+
+__all__ = [
+    "ExpectColumnValuesToBeInReferenceSet",
+    "ExpectColumnValuesToNotBeBlank",
+    "ExpectPeriodToFollow",
+    "explain",
+    "reference_key",
+    "register_suite",
+    "snapshot_suite",
+]
+
+# ---------------------------------------------------------------------------------------
+# membership in a large reference set (the population register's ids)
+
+_REFERENCES: dict[str, pd.Index] = {}
+_REFERENCE_USERS: dict[str, int] = {}
+_REFERENCES_LOCK = threading.Lock()
+
+
+def reference_key(name: str, values: pd.Index) -> str:
+    """A stable, order-independent identifier of a set of unique values: its name, its size
+    and the sum (mod 2**64) of pandas' fixed-key hashes of its values as text."""
+    try:
+        hashes = pd.util.hash_array(values.to_numpy(dtype=object), categorize=False)
+    except TypeError:  # values that are not all text
+        hashes = pd.util.hash_array(values.astype(str).to_numpy(dtype=object), categorize=False)
+    fingerprint = int(hashes.sum(dtype=np.uint64))
+    return f"{name} ({len(values)} ids, fingerprint {fingerprint:016x})"
+
+
+@contextmanager
+def _registered(key: str, values: pd.Index) -> Iterator[None]:
+    with _REFERENCES_LOCK:
+        _REFERENCES[key] = values
+        _REFERENCE_USERS[key] = _REFERENCE_USERS.get(key, 0) + 1
+    try:
+        yield
+    finally:
+        with _REFERENCES_LOCK:
+            _REFERENCE_USERS[key] -= 1
+            if not _REFERENCE_USERS[key]:
+                del _REFERENCE_USERS[key], _REFERENCES[key]
+
+
+class ColumnValuesInReferenceSet(ColumnMapMetricProvider):
+    """Row condition: the value is in the registered reference set named by ``reference``."""
+
+    condition_metric_name = "column_values.in_reference_set"
+    condition_value_keys = ("reference",)
+
+    @column_condition_partial(engine=PandasExecutionEngine)
+    def _pandas(cls, column: pd.Series, reference: str, **kwargs: Any) -> Any:
+        try:
+            values = _REFERENCES[reference]
+        except KeyError:
+            raise ValueError(f"reference set {reference!r} is not registered for this run") from None
+        if values.empty:
+            return np.zeros(len(column), dtype=bool)
+        try:
+            found = values.get_indexer(pd.Index(column.to_numpy())) >= 0
+        except TypeError:  # values of a type the index cannot compare
+            found = column.isin(values).to_numpy()
+        return pd.Series(found, index=column.index)
+
+
+class ExpectColumnValuesToBeInReferenceSet(ColumnMapExpectation):
+    """Expect every column value to be in a large reference set registered for the run
+    (e.g. the population register's ids). The configuration holds only the set's
+    fingerprint (:func:`reference_key`), never its members."""
+
+    reference: str
+    map_metric = "column_values.in_reference_set"
+    success_keys = ("reference", "mostly")
+    args_keys = ("column", "reference")
+
+
+class ColumnValuesNotBlank(ColumnMapMetricProvider):
+    """Row condition: the value is not empty and not only white space (vectorized; the
+    built-in regex expectation calls ``re.search`` once per row)."""
+
+    condition_metric_name = "column_values.not_blank"
+
+    @column_condition_partial(engine=PandasExecutionEngine)
+    def _pandas(cls, column: pd.Series, **kwargs: Any) -> Any:
+        if not (pd.api.types.is_string_dtype(column.dtype) or column.dtype == object):
+            return pd.Series(True, index=column.index)
+        text = column.astype("str")
+        return (text.str.strip().str.len() > 0).fillna(True).astype(bool)
+
+
+class ExpectColumnValuesToNotBeBlank(ColumnMapExpectation):
+    """Expect no column value to be an empty string or white space only (nulls are left to
+    ``ExpectColumnValuesToNotBeNull``)."""
+
+    map_metric = "column_values.not_blank"
+
+
+class ExpectPeriodToFollow(BatchExpectation):
+    """Expect the batch's period label to sort strictly after the last published period
+    (vacuously true when nothing was published yet)."""
+
+    period: str
+    last_period: str | None = None
+    metric_dependencies = ("table.row_count",)
+    domain_keys: ClassVar[tuple[str, ...]] = ("row_condition", "condition_parser")
+    success_keys = ("period", "last_period")
+
+    def _validate(
+        self,
+        metrics: dict[str, Any],
+        runtime_configuration: dict[str, Any] | None = None,
+        execution_engine: Any = None,
+    ) -> dict[str, Any]:
+        ok = bool(self.period.strip()) and (self.last_period is None or self.period > self.last_period)
+        return {
+            "success": ok,
+            "result": {"observed_value": self.period, "details": {"last_period": self.last_period}},
+        }
+
+
+# ---------------------------------------------------------------------------------------
+# the suites
+
+def _stable(outcome: SuiteResult) -> SuiteResult:
+    """``outcome`` with every failure line prefixed with its expectation's type (the lines
+    follow the order of the failed results). Run-dependent fields are already dropped by
+    :func:`checks.gx.run_suite`."""
+    failed = [r for r in outcome.result.get("results", []) if not r.get("success")]
+    failures = [
+        f"{(failed[i].get('expectation_config') or {}).get('type', '?')}: {line}" if i < len(failed) else line
+        for i, line in enumerate(outcome.failures)
+    ]
+    return SuiteResult(
+        suite=outcome.suite, success=outcome.success, failures=failures, result=outcome.result, sha256=outcome.sha256
+    )
+
+
+def _source(q: str, sources: Mapping[str, str] | None) -> str:
+    return (sources or {}).get(q) or f"hierarchies/{q}.csv"
+
+
+def _text_and_filled(column: str, role: str, what: str) -> list[Expectation]:
+    return [
+        gxe.ExpectColumnValuesToBeOfType(
+            column=column,
+            type_="str",
+            description=f"every value of {role} {column!r} in the {what} is read as text",
+        ),
+        gxe.ExpectColumnValuesToNotBeNull(
+            column=column,
+            description=f"no value of {role} {column!r} in the {what} is missing",
+        ),
+        ExpectColumnValuesToNotBeBlank(
+            column=column,
+            description=f"no value of {role} {column!r} in the {what} is empty or blank",
+        ),
+    ]
+
+
+def _leaves(column: str, hierarchy: Hierarchy, what: str, source: str) -> Expectation:
+    return gxe.ExpectColumnValuesToBeInSet(
+        column=column,
+        value_set=list(hierarchy.leaves),
+        description=(
+            f"every value of quasi-identifier {column!r} in the {what} is a leaf of its hierarchy {source} "
+            f"({hierarchy.n_leaves} leaves)"
+        ),
+    )
+
+
+def register_suite(
+    register: pd.DataFrame,
+    id_column: str,
+    qis: list[str],
+    hierarchies: dict[str, Hierarchy],
+    hierarchy_sources: Mapping[str, str] | None = None,
+) -> SuiteResult:
+    """Validate the population register (suite ``"register"``).
+
+    Expectations: the id column and every QI exist (other columns are allowed); ids are
+    text, present, non-blank and unique; every QI is text, present, non-blank and a leaf of
+    its hierarchy. Column-level expectations are left out for a column that is missing (its
+    "column exists" expectation already fails), so the report names the real problem once.
+
+    Args:
+        register: the register as read (every column as text).
+        id_column: the individual id column.
+        qis: the quasi-identifier columns.
+        hierarchies: hierarchy of every QI.
+        hierarchy_sources: file named in the descriptions per QI; default ``hierarchies/<qi>.csv``.
+    """
+    what = "population register"
+    expectations: list[Expectation] = [
+        gxe.ExpectTableColumnsToMatchSet(
+            column_set=[id_column, *qis],
+            exact_match=False,
+            description=f"the {what} has the id column {id_column!r} and every quasi-identifier "
+            f"({', '.join(map(repr, qis))})",
+        )
+    ]
+    for c in [id_column, *qis]:
+        expectations.append(gxe.ExpectColumnToExist(column=c, description=f"the {what} has a column {c!r}"))
+    if id_column in register.columns:
+        expectations += _text_and_filled(id_column, "id column", what)
+        expectations.append(
+            gxe.ExpectColumnValuesToBeUnique(
+                column=id_column,
+                description=f"every individual appears at most once in the {what} (id column {id_column!r})",
+            )
+        )
+    for q in qis:
+        if q in register.columns:
+            expectations += _text_and_filled(q, "quasi-identifier", what)
+            expectations.append(_leaves(q, hierarchies[q], what, _source(q, hierarchy_sources)))
+    return _stable(run_suite("register", register, expectations))
+
+
+def snapshot_suite(
+    snapshot: pd.DataFrame,
+    id_column: str,
+    qis: list[str],
+    sensitive: str,
+    hierarchies: dict[str, Hierarchy],
+    register_ids: Collection[str] | pd.Index,
+    sensitive_domain: Sequence[str] | Collection[str] | None,
+    period: str,
+    last_period: str | None,
+    previous_rows: int | None,
+    row_bounds: tuple[float, float] = (0.5, 2.0),
+    hierarchy_sources: Mapping[str, str] | None = None,
+) -> SuiteResult:
+    """Validate one period's snapshot (suite ``"snapshot"``).
+
+    Expectations: exactly the columns id, QIs and sensitive; every one of them text,
+    present and non-blank; ids unique and in the population register; QI values leaves of
+    their hierarchies; sensitive values in the declared domain (when given); the period
+    later than the last published one; the row count within ``row_bounds`` times the
+    previous snapshot's (when ``previous_rows`` is given). Column-level expectations are left
+    out for a missing column (its "column exists" expectation already fails).
+
+    Args:
+        snapshot: the snapshot as read (every column as text).
+        id_column, qis, sensitive: the column roles.
+        hierarchies: hierarchy of every QI.
+        register_ids: ids of the population register (any collection; a ``pd.Index`` of
+            unique ids is used as is, which is fastest).
+        sensitive_domain: the declared sensitive values, or None for no domain check.
+        period: the snapshot's period label.
+        last_period: the last published period label, or None before the first release.
+        previous_rows: row count of the previous snapshot, or None for no count check.
+        row_bounds: (lo, hi): the row count must lie in [ceil(lo * previous), floor(hi * previous)].
+        hierarchy_sources: file named in the descriptions per QI; default ``hierarchies/<qi>.csv``.
+    """
+    what = "snapshot"
+    expected = [id_column, *qis, sensitive]
+    expectations: list[Expectation] = [
+        gxe.ExpectTableColumnsToMatchSet(
+            column_set=expected,
+            exact_match=True,
+            description=f"the {what} holds exactly the columns {', '.join(map(repr, expected))} and no other "
+            "(nothing unvetted may be published)",
+        )
+    ]
+    for c in expected:
+        expectations.append(gxe.ExpectColumnToExist(column=c, description=f"the {what} has a column {c!r}"))
+    if id_column in snapshot.columns:
+        expectations += _text_and_filled(id_column, "id column", what)
+        expectations.append(
+            gxe.ExpectColumnValuesToBeUnique(
+                column=id_column,
+                description=f"every individual appears at most once in the {what} (id column {id_column!r})",
+            )
+        )
+    for q in qis:
+        if q in snapshot.columns:
+            expectations += _text_and_filled(q, "quasi-identifier", what)
+            expectations.append(_leaves(q, hierarchies[q], what, _source(q, hierarchy_sources)))
+    if sensitive in snapshot.columns:
+        expectations += _text_and_filled(sensitive, "sensitive attribute", what)
+        if sensitive_domain is not None:
+            domain = sorted({str(v) for v in sensitive_domain})
+            expectations.append(
+                gxe.ExpectColumnValuesToBeInSet(
+                    column=sensitive,
+                    value_set=domain,
+                    description=f"every value of sensitive attribute {sensitive!r} is in its declared domain "
+                    f"({len(domain)} values)",
+                )
+            )
+    expectations.append(
+        ExpectPeriodToFollow(
+            period=period,
+            last_period=last_period,
+            description=(
+                f"the {what}'s period {period!r} is later than the last published period {last_period!r}"
+                if last_period is not None
+                else f"the {what}'s period {period!r} is a non-empty label (nothing published yet)"
+            ),
+        )
+    )
+    if previous_rows is not None:
+        lo, hi = row_bounds
+        low, high = math.ceil(round(lo * previous_rows, 9)), math.floor(round(hi * previous_rows, 9))
+        expectations.append(
+            gxe.ExpectTableRowCountToBeBetween(
+                min_value=low,
+                max_value=high,
+                description=(
+                    f"the {what} has between {low} and {high} rows ({lo:g} to {hi:g} times the previous "
+                    f"snapshot's {previous_rows}); a sudden drop is more often an extract failure than reality"
+                ),
+            )
+        )
+    ids = register_ids if isinstance(register_ids, pd.Index) else pd.Index(list(register_ids))
+    if not ids.is_unique:
+        ids = ids.unique()
+    key = reference_key("population register", ids)
+    if id_column in snapshot.columns:
+        expectations.append(
+            ExpectColumnValuesToBeInReferenceSet(
+                column=id_column,
+                reference=key,
+                description=f"every {what} individual is in the population register (id column {id_column!r})",
+            )
+        )
+    with _registered(key, ids):
+        return _stable(run_suite("snapshot", snapshot, expectations))
+
+
+# ---------------------------------------------------------------------------------------
+# command-line text
+
+
+def explain(result: SuiteResult) -> str:
+    """A short multi-line text of a suite's outcome for the command line: a header line,
+    then one line per failed expectation (with the missing and unexpected columns of a
+    column-set mismatch)."""
+    stats = result.result.get("statistics") or {}
+    total = stats.get("evaluated_expectations")
+    failed = [r for r in result.result.get("results", []) if not r.get("success")]
+    count = f" ({len(failed)} of {total} expectations failed)" if total is not None else ""
+    if result.success:
+        return f"{result.suite}: passed, {total if total is not None else 'all'} expectations met"
+    lines = [f"{result.suite}: FAILED{count}"]
+    for i, line in enumerate(result.failures):
+        extra = ""
+        if i < len(failed):
+            mismatched = ((failed[i].get("result") or {}).get("details") or {}).get("mismatched") or {}
+            parts = [f"{k} {', '.join(map(repr, v))}" for k, v in sorted(mismatched.items()) if v]
+            if parts:
+                extra = f" [{'; '.join(parts)}]"
+        lines.append(f"  - {line}{extra}")
+    return "\n".join(lines)
