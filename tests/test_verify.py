@@ -9,7 +9,6 @@ so each test publishes its own three releases in well under a second.
 from __future__ import annotations
 
 import hashlib
-import random
 import shutil
 from pathlib import Path
 from typing import Any
@@ -17,8 +16,8 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 import pytest
-import yaml
 from sqlalchemy import text
+from test_pipeline import make_workspace, snapshot
 from typer.testing import CliRunner
 
 from serialpub.cli import app
@@ -26,49 +25,6 @@ from serialpub.config import load_config
 from serialpub.pipeline import Publisher
 from serialpub.verify import UNVERIFIABLE, VerifyReport, verify_state
 from state.store import open_engine, table_from_bytes, table_to_bytes
-
-QIS = ["sex", "zipcode", "age"]
-DISEASES = ["flu", "cold", "fever", "gastritis", "hiv", "cancer"]
-ZIPS = {"65001": "6500*", "65002": "6500*", "65003": "6500*", "65011": "6501*", "65012": "6501*", "65013": "6501*"}
-
-
-def make_workspace(root: Path, seed: int = 0, n: int = 60, periods: int = 3, **overrides: Any) -> Path:
-    """The clinic workspace of tests/test_pipeline.py (register, hierarchies, snapshots, config)."""
-    rng = random.Random(seed)
-    (root / "hierarchies").mkdir(parents=True)
-    (root / "snapshots").mkdir()
-    (root / "hierarchies" / "sex.csv").write_text("M;*\nF;*\n", encoding="utf-8")
-    (root / "hierarchies" / "zipcode.csv").write_text("".join(f"{z};{m};*\n" for z, m in ZIPS.items()))
-    (root / "hierarchies" / "age.csv").write_text(
-        "".join(f"{a};[{a // 5 * 5}, {a // 5 * 5 + 4}];*\n" for a in range(20, 30))
-    )
-    (root / "hierarchies" / "disease.csv").write_text("".join(f"{d};*\n" for d in DISEASES))
-    register = [(f"p{i:03d}", rng.choice("MF"), rng.choice(list(ZIPS)), str(rng.randrange(20, 30))) for i in range(n)]
-    (root / "register.csv").write_text("id,sex,zipcode,age\n" + "".join(",".join(r) + "\n" for r in register))
-    for t in range(1, periods + 1):
-        lines = ["id,sex,zipcode,age,disease"]
-        for r in register:
-            if rng.random() < 0.7:
-                lines.append(",".join([*r, rng.choices(DISEASES, weights=[5, 5, 5, 5, 1, 1])[0]]))
-        (root / "snapshots" / f"snapshot-{t:04d}.csv").write_text("\n".join(lines) + "\n")
-    config = {
-        "dataset": "clinic",
-        "quasi_identifiers": QIS,
-        "sensitive": "disease",
-        "protected_values": ["hiv", "cancer"],
-        "l": 2,
-        "strategy": "constant",
-        "k_prime": 3,
-        "dilution": "register",
-        "suppression_budget": 0.05,
-        **overrides,
-    }
-    (root / "serialpub.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
-    return root
-
-
-def snapshot(root: Path, t: int) -> Path:
-    return root / "snapshots" / f"snapshot-{t:04d}.csv"
 
 
 def publish_three(root: Path) -> Path:
