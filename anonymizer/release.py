@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 
 from anonymizer import privacy
+from anonymizer.arrays import factorize
 from anonymizer.bottomup import Cells, Generalization, generalize
 from anonymizer.hierarchy import Hierarchy
 
@@ -194,7 +194,7 @@ def advance_history(
     factor[:-1][holds] = 1.0 - counts[holds] / np.broadcast_to(n_j[:, None], holds.shape)[holds]
     holds_ext = np.vstack([holds, np.zeros((1, n_sets), dtype=bool)])
     key = history.class_of * (n_groups + 1) + np.where(group_of_ind >= 0, group_of_ind, n_groups)
-    new_class_of, class_first = _factorize(key)
+    new_class_of, class_first = factorize(key)
     uniq = key[class_first]
     old_class, via = uniq // (n_groups + 1), uniq % (n_groups + 1)
     new = History(
@@ -204,15 +204,6 @@ def advance_history(
         ell=history.ell[old_class],
     )
     return new, old_class, via
-
-
-def _factorize(values: IntArray) -> tuple[IntArray, IntArray]:
-    """Hash-based grouping: the group of every value (numbered by first appearance) and
-    the index of each group's first value. Linear time, unlike sorting with np.unique."""
-    labels, uniques = pd.factorize(values)
-    first = np.empty(len(uniques), dtype=np.int64)
-    first[labels[::-1]] = np.arange(labels.size - 1, -1, -1)
-    return labels.astype(np.int64), first
 
 
 def _leaf_codes(keys: IntArray, hierarchies: Sequence[Hierarchy]) -> IntArray:
@@ -288,10 +279,10 @@ def anonymize_history(
     # cells: distinct leaf combinations of the individuals that can be candidates
     members = record_individual if presence else np.arange(n_ind)
     codes = _leaf_codes(register_keys, hierarchies)
-    cell_of_member, first = _factorize(codes[members])
+    cell_of_member, first = factorize(codes[members])
     n_cells = first.size
     # requirement: the largest target over the (cell, history class) pairs present
-    pair_of_member, pair_first = _factorize(cell_of_member * n_classes + history.class_of[members])
+    pair_of_member, pair_first = factorize(cell_of_member * n_classes + history.class_of[members])
     pair = cell_of_member[pair_first] * n_classes + history.class_of[members][pair_first]
     pair_count = np.bincount(pair_of_member, minlength=pair_first.size)
     requirement = np.full((n_cells, n_sets), 1.0)

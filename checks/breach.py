@@ -31,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from anonymizer.arrays import factorize, row_keys
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.privacy import UNDECIDED_BAND, exact_breach
 
@@ -62,29 +63,6 @@ class DraftGroups:
     unknown_records: int
 
 
-def _factorize(keys: IntArray) -> tuple[IntArray, IntArray]:
-    """Dense codes by first appearance and the first position of every code (hash based)."""
-    codes, uniques = pd.factorize(keys)
-    codes = np.asarray(codes, dtype=np.int64)
-    first = np.empty(len(uniques), dtype=np.int64)
-    first[codes[::-1]] = np.arange(codes.size - 1, -1, -1)
-    return codes, first
-
-
-def _row_codes(mat: IntArray, radices: Sequence[int]) -> tuple[IntArray, IntArray]:
-    """Dense codes of the rows of ``mat`` (n, d) and the first row of each code; the
-    mixed-radix key is re-ranked before it could overflow int64."""
-    key = np.zeros(mat.shape[0], dtype=np.int64)
-    span = 1
-    for col, radix in zip(mat.T, radices, strict=True):
-        if span * radix >= 2**62:
-            key = _factorize(key)[0]
-            span = int(key.max()) + 1 if key.size else 1
-        key = key * int(radix) + col.astype(np.int64)
-        span *= int(radix)
-    return _factorize(key)
-
-
 def _label_nodes(column: pd.Series, h: Hierarchy) -> IntArray:
     """Node id of every value of a column, -1 for values that are not labels of ``h``."""
     codes, uniques = pd.factorize(column, use_na_sentinel=True)
@@ -112,7 +90,7 @@ def draft_groups(
     for a, qi in enumerate(qis):
         nodes[:, a] = _label_nodes(draft[qi], hierarchies[qi])
     known = (nodes >= 0).all(axis=1) if qis else np.ones(r, dtype=bool)
-    group_known, first = _row_codes(nodes[known], [hierarchies[q].n_nodes for q in qis])
+    group_known, first = factorize(row_keys(nodes[known], [hierarchies[q].n_nodes for q in qis]))
     g = first.size
     group_of_record = np.full(r, -1, dtype=np.int64)
     group_of_record[known] = group_known
@@ -209,7 +187,7 @@ def _history_classes(surv: FloatArray, ell: FloatArray, members: IntArray) -> In
         if c.size and c.min() == c.max():
             continue  # a constant column (no history yet) separates nobody
         codes = np.asarray(pd.factorize(c)[0], dtype=np.int64)
-        key = _factorize(key * (int(codes.max()) + 1) + codes)[0]
+        key = factorize(key * (int(codes.max()) + 1) + codes)[0]
     return key
 
 
@@ -232,7 +210,7 @@ def _exceeds(survival: FloatArray, n_j: IntArray, n_s: IntArray, ell: FloatArray
     if band.size:
         figures = pd.DataFrame({"s": survival[band], "n": n_j[band], "k": n_s[band], "l": ell[band]})
         distinct = figures.groupby(["s", "n", "k", "l"], sort=False).ngroup().to_numpy()
-        codes, first = _factorize(np.asarray(distinct, dtype=np.int64))
+        codes, first = factorize(np.asarray(distinct, dtype=np.int64))
         decided = np.empty(first.size, dtype=bool)
         for u, row in enumerate(first):  # one exact decision per distinct figure tuple
             i = int(band[row])
@@ -297,7 +275,7 @@ def compute_breach(
         if not presence or present_rows is None
         else np.asarray(present_rows, dtype=np.int64)
     )
-    combo_of_member, first = _row_codes(keys[members], [h.n_leaves for h in hs])
+    combo_of_member, first = factorize(row_keys(keys[members], [h.n_leaves for h in hs]))
     combo_count = np.bincount(combo_of_member, minlength=first.size).astype(np.int64)
     pc, pg = cover_pairs(dg.nodes, keys[members[first]], hs)
     in_region = np.bincount(pg, weights=combo_count[pc], minlength=g).astype(np.int64)
@@ -320,7 +298,7 @@ def compute_breach(
     # figure, so p and the exact verdict are computed once per unit and value
     hist_class = _history_classes(surv, ell_ind, members)
     n_class = int(hist_class.max()) + 1 if hist_class.size else 1
-    unit_of_member, unit_first = _factorize(combo_of_member * n_class + hist_class)
+    unit_of_member, unit_first = factorize(combo_of_member * n_class + hist_class)
     unit_count = np.bincount(unit_of_member, minlength=unit_first.size).astype(np.int64)
     unit_combo = combo_of_member[unit_first]
     unit_order = np.argsort(unit_combo, kind="stable")

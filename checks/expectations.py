@@ -21,7 +21,6 @@ GX plus an expectation class; subclassing registers both), run like any other th
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from typing import Any, ClassVar
 
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
@@ -45,6 +44,7 @@ from great_expectations.expectations.metrics.map_metric_provider import (
 from great_expectations.expectations.metrics.metric_provider import metric_value
 from great_expectations.expectations.metrics.table_metric_provider import TableMetricProvider
 
+from anonymizer.arrays import expand_ranges
 from anonymizer.privacy import UNDECIDED_BAND
 
 IntArray = npt.NDArray[np.int64]
@@ -188,23 +188,6 @@ def _is_cut(lo: IntArray, hi: IntArray) -> bool:
     return bool(np.all(pairs[1:, 0] > pairs[:-1, 1]))
 
 
-def _ranges(left: IntArray, right: IntArray) -> Iterator[tuple[IntArray, IntArray]]:
-    """All (i, k) with left[i] <= k < right[i], in chunks of about PAIR_CHUNK."""
-    counts = right - left
-    cum = np.cumsum(counts)
-    start = 0
-    while start < counts.size:
-        base = int(cum[start - 1]) if start else 0
-        end = max(start + 1, int(np.searchsorted(cum, base + PAIR_CHUNK, side="right")))
-        c = counts[start:end]
-        total = int(c.sum())
-        if total:
-            i = np.repeat(np.arange(start, end, dtype=np.int64), c)
-            offset = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(c) - c, c)
-            yield i, np.repeat(left[start:end], c) + offset
-        start = end
-
-
 def overlapping_pairs(lo: IntArray, hi: IntArray, max_examples: int = 5) -> tuple[int, IntArray]:
     """Pairs of rows whose boxes ``[lo, hi]`` (inclusive, shape (G, d)) intersect on every column.
 
@@ -248,7 +231,7 @@ def overlapping_pairs(lo: IntArray, hi: IntArray, max_examples: int = 5) -> tupl
     others = [a for a in free if a != chosen]
     count = 0
     examples: list[IntArray] = []
-    for i, k in _ranges(left.astype(np.int64), right.astype(np.int64)):
+    for i, k in expand_ranges(left.astype(np.int64), right.astype(np.int64), PAIR_CHUNK):
         j = order[k]
         # each unordered pair once: j's lo inside i's interval; equal lo only with i < j
         keep = (j != i) & ((sweep_lo[j] > sweep_lo[i]) | (j > i))

@@ -35,7 +35,7 @@ import itertools
 import json
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
+from anonymizer.arrays import expand_ranges, factorize, row_keys
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.privacy import exceeds_threshold, survival_factor, survival_products
 from serialpub.errors import InputError
@@ -192,36 +193,6 @@ class _Tree:
         return True, lookup
 
 
-def _row_keys(mat: npt.NDArray[np.integer[Any]], radices: Sequence[int]) -> IntArray:
-    """An int64 key per row of ``mat`` (n, d) such that equal rows get equal keys.
-
-    Mixed-radix encoding; when the next column would overflow, the partial keys are
-    re-ranked densely first, so any number of columns works.
-    """
-    key = np.zeros(mat.shape[0], dtype=np.int64)
-    span = 1
-    for col, radix in zip(mat.T, radices, strict=True):
-        if span * radix >= 2**62:
-            key = _factorize(key)[0]
-            span = int(key.max()) + 1 if key.size else 1
-        key = key * radix + col
-        span *= radix
-    return key
-
-
-def _factorize(keys: IntArray) -> tuple[IntArray, IntArray, IntArray]:
-    """Dense codes of int64 keys: (codes (n,), distinct keys (u,), first position of each (u,)).
-
-    Codes follow the order of first appearance. Uses pandas' hash table: numpy 2.4's
-    ``np.unique`` is 5-20x slower on millions of int64 keys.
-    """
-    codes, uniques = pd.factorize(keys)
-    codes = np.asarray(codes, dtype=np.int64)
-    seen_before = np.maximum.accumulate(np.r_[-1, codes[:-1]]) if codes.size else codes
-    first = np.flatnonzero(codes > seen_before)
-    return codes, np.asarray(uniques, dtype=np.int64), first
-
-
 def _codes(column: pd.Series) -> tuple[IntArray, list[str]]:
     """Integer codes of a column's values (-1 for missing) and the distinct values as text.
 
@@ -240,26 +211,9 @@ def _codes(column: pd.Series) -> tuple[IntArray, list[str]]:
 
 
 def _distinct(keys: IntArray) -> IntArray:
-    """Sorted distinct values of an int array (sort-based; see :func:`_factorize`)."""
+    """Sorted distinct values of an int array (sort-based; see :func:`anonymizer.arrays.factorize`)."""
     s = np.sort(keys)
     return s[np.r_[True, s[1:] != s[:-1]]] if s.size else s
-
-
-def _expand(lo: IntArray, hi: IntArray) -> Iterator[tuple[IntArray, IntArray]]:
-    """All (i, j) with lo[i] <= j < hi[i], in chunks of about :data:`_JOIN_CHUNK` pairs."""
-    counts = hi - lo
-    cum = np.cumsum(counts)
-    start = 0
-    while start < counts.size:
-        base = int(cum[start - 1]) if start else 0
-        end = max(start + 1, int(np.searchsorted(cum, base + _JOIN_CHUNK, side="right")))
-        c = counts[start:end]
-        total = int(c.sum())
-        if total:
-            left = np.repeat(np.arange(start, end, dtype=np.int64), c)
-            offset = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(c) - c, c)
-            yield left, np.repeat(lo[start:end], c) + offset
-        start = end
 
 
 def _join(left_keys: IntArray, right_keys: IntArray) -> Iterator[tuple[IntArray, IntArray]]:
@@ -268,7 +222,7 @@ def _join(left_keys: IntArray, right_keys: IntArray) -> Iterator[tuple[IntArray,
     sorted_keys = right_keys[order]
     lo = np.searchsorted(sorted_keys, left_keys, side="left")
     hi = np.searchsorted(sorted_keys, left_keys, side="right")
-    for i, j in _expand(lo.astype(np.int64), hi.astype(np.int64)):
+    for i, j in expand_ranges(lo.astype(np.int64), hi.astype(np.int64), _JOIN_CHUNK):
         yield i, order[j]
 
 
@@ -385,8 +339,8 @@ def _register_combos(
                 f"hierarchy of '{qi}'; add a row for it to hierarchies/{qi}.csv or correct the register"
             )
         leaves[:, a] = mapped[codes]
-    keys = _row_keys(leaves, [hierarchies[q].n_leaves for q in qis])
-    codes, _, first = _factorize(keys)
+    keys = row_keys(leaves, [hierarchies[q].n_leaves for q in qis])
+    codes, first = factorize(keys)
     counts = np.bincount(codes, minlength=first.size).astype(np.int64)
     return _Combos(leaves[first].astype(np.int64), counts, first)
 
@@ -476,8 +430,8 @@ def _audit_release(
 
     # --- groups and their counts per protected value
     radices = [trees[q].hierarchy.n_nodes for q in qis]
-    gkey = _row_keys(nodes, radices)
-    group_of, _, first = _factorize(gkey)
+    gkey = row_keys(nodes, radices)
+    group_of, first = factorize(gkey)
     g = first.size
     group_nodes = nodes[first]
     records = np.bincount(group_of, minlength=g).astype(np.int64)
@@ -511,7 +465,7 @@ def _audit_release(
 
     # --- disjointness: equal nodes on the cut attributes, comparable nodes on the others
     if other_attrs and g > 1:
-        pkey = _row_keys(group_nodes[:, cut_attrs], cut_radices)
+        pkey = row_keys(group_nodes[:, cut_attrs], cut_radices)
         listed = 0
         for i, j in _join(pkey, pkey):
             keep = i < j
@@ -528,7 +482,7 @@ def _audit_release(
     for k, (a, lookup) in enumerate(zip(cut_attrs, lookups, strict=True)):
         c_nodes[:, k] = lookup[combos.leaves[:, a]]
     covered = np.flatnonzero((c_nodes >= 0).all(axis=1))
-    both = _row_keys(np.vstack([group_nodes[:, cut_attrs], c_nodes[covered]]), cut_radices)
+    both = row_keys(np.vstack([group_nodes[:, cut_attrs], c_nodes[covered]]), cut_radices)
     g_part, c_part = both[:g], both[g:]
     pair_c: list[IntArray] = []
     pair_g: list[IntArray] = []
@@ -562,7 +516,7 @@ def _audit_release(
     start = np.cumsum(per_group) - per_group
     rows_c: list[IntArray] = []
     rows_k: list[IntArray] = []
-    for ri, rk in _expand(start[pg], start[pg] + per_group[pg]):
+    for ri, rk in expand_ranges(start[pg], start[pg] + per_group[pg], _JOIN_CHUNK):
         rows_c.append(pc[ri])
         rows_k.append(rk)
     hc = np.concatenate(rows_c) if rows_c else np.empty(0, dtype=np.int64)
@@ -663,7 +617,9 @@ def audit_releases(
         result.max_p_by_release = [0.0] * len(hist)
         return result
 
-    pair, pair_keys, _ = _factorize(combo * len(values) + value)
+    pair_key = combo * len(values) + value
+    pair, pair_first = factorize(pair_key)
+    pair_keys = pair_key[pair_first]
     n_pairs = pair_keys.size
     pair_combo, pair_value = pair_keys // len(values), pair_keys % len(values)
 

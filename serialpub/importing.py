@@ -35,10 +35,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from anonymizer.arrays import factorize, row_keys
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.release import PrivacyParams, advance_history
 from serialpub import release_files
-from serialpub.audit import _codes, _distinct, _factorize, _join, _row_keys, _Tree
+from serialpub.audit import _codes, _distinct, _join, _Tree
 from serialpub.config import Workspace
 from serialpub.errors import InputError
 from serialpub.inputs import Register, leaf_codes, read_csv
@@ -74,7 +75,7 @@ class RegisterCombos:
     @classmethod
     def of(cls, keys: IntArray, hierarchies: Sequence[Hierarchy]) -> RegisterCombos:
         """Combos of a register given as leaf ids per QI, shape (N, d), one hierarchy per column."""
-        codes, _, first = _factorize(_row_keys(keys, [h.n_leaves for h in hierarchies]))
+        codes, first = factorize(row_keys(keys, [h.n_leaves for h in hierarchies]))
         return cls(codes, np.asarray(keys[first], dtype=np.int64).reshape(-1, keys.shape[1]))
 
 
@@ -129,7 +130,7 @@ def locate_groups(leaves: IntArray, group_nodes: IntArray, trees: Sequence[_Tree
     overlap_pairs = 0
     overlaps: list[tuple[int, int]] = []
     if other_attrs and n_groups > 1:
-        key = _row_keys(group_nodes[:, cut_attrs], cut_radices)
+        key = row_keys(group_nodes[:, cut_attrs], cut_radices)
         for i, j in _join(key, key):
             keep = i < j
             for a in other_attrs:
@@ -145,7 +146,7 @@ def locate_groups(leaves: IntArray, group_nodes: IntArray, trees: Sequence[_Tree
     for k, (a, lookup) in enumerate(zip(cut_attrs, lookups, strict=True)):
         c_nodes[:, k] = lookup[leaves[:, a]]
     covered = np.flatnonzero((c_nodes >= 0).all(axis=1))
-    both = _row_keys(np.vstack([group_nodes[:, cut_attrs], c_nodes[covered]]), cut_radices)
+    both = row_keys(np.vstack([group_nodes[:, cut_attrs], c_nodes[covered]]), cut_radices)
     group_of_combo = np.full(n_combos, -1, dtype=np.int64)
     for ci, gi in _join(both[n_groups:], both[:n_groups]):
         combo = covered[ci]
@@ -195,8 +196,8 @@ def group_release(nodes: IntArray, value: IntArray, n_values: int, trees: Sequen
         n_values: V.
         trees: one per QI (for the node counts).
     """
-    key = _row_keys(nodes, [t.hierarchy.n_nodes for t in trees])
-    of_record, _, first = _factorize(key)
+    key = row_keys(nodes, [t.hierarchy.n_nodes for t in trees])
+    of_record, first = factorize(key)
     n_groups = first.size
     records = np.bincount(of_record, minlength=n_groups).astype(np.int64)
     prot = value >= 0

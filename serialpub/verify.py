@@ -40,10 +40,11 @@ import pandas as pd
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from anonymizer.arrays import factorize
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.release import History, advance_history
 from serialpub import release_files
-from serialpub.audit import _factorize, _parse_manifest, _Tree
+from serialpub.audit import _parse_manifest, _Tree
 from serialpub.config import Workspace
 from serialpub.errors import InputError
 from serialpub.hierarchies import read_hierarchies
@@ -535,7 +536,7 @@ class _Verifier:
             return
         # joint classes: individuals with the same stored and the same rebuilt class
         n_rb = max(1, hist.survival.shape[0])
-        joint, _, first = _factorize(db_class_of * n_rb + hist.class_of)
+        joint, first = factorize(db_class_of * n_rb + hist.class_of)
         weight = np.bincount(joint, minlength=first.size).astype(np.int64)
         jd, jr = db_class_of[first], hist.class_of[first]
         s_db, s_rb = db_survival[jd], rb_survival[jr]

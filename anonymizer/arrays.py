@@ -1,0 +1,71 @@
+"""Array primitives shared by every layer: hash-based grouping, row keys and chunked
+range expansion. Generic numpy/pandas helpers, no privacy logic, so sharing them keeps
+the audit and the validation's breach table independent of the anonymizer's reasoning.
+
+``np.unique`` sorts, and in numpy 2.4 it is 5-20x slower than pandas' hash table on
+millions of int64 keys, hence :func:`factorize`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+IntArray = npt.NDArray[np.int64]
+
+
+def factorize(values: npt.ArrayLike) -> tuple[IntArray, IntArray]:
+    """Group equal values in linear time.
+
+    Returns:
+        the code of every value (numbered by first appearance), shape (n,), and the index
+        of each code's first value, shape (u,).
+    """
+    codes, uniques = pd.factorize(np.asarray(values))
+    codes = np.asarray(codes, dtype=np.int64)
+    first = np.empty(len(uniques), dtype=np.int64)
+    first[codes[::-1]] = np.arange(codes.size - 1, -1, -1)
+    return codes, first
+
+
+def row_keys(mat: npt.NDArray[np.integer[Any]], radices: Sequence[int]) -> IntArray:
+    """An int64 key per row of ``mat`` (n, d) such that rows are equal iff keys are.
+
+    Mixed-radix encoding with ``radices[j]`` > every value of column j; when the next
+    column would overflow int64 the partial keys are re-ranked densely first, so any
+    number of columns works.
+    """
+    key = np.zeros(mat.shape[0], dtype=np.int64)
+    span = 1
+    for col, radix in zip(mat.T, radices, strict=True):
+        if span * int(radix) >= 2**62:
+            key = factorize(key)[0]
+            span = int(key.max()) + 1 if key.size else 1
+        key = key * int(radix) + col.astype(np.int64)
+        span *= int(radix)
+    return key
+
+
+def expand_ranges(lo: IntArray, hi: IntArray, chunk: int) -> Iterator[tuple[IntArray, IntArray]]:
+    """All pairs (i, j) with ``lo[i] <= j < hi[i]``, in chunks of about ``chunk`` pairs.
+
+    Yields:
+        (i, j) arrays of equal length.
+    """
+    counts = hi - lo
+    cum = np.cumsum(counts)
+    start = 0
+    while start < counts.size:
+        base = int(cum[start - 1]) if start else 0
+        end = max(start + 1, int(np.searchsorted(cum, base + chunk, side="right")))
+        c = counts[start:end]
+        total = int(c.sum())
+        if total:
+            i = np.repeat(np.arange(start, end, dtype=np.int64), c)
+            offset = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(c) - c, c)
+            yield i, np.repeat(lo[start:end], c) + offset
+        start = end
