@@ -53,7 +53,15 @@ def _context() -> Any:
     return context
 
 
-def _describe(r: Any) -> str:
+def _plain(x: Any) -> Any:
+    """Numpy scalars inside lists and tuples as Python values, so failure lines read
+    ``(0.98, True)`` rather than ``(np.float64(0.98), np.True_)``."""
+    if isinstance(x, list | tuple):
+        return type(x)(_plain(v) for v in x)
+    return x.item() if hasattr(x, "item") and getattr(x, "ndim", None) == 0 else x
+
+
+def _describe(r: Any, row_label: str = "row") -> str:
     cfg = r.expectation_config
     kwargs = {k: v for k, v in cfg.kwargs.items() if k not in ("batch_id", "result_format")}
     where = f" column {kwargs.pop('column')!r}" if "column" in kwargs else ""
@@ -64,9 +72,9 @@ def _describe(r: Any) -> str:
         rows = res.get("partial_unexpected_index_list") or res.get("unexpected_index_list") or []
         detail = f": {res['unexpected_count']} unexpected value(s)"
         if examples:
-            detail += f", e.g. {examples[:3]!r}"
+            detail += f", e.g. {_plain(list(examples[:3]))!r}"
         if rows:
-            detail += f" at row(s) {list(rows)[:3]!r}"
+            detail += f" at {row_label}(s) {_plain(list(rows)[:3])!r}"
     elif "observed_value" in res:
         detail = f": observed {res['observed_value']!r}"
     if r.exception_info and r.exception_info.get("raised_exception"):
@@ -75,8 +83,15 @@ def _describe(r: Any) -> str:
     return f"{description}{where}{detail}"
 
 
-def run_suite(name: str, table: pd.DataFrame, expectations: list[Expectation]) -> SuiteResult:
+def run_suite(
+    name: str, table: pd.DataFrame, expectations: list[Expectation], row_label: str = "row"
+) -> SuiteResult:
     """Validate ``table`` against ``expectations`` in an ephemeral context.
+
+    Args:
+        row_label: what the table's index values are, as the failure lines name them
+            (``"row"`` for a 0-based position; ``"line"`` when the caller indexed the table
+            by file line, as the input suites do).
 
     Returns:
         the :class:`SuiteResult`; never raises for failed expectations.
@@ -102,6 +117,6 @@ def run_suite(name: str, table: pd.DataFrame, expectations: list[Expectation]) -
     (meta.get("batch_markers") or {}).pop("ge_load_time", None)
     for r in payload.get("results", []):
         (r.get("expectation_config") or {}).pop("id", None)
-    failures = [_describe(r) for r in outcome.results if not r.success]
+    failures = [_describe(r, row_label) for r in outcome.results if not r.success]
     digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
     return SuiteResult(suite=name, success=bool(outcome.success), failures=failures, result=payload, sha256=digest)

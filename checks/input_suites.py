@@ -222,6 +222,7 @@ def register_suite(
     qis: list[str],
     hierarchies: dict[str, Hierarchy],
     hierarchy_sources: Mapping[str, str] | None = None,
+    row_label: str = "row",
 ) -> SuiteResult:
     """Validate the population register (suite ``"register"``).
 
@@ -236,6 +237,7 @@ def register_suite(
         qis: the quasi-identifier columns.
         hierarchies: hierarchy of every QI.
         hierarchy_sources: file named in the descriptions per QI; default ``hierarchies/<qi>.csv``.
+        row_label: what the table's index values are (see :func:`checks.gx.run_suite`).
     """
     what = "population register"
     expectations: list[Expectation] = [
@@ -260,7 +262,7 @@ def register_suite(
         if q in register.columns:
             expectations += _text_and_filled(q, "quasi-identifier", what)
             expectations.append(_leaves(q, hierarchies[q], what, _source(q, hierarchy_sources)))
-    return _stable(run_suite("register", register, expectations))
+    return _stable(run_suite("register", register, expectations, row_label))
 
 
 def snapshot_suite(
@@ -276,6 +278,7 @@ def snapshot_suite(
     previous_rows: int | None,
     row_bounds: tuple[float, float] = (0.5, 2.0),
     hierarchy_sources: Mapping[str, str] | None = None,
+    row_label: str = "row",
 ) -> SuiteResult:
     """Validate one period's snapshot (suite ``"snapshot"``).
 
@@ -298,6 +301,7 @@ def snapshot_suite(
         previous_rows: row count of the previous snapshot, or None for no count check.
         row_bounds: (lo, hi): the row count must lie in [ceil(lo * previous), floor(hi * previous)].
         hierarchy_sources: file named in the descriptions per QI; default ``hierarchies/<qi>.csv``.
+        row_label: what the table's index values are (see :func:`checks.gx.run_suite`).
     """
     what = "snapshot"
     expected = [id_column, *qis, sensitive]
@@ -372,7 +376,7 @@ def snapshot_suite(
             )
         )
     with _registered(key, ids):
-        return _stable(run_suite("snapshot", snapshot, expectations))
+        return _stable(run_suite("snapshot", snapshot, expectations, row_label))
 
 
 # ---------------------------------------------------------------------------------------

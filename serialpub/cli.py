@@ -222,14 +222,48 @@ def release(
     config: Annotated[Path, typer.Option("--config", help="serialpub.yaml or its folder")] = Path("."),
     period: Annotated[str | None, typer.Option("--period", help="period label (default: from the file name)")] = None,
 ) -> None:
-    """Publish the next release of a dataset from one snapshot."""
+    """Prepare the next release from one snapshot: check the inputs, anonymize, validate.
+    It then waits for a sign-off ('serialpub approve' or 'serialpub reject'), unless the
+    configuration approves automatically (sign_off.auto_approve), when it is published."""
     from serialpub.config import load_config
     from serialpub.pipeline import Publisher
 
     ws = load_config(config)
-    outcome = Publisher(ws).publish(snapshot, period)
-    console.print(_outcome_table([outcome], ws.config.ell))
-    console.print(f"published {outcome.directory}")
+    publisher = Publisher(ws)
+    if ws.config.sign_off.auto_approve:
+        outcome = publisher.publish(snapshot, period)
+        console.print(_outcome_table([outcome], ws.config.ell))
+        console.print(f"published {outcome.directory} (approved automatically: sign_off.auto_approve)")
+        return
+    staged = publisher.prepare(snapshot, period, owner=AWAITING_SIGN_OFF)
+    console.print(_outcome_table([staged.outcome], ws.config.ell))
+    report = publisher.report(staged.seq)
+    console.print(
+        f"release {staged.seq} (period {staged.period!r}) passed validation and waits for its sign-off.\n"
+        f"validation page: {report['validation_page']}\n"
+        f"approve: serialpub approve --config {ws.root} --release {staged.seq} --by NAME [--comment TEXT]\n"
+        f"reject:  serialpub reject --config {ws.root} --release {staged.seq} --by NAME --comment WHY"
+    )
+
+
+@app.command()
+def approve(
+    release_no: Annotated[int, typer.Option("--release", help="sequence number of the validated release")],
+    by: Annotated[str, typer.Option("--by", help="who approves (recorded in the sign-off and the manifest)")],
+    comment: Annotated[str, typer.Option("--comment", help="recorded with the decision")] = "",
+    config: Annotated[Path, typer.Option("--config", help="serialpub.yaml or its folder")] = Path("."),
+) -> None:
+    """Approve the validated release and publish it. The decision, approver, time and the
+    checksum of the validation page they saw are stored in the state and the manifest."""
+    from serialpub.config import load_config
+    from serialpub.pipeline import Publisher
+
+    ws = load_config(config)
+    publisher = Publisher(ws)
+    publisher.recover()
+    sign_off = publisher.approve(release_no, by, comment)
+    final = publisher.finish(release_no)
+    console.print(f"release {release_no} of {ws.config.dataset!r} approved by {sign_off.approver}; published {final}")
 
 
 @app.command()
@@ -376,6 +410,10 @@ def reject(
     console.print(f"release {rejected.seq} (period {rejected.period!r}) of {ws.config.dataset!r} rejected by {by}")
 
 
+#: owner of a release that waits for a sign-off from the command line (recovery leaves it)
+AWAITING_SIGN_OFF = "awaiting sign-off (serialpub approve / reject)"
+
+
 def _split(text: str) -> list[str]:
     return [c.strip() for c in text.split(",") if c.strip()]
 
@@ -401,6 +439,8 @@ def main() -> None:
         app()  # standalone mode: typer handles usage errors (exit 2) and --help itself
     except (InputError, StateError) as exc:
         print(f"serialpub: error: {exc}", file=sys.stderr)
+        for line in getattr(exc, "failures", []):  # InputChecksFailed: one line per failed expectation
+            print(f"  - {line}", file=sys.stderr)
         sys.exit(2)
     except ValidationFailed as exc:
         print(f"serialpub: validation failed: {exc}", file=sys.stderr)

@@ -21,14 +21,32 @@ DATABASE_ENV = "SERIALPUB_DATABASE_URL"
 
 
 class ValidationThresholds(BaseModel):
-    """Utility expectations of the release suite; a threshold left out is not checked."""
+    """Utility expectations of the release suite and the snapshot's row-count bounds; a
+    threshold left out or null is not checked."""
 
     model_config = ConfigDict(extra="forbid")
+
+    # a snapshot's rows must lie within these multiples of the previous snapshot's
+    min_snapshot_rows_ratio: float | None = Field(default=0.5, ge=0, le=1)
+    max_snapshot_rows_ratio: float | None = Field(default=2.0, ge=1)
 
     max_suppression_rate: float | None = Field(default=None, ge=0, le=1)
     max_query_error: float | None = Field(default=None, gt=0)
     max_avg_group_size: float | None = Field(default=None, gt=0)
     max_group_size: int | None = Field(default=None, gt=0)
+
+
+class SignOffSettings(BaseModel):
+    """The compliance sign-off gate before publication."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # approve every validated release automatically: test and demo environments only; the
+    # manifest of each release says when it was used
+    auto_approve: bool = False
+    # hours an approver has to decide in Airflow before the run fails (and the release
+    # with it); the command line waits for 'serialpub approve' or 'serialpub reject'
+    timeout_hours: float = Field(default=72.0, gt=0)
 
 
 class Config(BaseModel):
@@ -40,6 +58,7 @@ class Config(BaseModel):
     register_file: Path = Field(default=Path("register.csv"), alias="register")
     hierarchies: Path = Path("hierarchies")
     release_store: Path = Path("releases")
+    landing_zone: Path = Path("landing")
     database_url: str | None = None
     id_column: str = "id"
     quasi_identifiers: list[str] = Field(min_length=1)
@@ -54,6 +73,7 @@ class Config(BaseModel):
     suppression_budget: float = Field(default=0.05, ge=0, le=1)
     query_seed: int = 0
     validation: ValidationThresholds = Field(default_factory=ValidationThresholds)
+    sign_off: SignOffSettings = Field(default_factory=SignOffSettings)
 
     @field_validator("quasi_identifiers")
     @classmethod
@@ -89,6 +109,11 @@ class Workspace(BaseModel):
     @property
     def hierarchy_dir(self) -> Path:
         return self.path(self.config.hierarchies)
+
+    @property
+    def landing_dir(self) -> Path:
+        """Where snapshots land for the Airflow release DAG (``snapshot-<period>.csv``)."""
+        return self.path(self.config.landing_zone)
 
     @property
     def dataset_dir(self) -> Path:
@@ -173,6 +198,8 @@ suppression_budget: {budget}
 # Where releases are written, and the state database (SERIALPUB_DATABASE_URL overrides;
 # default: SQLite file state.sqlite next to this file).
 release_store: releases
+# Where an upstream extract drops snapshot-<period>.csv for the Airflow release DAG.
+landing_zone: landing
 # database_url: postgresql+psycopg://user@127.0.0.1:5432/serialpub
 
 # Seed of the 5,000 random range-count queries that measure utility.
@@ -182,8 +209,20 @@ query_seed: 0
 # guarantee, disjoint regions and the release contract, which are always checked).
 # A threshold left out or null is not checked.
 validation:
+  # snapshot rows between these multiples of the previous snapshot's (a sudden halving is
+  # more often an extract failure than reality)
+  min_snapshot_rows_ratio: 0.5
+  max_snapshot_rows_ratio: 2.0
   max_suppression_rate: {budget}
   max_query_error: null
   max_avg_group_size: null
   max_group_size: null
+
+# The compliance sign-off gate: a named approver approves or rejects each validated
+# release ('serialpub approve' / 'serialpub reject', or the Airflow approval task).
+# auto_approve: true approves automatically: for test and demo environments only; each
+# release's manifest records it. timeout_hours: time to decide in Airflow.
+sign_off:
+  auto_approve: {auto_approve}
+  timeout_hours: 72
 """

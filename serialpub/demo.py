@@ -66,6 +66,7 @@ def create_workspace(
             guarantee=guarantee,
             dilution=dilution,
             budget=f"{budget:g}",
+            auto_approve="true  # the demo is a test environment",
         ),
         encoding="utf-8",
     )

@@ -7,6 +7,19 @@ class InputError(Exception):
     """Bad input: a file, row, column or option the user must fix. Nothing was changed."""
 
 
+class InputChecksFailed(InputError):
+    """The register or a snapshot failed its input suite (checks.input_suites). Nothing
+    was drafted, published or changed; the command line prints every failure and exits 2.
+
+    Attributes:
+        failures: one line per failed expectation (suite: what, column, how many, lines).
+    """
+
+    def __init__(self, message: str, failures: list[str]) -> None:
+        super().__init__(message)
+        self.failures = failures
+
+
 class ValidationFailed(Exception):
     """A draft failed its validation suites; it was marked failed and nothing published.
 

@@ -16,11 +16,11 @@ POINTS = (
     "after_draft",  # draft row committed
     "after_state_load",  # statistics file loaded
     "after_anonymize",  # release computed in memory
-    "after_validation",  # release suites passed and stored, draft validated
     "after_data_written",  # staging data.parquet written, no manifest yet
     "after_manifest_written",  # staging manifest written, not yet flushed
-    "after_flush",  # staging files and folder flushed
-    "before_commit",  # about to commit the state
+    "after_flush",  # staging files and folder flushed (then staged in the state, uncounted)
+    "after_validation",  # suites passed and stored, evidence in staging, release validated
+    "before_commit",  # approved, sign-off in the staged manifest, about to commit the state
     "after_commit",  # state committed, release still in staging
     "after_rename",  # release renamed into place, parent folder not yet flushed
     "after_publish",  # everything done

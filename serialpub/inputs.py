@@ -105,7 +105,13 @@ class Register:
 
 def load_register(path: Path, id_column: str, qis: list[str], hierarchies: dict[str, Hierarchy]) -> Register:
     """Read the register: the id column and every QI, each value a hierarchy leaf."""
-    df = read_csv(path, "population register")
+    return register_from_table(read_csv(path, "population register"), path, id_column, qis, hierarchies)
+
+
+def register_from_table(
+    df: pd.DataFrame, path: Path, id_column: str, qis: list[str], hierarchies: dict[str, Hierarchy]
+) -> Register:
+    """The register from its table as read by :func:`read_csv` (``path`` names it in errors)."""
     missing = [c for c in [id_column, *qis] if c not in df.columns]
     if missing:
         raise InputError(
@@ -144,6 +150,22 @@ def load_snapshot(
     """Read a snapshot and check it: exactly the id, QI and sensitive columns; unique ids,
     each in the register with the same QI values; sensitive values in their domain."""
     df = read_csv(path, "snapshot")
+    return snapshot_from_table(df, path, id_column, qis, sensitive, register, hierarchies, sensitive_domain)
+
+
+def snapshot_from_table(
+    df: pd.DataFrame,
+    path: Path,
+    id_column: str,
+    qis: list[str],
+    sensitive: str,
+    register: Register,
+    hierarchies: dict[str, Hierarchy],
+    sensitive_domain: set[str] | None,
+) -> Snapshot:
+    """The checked snapshot from its table as read by :func:`read_csv` (``path`` names it in
+    errors). Besides what the snapshot input suite checks, this checks that every record's
+    QI values equal the register's for that individual (a check across two files)."""
     expected = [id_column, *qis, sensitive]
     missing = [c for c in expected if c not in df.columns]
     if missing:

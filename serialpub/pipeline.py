@@ -9,9 +9,11 @@ the state, move the release into place.
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -23,24 +25,31 @@ from anonymizer import privacy
 from anonymizer.bottomup import InfeasibleError
 from anonymizer.queries import average_relative_error
 from anonymizer.release import History, PrivacyParams, ReleaseResult, anonymize_history
+from checks.evidence import HTML_FILE, write_evidence
 from checks.gx import SuiteResult
+from checks.input_suites import register_suite, snapshot_suite
 from checks.release_suites import release_suite
 from serialpub import release_files
 from serialpub.config import Workspace
-from serialpub.errors import InputError, ValidationFailed
+from serialpub.errors import InputChecksFailed, InputError, ValidationFailed
 from serialpub.faults import checkpoint
 from serialpub.hierarchies import read_hierarchies, read_hierarchy
-from serialpub.inputs import Register, Snapshot, load_register, load_snapshot
+from serialpub.inputs import Register, Snapshot, read_csv, register_from_table, snapshot_from_table
 from serialpub.statistics_file import StatisticsFile
 from state.store import (
     OpenRelease,
     PublishedRelease,
+    SignOffRecord,
     StateError,
     StateStore,
     open_engine,
     owner_is_gone,
     this_process,
 )
+
+#: what a period label may look like (labels are compared as strings, so they must sort
+#: chronologically: 2025-H1 < 2025-H2 < 2026-H1)
+PERIOD_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}"
 
 QUERY_COUNT = 5000
 QUERY_DIMENSIONS = 3
@@ -66,6 +75,27 @@ class ReleaseOutcome:
     seconds: float
     seconds_anonymize: float  # anonymization and the state update it computes
     seconds_state: float  # loading and committing the state
+
+
+#: the approver recorded for an automatic sign-off (``sign_off.auto_approve``)
+AUTO_APPROVER = "automatic approval (sign_off.auto_approve)"
+
+
+@dataclass(frozen=True)
+class StagedRelease:
+    """A drafted release in its staging folder, not yet published.
+
+    Attributes:
+        id: its release row; seq, period: its number and period label.
+        staging: the staging folder (data.parquet, manifest.json, then the evidence).
+        outcome: its figures, as the demo prints them once published.
+    """
+
+    id: int
+    seq: int
+    period: str
+    staging: Path
+    outcome: ReleaseOutcome
 
 
 class Publisher:
@@ -104,7 +134,20 @@ class Publisher:
             alpha=cfg.alpha if cfg.strategy == "geometric" else None,
             guarantee=cfg.guarantee,
         )
-        self.register: Register = load_register(ws.register_path, cfg.id_column, self.qis, self.hierarchies)
+        self.hierarchy_sources = {q: str(ws.hierarchy_dir / f"{q}.csv") for q in self.qis}
+        register_table = read_csv(ws.register_path, "population register")
+        # the register suite runs before the first check of a snapshot, once per Publisher
+        # (the steps that only sign off or publish do not need it); its result is evidence
+        # of every release
+        self._register_table: pd.DataFrame | None = register_table
+        self._register_check: SuiteResult | None = None
+        try:
+            self.register: Register = register_from_table(
+                register_table, ws.register_path, cfg.id_column, self.qis, self.hierarchies
+            )
+        except InputError:
+            self.check_register()  # the suite's report names every problem, not just the first
+            raise
         self.store = StateStore(open_engine(ws.database_url))
         register_sha = release_files.sha256_file(ws.register_path)
         self.file_sums = {
@@ -138,8 +181,10 @@ class Publisher:
         error before any work.
 
         Raises:
-            InputError: the period is already published or not later than the last.
+            InputError: the period label is malformed (:data:`PERIOD_PATTERN`), already
+                published or not later than the last.
         """
+        self.check_period_label(period)
         published = self.store.published(self.ws.config.dataset)
         if any(r.period == period for r in published):
             raise InputError(f"period {period!r} of dataset {self.ws.config.dataset!r} is already published")
@@ -149,6 +194,59 @@ class Publisher:
                 "releases are published in chronological order"
             )
         return published
+
+    def check_register(self) -> SuiteResult:
+        """The register input suite's result (run on first use).
+
+        Raises:
+            InputChecksFailed: naming the register file; one line per failed expectation.
+        """
+        if self._register_check is None:
+            assert self._register_table is not None
+            cfg = self.ws.config
+            self._register_check = register_suite(
+                by_file_line(self._register_table), cfg.id_column, self.qis, self.hierarchies,
+                self.hierarchy_sources, row_label="line",
+            )  # fmt: skip
+            self._register_table = None
+        if not self._register_check.success:
+            raise InputChecksFailed(
+                f"{self.ws.register_path}: the population register failed its input checks (suite 'register'); "
+                "nothing was published and the state did not move",
+                self._register_check.failures,
+            )
+        return self._register_check
+
+    @staticmethod
+    def check_period_label(period: str) -> None:
+        """Raises InputError when ``period`` does not match :data:`PERIOD_PATTERN`."""
+        if not re.fullmatch(PERIOD_PATTERN, period):
+            raise InputError(
+                f"period {period!r} is malformed: use 1 to 100 letters, digits, '-', '_' or '.', starting with a "
+                "letter or digit, that sort chronologically (e.g. 2025-H1, 2025-07, 0007)"
+            )
+
+    def check_inputs(self, snapshot_path: Path, period: str) -> tuple[list[SuiteResult], Snapshot]:
+        """Every check of the inputs before a draft: the period, the register suite (run
+        when the Publisher was made), the snapshot suite and the snapshot's QIs against the
+        register's.
+
+        Returns:
+            the two input suites' results and the checked snapshot.
+
+        Raises:
+            InputError (``InputChecksFailed`` for a failed suite): nothing was changed.
+        """
+        cfg = self.ws.config
+        register_check = self.check_register()
+        published = self.check_period(period)
+        table = read_csv(snapshot_path, "snapshot")
+        snapshot_check = self.check_snapshot(table, snapshot_path, period, published)
+        snap = snapshot_from_table(
+            table, snapshot_path, cfg.id_column, self.qis, cfg.sensitive, self.register, self.hierarchies,
+            set(self.sensitive_domain) if self.sensitive_domain is not None else None,
+        )  # fmt: skip
+        return [register_check, snapshot_check], snap
 
     def _check_published_files(self, published: list[PublishedRelease]) -> None:
         """Refuse to build on a release store that no longer matches the state: every
@@ -177,8 +275,12 @@ class Publisher:
                         "restore it from the backup (published releases are never rewritten)"
                     )
 
+    # -- the steps -------------------------------------------------------------------------
     def publish(self, snapshot_path: Path, period: str | None = None) -> ReleaseOutcome:
-        """Publish the next release from a snapshot file.
+        """Publish the next release from a snapshot in one go: :meth:`prepare`, automatic
+        sign-off, :meth:`finish`. Only for workspaces whose configuration allows automatic
+        approval (``sign_off.auto_approve``, test and demo environments); elsewhere a person
+        signs off between :meth:`prepare` and :meth:`finish`.
 
         Args:
             snapshot_path: CSV with the id, QI and sensitive columns.
@@ -186,36 +288,231 @@ class Publisher:
                 (``snapshot-0007.csv`` gives ``0007``). Labels must sort chronologically.
 
         Raises:
-            InputError: bad input, a period already published or not later than the last,
-                or a requirement the suppression budget cannot meet.
+            InputError: bad input (``InputChecksFailed`` for a failed input suite), a period
+                already published or not later than the last, a requirement the
+                suppression budget cannot meet, or a configuration without automatic
+                approval.
+            ValidationFailed: the draft failed a release suite (it is recorded as failed).
             StateError: another release of the dataset is being prepared.
-            Either way nothing is published and the statistics file does not move.
+            In every case nothing is published and the statistics file does not move.
+        """
+        started = time.perf_counter()
+        if not self.ws.config.sign_off.auto_approve:
+            raise InputError(
+                f"{self.ws.root / 'serialpub.yaml'}: releases of {self.ws.config.dataset!r} need a sign-off; "
+                "use 'serialpub release' (it stops at the sign-off gate) and 'serialpub approve', or set "
+                "sign_off.auto_approve: true in a test environment"
+            )
+        draft = self.prepare(snapshot_path, period)
+        self.approve(draft.seq, AUTO_APPROVER, "sign_off.auto_approve is set in serialpub.yaml", automatic=True)
+        self.finish(draft.seq)
+        return replace(draft.outcome, seconds=time.perf_counter() - started)
+
+    def prepare(self, snapshot_path: Path, period: str | None = None, owner: str | None = None) -> StagedRelease:
+        """Draft and validate the next release: :meth:`draft` then :meth:`validate`. The
+        release is left ``validated`` and staged, waiting for its sign-off.
+
+        Args:
+            owner: who holds the release once staged (default: this process, so that
+                recovery fails it if the process ends); give e.g. ``"awaiting sign-off"``
+                to let it outlive the process.
+        """
+        staged = self.draft(snapshot_path, period, owner)
+        self.validate(staged.seq)
+        return staged
+
+    def draft(self, snapshot_path: Path, period: str | None = None, owner: str | None = None) -> StagedRelease:
+        """Check the inputs, open the draft, anonymize and stage the release (data and
+        manifest in its staging folder; figures, groups and the statistics file after it in
+        the state, not counted). The draft is opened only for input that passed its checks,
+        so bad input leaves no trace.
+
+        Raises:
+            as :meth:`publish`, except ValidationFailed.
         """
         started = time.perf_counter()
         cfg = self.ws.config
         period = period or snapshot_path.stem.rsplit("-", 1)[-1]
         self.recover()
-        published = self.check_period(period)
-        snap = load_snapshot(
-            snapshot_path,
-            cfg.id_column,
-            self.qis,
-            cfg.sensitive,
-            self.register,
-            self.hierarchies,
-            set(self.sensitive_domain) if self.sensitive_domain is not None else None,
-        )
+        _, snap = self.check_inputs(snapshot_path, period)
+        published = self.store.published(cfg.dataset)
         checkpoint("after_snapshot")
-        # the draft is opened only for input that passed its checks, so bad input leaves no trace
-        draft = self.store.begin_draft(
-            cfg.dataset, period, {**self._params_record(), "snapshot": str(snapshot_path)}, this_process()
-        )
+        params = {
+            **self._params_record(),
+            "snapshot": str(snapshot_path.resolve()),
+            "snapshot_rows": len(snap.individual),
+            "snapshot_sha256": release_files.sha256_file(snapshot_path),
+        }
+        draft = self.store.begin_draft(cfg.dataset, period, params, this_process())
         checkpoint("after_draft")
         try:
-            return self._complete(draft, snap, snapshot_path, period, published, started)
+            return self._stage(draft, snap, snapshot_path, period, published, started, owner)
         except BaseException as exc:
             self._abandon(draft, exc)
             raise
+
+    def validate(self, seq: int) -> list[SuiteResult]:
+        """Run the input and release suites on the staged draft ``seq`` and store their
+        results with it; it becomes ``validated`` (evidence written into its staging folder,
+        the manifest updated) or ``failed`` (staging removed, nothing counted) and
+        :class:`ValidationFailed` is raised. Everything is read back from the staging
+        folder, the snapshot file and the state, not taken from the anonymizer's memory.
+        A release already validated is left as it is (its stored results are returned).
+
+        Raises:
+            ValidationFailed: a suite failed.
+            StateError: ``seq`` is not the dataset's open draft, or its snapshot file
+                changed since the draft was made.
+        """
+        rel = self._open_release(seq)
+        if rel.status != "draft":
+            return []
+        try:
+            return self._validate(rel)
+        except ValidationFailed:
+            self._remove_staging(rel)  # record_validation already closed it as failed
+            raise
+        except BaseException as exc:
+            self._abandon(rel, exc)
+            raise
+
+    def report(self, seq: int) -> dict[str, Any]:
+        """What the approver sees for the open release ``seq``: its figures, the verdict of
+        every suite and the checksum of the validation page (``report_sha256``, stored with
+        the sign-off as what was seen)."""
+        rel = self._open_release(seq)
+        staging = self._staging_dir(rel)
+        manifest = json.loads((staging / release_files.MANIFEST_FILE).read_text(encoding="utf-8"))
+        page = staging / HTML_FILE
+        return {
+            "dataset": self.ws.config.dataset,
+            "release": rel.seq,
+            "period": rel.period,
+            "status": rel.status,
+            "records": manifest["records"],
+            "groups": manifest["groups"],
+            "suppressed": manifest["suppressed"],
+            "max_breach_probability": manifest["max_breach_probability"],
+            "l": manifest["l"],
+            "average_relative_error": manifest["utility"]["average_relative_error"],
+            "validation": manifest["validation"],
+            "validation_page": str(page) if page.exists() else None,
+            "report_sha256": release_files.sha256_file(page) if page.exists() else None,
+        }
+
+    def approve(
+        self, seq: int, approver: str, comment: str, report_sha256: str | None = None, automatic: bool = False
+    ) -> SignOffRecord:
+        """Record an approving sign-off of the validated release ``seq``.
+
+        Raises:
+            InputError: ``automatic`` without ``sign_off.auto_approve`` in the configuration,
+                or an empty approver name.
+            StateError: ``seq`` is not the dataset's validated (or approved) release.
+        """
+        cfg = self.ws.config
+        if automatic and not cfg.sign_off.auto_approve:
+            raise InputError(f"{self.ws.root / 'serialpub.yaml'}: automatic approval needs sign_off.auto_approve")
+        if not approver.strip():
+            raise InputError("the approver's name is empty; sign-offs are recorded with who decided")
+        if report_sha256 is None:
+            page = self._staging_dir(self._open_release(seq)) / HTML_FILE
+            report_sha256 = release_files.sha256_file(page) if page.exists() else None
+        return self.store.approve(cfg.dataset, seq, approver, comment, report_sha256)
+
+    def finish(self, seq: int) -> Path:
+        """Publish the approved release ``seq``: write its sign-off into the staged
+        manifest, commit it in the state, move its folder into place. Running it again
+        after it completed, or after a crash between commit and move, finishes the move
+        and returns the folder.
+
+        Raises:
+            StateError: ``seq`` is neither approved nor published.
+        """
+        cfg = self.ws.config
+        final = self.ws.dataset_dir / release_files.release_name(seq)
+        done = [r for r in self.store.published(cfg.dataset) if r.seq == seq]
+        if done:
+            if not final.is_dir():
+                release_files.move_into_place(self.ws.dataset_dir, seq, done[0].id)
+            return final
+        rel = self._open_release(seq)
+        if rel.status != "approved":
+            raise StateError(
+                f"release {seq} of {cfg.dataset!r} is {rel.status}; it is published only after an approving "
+                f"sign-off ('serialpub approve --release {seq} --by NAME')"
+            )
+        sign_off = self.store.sign_offs(cfg.dataset, seq)[-1]
+        staging = self._staging_dir(rel)
+        manifest = json.loads((staging / release_files.MANIFEST_FILE).read_text(encoding="utf-8"))
+        manifest["sign_off"] = {
+            "decision": sign_off.decision,
+            "approver": sign_off.approver,
+            "comment": sign_off.comment,
+            "decided_at": sign_off.decided_at.isoformat(timespec="seconds"),
+            "report_sha256": sign_off.report_sha256,
+            "automatic": sign_off.approver == AUTO_APPROVER,
+        }
+        manifest_sha = release_files.write_manifest(staging, manifest)
+        checkpoint("before_commit")
+        self.store.publish_staged(rel.id, manifest_sha, str(final), this_process())
+        checkpoint("after_commit")
+        release_files.move_into_place(self.ws.dataset_dir, seq, rel.id)
+        checkpoint("after_publish")
+        return final
+
+    def close(self, seq: int, reason: str) -> None:
+        """End the open release ``seq`` as failed (a run that failed or timed out waiting
+        for its sign-off): staging removed, nothing counted."""
+        rel = self._open_release(seq)
+        self.store.fail(rel.id, reason, this_process())
+        self._remove_staging(rel)
+
+    # -- helpers of the steps --------------------------------------------------------------
+    def _open_release(self, seq: int) -> OpenRelease:
+        current = self.store.open_release(self.ws.config.dataset)
+        if current is None or current.seq != seq:
+            what = f"release {current.seq} is open" if current else "no release is open"
+            raise StateError(f"dataset {self.ws.config.dataset!r} has no open release {seq} ({what})")
+        return current
+
+    def _staging_dir(self, rel: OpenRelease) -> Path:
+        return self.ws.dataset_dir / release_files.staging_name(rel.seq, rel.id)
+
+    def _remove_staging(self, rel: OpenRelease) -> None:
+        shutil.rmtree(self._staging_dir(rel), ignore_errors=True)
+
+    def check_snapshot(
+        self, table: pd.DataFrame, path: Path, period: str, published: list[PublishedRelease]
+    ) -> SuiteResult:
+        """Run the snapshot input suite (checks.input_suites.snapshot_suite) on a snapshot as
+        read: columns, text without blanks, unique ids in the register, QI values leaves of
+        their hierarchies, sensitive values in their domain, the period after the last
+        published one, the row count within the configured multiples of the previous
+        snapshot's (recorded with each release; a release without it, e.g. an imported
+        one, skips that expectation).
+
+        Raises:
+            InputChecksFailed: naming the file; one line per failed expectation with the
+                file lines of the first unexpected values.
+        """
+        cfg = self.ws.config
+        bounds = cfg.validation.min_snapshot_rows_ratio, cfg.validation.max_snapshot_rows_ratio
+        previous_rows = published[-1].params.get("snapshot_rows") if published else None
+        outcome = snapshot_suite(
+            by_file_line(table), cfg.id_column, self.qis, cfg.sensitive, self.hierarchies, self.register.ids,
+            self.sensitive_domain, period, published[-1].period if published else None,
+            previous_rows if bounds != (None, None) else None,
+            (bounds[0] or 0.0, bounds[1] if bounds[1] is not None else float("inf")),
+            self.hierarchy_sources, row_label="line",
+        )  # fmt: skip
+        if not outcome.success:
+            raise InputChecksFailed(
+                f"{path}: the snapshot failed its input checks (suite 'snapshot'); nothing was published and "
+                "the state did not move",
+                outcome.failures,
+            )
+        return outcome
 
     def _abandon(self, draft: OpenRelease, exc: BaseException) -> None:
         """Close a draft that did not complete, unless its publication was committed (then the
@@ -227,10 +524,10 @@ class Publisher:
         self.store.fail(draft.id, reason, this_process())
         shutil.rmtree(self.ws.dataset_dir / release_files.staging_name(draft.seq, draft.id), ignore_errors=True)
 
-    def _complete(
+    def _stage(
         self, draft: OpenRelease, snap: Snapshot, snapshot_path: Path, period: str,
-        published: list[PublishedRelease], started: float,
-    ) -> ReleaseOutcome:
+        published: list[PublishedRelease], started: float, owner: str | None,
+    ) -> StagedRelease:
         cfg = self.ws.config
         seq = draft.seq
         ell = np.full(len(self.register.ids), float(cfg.ell))
@@ -259,36 +556,26 @@ class Publisher:
         t_anon = time.perf_counter() - t_anon
         checkpoint("after_anonymize")
         table = self._published_table(snap, result)
-        query = average_relative_error(
-            snap.table[[*self.qis, cfg.sensitive]],
-            table,
-            self.hierarchies,
-            cfg.sensitive,
-            n_queries=QUERY_COUNT,
-            qd=QUERY_DIMENSIONS,
-            selectivity=QUERY_SELECTIVITY,
-            seed=cfg.query_seed,
-        )
-        suites = self._validate(draft, snap, table, result, history, query.mean)
-        checkpoint("after_validation")
+        try:
+            query = average_relative_error(
+                snap.table[[*self.qis, cfg.sensitive]],
+                table,
+                self.hierarchies,
+                cfg.sensitive,
+                n_queries=QUERY_COUNT,
+                qd=QUERY_DIMENSIONS,
+                selectivity=QUERY_SELECTIVITY,
+                seed=cfg.query_seed,
+            )
+        except ValueError:
+            query = None  # a draft the measure cannot read fails the contract suite, which names the value
         manifest = self._manifest(seq, period, published[-1].seq if published else None, result, query)
-        manifest["validation"] = {
-            "success": True,
-            "sha256": None,  # of validation.json, filled when it is written
-            "global_guarantee_checked": cfg.guarantee == "global",
-            "suites": {r.suite: {"success": r.success, "sha256": r.sha256} for r in suites},
-        }
+        staging = self.ws.dataset_dir / release_files.staging_name(seq, draft.id)
         # the release row names its staging folder, for operators looking at an open draft
-        self.store.set_staging(draft.id, str(self.ws.dataset_dir / release_files.staging_name(seq, draft.id)))
-        title = f"{cfg.dataset} release {seq} (period {period})"
-        _, manifest_sha = release_files.write_staging(
-            self.ws.dataset_dir, seq, draft.id, table, manifest, evidence=(title, suites)
-        )
-        final = self.ws.dataset_dir / release_files.release_name(seq)
-        stats = self.statistics.tables(result.history)
-        checkpoint("before_commit")
+        self.store.set_staging(draft.id, str(staging))
+        release_files.write_staging(self.ws.dataset_dir, seq, draft.id, table, manifest)
         t_commit = time.perf_counter()
-        self.store.publish(
+        self.store.stage(
             draft.id,
             {
                 "records": int(result.published.sum()),
@@ -296,22 +583,18 @@ class Publisher:
                 "suppressed": result.suppressed,
                 "max_breach": result.max_breach,
                 "data_sha256": manifest["sha256"]["data.parquet"],
-                "manifest_sha256": manifest_sha,
             },
             self._group_rows(result),
-            stats,
-            directory=str(final),
-            actor=this_process(),
+            self.statistics.tables(result.history),
+            str(staging),
+            owner=owner,
         )
         t_state += time.perf_counter() - t_commit
-        checkpoint("after_commit")
-        release_files.move_into_place(self.ws.dataset_dir, seq, draft.id)
-        checkpoint("after_publish")
         cand, recs = result.group_candidates, result.group_records
-        return ReleaseOutcome(
+        outcome = ReleaseOutcome(
             seq=seq,
             period=period,
-            directory=final,
+            directory=self.ws.dataset_dir / release_files.release_name(seq),
             records=int(recs.sum()),
             groups=int(cand.size),
             suppressed=result.suppressed,
@@ -320,23 +603,29 @@ class Publisher:
             avg_records=float(recs.mean()),
             max_records=int(recs.max()),
             max_breach=result.max_breach,
-            query_error=query.mean,
+            query_error=query.mean if query else float("nan"),
             seconds=time.perf_counter() - started,
             seconds_anonymize=t_anon,
             seconds_state=t_state,
         )
+        return StagedRelease(id=draft.id, seq=seq, period=period, staging=staging, outcome=outcome)
 
-    def _validate(
-        self, draft: OpenRelease, snap: Snapshot, table: pd.DataFrame, result: ReleaseResult, history: History,
-        query_error: float,
-    ) -> list[SuiteResult]:
-        """Run the release suites on the draft and store their results with it; the draft
-        becomes ``validated``, or ``failed`` and :class:`ValidationFailed` is raised.
-
-        Under the localized baseline the global-guarantee suite is left out (that baseline
-        exists to show the leak); the manifest says so.
-        """
+    def _validate(self, rel: OpenRelease) -> list[SuiteResult]:
+        """The body of :meth:`validate`. Under the localized baseline the global-guarantee
+        suite is left out (that baseline exists to show the leak); the manifest says so."""
         cfg = self.ws.config
+        staging = self._staging_dir(rel)
+        manifest, table = release_files.read_release(staging)
+        path = Path(rel.params["snapshot"])
+        if not path.is_file() or release_files.sha256_file(path) != rel.params.get("snapshot_sha256"):
+            raise StateError(
+                f"{path}: the snapshot of release {rel.seq} changed or disappeared after the release was drafted; "
+                f"end it with 'serialpub reject --release {rel.seq}' and prepare it again"
+            )
+        (_, snapshot_check), snap = self.check_inputs(path, rel.period)
+        history = self.statistics.load(
+            self.store.latest_statistics(cfg.dataset), np.full(len(self.register.ids), float(cfg.ell))
+        )
         presence = cfg.dilution == "presence"
         thresholds = cfg.validation.model_dump()
         if thresholds["max_suppression_rate"] is None:
@@ -345,21 +634,33 @@ class Publisher:
             table, self.qis, cfg.sensitive, self.hierarchies, self.register.keys, self.register.ids.to_numpy(),
             self.protected, history.survival[history.class_of], cfg.ell, presence,
             snap.individual if presence else None, thresholds,
-            metrics={"suppression_rate": result.suppressed / max(len(snap.individual), 1), "query_error": query_error},
+            metrics={
+                "suppression_rate": manifest["suppressed"] / max(len(snap.individual), 1),
+                "query_error": manifest["utility"]["average_relative_error"],
+            },
             id_column=cfg.id_column, sensitive_domain=self.sensitive_domain,
-        )
+        )  # fmt: skip
         if cfg.guarantee == "localized":
             suites = [r for r in suites if r.suite != "guarantee"]
+        suites = [self.check_register(), snapshot_check, *suites]
         passed = self.store.record_validation(
-            draft.id, [(r.suite, r.success, r.result, r.sha256) for r in suites], this_process()
+            rel.id, [(r.suite, r.success, r.result, r.sha256) for r in suites], this_process()
         )
         if not passed:
             failures = [f"{r.suite}: {f}" for r in suites for f in r.failures]
             raise ValidationFailed(
-                f"release {draft.seq} of {cfg.dataset!r} failed validation and was marked failed; nothing was "
+                f"release {rel.seq} of {cfg.dataset!r} failed validation and was marked failed; nothing was "
                 f"published and the state did not move ({len(failures)} failed expectation(s))",
                 failures,
             )
+        manifest["validation"] = {
+            "success": True,
+            "sha256": write_evidence(staging, f"{cfg.dataset} release {rel.seq} (period {rel.period})", suites),
+            "global_guarantee_checked": cfg.guarantee == "global",
+            "suites": {r.suite: {"success": r.success, "sha256": r.sha256} for r in suites},
+        }
+        release_files.write_manifest(staging, manifest)
+        checkpoint("after_validation")
         return suites
 
     def _infeasible_advice(self, history: History) -> str:
@@ -375,7 +676,13 @@ class Publisher:
                     "them to it (paper 004, section 6.1). Plan k' for the whole series; the geometric strategy "
                     "has no such bound"
                 )
-        return "Raise suppression_budget, protect fewer values, or use register dilution"
+        if cfg.dilution == "presence":
+            return "Raise suppression_budget, protect fewer values, or use register dilution"
+        return (
+            "Raise suppression_budget, protect fewer values, or choose a strategy with a smaller ratio target "
+            "('serialpub strategy' compares them; the constant ratio grows with k'); a snapshot holding a large "
+            "share of the register leaves few candidates per record"
+        )
 
     def _published_table(self, snap: Snapshot, result: ReleaseResult) -> pd.DataFrame:
         """Published records: QI labels of their group's nodes and the sensitive value,
@@ -442,11 +749,11 @@ class Publisher:
                 else None
             ),
             "utility": {
-                "average_relative_error": query.mean,
-                "queries": query.n_queries,
-                "qd": query.qd,
-                "selectivity": query.selectivity,
-                "seed": query.seed,
+                "average_relative_error": query.mean if query else None,
+                "queries": QUERY_COUNT,
+                "qd": QUERY_DIMENSIONS,
+                "selectivity": QUERY_SELECTIVITY,
+                "seed": self.ws.config.query_seed,
             },
             "sha256": {"data.parquet": None, **self.file_sums},
             "previous_release": previous,
@@ -468,3 +775,9 @@ def reject_release(
     rejected = store.reject(ws.config.dataset, seq, approver, comment, report_sha256)
     shutil.rmtree(ws.dataset_dir / release_files.staging_name(seq, rejected.id), ignore_errors=True)
     return rejected
+
+
+def by_file_line(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` indexed by the file line of each row (the header is line 1), so that the
+    input suites' failure lines name file lines."""
+    return table.set_axis(pd.RangeIndex(2, len(table) + 2))

@@ -117,6 +117,19 @@ def write_staging(
     return staging, hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def write_manifest(staging: Path, manifest: dict[str, Any]) -> str:
+    """Rewrite the manifest of a staged release (validation evidence, then the sign-off
+    are added to it before it is published) and flush it; returns its sha256."""
+    text = json.dumps(manifest, indent=2, sort_keys=False) + "\n"
+    tmp = staging / f".{MANIFEST_FILE}.tmp"
+    tmp.write_text(text, encoding="utf-8")
+    _fsync(tmp)
+    os.replace(tmp, staging / MANIFEST_FILE)
+    for p in [*(staging / name for name in (JSON_FILE, HTML_FILE) if (staging / name).exists()), staging]:
+        _fsync(p)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def move_into_place(dataset_dir: Path, seq: int, release_id: int) -> Path:
     """Step 3: rename the staging folder to its final name and flush the parent."""
     final = dataset_dir / release_name(seq)

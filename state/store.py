@@ -19,13 +19,13 @@ import hashlib
 import io
 import os
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from sqlalchemy import Engine, select, update
+from sqlalchemy import Engine, delete, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -110,6 +110,7 @@ class OpenRelease:
     owner: str
     staging: str | None
     created: datetime
+    params: dict[str, Any] = field(default_factory=dict)
 
 
 class StateStore:
@@ -156,7 +157,9 @@ class StateStore:
             if ds is None:
                 return None
             r = s.scalar(select(Release).where(Release.dataset_id == ds.id, Release.status.in_(OPEN_STATUSES)))
-            return None if r is None else OpenRelease(r.id, r.seq, r.period, r.status, r.owner, r.staging, r.created)
+            if r is None:
+                return None
+            return OpenRelease(r.id, r.seq, r.period, r.status, r.owner, r.staging, r.created, dict(r.params or {}))
 
     def latest_statistics(self, dataset: str) -> tuple[pa.Table, pa.Table] | None:
         """The statistics file (members, classes) after the newest published release, or
@@ -281,6 +284,120 @@ class StateStore:
             self._log(s, dataset.name, rel.seq, actor, "imported" if rel.imported else "published",
                       records=rel.records, groups=rel.groups, data_sha256=rel.data_sha256)
 
+    def stage(
+        self,
+        release_id: int,
+        summary: dict[str, Any],
+        groups: list[dict[str, Any]],
+        stats: tuple[pa.Table, pa.Table],
+        staging: str,
+        owner: str | None = None,
+    ) -> None:
+        """Store what publishing an open release will count, without counting it: its
+        figures, groups and the statistics file after it. ``latest_statistics`` and every
+        reader of published releases ignore them until :meth:`publish_staged`; a release
+        that ends rejected or failed has them removed.
+
+        Args:
+            summary: ``records``, ``groups``, ``suppressed``, ``max_breach``, ``data_sha256``.
+            staging: the staging folder of its files.
+            owner: hand the release to a new owner (e.g. ``airflow:<dag>/<run>``), so that
+                the drafting process may end without the release being failed by recovery.
+        """
+        members, classes = table_to_bytes(stats[0]), table_to_bytes(stats[1])
+        with Session(self.engine) as s, s.begin():
+            rel = s.get(Release, release_id, with_for_update=True)
+            if rel is None or rel.status not in OPEN_STATUSES:
+                raise StateError(f"release row {release_id} is not open; it cannot be staged")
+            rel.records, rel.groups = summary["records"], summary["groups"]
+            rel.suppressed, rel.max_breach = summary["suppressed"], summary["max_breach"]
+            rel.data_sha256 = summary["data_sha256"]
+            rel.staging = staging
+            rel.updated = datetime.now(UTC)
+            if owner is not None:
+                rel.owner = owner
+            s.execute(delete(ReleaseGroup).where(ReleaseGroup.release_id == rel.id))
+            s.execute(delete(Statistics).where(Statistics.release_id == rel.id))
+            s.add_all(ReleaseGroup(release_id=rel.id, group_no=i, **g) for i, g in enumerate(groups))
+            s.add(Statistics(
+                release_id=rel.id, individuals=stats[0].num_rows, classes=stats[1].num_rows,
+                sha256=_digest(members, classes), members_data=members, classes_data=classes,
+            ))
+
+    def publish_staged(self, release_id: int, manifest_sha256: str, directory: str, actor: str) -> None:
+        """Mark an approved release published, counting what :meth:`stage` stored (step 2 of
+        serialpub.release_files' publication order).
+
+        Raises:
+            StateError: the release is not approved, or nothing was staged for it.
+        """
+        with Session(self.engine) as s, s.begin():
+            rel = s.get(Release, release_id, with_for_update=True)
+            if rel is None or rel.status != "approved":
+                status = "missing" if rel is None else rel.status
+                raise StateError(f"release row {release_id} is {status}; only an approved release is published")
+            if s.get(Statistics, rel.id) is None:
+                raise StateError(f"release {rel.seq} has no staged statistics; prepare it again")
+            self._transition(s, release_id, "published")
+            dataset = s.get(Dataset, rel.dataset_id)
+            assert dataset is not None
+            rel.manifest_sha256 = manifest_sha256
+            rel.directory = directory
+            rel.published_at = rel.updated
+            self._log(s, dataset.name, rel.seq, actor, "published", records=rel.records, groups=rel.groups,
+                      data_sha256=rel.data_sha256)
+
+    def approve(self, dataset: str, seq: int, approver: str, comment: str, report_sha256: str | None) -> SignOffRecord:
+        """Record an approving sign-off of the validated release ``seq`` (it becomes
+        ``approved``). Approving an already approved release returns its sign-off.
+
+        Raises:
+            StateError: ``seq`` is not the dataset's open release, or not validated yet.
+        """
+        with Session(self.engine) as s, s.begin():
+            rel = self._open(s, dataset, seq, "approve")
+            if rel.status == "approved":
+                existing = s.scalars(select(SignOff).where(SignOff.release_id == rel.id)
+                                     .order_by(SignOff.id.desc())).first()
+                assert existing is not None
+                return _sign_off_record(existing)
+            if rel.status != "validated":
+                raise StateError(
+                    f"release {seq} of {dataset!r} is {rel.status}; only a validated release can be approved"
+                )
+            self._transition(s, rel.id, "approved")
+            row = SignOff(release_id=rel.id, approver=approver, decision="approved", comment=comment,
+                          report_sha256=report_sha256, decided_at=datetime.now(UTC))
+            s.add(row)
+            self._log(s, dataset, seq, approver, "approved", comment=comment, report_sha256=report_sha256)
+            s.flush()
+            return _sign_off_record(row)
+
+    def sign_offs(self, dataset: str, seq: int) -> list[SignOffRecord]:
+        """Every sign-off decision recorded for attempts at release ``seq``, oldest first."""
+        with Session(self.engine) as s:
+            rows = s.scalars(
+                select(SignOff).join(Release, Release.id == SignOff.release_id)
+                .join(Dataset, Dataset.id == Release.dataset_id)
+                .where(Dataset.name == dataset, Release.seq == seq).order_by(SignOff.id)
+            ).all()
+            return [_sign_off_record(r) for r in rows]
+
+    def _open(self, s: Session, dataset: str, seq: int, verb: str) -> Release:
+        ds = self._dataset(s, dataset, create=False)
+        rel = None if ds is None else s.scalar(
+            select(Release).where(Release.dataset_id == ds.id, Release.seq == seq,
+                                  Release.status.in_(OPEN_STATUSES)).with_for_update()
+        )
+        if rel is None:
+            raise StateError(f"dataset {dataset!r} has no open release {seq} to {verb}")
+        return rel
+
+    def _drop_staged(self, s: Session, release_id: int) -> None:
+        """Remove what :meth:`stage` stored for a release that will never count."""
+        s.execute(delete(ReleaseGroup).where(ReleaseGroup.release_id == release_id))
+        s.execute(delete(Statistics).where(Statistics.release_id == release_id))
+
     def record_validation(
         self, release_id: int, results: list[tuple[str, bool, dict[str, Any], str]], actor: str
     ) -> bool:
@@ -297,6 +414,8 @@ class StateStore:
         now = datetime.now(UTC)
         with Session(self.engine) as s, s.begin():
             rel = self._transition(s, release_id, "validated" if passed else "failed")
+            if not passed:
+                self._drop_staged(s, rel.id)
             dataset = s.get(Dataset, rel.dataset_id)
             assert dataset is not None
             s.add_all(
@@ -326,6 +445,7 @@ class StateStore:
         """Close an open release as failed (nothing of it counts)."""
         with Session(self.engine) as s, s.begin():
             rel = self._transition(s, release_id, "failed")
+            self._drop_staged(s, rel.id)
             dataset = s.get(Dataset, rel.dataset_id)
             assert dataset is not None
             self._log(s, dataset.name, rel.seq, actor, "failed", reason=reason[:2000])
@@ -337,19 +457,29 @@ class StateStore:
             StateError: release ``seq`` is not the open release of the dataset.
         """
         with Session(self.engine) as s, s.begin():
-            ds = self._dataset(s, dataset, create=False)
-            rel = None if ds is None else s.scalar(
-                select(Release).where(Release.dataset_id == ds.id, Release.seq == seq,
-                                      Release.status.in_(OPEN_STATUSES))
-            )
-            if rel is None:
-                raise StateError(f"dataset {dataset!r} has no open release {seq} to reject")
+            rel = self._open(s, dataset, seq, "reject")
             self._transition(s, rel.id, "rejected")
+            self._drop_staged(s, rel.id)
             now = datetime.now(UTC)
             s.add(SignOff(release_id=rel.id, approver=approver, decision="rejected", comment=comment,
                           report_sha256=report_sha256, decided_at=now))
             self._log(s, dataset, seq, approver, "rejected", comment=comment)
             return OpenRelease(rel.id, rel.seq, rel.period, "rejected", rel.owner, rel.staging, rel.created)
+
+
+@dataclass(frozen=True)
+class SignOffRecord:
+    """One recorded sign-off decision (table ``sign_offs``)."""
+
+    approver: str
+    decision: str  # approved | rejected
+    comment: str
+    report_sha256: str | None
+    decided_at: datetime
+
+
+def _sign_off_record(row: SignOff) -> SignOffRecord:
+    return SignOffRecord(row.approver, row.decision, row.comment, row.report_sha256, row.decided_at)
 
 
 def _busy_message(dataset: str, current: Release | OpenRelease) -> str:

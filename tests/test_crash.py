@@ -49,11 +49,11 @@ BEFORE: dict[str, tuple[list[str], list[str] | None, bool]] = {
     "after_draft": (["draft"], None, False),
     "after_state_load": (["draft"], None, False),
     "after_anonymize": (["draft"], None, False),
-    "after_validation": (["validated"], None, False),  # suites passed and stored
-    "after_data_written": (["validated"], ["data.parquet"], False),
-    "after_manifest_written": (["validated"], STAGED, False),
-    "after_flush": (["validated"], STAGED, False),
-    "before_commit": (["validated"], STAGED, False),
+    "after_data_written": (["draft"], ["data.parquet"], False),
+    "after_manifest_written": (["draft"], ["data.parquet", "manifest.json"], False),
+    "after_flush": (["draft"], ["data.parquet", "manifest.json"], False),
+    "after_validation": (["validated"], STAGED, False),  # suites passed and stored
+    "before_commit": (["approved"], STAGED, False),  # signed off automatically
     "after_commit": (["published"], STAGED, False),  # committed, still in staging
     "after_rename": (["published"], None, True),
     "after_publish": (["published"], None, True),
@@ -160,10 +160,10 @@ def test_crash_leaves_the_release_published_or_invisible(
     statuses, staged, in_place = BEFORE[point]
     rows = _rows(store, 2)
     assert [r.status for r in rows] == statuses
-    if statuses in (["draft"], ["validated"]):  # open, owned by the killed process, hence stale
+    if statuses in (["draft"], ["validated"], ["approved"]):  # open, owned by the killed process, hence stale
         assert rows[0].owner == f"pid:{crash.pids[0]}@{socket.gethostname()}"
         assert owner_is_gone(rows[0].owner)
-    attempts = [r for r in rows if r.status in ("draft", "validated", "published")]
+    attempts = [r for r in rows if r.status in ("draft", "validated", "approved", "published")]
     staging = dataset_dir / (release_files.staging_name(2, attempts[0].id) if attempts else "no-staging")
     assert (_listing(staging) if staging.exists() else None) == staged
     assert (dataset_dir / "release-0002").exists() == in_place
@@ -217,6 +217,6 @@ def test_crash_leaves_the_release_published_or_invisible(
     for k in (1, 2, 3):
         assert _count(store, select(func.count()).where(AuditLog.action == "published", AuditLog.release_seq == k)) == 1
     failed = _count(store, select(func.count()).where(AuditLog.action == "failed"))
-    assert failed == (1 if statuses in (["draft"], ["validated"]) else 0)
+    assert failed == (1 if statuses in (["draft"], ["validated"], ["approved"]) else 0)
     publisher.store.engine.dispose()
     store.engine.dispose()

@@ -18,7 +18,7 @@ from test_pipeline import make_workspace, snapshot, state_of
 
 from serialpub import release_files
 from serialpub.config import DATABASE_ENV, load_config
-from serialpub.pipeline import Publisher
+from serialpub.pipeline import AUTO_APPROVER, Publisher
 from state.engine import head_revision, upgrade
 from state.models import TRANSITIONS, AuditLog, Base, Release, SignOff, Statistics
 from state.store import StateError, StateStore, open_engine, owner_is_gone, this_process
@@ -130,7 +130,9 @@ def test_reject_removes_the_staging_and_records_the_sign_off(state_ws: Path, sta
     assert _release(store, 2, "rejected").id == draft.id
     with Session(store.engine) as s:
         sign_offs = [(o.release_id, o.approver, o.decision, o.comment) for o in s.scalars(select(SignOff))]
-    assert sign_offs == [(draft.id, "alice", "rejected", "no")]
+    # release 1 was signed off automatically (the test workspace allows it), release 2 rejected
+    assert sign_offs[1:] == [(draft.id, "alice", "rejected", "no")]
+    assert sign_offs[0][1:3] == (AUTO_APPROVER, "approved")
     last = store.audit_log("clinic")[-1]
     assert (last["action"], last["release"], last["actor"]) == ("rejected", 2, "alice")
     assert last["detail"] == {"comment": "no"}
@@ -230,10 +232,11 @@ def test_every_state_change_is_in_the_audit_log(state_ws: Path) -> None:
     store.reject("clinic", 2, "alice", "no", None)
     log = store.audit_log("clinic")
     assert [(e["action"], e["release"]) for e in log] == [
-        ("draft", 1), ("validated", 1), ("published", 1), ("draft", 2), ("failed", 2), ("draft", 2), ("rejected", 2)
+        ("draft", 1), ("validated", 1), ("approved", 1), ("published", 1),
+        ("draft", 2), ("failed", 2), ("draft", 2), ("rejected", 2),
     ]
-    assert [e["actor"] for e in log[3:]] == ["pid:1@somewhere", "ci", "pid:2@somewhere", "alice"]
-    assert log[4]["detail"] == {"reason": "validation failed"}
+    assert [e["actor"] for e in log[4:]] == ["pid:1@somewhere", "ci", "pid:2@somewhere", "alice"]
+    assert log[5]["detail"] == {"reason": "validation failed"}
 
 
 # ---------------------------------------------------------------------------------------
