@@ -1,0 +1,214 @@
+"""Airflow DAGs of serialpub: one release DAG per configured dataset (issue 6).
+
+The DAG only wires the steps of :mod:`serialpub.orchestration` (DESIGN.md section 6):
+
+    ingest -> validate_inputs -> anonymize -> validate_release -> report -> sign_off
+           -> publish -> emit_release_published -> finalize
+
+- **Datasets**: the workspace folders in ``SERIALPUB_WORKSPACES`` (separated by ':'), each
+  with its ``serialpub.yaml``; the DAG id is ``serialpub_release_<dataset>``.
+- **Schedule**: a "snapshot landed" Asset event (``serialpub_snapshot_landed_<dataset>``,
+  whose extra may carry ``snapshot`` and ``period``) or the semi-annual timetable (00:00 UTC
+  on 1 January and 1 July, publishing the half year that just ended). A manual run takes
+  ``period`` and optionally ``snapshot`` (and ``dataset``) in its configuration.
+- **Order**: ``max_active_runs=1``; a period already published is a no-op that says so; a
+  period while another release waits for its decision is refused. Backfills of historic
+  half years: ``airflow backfill create --dag-id serialpub_release_<dataset>
+  --from-date ... --to-date ...`` (runs oldest first, one at a time).
+- **Sign-off**: ``ApprovalOperator`` (human in the loop); the approver's decision, name,
+  time, comment and the checksum of the validation page they saw are stored in the state
+  and the manifest. ``sign_off.auto_approve: true`` replaces it with an automatic approval
+  (recorded as such). No decision within ``sign_off.timeout_hours`` fails the run.
+- **Failure**: ``finalize`` runs whatever happened; if a step failed or the sign-off timed
+  out it closes the run's open release as failed (nothing published, state unchanged)
+  and fails the run with the first error. A rejection is recorded by the gate itself and
+  ends the run without publishing.
+- **Retries**: none on the steps that change the state; ``publish`` is idempotent and is
+  retried.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pendulum
+from airflow.exceptions import AirflowFailException
+from airflow.providers.standard.operators.hitl import ApprovalOperator, HITLOperator
+from airflow.sdk import Asset, AssetOrTimeSchedule, CronTriggerTimetable, Param, dag, get_current_context, task
+
+from serialpub import orchestration as steps
+from serialpub.config import load_config
+
+SEMI_ANNUAL = "0 0 1 1,7 *"
+
+
+def snapshot_landed(dataset: str, landing_dir: str) -> Asset:
+    """The Asset an upstream extract (or a file sensor) updates when a snapshot lands."""
+    return Asset(name=f"serialpub_snapshot_landed_{dataset}", uri=f"file://{landing_dir}")
+
+
+def release_published(dataset: str, dataset_dir: str) -> Asset:
+    """The Asset the DAG updates when a release is published (extra: release, period,
+    manifest and data checksums)."""
+    return Asset(name=f"serialpub_release_published_{dataset}", uri=f"file://{dataset_dir}")
+
+
+STEPS = ("ingest", "needs_release", "validate_inputs", "anonymize", "validate_release", "report", "sign_off",
+         "publish", "emit_release_published")
+
+
+def _failure_of(context: Any) -> str | None:
+    """The first step of this run (in pipeline order) that failed, or None."""
+    ti = context["ti"]
+    states = ti.get_task_states(dag_id=ti.dag_id, run_ids=[ti.run_id])
+    states = states.get(ti.run_id, states)  # {run_id: {task_id: state}}
+    failed = [t for t in STEPS if str(states.get(t)) in ("failed", "TaskInstanceState.FAILED")]
+    return f"step {failed[0]} failed (see its log)" if failed else None
+
+
+class SignOffGate(ApprovalOperator):
+    """The standard human-in-the-loop approval, recording the answer in serialpub's state
+    as it arrives: approval (approver, time, comment, sha256 of the page they saw), or
+    rejection (the release ends, staged files removed, state unchanged). Downstream tasks
+    are skipped on rejection, as ApprovalOperator does."""
+
+    def __init__(self, *, workspace: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.workspace = workspace
+
+    def execute_complete(self, context: Any, event: dict[str, Any]) -> Any:
+        answer = HITLOperator.execute_complete(self, context=context, event=event)  # raises on a timeout
+        facts = context["ti"].xcom_pull(task_ids="report")
+        user = answer.get("responded_by_user") or {}
+        steps.decide(
+            self.workspace, facts["release"], (answer.get("chosen_options") or [None])[0] == self.APPROVE,
+            str(user.get("name") or user.get("id") or "unknown"),
+            str((answer.get("params_input") or {}).get("comment", "")), facts["report_sha256"],
+        )  # fmt: skip
+        return super().execute_complete(context=context, event=event)
+
+
+def build_release_dag(root: str) -> Any:
+    ws = load_config(Path(root))
+    dataset = ws.config.dataset
+    landed = snapshot_landed(dataset, str(ws.landing_dir))
+    published_asset = release_published(dataset, str(ws.dataset_dir))
+    timeout = timedelta(hours=ws.config.sign_off.timeout_hours)
+
+    @dag(
+        dag_id=f"serialpub_release_{dataset}",
+        description=f"publish the next release of {dataset} under the global guarantee",
+        schedule=AssetOrTimeSchedule(timetable=CronTriggerTimetable(SEMI_ANNUAL, timezone="UTC"), assets=landed),
+        start_date=pendulum.datetime(2020, 1, 1, tz="UTC"),
+        catchup=False,
+        max_active_runs=1,
+        default_args={"retries": 0},
+        params={
+            "period": Param(None, type=["null", "string"], description="period label, e.g. 2025-H1"),
+            "snapshot": Param(None, type=["null", "string"], description="snapshot CSV (default: landing zone)"),
+            "dataset": Param(None, type=["null", "string"], description=f"must be {dataset!r} if given"),
+        },
+        tags=["serialpub", dataset],
+        doc_md=__doc__,
+    )
+    def release_dag() -> None:
+        @task
+        def ingest() -> dict[str, Any]:
+            context = get_current_context()
+            dag_run = context["dag_run"]
+            conf = {k: v for k, v in (dag_run.conf or {}).items() if v is not None}
+            extras = [
+                dict(event.extra or {})
+                for events in (context.get("triggering_asset_events") or {}).values()
+                for event in events
+            ]
+            # the logical date names the period of calendar runs and backfills, and of a
+            # manual run given a logical date but no period
+            decision = steps.ingest(root, conf, extras, dag_run.logical_date)
+            print(decision["message"])
+            return decision
+
+        @task.short_circuit
+        def needs_release(decision: dict[str, Any]) -> bool:
+            return not decision["skip"]  # False: the period is already published, skip the rest
+
+        @task
+        def validate_inputs(decision: dict[str, Any]) -> dict[str, Any]:
+            return steps.validate_inputs(root, decision["snapshot"], decision["period"])
+
+        @task
+        def anonymize(decision: dict[str, Any]) -> dict[str, Any]:
+            context = get_current_context()
+            owner = f"airflow:{context['dag'].dag_id}/{context['run_id']}"
+            return steps.anonymize(root, decision["snapshot"], decision["period"], owner)
+
+        @task
+        def validate_release(drafted: dict[str, Any]) -> dict[str, Any]:
+            return steps.validate_release(root, drafted["seq"])
+
+        @task
+        def report(validated: dict[str, Any]) -> dict[str, Any]:
+            return steps.report(root, validated["seq"])
+
+        if ws.config.sign_off.auto_approve:
+
+            @task(task_id="sign_off")
+            def automatic_sign_off(facts: dict[str, Any]) -> dict[str, Any]:
+                return steps.auto_approve(root, facts["release"])
+
+            gate: Any = None
+        else:
+            gate = SignOffGate(
+                workspace=root,
+                task_id="sign_off",
+                subject=f"Sign off release of {dataset}, period {{{{ ti.xcom_pull(task_ids='ingest')['period'] }}}}",
+                body="{{ ti.xcom_pull(task_ids='report')['markdown'] }}",
+                params={"comment": Param("", type="string", description="recorded with the decision")},
+                response_timeout=timeout,
+            )
+
+        @task(retries=2, retry_delay=timedelta(seconds=30))
+        def publish(facts: dict[str, Any]) -> dict[str, Any]:
+            return steps.publish(root, facts["release"])  # the gate recorded the approval
+
+        @task(outlets=[published_asset])
+        def emit_release_published(release: dict[str, Any]) -> dict[str, Any]:
+            outlet_events = get_current_context()["outlet_events"]
+            outlet_events[published_asset].extra = {
+                k: release[k] for k in ("dataset", "release", "period", "manifest_sha256", "data_sha256")
+            }
+            return release
+
+        @task(trigger_rule="all_done")
+        def finalize() -> str:
+            context = get_current_context()
+            owner = f"airflow:{context['dag'].dag_id}/{context['run_id']}"
+            failure = _failure_of(context)
+            if failure is not None:
+                closed = steps.close_run(root, owner, f"Airflow run {context['run_id']}: {failure}")
+                note = f"; release {closed['closed']} closed as failed" if closed["closed"] else ""
+                raise AirflowFailException(f"{failure}{note}: nothing was published and the state did not move")
+            return "done"
+
+        decision = ingest()
+        go = needs_release(decision)
+        checked = validate_inputs(decision)
+        drafted = anonymize(decision)
+        validated = validate_release(drafted)
+        facts = report(validated)
+        go >> checked >> drafted
+        sign_off = automatic_sign_off(facts) if gate is None else gate
+        if gate is not None:
+            facts >> gate
+        done = publish(facts)
+        sign_off >> done
+        emitted = emit_release_published(done)
+        emitted >> finalize()
+
+    return release_dag()
+
+
+for _dataset, _root in steps.workspaces().items():
+    globals()[f"serialpub_release_{_dataset}"] = build_release_dag(str(_root))

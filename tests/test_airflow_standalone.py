@@ -1,0 +1,167 @@
+"""The release DAG in a running Airflow (issue 6): ``airflow standalone`` (api-server,
+scheduler, dag-processor, triggerer) against the project's DAGs; a snapshot lands, the
+upstream extract announces it through the REST API (the "snapshot landed" Asset event),
+the run waits at the sign-off, an approver answers through the REST API, and the release
+is published. Every process started is stopped (SIGINT to standalone, which stops its
+components; then the process group is killed if anything is left).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_dags import PERIODS, ROOT, _env, _workspace, adult_template  # noqa: F401  (fixture)
+
+from serialpub.config import load_config
+from state.store import StateStore, open_engine
+
+pytestmark = pytest.mark.slow
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Rest:
+    """A minimal client of Airflow's REST API v2 with a SimpleAuthManager token."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self.token: str | None = None
+
+    def call(self, method: str, path: str, body: Any = None, query: dict[str, Any] | None = None) -> Any:
+        url = self.base + path + ("?" + urllib.parse.urlencode(query, doseq=True) if query else "")
+        req = urllib.request.Request(url, data=None if body is None else json.dumps(body).encode(), method=method)
+        req.add_header("Content-Type", "application/json")
+        if self.token:
+            req.add_header("Authorization", f"Bearer {self.token}")
+        try:
+            with urllib.request.urlopen(req, timeout=30) as response:
+                raw = response.read()
+                return json.loads(raw) if raw else None
+        except urllib.error.HTTPError as exc:
+            raise RuntimeError(f"{method} {path} -> {exc.code}: {exc.read().decode()[:500]}") from None
+
+    def wait(self, what: str, probe: Any, timeout: float) -> Any:
+        deadline = time.monotonic() + timeout
+        last: Any = None
+        while time.monotonic() < deadline:
+            try:
+                last = probe()
+                if last:
+                    return last
+            except (OSError, RuntimeError) as exc:
+                last = exc
+            time.sleep(2)
+        raise TimeoutError(f"{what}: not within {timeout} s (last: {last!r})")
+
+
+def test_standalone_airflow_publishes_after_rest_approval(
+    tmp_path: Path, adult_template: Path  # noqa: F811
+) -> None:
+    root = _workspace(adult_template, tmp_path, "adult_live")
+    ws = load_config(root)
+    landing = ws.landing_dir
+    pending = tmp_path / "pending"
+    pending.mkdir()
+    for f in landing.iterdir():  # the landing zone starts empty: the snapshot lands during the test
+        shutil.move(str(f), pending / f.name)
+    home = tmp_path / "airflow"
+    port = _free_port()
+    env = _env(home, [root])
+    env.update(
+        AIRFLOW__API__PORT=str(port),
+        AIRFLOW__API__BASE_URL=f"http://localhost:{port}",
+        AIRFLOW__CORE__EXECUTION_API_SERVER_URL=f"http://localhost:{port}/execution/",
+        AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS="admin:admin,olga:admin",
+        AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL="5",
+        AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC="2",
+        AIRFLOW__CORE__PARALLELISM="4",
+        PATH=os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]),  # standalone runs `airflow`
+    )
+    migrate = subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], env=env, capture_output=True,
+                             text=True, timeout=300)  # fmt: skip
+    assert migrate.returncode == 0, migrate.stderr[-3000:]
+    log = (tmp_path / "standalone.log").open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "airflow", "standalone"], env=env, stdout=log, stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )  # fmt: skip
+    dag_id = "serialpub_release_adult_live"
+    try:
+        rest = Rest(f"http://localhost:{port}")
+        rest.wait("api-server healthy", lambda: rest.call("GET", "/api/v2/monitor/health"), 180)
+        passwords = home / "simple_auth_manager_passwords.json.generated"
+        rest.wait("passwords file", passwords.exists, 60)
+        password = json.loads(passwords.read_text())["olga"]
+        rest.token = rest.call("POST", "/auth/token", {"username": "olga", "password": password})["access_token"]
+        rest.wait("the release DAG parsed", lambda: rest.call("GET", f"/api/v2/dags/{dag_id}"), 180)
+        rest.call("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": False})
+
+        # the snapshot lands; the extract announces it
+        snapshot = landing / "snapshot-2024-H1.csv"
+        shutil.copyfile(pending / snapshot.name, snapshot)
+        assets = rest.call("GET", "/api/v2/assets", query={"name_pattern": "serialpub_snapshot_landed_adult_live"})
+        [asset] = assets["assets"]
+        rest.call("POST", "/api/v2/assets/events",
+                  {"asset_id": asset["id"], "extra": {"snapshot": str(snapshot), "period": "2024-H1"}})  # fmt: skip
+
+        def awaiting() -> Any:
+            found = rest.call("GET", f"/api/v2/dags/{dag_id}/dagRuns/~/hitlDetails",
+                              query={"response_received": "false", "task_id": "sign_off"})["hitl_details"]  # fmt: skip
+            return found[0] if found else None
+
+        detail = rest.wait("the sign-off waiting for an answer", awaiting, 420)
+        run_id = detail["task_instance"]["dag_run_id"]
+        assert "adult_live release 1" in detail["body"] and "guarantee passed" in detail["body"]
+        run_path = f"/api/v2/dags/{dag_id}/dagRuns/{urllib.parse.quote(run_id, safe='')}"
+        rest.call(
+            "PATCH",
+            f"{run_path}/taskInstances/sign_off/-1/hitlDetails",
+            {"chosen_options": ["Approve"], "params_input": {"comment": "approved through the REST API"}},
+        )
+
+        def finished() -> Any:
+            run = rest.call("GET", f"/api/v2/dags/{dag_id}/dagRuns/{urllib.parse.quote(run_id, safe='')}")
+            return run if run["state"] in ("success", "failed") else None
+
+        run = rest.wait("the run to finish", finished, 300)
+        assert run["state"] == "success", (tmp_path / "standalone.log").read_text()[-5000:]
+        assert run["run_type"] == "asset_triggered"
+    finally:
+        os.kill(proc.pid, signal.SIGINT)  # standalone stops its components on SIGINT (not SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            pass
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # anything left of the session
+        except ProcessLookupError:
+            pass
+        log.close()
+
+    store = StateStore(open_engine(ws.database_url))
+    [published] = store.published("adult_live")
+    assert published.period == "2024-H1"
+    manifest = json.loads((ws.dataset_dir / "release-0001" / "manifest.json").read_text())
+    assert manifest["sign_off"]["approver"] == "olga"
+    assert manifest["sign_off"]["comment"] == "approved through the REST API"
+    time.sleep(1)
+    leftovers = subprocess.run(["pgrep", "-s", str(proc.pid)], capture_output=True, text=True).stdout.split()
+    assert leftovers == [], f"processes left running: {leftovers}"
+    assert str(ROOT / "dags") == env["AIRFLOW__CORE__DAGS_FOLDER"]

@@ -1,0 +1,214 @@
+"""The Airflow release DAG (dags/serialpub_release.py) run with ``dag.test()`` on a
+migrated Airflow metadata database, on the bundled Adult data (issue 6).
+
+Each run happens in its own process (tests/airflow_runner.py) because Airflow reads its
+configuration at import. A human's sign-off is answered from a thread of that process,
+as Airflow's REST handler records it; tests/test_airflow_standalone.py answers through
+the REST API itself.
+
+Every test has its own dataset name, so its DAG id and runs never meet another test's in
+the shared metadata database.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from serialpub import orchestration
+from serialpub.config import load_config
+from serialpub.demo import create_workspace, snapshots
+from serialpub.release_files import sha256_file
+from state.store import StateStore, open_engine
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNNER = Path(__file__).with_name("airflow_runner.py")
+PERIODS = ["2024-H1", "2024-H2", "2025-H1"]
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def airflow_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    home = tmp_path_factory.mktemp("airflow")
+    proc = subprocess.run(
+        [sys.executable, "-m", "airflow", "db", "migrate"], env=_env(home, []), capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return home
+
+
+@pytest.fixture(scope="module")
+def adult_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A demo workspace of the Adult data with three snapshots in its landing zone."""
+    ws = create_workspace(tmp_path_factory.mktemp("template") / "ws", rounds=20)
+    (ws.root / "landing").mkdir()
+    for snap, period in zip(snapshots(ws)[:3], PERIODS, strict=True):
+        shutil.copyfile(snap, ws.root / "landing" / f"snapshot-{period}.csv")
+    shutil.rmtree(ws.root / "snapshots")
+    return ws.root
+
+
+def _workspace(template: Path, where: Path, dataset: str, **settings: Any) -> Path:
+    root = where / dataset
+    shutil.copytree(template, root)
+    config = yaml.safe_load((root / "serialpub.yaml").read_text())
+    config.update(dataset=dataset, sign_off={"auto_approve": False, "timeout_hours": 1}, **settings)
+    (root / "serialpub.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    return root
+
+
+def _env(home: Path, workspaces: list[Path]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "SERIALPUB_"))}
+    env.update(
+        AIRFLOW_HOME=str(home),
+        AIRFLOW__CORE__LOAD_EXAMPLES="False",
+        AIRFLOW__CORE__DAGS_FOLDER=str(ROOT / "dags"),
+        AIRFLOW__CORE__UNIT_TEST_MODE="False",
+        SERIALPUB_WORKSPACES=os.pathsep.join(map(str, workspaces)),
+        GX_ANALYTICS_ENABLED="False",
+    )
+    return env
+
+
+def run_dag(
+    home: Path, root: Path, conf: dict[str, Any], respond: str | None = None, by: str = "alice",
+    comment: str = "", logical_date: str | None = None,
+) -> tuple[dict[str, Any], str]:
+    """Run the workspace's release DAG once; returns the runner's result and its log."""
+    dataset = load_config(root).config.dataset
+    args = [sys.executable, str(RUNNER), f"serialpub_release_{dataset}", json.dumps(conf)]
+    if respond:
+        args += ["--respond", respond, "--by", by, "--comment", comment]
+    if logical_date:
+        args += ["--logical-date", logical_date]
+    proc = subprocess.run(args, env=_env(home, [root]), capture_output=True, text=True, timeout=900)
+    log = proc.stdout + proc.stderr
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, log[-5000:]
+    return json.loads(lines[-1][len("RESULT "):]), log
+
+
+def _store(root: Path) -> StateStore:
+    return StateStore(open_engine(load_config(root).database_url))
+
+
+def test_release_dag_publishes_in_period_order_with_sign_off(
+    airflow_home: Path, adult_template: Path, tmp_path: Path
+) -> None:
+    root = _workspace(adult_template, tmp_path, "adult_series")
+    ws = load_config(root)
+    store = _store(root)
+
+    # a calendar run on 1 July 2024 publishes the half year before, after alice approves
+    result, log = run_dag(airflow_home, root, {}, respond="Approve", comment="checked the page",
+                          logical_date="2024-07-01T00:00:00+00:00")  # fmt: skip
+    assert result["state"] == "success", log[-5000:]
+    assert set(result["tasks"].values()) == {"success"}, result["tasks"]
+    [published] = store.published(ws.config.dataset)
+    folder = ws.dataset_dir / "release-0001"
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["period"] == "2024-H1" and manifest["validation"]["success"] is True
+    sign_off = manifest["sign_off"]
+    assert (sign_off["decision"], sign_off["approver"], sign_off["comment"], sign_off["automatic"]) == (
+        "approved", "alice", "checked the page", False,
+    )
+    assert sign_off["report_sha256"] == sha256_file(folder / "validation.html")
+    [stored] = store.sign_offs(ws.config.dataset, 1)
+    assert (stored.approver, stored.decision, stored.report_sha256) == ("alice", "approved", sign_off["report_sha256"])
+    assert published.manifest_sha256 == sha256_file(folder / "manifest.json")
+    [event] = result["events"]
+    assert event["asset"] == f"serialpub_release_published_{ws.config.dataset}"
+    assert event["extra"]["release"] == 1 and event["extra"]["period"] == "2024-H1"
+    assert event["extra"]["manifest_sha256"] == published.manifest_sha256
+    assert not list(ws.dataset_dir.glob(".staging-*"))
+
+    # the same period again: a no-op that says so
+    result, log = run_dag(airflow_home, root, {"period": "2024-H1"})
+    assert result["state"] == "success" and result["tasks"]["needs_release"] == "success"
+    assert "is already published as release 1; nothing to do" in log
+    assert result["tasks"]["publish"] == "skipped" and result["events"] == []
+
+    # period 2 drafted and validated by a run now waiting at its sign-off: period 3 is refused
+    owner = "airflow:serialpub_release_adult_series/waiting-run"
+    snapshot2 = str(ws.landing_dir / "snapshot-2024-H2.csv")
+    drafted = orchestration.anonymize(root, snapshot2, "2024-H2", owner)
+    orchestration.validate_release(root, drafted["seq"])
+    result, log = run_dag(airflow_home, root, {"period": "2025-H1"})
+    assert result["state"] == "failed" and result["tasks"]["ingest"] == "failed"
+    assert "release 2 (period '2024-H2') is validated and not yet decided" in log
+    assert [r.seq for r in store.published(ws.config.dataset)] == [1]
+
+    # period 2 decided, then period 3 runs
+    orchestration.decide(root, 2, True, "bob", "ok", None)
+    orchestration.publish(root, 2)
+    result, log = run_dag(airflow_home, root, {"period": "2025-H1"}, respond="Approve", by="carol")
+    assert result["state"] == "success", log[-5000:]
+    assert [(r.seq, r.period) for r in store.published(ws.config.dataset)] == list(enumerate(PERIODS, start=1))
+    assert sorted(p.name for p in ws.dataset_dir.iterdir()) == ["release-0001", "release-0002", "release-0003"]
+
+
+def test_rejected_sign_off_publishes_nothing(airflow_home: Path, adult_template: Path, tmp_path: Path) -> None:
+    root = _workspace(adult_template, tmp_path, "adult_rejected")
+    ws = load_config(root)
+    store = _store(root)
+    result, _log = run_dag(airflow_home, root, {"period": "2024-H1"}, respond="Reject", by="dana",
+                          comment="query error too high")  # fmt: skip
+    assert result["tasks"]["sign_off"] == "success" and result["tasks"]["publish"] == "skipped", result["tasks"]
+    assert result["tasks"]["finalize"] == "success" and result["events"] == []
+    assert store.published(ws.config.dataset) == [] and store.latest_statistics(ws.config.dataset) is None
+    assert store.open_release(ws.config.dataset) is None
+    [decision] = store.sign_offs(ws.config.dataset, 1)
+    assert (decision.decision, decision.approver, decision.comment) == ("rejected", "dana", "query error too high")
+    assert decision.report_sha256
+    assert list(ws.dataset_dir.iterdir()) == []
+
+
+def test_failing_validation_fails_the_run_and_publishes_nothing(
+    airflow_home: Path, adult_template: Path, tmp_path: Path
+) -> None:
+    root = _workspace(adult_template, tmp_path, "adult_strict", validation={"max_group_size": 1})
+    ws = load_config(root)
+    store = _store(root)
+    result, log = run_dag(airflow_home, root, {"period": "2024-H1"})
+    assert result["state"] == "failed"
+    assert result["tasks"]["validate_release"] == "failed" and result["tasks"]["finalize"] == "failed"
+    assert result["tasks"]["sign_off"] == "upstream_failed" and result["tasks"]["publish"] == "upstream_failed"
+    assert "failed validation and was marked failed" in log and "max_group_size" in log
+    assert store.published(ws.config.dataset) == [] and store.open_release(ws.config.dataset) is None
+    assert not ws.dataset_dir.exists() or list(ws.dataset_dir.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("conf", "message"),
+    [
+        ({"dataset": "census", "period": "2024-H1"}, "unknown dataset 'census': this DAG publishes 'adult_conf'"),
+        ({"period": "2024 first half"}, "period '2024 first half' is malformed"),
+    ],
+)
+def test_bad_run_configuration_fails_at_the_first_task(
+    airflow_home: Path, adult_template: Path, tmp_path: Path, conf: dict[str, Any], message: str
+) -> None:
+    root = _workspace(adult_template, tmp_path, "adult_conf")
+    result, log = run_dag(airflow_home, root, conf)
+    assert result["state"] == "failed" and result["tasks"]["ingest"] == "failed"
+    assert all(state in ("upstream_failed", "failed") for task, state in result["tasks"].items() if task != "ingest")
+    assert message in log
+    assert _store(root).published("adult_conf") == []
+
+
+def test_period_of_a_calendar_run() -> None:
+    from datetime import UTC, datetime
+
+    assert orchestration.half_year_before(datetime(2025, 7, 1, tzinfo=UTC)) == "2025-H1"
+    assert orchestration.half_year_before(datetime(2025, 1, 1, tzinfo=UTC)) == "2024-H2"
+    assert orchestration.half_year_before(datetime(2025, 3, 15, tzinfo=UTC)) == "2024-H2"
