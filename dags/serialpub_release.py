@@ -64,7 +64,7 @@ def _failure_of(context: Any) -> str | None:
     ti = context["ti"]
     states = ti.get_task_states(dag_id=ti.dag_id, run_ids=[ti.run_id])
     states = states.get(ti.run_id, states)  # {run_id: {task_id: state}}
-    failed = [t for t in STEPS if str(states.get(t)) in ("failed", "TaskInstanceState.FAILED")]
+    failed = [t for t in STEPS if getattr(states.get(t), "value", states.get(t)) == "failed"]
     return f"step {failed[0]} failed (see its log)" if failed else None
 
 

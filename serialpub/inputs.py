@@ -138,21 +138,6 @@ class Snapshot:
     value: npt.NDArray[np.str_]
 
 
-def load_snapshot(
-    path: Path,
-    id_column: str,
-    qis: list[str],
-    sensitive: str,
-    register: Register,
-    hierarchies: dict[str, Hierarchy],
-    sensitive_domain: set[str] | None,
-) -> Snapshot:
-    """Read a snapshot and check it: exactly the id, QI and sensitive columns; unique ids,
-    each in the register with the same QI values; sensitive values in their domain."""
-    df = read_csv(path, "snapshot")
-    return snapshot_from_table(df, path, id_column, qis, sensitive, register, hierarchies, sensitive_domain)
-
-
 def snapshot_from_table(
     df: pd.DataFrame,
     path: Path,

@@ -127,8 +127,8 @@ def validate_inputs(root: str | Path, snapshot: str, period: str) -> dict[str, A
         InputChecksFailed / InputError: as ``serialpub release``.
     """
     publisher = Publisher(_workspace(root))
-    checks, _ = publisher.check_inputs(Path(snapshot), period)
-    return {"suites": {r.suite: r.success for r in checks}}
+    checked = publisher.check_inputs(Path(snapshot), period)
+    return {"suites": {r.suite: r.success for r in checked.suites}}
 
 
 def anonymize(root: str | Path, snapshot: str, period: str, owner: str) -> dict[str, Any]:
@@ -181,11 +181,7 @@ def decide(
 
 def auto_approve(root: str | Path, seq: int) -> dict[str, Any]:
     """Approve automatically (only with ``sign_off.auto_approve``; the manifest says so)."""
-    from serialpub.pipeline import AUTO_APPROVER
-
-    record = Publisher(_workspace(root)).approve(
-        seq, AUTO_APPROVER, "sign_off.auto_approve is set in serialpub.yaml", automatic=True
-    )
+    record = Publisher(_workspace(root)).auto_approve(seq)
     return {"seq": seq, "decision": record.decision, "approver": record.approver}
 
 

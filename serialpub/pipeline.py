@@ -82,6 +82,16 @@ AUTO_APPROVER = "automatic approval (sign_off.auto_approve)"
 
 
 @dataclass(frozen=True)
+class InputChecks:
+    """What :meth:`Publisher.check_inputs` found: the register and snapshot suites'
+    results, the checked snapshot and the snapshot file's sha256."""
+
+    suites: list[SuiteResult]
+    snapshot: Snapshot
+    sha256: str
+
+
+@dataclass(frozen=True)
 class StagedRelease:
     """A drafted release in its staging folder, not yet published.
 
@@ -141,6 +151,7 @@ class Publisher:
         # of every release
         self._register_table: pd.DataFrame | None = register_table
         self._register_check: SuiteResult | None = None
+        self._last_checked: tuple[tuple[str, str, str], InputChecks] | None = None
         try:
             self.register: Register = register_from_table(
                 register_table, ws.register_path, cfg.id_column, self.qis, self.hierarchies
@@ -226,13 +237,12 @@ class Publisher:
                 "letter or digit, that sort chronologically (e.g. 2025-H1, 2025-07, 0007)"
             )
 
-    def check_inputs(self, snapshot_path: Path, period: str) -> tuple[list[SuiteResult], Snapshot]:
+    def check_inputs(self, snapshot_path: Path, period: str) -> InputChecks:
         """Every check of the inputs before a draft: the period, the register suite (run
-        when the Publisher was made), the snapshot suite and the snapshot's QIs against the
-        register's.
-
-        Returns:
-            the two input suites' results and the checked snapshot.
+        once per Publisher), the snapshot suite and the snapshot's QIs against the
+        register's. The suite results and the snapshot of the last file checked are kept,
+        keyed by its path, sha256 and period, so that validating the draft in the same
+        process does not run the snapshot suite a second time.
 
         Raises:
             InputError (``InputChecksFailed`` for a failed suite): nothing was changed.
@@ -240,13 +250,22 @@ class Publisher:
         cfg = self.ws.config
         register_check = self.check_register()
         published = self.check_period(period)
+        try:
+            sha = release_files.sha256_file(snapshot_path)
+        except FileNotFoundError:
+            raise InputError(f"{snapshot_path}: snapshot file not found") from None
+        key = (str(snapshot_path.resolve()), sha, period)
+        if self._last_checked is not None and self._last_checked[0] == key:
+            return self._last_checked[1]
         table = read_csv(snapshot_path, "snapshot")
         snapshot_check = self.check_snapshot(table, snapshot_path, period, published)
         snap = snapshot_from_table(
             table, snapshot_path, cfg.id_column, self.qis, cfg.sensitive, self.register, self.hierarchies,
             set(self.sensitive_domain) if self.sensitive_domain is not None else None,
         )  # fmt: skip
-        return [register_check, snapshot_check], snap
+        checked = InputChecks([register_check, snapshot_check], snap, sha)
+        self._last_checked = (key, checked)
+        return checked
 
     def _check_published_files(self, published: list[PublishedRelease]) -> None:
         """Refuse to build on a release store that no longer matches the state: every
@@ -304,7 +323,7 @@ class Publisher:
                 "sign_off.auto_approve: true in a test environment"
             )
         draft = self.prepare(snapshot_path, period)
-        self.approve(draft.seq, AUTO_APPROVER, "sign_off.auto_approve is set in serialpub.yaml", automatic=True)
+        self.auto_approve(draft.seq)
         self.finish(draft.seq)
         return replace(draft.outcome, seconds=time.perf_counter() - started)
 
@@ -334,14 +353,15 @@ class Publisher:
         cfg = self.ws.config
         period = period or snapshot_path.stem.rsplit("-", 1)[-1]
         self.recover()
-        _, snap = self.check_inputs(snapshot_path, period)
+        checked = self.check_inputs(snapshot_path, period)
+        snap = checked.snapshot
         published = self.store.published(cfg.dataset)
         checkpoint("after_snapshot")
         params = {
             **self._params_record(),
             "snapshot": str(snapshot_path.resolve()),
             "snapshot_rows": len(snap.individual),
-            "snapshot_sha256": release_files.sha256_file(snapshot_path),
+            "snapshot_sha256": checked.sha256,
         }
         draft = self.store.begin_draft(cfg.dataset, period, params, this_process())
         checkpoint("after_draft")
@@ -357,7 +377,8 @@ class Publisher:
         the manifest updated) or ``failed`` (staging removed, nothing counted) and
         :class:`ValidationFailed` is raised. Everything is read back from the staging
         folder, the snapshot file and the state, not taken from the anonymizer's memory.
-        A release already validated is left as it is (its stored results are returned).
+        A release already validated is left as it is (an empty list is returned; its
+        results are in the state).
 
         Raises:
             ValidationFailed: a suite failed.
@@ -415,10 +436,18 @@ class Publisher:
             raise InputError(f"{self.ws.root / 'serialpub.yaml'}: automatic approval needs sign_off.auto_approve")
         if not approver.strip():
             raise InputError("the approver's name is empty; sign-offs are recorded with who decided")
+        if automatic != (approver == AUTO_APPROVER):
+            # the manifest tells automatic approvals by this name, so a person cannot take it
+            raise InputError(f"the approver's name {approver!r} is reserved for automatic approvals")
         if report_sha256 is None:
             page = self._staging_dir(self._open_release(seq)) / HTML_FILE
             report_sha256 = release_files.sha256_file(page) if page.exists() else None
         return self.store.approve(cfg.dataset, seq, approver, comment, report_sha256)
+
+    def auto_approve(self, seq: int) -> SignOffRecord:
+        """Approve ``seq`` automatically (``sign_off.auto_approve``: test and demo
+        environments); the manifest records the sign-off as automatic."""
+        return self.approve(seq, AUTO_APPROVER, "sign_off.auto_approve is set in serialpub.yaml", automatic=True)
 
     def finish(self, seq: int) -> Path:
         """Publish the approved release ``seq``: write its sign-off into the staged
@@ -617,12 +646,14 @@ class Publisher:
         staging = self._staging_dir(rel)
         manifest, table = release_files.read_release(staging)
         path = Path(rel.params["snapshot"])
-        if not path.is_file() or release_files.sha256_file(path) != rel.params.get("snapshot_sha256"):
+        checked = self.check_inputs(path, rel.period) if path.is_file() else None
+        if checked is None or checked.sha256 != rel.params.get("snapshot_sha256"):
             raise StateError(
                 f"{path}: the snapshot of release {rel.seq} changed or disappeared after the release was drafted; "
                 f"end it with 'serialpub reject --release {rel.seq}' and prepare it again"
             )
-        (_, snapshot_check), snap = self.check_inputs(path, rel.period)
+        register_check, snapshot_check = checked.suites
+        snap = checked.snapshot
         history = self.statistics.load(
             self.store.latest_statistics(cfg.dataset), np.full(len(self.register.ids), float(cfg.ell))
         )
@@ -642,7 +673,7 @@ class Publisher:
         )  # fmt: skip
         if cfg.guarantee == "localized":
             suites = [r for r in suites if r.suite != "guarantee"]
-        suites = [self.check_register(), snapshot_check, *suites]
+        suites = [register_check, snapshot_check, *suites]
         passed = self.store.record_validation(
             rel.id, [(r.suite, r.success, r.result, r.sha256) for r in suites], this_process()
         )

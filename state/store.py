@@ -265,22 +265,15 @@ class StateStore:
     ) -> None:
         """Mark an open release published and store the statistics after it, in one
         transaction (step 2 of serialpub.release_files' publication order)."""
-        members, classes = table_to_bytes(stats[0]), table_to_bytes(stats[1])
         with Session(self.engine) as s, s.begin():
             rel = self._transition(s, release_id, "published")
             dataset = s.get(Dataset, rel.dataset_id)
             assert dataset is not None
-            rel.records, rel.groups = summary["records"], summary["groups"]
-            rel.suppressed, rel.max_breach = summary["suppressed"], summary["max_breach"]
-            rel.data_sha256, rel.manifest_sha256 = summary["data_sha256"], summary["manifest_sha256"]
+            _store_figures(s, rel, summary, groups, stats)
+            rel.manifest_sha256 = summary["manifest_sha256"]
             rel.imported = bool(summary.get("imported", False))
             rel.directory = directory
             rel.published_at = rel.updated
-            s.add_all(ReleaseGroup(release_id=rel.id, group_no=i, **g) for i, g in enumerate(groups))
-            s.add(Statistics(
-                release_id=rel.id, individuals=stats[0].num_rows, classes=stats[1].num_rows,
-                sha256=_digest(members, classes), members_data=members, classes_data=classes,
-            ))
             self._log(s, dataset.name, rel.seq, actor, "imported" if rel.imported else "published",
                       records=rel.records, groups=rel.groups, data_sha256=rel.data_sha256)
 
@@ -304,25 +297,16 @@ class StateStore:
             owner: hand the release to a new owner (e.g. ``airflow:<dag>/<run>``), so that
                 the drafting process may end without the release being failed by recovery.
         """
-        members, classes = table_to_bytes(stats[0]), table_to_bytes(stats[1])
         with Session(self.engine) as s, s.begin():
             rel = s.get(Release, release_id, with_for_update=True)
             if rel is None or rel.status not in OPEN_STATUSES:
                 raise StateError(f"release row {release_id} is not open; it cannot be staged")
-            rel.records, rel.groups = summary["records"], summary["groups"]
-            rel.suppressed, rel.max_breach = summary["suppressed"], summary["max_breach"]
-            rel.data_sha256 = summary["data_sha256"]
+            self._drop_staged(s, rel.id)  # staging again replaces what an earlier attempt stored
+            _store_figures(s, rel, summary, groups, stats)
             rel.staging = staging
             rel.updated = datetime.now(UTC)
             if owner is not None:
                 rel.owner = owner
-            s.execute(delete(ReleaseGroup).where(ReleaseGroup.release_id == rel.id))
-            s.execute(delete(Statistics).where(Statistics.release_id == rel.id))
-            s.add_all(ReleaseGroup(release_id=rel.id, group_no=i, **g) for i, g in enumerate(groups))
-            s.add(Statistics(
-                release_id=rel.id, individuals=stats[0].num_rows, classes=stats[1].num_rows,
-                sha256=_digest(members, classes), members_data=members, classes_data=classes,
-            ))
 
     def publish_staged(self, release_id: int, manifest_sha256: str, directory: str, actor: str) -> None:
         """Mark an approved release published, counting what :meth:`stage` stored (step 2 of
@@ -465,6 +449,21 @@ class StateStore:
                           report_sha256=report_sha256, decided_at=now))
             self._log(s, dataset, seq, approver, "rejected", comment=comment)
             return OpenRelease(rel.id, rel.seq, rel.period, "rejected", rel.owner, rel.staging, rel.created)
+
+
+def _store_figures(
+    s: Session, rel: Release, summary: dict[str, Any], groups: list[dict[str, Any]], stats: tuple[pa.Table, pa.Table]
+) -> None:
+    """A release's figures, groups and the statistics file after it (publish and stage)."""
+    members, classes = table_to_bytes(stats[0]), table_to_bytes(stats[1])
+    rel.records, rel.groups = summary["records"], summary["groups"]
+    rel.suppressed, rel.max_breach = summary["suppressed"], summary["max_breach"]
+    rel.data_sha256 = summary["data_sha256"]
+    s.add_all(ReleaseGroup(release_id=rel.id, group_no=i, **g) for i, g in enumerate(groups))
+    s.add(Statistics(
+        release_id=rel.id, individuals=stats[0].num_rows, classes=stats[1].num_rows,
+        sha256=_digest(members, classes), members_data=members, classes_data=classes,
+    ))
 
 
 @dataclass(frozen=True)

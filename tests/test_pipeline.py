@@ -178,6 +178,8 @@ def test_three_releases_follow_the_contract_and_pass_the_audit(ws_root: Path) ->
         assert manifest["l"] == 2 and manifest["strategy"] == "constant" and manifest["k_prime"] == 3
         assert manifest["alpha"] is None
         assert manifest["protected_values"] == ["hiv", "cancer"]
+        assert manifest["validation"]["success"] is True
+        assert manifest["sign_off"]["decision"] == "approved" and manifest["sign_off"]["automatic"] is True
         assert manifest["dilution"] == "register" and manifest["guarantee"] == "global"
         assert manifest["records"] == len(data) == outcome.records
         assert manifest["groups"] == len(data.drop_duplicates(QIS)) == outcome.groups

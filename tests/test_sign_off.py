@@ -92,6 +92,8 @@ def test_no_publication_without_an_approving_sign_off(gated: Path) -> None:
         publisher.approve(staged.seq, AUTO_APPROVER, "", automatic=True)
     with pytest.raises(InputError, match="approver's name is empty"):
         publisher.approve(staged.seq, "  ", "")
+    with pytest.raises(InputError, match="reserved for automatic approvals"):
+        publisher.approve(staged.seq, AUTO_APPROVER, "a person cannot pass for the automatic approval")
     assert publisher.store.published("clinic") == []
 
 
