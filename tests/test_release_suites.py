@@ -264,8 +264,13 @@ def test_record_added_breaks_guarantee() -> None:
     bad = case.breach(added)
     violating = int(bad["exceeds"].sum())
     assert violating > 0
-    (msg,) = results["guarantee"].failures
+    msg, named = results["guarantee"].failures
     assert "global guarantee" in msg and f"{violating} unexpected value(s)" in msg
+    # the second line names the violating pairs by register id, largest p first
+    worst = bad[bad["exceeds"]].sort_values("p", ascending=False, kind="stable").iloc[0]
+    people = bad.loc[bad["exceeds"], "individual"].nunique()
+    assert named.startswith(f"{violating} (individual, protected value) pair(s) of {people} individual(s) above 1/2")
+    assert f"individual {str(worst['individual'])!r} and 'hiv': p = {worst['p']:.6f}" in named
 
 
 def test_records_beyond_register_fail_localized(case: Case) -> None:
