@@ -94,6 +94,7 @@ def make_scale_workspace(n_register: int, n_records: int, seed: int = 0) -> Path
     (root / CONFIG_NAME).write_text(TEMPLATE.format(
         dataset="adult", qis=", ".join(adult.QUASI_IDENTIFIERS), sensitive=adult.SENSITIVE, ell="2",
         strategy="constant", k_prime=20, alpha="2", guarantee="global", dilution="register", budget="0.05",
+        auto_approve="true  # a benchmark workspace",
     ))
     return snapshot
 

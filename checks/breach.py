@@ -252,8 +252,15 @@ def compute_breach(
     presence: bool,
     present_rows: npt.ArrayLike | None,
     ell: float | npt.ArrayLike,
+    per_unit: bool = False,
 ) -> BreachComputation:
-    """Breach table and group figures of a draft; see :func:`breach_table`."""
+    """Breach table and group figures of a draft; see :func:`breach_table`.
+
+    With ``per_unit`` the table is not expanded to individuals: one row per unit (register
+    individuals sharing their QI combination and history, hence every figure), naming one
+    of them as ``individual`` and their number as ``weight``. The report uses it; at 5M
+    register individuals the expansion is most of the cost.
+    """
     keys = np.asarray(register_keys, dtype=np.int64)
     n_ind = keys.shape[0]
     surv = np.asarray(history_survival, dtype=np.float64)
@@ -311,6 +318,21 @@ def compute_breach(
     before = surv[rep_member, val]
     p = 1.0 - before * ((nj - ns) / nj)
     exceeds = _exceeds(before, nj, ns, ell_ind[rep_member], p)
+    if per_unit:
+        table = pd.DataFrame(
+            {
+                "individual": pd.Categorical.from_codes(rep_member, dtype=id_type),
+                "value": pd.Categorical.from_codes(val.astype(np.int16), categories=pd.Index(list(protected))),
+                "p": p,
+                "n_j": nj,
+                "n_s": ns,
+                "group": grp,
+                "exceeds": exceeds,
+                "weight": unit_count[unit],
+            },
+            copy=False,
+        )
+        return BreachComputation(table=table, groups=groups, unknown_records=dg.unknown_records)
 
     # expand to individuals: members sorted by unit
     order = np.argsort(unit_of_member, kind="stable")

@@ -16,7 +16,7 @@ The DAG only wires the steps of :mod:`serialpub.orchestration` (DESIGN.md sectio
   half years: ``airflow backfill create --dag-id serialpub_release_<dataset>
   --from-date ... --to-date ...`` (runs oldest first, one at a time).
 - **Sign-off**: ``ApprovalOperator`` (human in the loop); the approver's decision, name,
-  time, comment and the checksum of the validation page they saw are stored in the state
+  time, comment and the checksum of the release report they read are stored in the state
   and the manifest. ``sign_off.auto_approve: true`` replaces it with an automatic approval
   (recorded as such). No decision within ``sign_off.timeout_hours`` fails the run.
 - **Failure**: ``finalize`` runs whatever happened; if a step failed or the sign-off timed

@@ -170,7 +170,12 @@ def demo(
             outcomes.append(publisher.publish(snap))
             progress.advance(task)
     console.print(_outcome_table(outcomes, ws.config.ell))
-    console.print(f"releases in {ws.dataset_dir}; check them independently with: serialpub audit {out}")
+    from serialpub.report.series import write_series_report
+
+    with console.status("series report (replaying the localized baseline for comparison)"):
+        series = write_series_report(publisher)
+    console.print(f"releases in {ws.dataset_dir}, each with its report.html; series report: {series}")
+    console.print(f"check the releases independently with: serialpub audit {out}")
 
 
 def _outcome_table(outcomes: list, ell: float) -> Table:
@@ -240,7 +245,7 @@ def release(
     report = publisher.report(staged.seq)
     console.print(
         f"release {staged.seq} (period {staged.period!r}) passed validation and waits for its sign-off.\n"
-        f"validation page: {report['validation_page']}\n"
+        f"read its report before deciding: {report['report_page']}\n"
         f"approve: serialpub approve --config {ws.root} --release {staged.seq} --by NAME [--comment TEXT]\n"
         f"reject:  serialpub reject --config {ws.root} --release {staged.seq} --by NAME --comment WHY"
     )
@@ -254,7 +259,7 @@ def approve(
     config: Annotated[Path, typer.Option("--config", help="serialpub.yaml or its folder")] = Path("."),
 ) -> None:
     """Approve the validated release and publish it. The decision, approver, time and the
-    checksum of the validation page they saw are stored in the state and the manifest."""
+    checksum of the release report they read are stored in the state and the manifest."""
     from serialpub.config import load_config
     from serialpub.pipeline import Publisher
 
@@ -264,6 +269,33 @@ def approve(
     sign_off = publisher.approve(release_no, by, comment)
     final = publisher.finish(release_no)
     console.print(f"release {release_no} of {ws.config.dataset!r} approved by {sign_off.approver}; published {final}")
+
+
+@app.command()
+def report(
+    config: Annotated[Path, typer.Option("--config", help="serialpub.yaml or its folder")] = Path("."),
+    release_no: Annotated[
+        int | None, typer.Option("--release", help="show this release's report instead of writing the series report")
+    ] = None,
+    baseline: Annotated[
+        bool, typer.Option("--baseline/--no-baseline", help="replay the localized baseline for comparison")
+    ] = True,
+    figures: Annotated[
+        Path | None, typer.Option("--figures", help="also write the series figures as PNG files into this folder")
+    ] = None,
+) -> None:
+    """Write the series report (every published release, with the localized baseline), or
+    with --release print where that release's report is (written when it was validated)."""
+    from serialpub.config import load_config
+    from serialpub.pipeline import Publisher
+    from serialpub.report.series import write_series_report
+
+    ws = load_config(config)
+    publisher = Publisher(ws)
+    if release_no is not None:
+        console.print(str(publisher.report_page(release_no)))
+        return
+    console.print(f"series report: {write_series_report(publisher, baseline=baseline, png_dir=figures)}")
 
 
 @app.command()

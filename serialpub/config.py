@@ -49,6 +49,23 @@ class SignOffSettings(BaseModel):
     timeout_hours: float = Field(default=72.0, gt=0)
 
 
+class ReportConfig(BaseModel):
+    """Parameters of the report's measures (the reader's choices, not the guarantee's)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # a pair counts as near the bound when its breach probability is at least this x 1/l
+    near_bound_fraction: float = Field(default=0.9, gt=0, le=1)
+    # c of recursive (c, l)-diversity (Machanavajjhala et al.)
+    recursive_c: float = Field(default=3.0, gt=0)
+    # personalized breach (Xiao & Tao): guarding node = the value's ancestor this many
+    # levels up in the sensitive attribute's hierarchy (0: the value itself)
+    guarding_levels_up: int = Field(default=0, ge=0)
+    # sensitive categories of the thesis's categorical diversity, name -> values (they may
+    # overlap); values in no category form the don't-care set Y
+    categories: dict[str, list[str]] | None = None
+
+
 class Config(BaseModel):
     """One dataset's publication settings (see :data:`TEMPLATE` for the documented file)."""
 
@@ -74,6 +91,7 @@ class Config(BaseModel):
     query_seed: int = 0
     validation: ValidationThresholds = Field(default_factory=ValidationThresholds)
     sign_off: SignOffSettings = Field(default_factory=SignOffSettings)
+    report: ReportConfig = Field(default_factory=ReportConfig)
 
     @field_validator("quasi_identifiers")
     @classmethod
@@ -225,4 +243,19 @@ validation:
 sign_off:
   auto_approve: {auto_approve}
   timeout_hours: 72
+
+# The release report (report.html next to each release; 'serialpub report --series' for
+# the whole series). These only choose how measures are read, never what is published.
+report:
+  # a pair is near the bound when its breach probability is at least this x 1/l
+  near_bound_fraction: 0.9
+  # c of recursive (c, l)-diversity
+  recursive_c: 3
+  # personalized breach probability (Xiao & Tao): each record's guarding node is its
+  # value's ancestor this many levels up the sensitive attribute's hierarchy
+  guarding_levels_up: 0
+  # sensitive categories for the thesis's categorical diversity measures (they may
+  # overlap); values in no category form the don't-care set Y. For example:
+  # categories: {{cancer: [C34, C50], infectious: [A15, B20]}}
+  categories: null
 """

@@ -162,7 +162,8 @@ def report(root: str | Path, seq: int) -> dict[str, Any]:
         f"(bound 1/ℓ = {1 / facts['l']:.6f}).",
         f"Average relative query error: {facts['average_relative_error']:.3f}.",
         "Validation suites: " + ", ".join(f"{k} {'passed' if v['success'] else 'FAILED'}" for k, v in suites.items()),
-        f"Validation page: {facts['validation_page']} (sha256 {facts['report_sha256']}).",
+        f"Release report (read it before deciding): {facts['report_page']} (sha256 {facts['report_sha256']}); "
+        f"every expectation: {facts['validation_page']}.",
     ]
     return {**facts, "markdown": "\n\n".join(lines)}
 

@@ -23,6 +23,8 @@ import pandas as pd
 
 from anonymizer import privacy
 from anonymizer.bottomup import InfeasibleError
+from anonymizer.hierarchy import Hierarchy
+from anonymizer.measures import Measure
 from anonymizer.queries import average_relative_error
 from anonymizer.release import History, PrivacyParams, ReleaseResult, anonymize_history
 from checks.evidence import HTML_FILE, write_evidence
@@ -35,6 +37,10 @@ from serialpub.errors import InputChecksFailed, InputError, ValidationFailed
 from serialpub.faults import checkpoint
 from serialpub.hierarchies import read_hierarchies, read_hierarchy
 from serialpub.inputs import Register, Snapshot, read_csv, register_from_table, snapshot_from_table
+from serialpub.report.privacy import PrivacyInputs, ReportSettings, privacy_figures
+from serialpub.report.render import HTML_FILE as REPORT_FILE
+from serialpub.report.render import measure_records, write_release_report
+from serialpub.report.utility import utility_measures
 from serialpub.statistics_file import StatisticsFile
 from state.store import (
     OpenRelease,
@@ -118,8 +124,10 @@ class Publisher:
         self.hierarchies = read_hierarchies(ws.hierarchy_dir, self.qis)
         sens_path = ws.hierarchy_dir / f"{cfg.sensitive}.csv"
         self.sensitive_domain: list[str] | None = None
+        self.sensitive_hierarchy: Hierarchy | None = None
         if sens_path.exists():
-            self.sensitive_domain = list(read_hierarchy(sens_path, cfg.sensitive).leaves)
+            self.sensitive_hierarchy = read_hierarchy(sens_path, cfg.sensitive)
+            self.sensitive_domain = list(self.sensitive_hierarchy.leaves)
         if cfg.protected_values == "all":
             if self.sensitive_domain is None:
                 raise InputError(
@@ -136,6 +144,13 @@ class Publisher:
                 raise InputError(
                     f"{ws.root / 'serialpub.yaml'}: protected value(s) {', '.join(map(repr, unknown))} are not "
                     f"values of {cfg.sensitive!r} (leaves of {sens_path})"
+                )
+        for name, values in (cfg.report.categories or {}).items():
+            unknown = [v for v in values if self.sensitive_domain is not None and v not in self.sensitive_domain]
+            if unknown:
+                raise InputError(
+                    f"{ws.root / 'serialpub.yaml'}: report.categories.{name} names {', '.join(map(repr, unknown))}, "
+                    f"not value(s) of {cfg.sensitive!r} (leaves of {sens_path}); fix the category or remove it"
                 )
         self.params = PrivacyParams(
             ell=cfg.ell,
@@ -399,12 +414,13 @@ class Publisher:
 
     def report(self, seq: int) -> dict[str, Any]:
         """What the approver sees for the open release ``seq``: its figures, the verdict of
-        every suite and the checksum of the validation page (``report_sha256``, stored with
-        the sign-off as what was seen)."""
+        every suite, the release report (``report_page``) and its checksum (``report_sha256``,
+        stored with the sign-off as what was seen)."""
         rel = self._open_release(seq)
         staging = self._staging_dir(rel)
         manifest = json.loads((staging / release_files.MANIFEST_FILE).read_text(encoding="utf-8"))
         page = staging / HTML_FILE
+        report = staging / REPORT_FILE
         return {
             "dataset": self.ws.config.dataset,
             "release": rel.seq,
@@ -418,8 +434,31 @@ class Publisher:
             "average_relative_error": manifest["utility"]["average_relative_error"],
             "validation": manifest["validation"],
             "validation_page": str(page) if page.exists() else None,
-            "report_sha256": release_files.sha256_file(page) if page.exists() else None,
+            "report_page": str(report) if report.exists() else None,
+            "report_sha256": release_files.sha256_file(report) if report.exists() else None,
         }
+
+    def report_page(self, seq: int) -> Path:
+        """The report of release ``seq``: in its release folder once published, in its
+        staging folder while it awaits sign-off.
+
+        Raises:
+            InputError: release ``seq`` has no report (not validated yet, imported, failed
+                or rejected, or published before reports existed).
+        """
+        cfg = self.ws.config
+        page: Path | None
+        if any(r.seq == seq for r in self.store.published(cfg.dataset)):
+            page = self.ws.dataset_dir / release_files.release_name(seq) / REPORT_FILE
+        else:
+            rel = self.store.open_release(cfg.dataset)
+            page = self._staging_dir(rel) / REPORT_FILE if rel is not None and rel.seq == seq else None
+        if page is None or not page.is_file():
+            raise InputError(
+                f"release {seq} of {cfg.dataset!r} has no report: reports are written when a release is validated "
+                "(imported, failed and rejected releases have none)"
+            )
+        return page
 
     def approve(
         self, seq: int, approver: str, comment: str, report_sha256: str | None = None, automatic: bool = False
@@ -440,7 +479,7 @@ class Publisher:
             # the manifest tells automatic approvals by this name, so a person cannot take it
             raise InputError(f"the approver's name {approver!r} is reserved for automatic approvals")
         if report_sha256 is None:
-            page = self._staging_dir(self._open_release(seq)) / HTML_FILE
+            page = self._staging_dir(self._open_release(seq)) / REPORT_FILE
             report_sha256 = release_files.sha256_file(page) if page.exists() else None
         return self.store.approve(cfg.dataset, seq, approver, comment, report_sha256)
 
@@ -598,7 +637,12 @@ class Publisher:
             )
         except ValueError:
             query = None  # a draft the measure cannot read fails the contract suite, which names the value
-        manifest = self._manifest(seq, period, published[-1].seq if published else None, result, query)
+        sensitive_codes = pd.factorize(snap.value)[0].astype(np.int64)  # Π_tv only compares values
+        utility = utility_measures(
+            result, self.register.keys[snap.individual], [self.hierarchies[q] for q in self.qis], query,
+            self._query_settings(), sensitive_codes,
+        )  # fmt: skip
+        manifest = self._manifest(seq, period, published[-1].seq if published else None, result, query, utility)
         staging = self.ws.dataset_dir / release_files.staging_name(seq, draft.id)
         # the release row names its staging folder, for operators looking at an open draft
         self.store.set_staging(draft.id, str(staging))
@@ -690,9 +734,35 @@ class Publisher:
             "global_guarantee_checked": cfg.guarantee == "global",
             "suites": {r.suite: {"success": r.success, "sha256": r.sha256} for r in suites},
         }
+        manifest["report"] = self._write_report(staging, manifest, history, snap)
         release_files.write_manifest(staging, manifest)
         checkpoint("after_validation")
         return suites
+
+    def _write_report(
+        self, staging: Path, manifest: dict[str, Any], history: History, snap: Snapshot
+    ) -> dict[str, str]:
+        """Write the release report into the staging folder; returns the files' checksums
+        for the manifest (the sign-off records the checksum of the page the approver saw)."""
+        cfg = self.ws.config
+        presence = cfg.dilution == "presence"
+        table = release_files.read_release(staging)[1]
+        inputs = PrivacyInputs(
+            table=table, qis=self.qis, sensitive=cfg.sensitive, hierarchies=self.hierarchies,
+            sensitive_hierarchy=self.sensitive_hierarchy,
+            sensitive_domain=self.sensitive_domain or sorted(table[cfg.sensitive].astype(str).unique()),
+            protected=self.protected, register_keys=self.register.keys, register_ids=self.register.ids.to_numpy(),
+            history=history, ell=cfg.ell, presence=presence, present_rows=snap.individual if presence else None,
+            strategy=cfg.strategy, k_prime=cfg.k_prime,
+        )  # fmt: skip
+        rc = cfg.report
+        settings = ReportSettings(
+            near_bound_fraction=rc.near_bound_fraction, recursive_c=rc.recursive_c,
+            guarding_levels_up=rc.guarding_levels_up, categories=rc.categories,
+        )  # fmt: skip
+        return write_release_report(
+            staging, manifest, "validated, awaiting sign-off", privacy_figures(inputs, settings), presence
+        )
 
     def _infeasible_advice(self, history: History) -> str:
         """What to do when no generalization fits the budget, from the state's figures."""
@@ -757,8 +827,13 @@ class Publisher:
             "protected_values": self.protected,
         }
 
+    def _query_settings(self) -> dict[str, Any]:
+        return {"queries": QUERY_COUNT, "qd": QUERY_DIMENSIONS, "selectivity": QUERY_SELECTIVITY,
+                "seed": self.ws.config.query_seed}  # fmt: skip
+
     def _manifest(
-        self, seq: int, period: str, previous: int | None, result: ReleaseResult, query: Any
+        self, seq: int, period: str, previous: int | None, result: ReleaseResult, query: Any,
+        utility: list[Measure],
     ) -> dict[str, Any]:
         cfg = self.ws.config
         return {
@@ -781,11 +856,10 @@ class Publisher:
             ),
             "utility": {
                 "average_relative_error": query.mean if query else None,
-                "queries": QUERY_COUNT,
-                "qd": QUERY_DIMENSIONS,
-                "selectivity": QUERY_SELECTIVITY,
-                "seed": self.ws.config.query_seed,
+                **self._query_settings(),
             },
+            # figures that need the link between snapshot records and groups (report.utility)
+            "measures": measure_records(utility),
             "sha256": {"data.parquet": None, **self.file_sums},
             "previous_release": previous,
             "validation": None,

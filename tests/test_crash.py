@@ -41,7 +41,7 @@ from state.store import StateStore, open_engine, owner_is_gone
 POINTS = faults.POINTS
 #: crashes before the state commit: the release must end up invisible
 INVISIBLE = POINTS[: POINTS.index("after_commit")]
-STAGED = ["data.parquet", "manifest.json", "validation.html", "validation.json"]
+STAGED = ["data.parquet", "manifest.json", "report.html", "report.json", "validation.html", "validation.json"]
 #: before recovery, per point: statuses of the release-2 rows, files in its staging
 #: folder (None: no folder), whether release-0002 exists
 BEFORE: dict[str, tuple[list[str], list[str] | None, bool]] = {

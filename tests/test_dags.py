@@ -122,7 +122,7 @@ def test_release_dag_publishes_in_period_order_with_sign_off(
     assert (sign_off["decision"], sign_off["approver"], sign_off["comment"], sign_off["automatic"]) == (
         "approved", "alice", "checked the page", False,
     )
-    assert sign_off["report_sha256"] == sha256_file(folder / "validation.html")
+    assert sign_off["report_sha256"] == sha256_file(folder / "report.html")
     [stored] = store.sign_offs(ws.config.dataset, 1)
     assert (stored.approver, stored.decision, stored.report_sha256) == ("alice", "approved", sign_off["report_sha256"])
     assert published.manifest_sha256 == sha256_file(folder / "manifest.json")

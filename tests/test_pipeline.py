@@ -158,7 +158,7 @@ def test_three_releases_follow_the_contract_and_pass_the_audit(ws_root: Path) ->
         directory = dataset_dir / f"release-{t:04d}"
         assert outcome.directory == directory and outcome.seq == t and outcome.period == f"{t:04d}"
         assert sorted(p.name for p in directory.iterdir()) == [
-            "data.parquet", "manifest.json", "validation.html", "validation.json"
+            "data.parquet", "manifest.json", "report.html", "report.json", "validation.html", "validation.json"
         ]
         data = pd.read_parquet(directory / "data.parquet")
         manifest = json.loads((directory / "manifest.json").read_text(encoding="utf-8"))

@@ -53,7 +53,7 @@ def test_release_waits_at_the_gate_then_approve_publishes(gated: Path) -> None:
     folder = gated / "releases" / "clinic" / "release-0001"
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["sign_off"]["approver"] == "erin" and manifest["sign_off"]["automatic"] is False
-    assert manifest["sign_off"]["report_sha256"] == sha256_file(folder / "validation.html")
+    assert manifest["sign_off"]["report_sha256"] == sha256_file(folder / "report.html")
     [published] = store.published("clinic")
     assert published.manifest_sha256 == sha256_file(folder / "manifest.json")
     [decision] = store.sign_offs("clinic", 1)

@@ -1,0 +1,147 @@
+"""Write the reports: one self-contained HTML page (inline CSS and SVG, no scripts, no
+external resources) and a JSON file of the same figures, for machines.
+
+Release reports are written into the release's staging folder at validation, so they are
+published with the release and the manifest records their checksums; the series report
+is written next to the release folders and rewritten on demand.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+
+from anonymizer.measures import Measure
+from serialpub import __version__
+from serialpub.report import plots
+from serialpub.report.privacy import PrivacyFigures
+
+HTML_FILE = "report.html"
+JSON_FILE = "report.json"
+
+
+def _figure(value: Any) -> str:
+    """A number as the report prints it: integers with separators, floats to 4 significant
+    digits (6 below 0.01), anything else as text."""
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, int) or (isinstance(value, float) and value.is_integer() and abs(value) < 1e15):
+        return f"{int(value):,}"
+    if isinstance(value, float):
+        if math.isinf(value):
+            return "∞" if value > 0 else "−∞"
+        if math.isnan(value):
+            return str(value)
+        return f"{value:.6g}" if abs(value) < 0.01 else f"{value:,.4g}" if abs(value) >= 1e4 else f"{value:.4g}"
+    return str(value)
+
+
+def environment() -> Environment:
+    env = Environment(
+        loader=PackageLoader("serialpub.report", "templates"),
+        autoescape=select_autoescape(["html", "j2"]),
+        undefined=StrictUndefined,
+        keep_trailing_newline=True,
+    )
+    env.filters["figure"] = _figure
+    return env
+
+
+def measure_records(measures: list[Measure]) -> list[dict[str, Any]]:
+    """Measures as strict-JSON dicts (also the form the manifest keeps). An infinite value
+    (e.g. "smallest c" when no c satisfies the condition) becomes ``"inf"``/``"-inf"``:
+    JSON has no infinity."""
+    rows = []
+    for m in measures:
+        row = asdict(m)
+        if isinstance(m.value, float) and math.isinf(m.value):
+            row["value"] = "inf" if m.value > 0 else "-inf"
+        rows.append(row)
+    return rows
+
+
+def measures_from_records(rows: list[dict[str, Any]]) -> list[Measure]:
+    """The inverse of :func:`measure_records`."""
+    out = []
+    for r in rows:
+        value = r["value"]
+        out.append(Measure(**{**r, "value": float(value) if isinstance(value, str) else value}))
+    return out
+
+
+def write_text(folder: Path, name: str, text: str) -> str:
+    data = text.encode("utf-8")
+    (folder / name).write_bytes(data)
+    return hashlib.sha256(data).hexdigest()
+
+
+def write_release_report(
+    folder: Path, manifest: dict[str, Any], status: str, privacy: PrivacyFigures, presence: bool
+) -> dict[str, str]:
+    """Write ``report.html`` and ``report.json`` for one release into ``folder``.
+
+    Args:
+        manifest: the release's manifest with its ``validation`` section.
+        status: how the release stands, in words (e.g. "awaiting sign-off").
+        privacy: the figures from :func:`serialpub.report.privacy.privacy_figures`.
+        presence: presence mode (n_j counts records, not candidates).
+
+    Returns:
+        sha256 of each file written, by file name.
+    """
+    at_draft = measures_from_records(manifest.get("measures", []))
+    utility = [m for m in at_draft if m.family == "utility"]
+    guarantee = [m for m in privacy.measures if m.source.startswith("Paper 004")]
+    classical = [m for m in privacy.measures if not m.source.startswith("Paper 004")]
+    classical += [m for m in at_draft if m.family != "utility"]
+    validation = manifest["validation"]
+    ok = bool(validation.get("success")) and privacy.distribution.max_p <= 1.0 / manifest["l"]
+    figures = {
+        "breach": plots.to_svg(plots.breach_histogram(privacy.distribution)),
+        "groups": plots.to_svg(plots.group_sizes(privacy.group_records, privacy.group_candidates, presence)),
+    }
+    html = (
+        environment()
+        .get_template("release.html.j2")
+        .render(
+            m=manifest, status=status, version=__version__, ok=ok, validation=validation,
+            dist=privacy.distribution, budget=privacy.budget, figures=figures,
+            privacy_guarantee=guarantee, privacy_classical=classical, utility=utility,
+        )
+    )
+    dist = privacy.distribution
+    record = {
+        "format_version": 1,
+        "dataset": manifest["dataset"],
+        "release": manifest["release"],
+        "period": manifest["period"],
+        "breach_distribution": {
+            "pairs": dist.pairs, "max_p": dist.max_p, "mean_p": dist.mean_p, "near_bound": dist.near_bound,
+            "near_fraction": dist.near_fraction, "above_bound": dist.above_bound, "ell": dist.ell,
+            "edges": dist.edges.tolist(), "counts": dist.counts.tolist(),
+        },
+        "ratio_budget": None if privacy.budget is None else {
+            "k_prime": privacy.budget.k_prime, "max_linked": privacy.budget.max_linked,
+            "releases_left": privacy.budget.releases_left, "pairs_at_budget": privacy.budget.pairs_at_budget,
+            "linked_histogram": privacy.budget.linked_histogram.tolist(),
+        },
+        "groups": {
+            "count": int(privacy.group_records.size),
+            "records_mean": float(privacy.group_records.mean()) if privacy.group_records.size else 0.0,
+            "records_max": int(privacy.group_records.max()) if privacy.group_records.size else 0,
+            "n_j_mean": float(privacy.group_candidates.mean()) if privacy.group_candidates.size else 0.0,
+            "n_j_max": int(privacy.group_candidates.max()) if privacy.group_candidates.size else 0,
+        },
+        "privacy": measure_records(privacy.measures + [m for m in at_draft if m.family != "utility"]),
+        "utility": measure_records(utility),
+    }
+    return {
+        HTML_FILE: write_text(folder, HTML_FILE, html),
+        JSON_FILE: write_text(folder, JSON_FILE, json.dumps(record, indent=2, ensure_ascii=False) + "\n"),
+    }

@@ -1,0 +1,67 @@
+"""Figures of a draft computed when the draft is made: the utility measures and Askari et
+al.'s information-theoretic view.
+
+Measures such as non-uniform entropy charge each record for its own original value
+against its published generalization, so they need to know which snapshot record went
+into which group; the published files deliberately do not say (no identifier, no input
+order). They are therefore computed from the anonymizer's result while the draft is made
+and recorded in the manifest's ``measures`` list, beside the query error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from anonymizer.hierarchy import Hierarchy
+from anonymizer.measures import Measure, channel, utility
+from anonymizer.queries import QueryErrorResult
+from anonymizer.release import ReleaseResult
+
+DESIGN_8 = "Xiao & Tao 2006 (paper 001) §5.2, as DESIGN.md §8"
+
+
+def utility_measures(
+    result: ReleaseResult,
+    leaf_keys: np.ndarray,
+    hierarchies: Sequence[Hierarchy],
+    query: QueryErrorResult | None,
+    query_settings: Mapping[str, object],
+    sensitive: np.ndarray | None = None,
+) -> list[Measure]:
+    """Utility measures of a draft.
+
+    Args:
+        result: the anonymizer's result for the snapshot.
+        leaf_keys: leaf id per QI of every snapshot record, shape (R, d), in snapshot order.
+        hierarchies: one per QI, in column order.
+        query: the query-error result (None when the draft cannot be read by the measure).
+        query_settings: qd, selectivity, queries and seed, for the note.
+        sensitive: sensitive-value code per snapshot record, shape (R,), for the
+            tuple-wise variance loss (not computed without it).
+    """
+    query_measure = Measure(
+        "average relative error of range-count queries",
+        None if query is None else float(query.mean),
+        "fraction",
+        DESIGN_8,
+        "{queries} queries, qd = {qd}, selectivity {selectivity}, seed {seed}".format(**query_settings),
+        family="utility",
+    )
+    others = utility.summary(hierarchies, leaf_keys, result.group_of_record, result.group_nodes, sensitive)
+    return [query_measure, *others, *_channel(result, leaf_keys, hierarchies, sensitive)]
+
+
+def _channel(
+    result: ReleaseResult, leaf_keys: np.ndarray, hierarchies: Sequence[Hierarchy], sensitive: np.ndarray | None
+) -> list[Measure]:
+    """Askari et al.'s figures on the published records (original row i published as row i)."""
+    if sensitive is None:
+        return []
+    keep = np.flatnonzero(result.published)
+    if keep.size == 0:
+        return []
+    nodes = result.group_nodes[result.group_of_record[keep]]
+    k = int(result.group_records.min()) if result.group_records.size else None
+    return channel.summary(leaf_keys[keep], nodes, hierarchies, sensitive[keep], k=k)

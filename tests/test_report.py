@@ -1,0 +1,216 @@
+"""The release and series reports: the guarantee's figures against brute force and
+against independent recomputations (the audit, the state after publication, a workspace
+published under the localized guarantee), the files and checksums a release carries, and
+the ``serialpub report`` command.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_pipeline import make_workspace, snapshot
+
+from anonymizer.measures.guarantee import BINS, breach_distribution, ratio_budget
+from serialpub import release_files
+from serialpub.audit import audit_workspace
+from serialpub.config import load_config
+from serialpub.pipeline import Publisher
+from serialpub.report.series import SERIES_HTML, SERIES_JSON, write_series_report
+
+# -- the guarantee's figures against the pairs written out one by one ---------------------
+
+weighted_pairs = st.lists(
+    st.tuples(st.sampled_from([0.0, 0.05, 0.2, 0.33, 0.44, 0.45, 0.4999, 0.5, 0.5001, 0.75, 1.0]),
+              st.integers(0, 4)),
+    max_size=30,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(weighted_pairs, st.sampled_from([2.0, 3.0, 2.5]), st.sampled_from([0.9, 0.5, 1.0]))
+def test_breach_distribution_counts_every_pair_once(rows: list[tuple[float, int]], ell: float, near: float) -> None:
+    p = np.array([r[0] for r in rows], dtype=float)
+    w = np.array([r[1] for r in rows], dtype=np.int64)
+    d = breach_distribution(p, w, ell, near)
+    pairs = [pv for pv, wt in rows for _ in range(wt) if pv > 0]  # one entry per individual
+    assert d.pairs == len(pairs)
+    assert d.max_p == (max(pairs) if pairs else 0.0)
+    assert d.mean_p == pytest.approx(sum(pairs) / len(pairs) if pairs else 0.0, rel=1e-12)
+    assert d.above_bound == sum(1 for x in pairs if x > 1 / ell)
+    assert d.near_bound == sum(1 for x in pairs if near / ell <= x <= 1 / ell)
+    assert d.counts.sum() == len(pairs) and d.counts.shape == (BINS,)
+    for x in pairs:  # each pair lies in the bin whose edges enclose it
+        b = min(int(np.searchsorted(d.edges, x, side="right")) - 1, BINS - 1)
+        assert d.edges[b] <= x <= d.edges[b + 1] and d.counts[b] > 0
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 3)), max_size=20), st.integers(1, 5))
+def test_ratio_budget_against_the_pairs_written_out(rows: list[tuple[int, int]], k_prime: int) -> None:
+    linked = [c for c, w in rows for _ in range(w) if c > 0]
+    b = ratio_budget(np.array([r[0] for r in rows]), np.array([r[1] for r in rows]), k_prime)
+    assert b.max_linked == max(linked, default=0)
+    assert b.releases_left == k_prime - max(linked, default=0)
+    assert b.pairs_at_budget == sum(1 for c in linked if c >= k_prime)
+    assert b.linked_histogram.tolist() == [linked.count(i) for i in range(1, max([k_prime, *linked]) + 1)]
+
+
+def test_bad_arguments_are_refused() -> None:
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        breach_distribution([1.5], [1], 2)
+    with pytest.raises(ValueError, match="greater than 1"):
+        breach_distribution([0.5], [1], 1)
+    with pytest.raises(ValueError, match="non-negative"):
+        ratio_budget([-1], [1], 3)
+
+
+# -- a published series -----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def series(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The small clinic workspace with its three releases published (SQLite)."""
+    root = make_workspace(tmp_path_factory.mktemp("report") / "ws")
+    publisher = Publisher(load_config(root))
+    for t in (1, 2, 3):
+        publisher.publish(snapshot(root, t))
+    return root
+
+
+def _report(root: Path, seq: int) -> dict:
+    folder = load_config(root).dataset_dir / release_files.release_name(seq)
+    return json.loads((folder / "report.json").read_text(encoding="utf-8"))
+
+
+def test_every_release_carries_its_report_and_the_manifest_checksums_it(series: Path) -> None:
+    ws = load_config(series)
+    for seq in (1, 2, 3):
+        folder = ws.dataset_dir / release_files.release_name(seq)
+        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+        assert manifest["report"] == {
+            name: release_files.sha256_file(folder / name) for name in ("report.html", "report.json")
+        }
+        # the approver's sign-off names the page they saw
+        assert manifest["sign_off"]["report_sha256"] == manifest["report"]["report.html"]
+        page = (folder / "report.html").read_text(encoding="utf-8")
+        assert f"release {seq} (period {seq:04d})" in page and page.count("<svg") == 2
+        assert "<script" not in page and not re.search(r'(src|href)="https?://', page)  # self-contained
+
+
+def test_report_max_p_equals_the_audits_recomputation(series: Path) -> None:
+    audit = audit_workspace(series)
+    assert audit.ok
+    for seq, expected in zip(audit.releases, audit.max_p_by_release, strict=True):
+        assert _report(series, seq)["breach_distribution"]["max_p"] == pytest.approx(expected, abs=1e-12)
+
+
+def test_report_pairs_and_budget_equal_the_state_after_publication(series: Path) -> None:
+    """Release 3's report was computed before release 3 counted (from the state before it
+    and the breach table of the staged files); the state after it is the anonymizer's."""
+    ws = load_config(series)
+    publisher = Publisher(ws)
+    history = publisher.statistics.load(publisher.store.latest_statistics("clinic"), np.full(60, 2.0))
+    survival, linked = history.dense()
+    p = 1.0 - survival
+    rep = _report(series, 3)
+    dist, budget = rep["breach_distribution"], rep["ratio_budget"]
+    assert dist["pairs"] == int((p > 0).sum())
+    assert dist["near_bound"] == int(((p >= 0.9 / 2) & (p <= 0.5)).sum())
+    assert dist["counts"] == np.histogram(p[p > 0], bins=np.linspace(0, 1, BINS + 1))[0].tolist()
+    assert budget["max_linked"] == int(linked.max())
+    assert budget["releases_left"] == 3 - int(linked.max())
+
+
+def test_series_report_baseline_equals_a_workspace_published_under_the_localized_guarantee(
+    series: Path, tmp_path: Path
+) -> None:
+    out = write_series_report(Publisher(load_config(series)))
+    assert out.name == SERIES_HTML and out.is_file()
+    record = json.loads((out.parent / SERIES_JSON).read_text(encoding="utf-8"))
+    assert [r["release"] for r in record["releases"]] == [1, 2, 3]
+
+    # the same snapshots (same seed) published under the localized baseline
+    local = make_workspace(tmp_path / "local", guarantee="localized")
+    publisher = Publisher(load_config(local))
+    published = [publisher.publish(snapshot(local, t)) for t in (1, 2, 3)]
+    assert record["baseline"]["max_p"] == pytest.approx(
+        [json.loads((o.directory / "manifest.json").read_text())["max_breach_probability"] for o in published],
+        abs=1e-12,
+    )
+    assert record["baseline"]["note"] == "replayed all 3 releases"
+    html = out.read_text(encoding="utf-8")
+    assert "Localized baseline" in html and html.count("<svg") == 2
+
+
+def test_cli_report_writes_the_series_and_finds_a_release_report(series: Path, tmp_path: Path) -> None:
+    run = [sys.executable, "-m", "serialpub.cli", "report", "--config", str(series)]
+    done = subprocess.run([*run, "--no-baseline", "--figures", str(tmp_path)], capture_output=True, text=True,
+                          check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "series-report.html" in done.stdout
+    for name in ("series-breach.png", "series-utility.png"):
+        assert (tmp_path / name).read_bytes().startswith(b"\x89PNG")
+    found = subprocess.run([*run, "--release", "2"], capture_output=True, text=True, check=False)
+    assert found.returncode == 0 and found.stdout.strip().endswith("release-0002/report.html")
+    missing = subprocess.run([*run, "--release", "9"], capture_output=True, text=True, check=False)
+    assert missing.returncode == 2 and "release 9 of 'clinic' has no report" in missing.stderr
+
+
+def test_categories_feed_the_categorical_measures_and_bad_ones_are_refused(tmp_path: Path) -> None:
+    from serialpub.errors import InputError
+
+    cats = {"chronic": ["hiv", "cancer"], "respiratory": ["flu", "cold", "fever"]}
+    root = make_workspace(tmp_path / "ws", report={"categories": cats})
+    out = Publisher(load_config(root)).publish(snapshot(root, 1))
+    rep = json.loads((out.directory / "report.json").read_text(encoding="utf-8"))
+    by_name = {m["name"]: m for m in rep["privacy"]}
+    assert by_name["ℓ-categorical diversity"]["value"] is not None  # gastritis is in no category: Y
+    assert by_name["d-density control"]["value"] is not None
+
+    bad = make_workspace(tmp_path / "bad", report={"categories": {"chronic": ["hiv", "diabetes"]}})
+    with pytest.raises(InputError, match=r"report.categories.chronic names 'diabetes'"):
+        Publisher(load_config(bad))
+
+
+def test_breach_table_per_unit_is_the_individual_table_compressed(series: Path) -> None:
+    """The report's compressed breach table (checks.breach per_unit) holds exactly the rows of
+    the validation's per-individual table, each unit standing for ``weight`` individuals who
+    share every figure and the history class."""
+    from checks.breach import compute_breach
+
+    ws = load_config(series)
+    publisher = Publisher(ws)
+    history = publisher.statistics.load(publisher.store.latest_statistics("clinic"), np.full(60, 2.0))
+    drafts = [release_files.read_release(ws.dataset_dir / release_files.release_name(k))[1] for k in (1, 2, 3)]
+    draft = max(drafts, key=lambda d: int(d["disease"].isin(publisher.protected).sum()))  # one that links someone
+    survival = history.survival[history.class_of]
+    args = (draft, publisher.qis, "disease", publisher.hierarchies, publisher.register.keys,
+            publisher.register.ids.to_numpy(), publisher.protected, survival, False, None, 2.0)  # fmt: skip
+    full = compute_breach(*args).table
+    units = compute_breach(*args, per_unit=True).table
+    assert len(full) > len(units) > 0 and units["weight"].sum() == len(full)
+    cols = ["value", "p", "n_j", "n_s", "group", "exceeds"]
+    expanded = units.loc[units.index.repeat(units["weight"]), cols].astype({"value": str})
+    expected = full[cols].astype({"value": str})
+    pd.testing.assert_frame_equal(
+        expanded.sort_values(cols).reset_index(drop=True), expected.sort_values(cols).reset_index(drop=True),
+        check_dtype=False,  # the expanded table narrows its integers to int32
+    )  # fmt: skip
+    # every individual of a unit has the representative's history class
+    cls = history.class_of
+    rep = units["individual"].cat.codes.to_numpy()
+    per_ind = full.assign(cls=cls[full["individual"].cat.codes.to_numpy()])
+    for (g, v), part in per_ind.groupby(["group", "value"], observed=True):
+        reps = units[(units["group"] == g) & (units["value"] == v)]
+        assert sorted(part["cls"].value_counts().to_dict().items()) == sorted(
+            pd.Series(cls[rep[reps.index]]).repeat(reps["weight"].to_numpy()).value_counts().to_dict().items()
+        )
