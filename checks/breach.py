@@ -253,13 +253,17 @@ def compute_breach(
     present_rows: npt.ArrayLike | None,
     ell: float | npt.ArrayLike,
     per_unit: bool = False,
+    unit_classes: npt.ArrayLike | None = None,
 ) -> BreachComputation:
     """Breach table and group figures of a draft; see :func:`breach_table`.
 
     With ``per_unit`` the table is not expanded to individuals: one row per unit (register
     individuals sharing their QI combination and history, hence every figure), naming one
     of them as ``individual`` and their number as ``weight``. The report uses it; at 5M
-    register individuals the expansion is most of the cost.
+    register individuals the expansion is most of the cost. ``unit_classes`` (one int per
+    register individual, shape (N,)) splits units further, so that every member of a unit
+    also shares the caller's class (the report keeps per-class linked-release counts,
+    which the survival product alone does not determine).
     """
     keys = np.asarray(register_keys, dtype=np.int64)
     n_ind = keys.shape[0]
@@ -304,6 +308,9 @@ def compute_breach(
     # units: members sharing a combination and a history (survival row and ℓ) share every
     # figure, so p and the exact verdict are computed once per unit and value
     hist_class = _history_classes(surv, ell_ind, members)
+    if unit_classes is not None:
+        extra = np.asarray(unit_classes, dtype=np.int64)[members]
+        hist_class = factorize(hist_class * (int(extra.max(initial=0)) + 1) + extra)[0]
     n_class = int(hist_class.max()) + 1 if hist_class.size else 1
     unit_of_member, unit_first = factorize(combo_of_member * n_class + hist_class)
     unit_count = np.bincount(unit_of_member, minlength=unit_first.size).astype(np.int64)

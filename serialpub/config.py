@@ -244,7 +244,7 @@ sign_off:
   auto_approve: {auto_approve}
   timeout_hours: 72
 
-# The release report (report.html next to each release; 'serialpub report --series' for
+# The release report (report.html next to each release; 'serialpub report' for
 # the whole series). These only choose how measures are read, never what is published.
 report:
   # a pair is near the bound when its breach probability is at least this x 1/l
