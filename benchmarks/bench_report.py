@@ -30,9 +30,9 @@ import pandas as pd
 from bench_release import OUT, machine, make_scale_workspace
 
 from anonymizer.release import History, anonymize_history
-from serialpub.config import load_config
+from serialpub.config import ReportConfig, load_config
 from serialpub.pipeline import Publisher
-from serialpub.report.privacy import PrivacyInputs, ReportSettings, privacy_figures
+from serialpub.report.privacy import PrivacyInputs, privacy_figures
 from serialpub.report.render import measure_records, write_release_report
 from serialpub.report.utility import utility_measures
 
@@ -78,7 +78,7 @@ def main() -> None:
         protected=pub.protected, register_keys=pub.register.keys, register_ids=pub.register.ids.to_numpy(),
         history=history, ell=cfg.ell, presence=False, present_rows=None, strategy=cfg.strategy, k_prime=cfg.k_prime,
     )  # fmt: skip
-    figures = privacy_figures(inputs, ReportSettings())
+    figures = privacy_figures(inputs, ReportConfig())
     timings["privacy"] = time.perf_counter() - t
 
     manifest = pub._manifest(1, "bench", None, result, None, utility)

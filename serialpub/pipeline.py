@@ -37,7 +37,7 @@ from serialpub.errors import InputChecksFailed, InputError, ValidationFailed
 from serialpub.faults import checkpoint
 from serialpub.hierarchies import read_hierarchies, read_hierarchy
 from serialpub.inputs import Register, Snapshot, read_csv, register_from_table, snapshot_from_table
-from serialpub.report.privacy import PrivacyInputs, ReportSettings, privacy_figures
+from serialpub.report.privacy import PrivacyInputs, privacy_figures
 from serialpub.report.render import HTML_FILE as REPORT_FILE
 from serialpub.report.render import measure_records, write_release_report
 from serialpub.report.utility import utility_measures
@@ -747,21 +747,22 @@ class Publisher:
         cfg = self.ws.config
         presence = cfg.dilution == "presence"
         table = release_files.read_release(staging)[1]
+        domain = self.sensitive_domain
+        if domain is None:
+            # no hierarchy file: the values seen, the protected ones and the categories' (a
+            # release need not hold every protected value)
+            named = [v for values in (cfg.report.categories or {}).values() for v in values]
+            domain = sorted({*table[cfg.sensitive].astype(str), *self.protected, *named})
         inputs = PrivacyInputs(
             table=table, qis=self.qis, sensitive=cfg.sensitive, hierarchies=self.hierarchies,
             sensitive_hierarchy=self.sensitive_hierarchy,
-            sensitive_domain=self.sensitive_domain or sorted(table[cfg.sensitive].astype(str).unique()),
+            sensitive_domain=domain,
             protected=self.protected, register_keys=self.register.keys, register_ids=self.register.ids.to_numpy(),
             history=history, ell=cfg.ell, presence=presence, present_rows=snap.individual if presence else None,
-            strategy=cfg.strategy, k_prime=cfg.k_prime,
-        )  # fmt: skip
-        rc = cfg.report
-        settings = ReportSettings(
-            near_bound_fraction=rc.near_bound_fraction, recursive_c=rc.recursive_c,
-            guarding_levels_up=rc.guarding_levels_up, categories=rc.categories,
+            strategy=cfg.strategy, k_prime=cfg.k_prime, guarantee=cfg.guarantee,
         )  # fmt: skip
         return write_release_report(
-            staging, manifest, "validated, awaiting sign-off", privacy_figures(inputs, settings), presence
+            staging, manifest, "validated, awaiting sign-off", privacy_figures(inputs, cfg.report), presence
         )
 
     def _infeasible_advice(self, history: History) -> str:

@@ -29,7 +29,7 @@ from serialpub.report.series import SERIES_HTML, SERIES_JSON, write_series_repor
 # -- the guarantee's figures against the pairs written out one by one ---------------------
 
 weighted_pairs = st.lists(
-    st.tuples(st.sampled_from([0.0, 0.05, 0.2, 0.33, 0.44, 0.45, 0.4999, 0.5, 0.5001, 0.75, 1.0]),
+    st.tuples(st.sampled_from([0.0, 0.05, 0.2, 0.33, 1 - 2 / 3, 0.44, 0.45, 0.4999, 0.5, 0.5001, 0.75, 1.0]),
               st.integers(0, 4)),
     max_size=30,
 )
@@ -45,8 +45,9 @@ def test_breach_distribution_counts_every_pair_once(rows: list[tuple[float, int]
     assert d.pairs == len(pairs)
     assert d.max_p == (max(pairs) if pairs else 0.0)
     assert d.mean_p == pytest.approx(sum(pairs) / len(pairs) if pairs else 0.0, rel=1e-12)
-    assert d.above_bound == sum(1 for x in pairs if x > 1 / ell)
-    assert d.near_bound == sum(1 for x in pairs if near / ell <= x <= 1 / ell)
+    above = [x > 1 / ell + 1e-12 for x in pairs]  # a pair at the bound is allowed, however it rounds
+    assert d.above_bound == sum(above)
+    assert d.near_bound == sum(1 for x, a in zip(pairs, above, strict=True) if near / ell <= x and not a)
     assert d.counts.sum() == len(pairs) and d.counts.shape == (BINS,)
     for x in pairs:  # each pair lies in the bin whose edges enclose it
         b = min(int(np.searchsorted(d.edges, x, side="right")) - 1, BINS - 1)
@@ -62,6 +63,15 @@ def test_ratio_budget_against_the_pairs_written_out(rows: list[tuple[int, int]],
     assert b.releases_left == k_prime - max(linked, default=0)
     assert b.pairs_at_budget == sum(1 for c in linked if c >= k_prime)
     assert b.linked_histogram.tolist() == [linked.count(i) for i in range(1, max([k_prime, *linked]) + 1)]
+
+
+def test_a_pair_at_the_bound_is_not_above_it_and_exact_verdicts_win() -> None:
+    at_bound = 1.0 - 2.0 / 3.0  # p = 1 - (n_j - n_s)/n_j with n_s/n_j = 1/3 at ℓ = 3: 0.33333333333333337
+    assert at_bound > 1.0 / 3.0
+    d = breach_distribution([at_bound, 0.2], [5, 1], 3.0)
+    assert (d.above_bound, d.near_bound) == (0, 5)
+    exact = breach_distribution([at_bound, 0.2], [5, 1], 3.0, exceeds=[True, False])
+    assert (exact.above_bound, exact.near_bound) == (5, 0)
 
 
 def test_bad_arguments_are_refused() -> None:
@@ -216,3 +226,53 @@ def test_breach_table_per_unit_is_the_individual_table_compressed(series: Path) 
         assert sorted(part["cls"].value_counts().to_dict().items()) == sorted(
             pd.Series(cls[rep[reps.index]]).repeat(reps["weight"].to_numpy()).value_counts().to_dict().items()
         )
+
+
+@pytest.mark.parametrize(
+    ("overrides", "without_hierarchy"),
+    [
+        ({"dilution": "presence"}, False),
+        ({"strategy": "geometric", "alpha": 2.0}, False),
+        ({"guarantee": "localized"}, False),
+        ({"report": {"categories": {"chronic": ["hiv", "cancer"]}}}, True),
+    ],
+    ids=["presence", "geometric", "localized", "no-sensitive-hierarchy"],
+)
+def test_reports_in_other_configurations(tmp_path: Path, overrides: dict, without_hierarchy: bool) -> None:
+    root = make_workspace(tmp_path / "ws", **overrides)
+    if without_hierarchy:
+        (root / "hierarchies" / "disease.csv").unlink()  # the domain is then the values seen
+    publisher = Publisher(load_config(root))
+    for t in (1, 2, 3):  # the clinic's release 3 holds no protected value
+        publisher.publish(snapshot(root, t))
+    reports = [_report(root, seq) for seq in (1, 2, 3)]
+    assert all(r["breach_distribution"]["above_bound"] == 0 for r in reports)
+    budget_expected = overrides.get("strategy", "constant") == "constant" and overrides.get("guarantee") != "localized"
+    assert all((r["ratio_budget"] is not None) == budget_expected for r in reports)
+    notes = " ".join(m["note"] + m["source"] for r in reports for m in r["privacy"])
+    if overrides.get("dilution") == "presence":
+        assert "register individuals" not in notes and "virtual dilution" not in notes
+    by_name = {m["name"]: m for m in reports[1]["privacy"]}
+    # no record of a value guards another: the personalized figure stays within the guarantee
+    assert by_name["max personalized breach probability"]["value"] in (None, pytest.approx(0.0)) or (
+        by_name["max personalized breach probability"]["value"] <= 0.5
+    )
+
+
+def test_series_baseline_stops_at_an_imported_release(tmp_path: Path) -> None:
+    from serialpub.importing import import_release
+
+    source = make_workspace(tmp_path / "A")
+    Publisher(load_config(source)).publish(snapshot(source, 1))
+    target = make_workspace(tmp_path / "B")  # same seed: same register and snapshots
+    ws = load_config(target)
+    import_release(ws, load_config(source).dataset_dir / "release-0001" / "data.parquet", "0001", 2,
+                   ["hiv", "cancer"], "register")  # fmt: skip
+    publisher = Publisher(ws)
+    publisher.publish(snapshot(target, 2))
+    record = json.loads((write_series_report(publisher).parent / SERIES_JSON).read_text(encoding="utf-8"))
+    assert record["baseline"]["max_p"] == []
+    assert record["baseline"]["note"] == (
+        "no release replayed: release 1 was imported (its snapshot is not a release input)"
+    )
+    assert [r["report"] for r in record["releases"]] == [None, "release-0002/report.html"]

@@ -28,6 +28,10 @@ IntArray = npt.NDArray[np.int64]
 #: Histogram bins of breach probabilities: 0.01 wide over [0, 1].
 BINS = 100
 
+#: Floating-point slack of the display-only "above the bound" count when no exact verdict
+#: is given (the same as the personalized measure's tie tolerance).
+TIE_TOLERANCE = 1e-12
+
 
 @dataclass(frozen=True)
 class BreachDistribution:
@@ -39,7 +43,8 @@ class BreachDistribution:
         max_p: largest breach probability, 0.0 when no pair is linked.
         mean_p: mean over the linked pairs.
         near_bound: pairs with p ≥ ``near_fraction`` / ℓ (and not above 1/ℓ).
-        above_bound: pairs with p > 1/ℓ by floating point (the guarantee suite decides exactly).
+        above_bound: pairs with p > 1/ℓ (exact verdicts where given, see
+            :func:`breach_distribution`).
         near_fraction: the fraction of 1/ℓ that counts as near.
         ell: ℓ.
         edges: histogram bin edges, shape (BINS + 1,).
@@ -58,7 +63,11 @@ class BreachDistribution:
 
 
 def breach_distribution(
-    p: npt.ArrayLike, weight: npt.ArrayLike, ell: float, near_fraction: float = 0.9
+    p: npt.ArrayLike,
+    weight: npt.ArrayLike,
+    ell: float,
+    near_fraction: float = 0.9,
+    exceeds: npt.ArrayLike | None = None,
 ) -> BreachDistribution:
     """Summarize breach probabilities of weighted pairs.
 
@@ -68,6 +77,11 @@ def breach_distribution(
         weight: individuals the row stands for, shape (n,), non-negative integers.
         ell: ℓ > 1 of the guarantee.
         near_fraction: in (0, 1]; a pair is near the bound when p ≥ near_fraction / ℓ.
+        exceeds: the exact verdict "p > 1/ℓ" per row where known (e.g. from
+            :func:`anonymizer.privacy.exceeds_threshold`), shape (n,). Without it a row
+            counts as above only when p > 1/ℓ + :data:`TIE_TOLERANCE`: a pair exactly at the
+            bound (allowed) often lands a few ulps above it in floating point, e.g.
+            1 − (1 − 1/3) > 1/3.
 
     Raises:
         ValueError: mismatched shapes, p outside [0, 1], a negative weight, ℓ ≤ 1 or
@@ -87,13 +101,15 @@ def breach_distribution(
         raise ValueError(f"ℓ must be greater than 1, got {ell}")
     if not 0.0 < near_fraction <= 1.0:
         raise ValueError(f"near_fraction must lie in (0, 1], got {near_fraction}")
+    bound = 1.0 / ell
+    above = p > bound + TIE_TOLERANCE if exceeds is None else np.asarray(exceeds, dtype=bool)
+    if above.shape != p.shape:
+        raise ValueError(f"exceeds must have the shape of p {p.shape}, got {above.shape}")
     linked = (p > 0.0) & (w > 0)
-    p, w = p[linked], w[linked]
+    p, w, above = p[linked], w[linked], above[linked]
     edges = np.linspace(0.0, 1.0, BINS + 1)
     counts, _ = np.histogram(p, bins=edges, weights=w)
     pairs = int(w.sum())
-    bound = 1.0 / ell
-    above = p > bound
     return BreachDistribution(
         pairs=pairs,
         max_p=float(p.max()) if p.size else 0.0,

@@ -763,7 +763,7 @@ def summary(
             ("entropy measure Π_e", "bits", SRC_PI_E),
             ("monotone entropy measure Π_me", "bits", SRC_PI_ME),
             ("non-uniform entropy measure Π_ne", "bits", SRC_PI_NE),
-            ("tuple-wise variance loss Π_tv", "records (EMD, 0/1 distance)", SRC_PI_TV),
+            ("tuple-wise variance loss Π_tv", "Σ EMD over records (0/1 distance)", SRC_PI_TV),
         ]
         return out + [not_computed(a, b, c, reason, family=FAMILY) for a, b, c in names]
 
@@ -811,7 +811,7 @@ def summary(
         out.append(
             not_computed(
                 "tuple-wise variance loss Π_tv",
-                "records (EMD, 0/1 distance)",
+                "Σ EMD over records (0/1 distance)",
                 SRC_PI_TV,
                 "no sensitive values given",
                 family=FAMILY,
@@ -823,7 +823,7 @@ def summary(
             m(
                 "tuple-wise variance loss Π_tv",
                 tv.loss,
-                "records (EMD, 0/1 distance)",
+                "Σ EMD over records (0/1 distance)",
                 SRC_PI_TV,
                 f"Var_T(QI) = {tv.original:,.2f} before, Var_T*(QI*) = {tv.release:,.2f} after; all QIs; "
                 "negative when the release splits original QI-blocks; suppressed records in one all-'*' block",

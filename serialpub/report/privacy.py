@@ -10,7 +10,7 @@ from the published table itself. The classical per-release measures (k-anonymity
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -18,32 +18,20 @@ import pandas as pd
 
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.measures import Measure, disclosure, diversity, personalized
-from anonymizer.measures.guarantee import BreachDistribution, RatioBudget, breach_distribution, ratio_budget
+from anonymizer.measures.guarantee import (
+    TIE_TOLERANCE,
+    BreachDistribution,
+    RatioBudget,
+    breach_distribution,
+    ratio_budget,
+)
 from anonymizer.release import History
 from checks.breach import compute_breach, draft_groups
+from serialpub.config import ReportConfig
 
 IntArray = npt.NDArray[np.int64]
 
 PAPER_004 = "Paper 004 (global guarantee over serial releases)"
-
-
-@dataclass(frozen=True)
-class ReportSettings:
-    """Reader's choices for the measures that need parameters (``report`` in serialpub.yaml).
-
-    Attributes:
-        near_bound_fraction: a pair is "near the bound" when p ≥ this × 1/ℓ.
-        recursive_c: c of recursive (c, ℓ)-diversity.
-        guarding_levels_up: personalized breach (Xiao & Tao): each record's guarding node is
-            its sensitive value's ancestor this many levels up (0: the value itself).
-        categories: sensitive categories of the thesis's categorical controls, name → values;
-            values in no category form the don't-care set Y.
-    """
-
-    near_bound_fraction: float = 0.9
-    recursive_c: float = 3.0
-    guarding_levels_up: int = 0
-    categories: Mapping[str, Sequence[str]] | None = None
 
 
 @dataclass(frozen=True)
@@ -75,6 +63,7 @@ class PrivacyInputs:
     present_rows: IntArray | None
     strategy: str
     k_prime: int | None
+    guarantee: str = "global"
 
 
 @dataclass(frozen=True)
@@ -99,24 +88,29 @@ class PrivacyFigures:
 
 def _pairs_after(
     inp: PrivacyInputs, linked_ind: IntArray, linked_val: IntArray, p_after: npt.NDArray[np.float64],
-    linked_weight: IntArray,
-) -> tuple[npt.NDArray[np.float64], IntArray, IntArray]:
+    linked_weight: IntArray, linked_exceeds: npt.NDArray[np.bool_],
+) -> tuple[npt.NDArray[np.float64], IntArray, IntArray, npt.NDArray[np.bool_]]:
     """Every (individual, protected value) pair after the release, compressed: rows are
     (history class, value) cells with their member counts, less the pairs this release
     links, plus the linked pairs (``linked_weight`` individuals per row, all in the history
-    class of ``linked_ind``). Returns (p, linked releases, weight)."""
+    class of ``linked_ind``). Returns (p, linked releases, weight, exceeds):
+    ``exceeds`` is the exact verdict p > 1/ℓ of the breach computation for linked rows and,
+    for the other cells, whether p passes 1/ℓ by more than the display tolerance (their
+    verdicts were exact when they were linked)."""
     h = inp.history
     k, v = h.survival.shape
     members = np.bincount(h.class_of, minlength=k).astype(np.int64)
     cls = h.class_of[linked_ind]
     taken = np.bincount(cls * v + linked_val, weights=linked_weight, minlength=k * v).reshape(k, v)
     weight = (members[:, None] - np.rint(taken).astype(np.int64)).ravel()
-    p = np.concatenate([1.0 - h.survival.ravel(), p_after])
+    before = 1.0 - h.survival.ravel()
+    p = np.concatenate([before, p_after])
     linked = np.concatenate([h.linked.ravel(), h.linked[cls, linked_val] + 1])
-    return np.clip(p, 0.0, 1.0), linked, np.concatenate([weight, linked_weight])
+    exceeds = np.concatenate([before > 1.0 / inp.ell + TIE_TOLERANCE, linked_exceeds])
+    return np.clip(p, 0.0, 1.0), linked, np.concatenate([weight, linked_weight]), exceeds
 
 
-def privacy_figures(inp: PrivacyInputs, settings: ReportSettings) -> PrivacyFigures:
+def privacy_figures(inp: PrivacyInputs, settings: ReportConfig) -> PrivacyFigures:
     """Compute the privacy figures of a release.
 
     Raises:
@@ -133,10 +127,13 @@ def privacy_figures(inp: PrivacyInputs, settings: ReportSettings) -> PrivacyFigu
     t = bc.table
     ind = np.asarray(t["individual"].cat.codes, dtype=np.int64)
     val = np.asarray(t["value"].cat.codes, dtype=np.int64)
-    p, linked, weight = _pairs_after(inp, ind, val, t["p"].to_numpy(np.float64), t["weight"].to_numpy(np.int64))
-    dist = breach_distribution(p, weight, inp.ell, settings.near_bound_fraction)
+    p, linked, weight, exceeds = _pairs_after(
+        inp, ind, val, t["p"].to_numpy(np.float64), t["weight"].to_numpy(np.int64), t["exceeds"].to_numpy(bool)
+    )
+    dist = breach_distribution(p, weight, inp.ell, settings.near_bound_fraction, exceeds)
     budget = None
-    if inp.strategy == "constant" and inp.k_prime:
+    if inp.guarantee == "global" and inp.strategy == "constant" and inp.k_prime:
+        # the budget only binds under the global guarantee (the localized baseline ignores k')
         budget = ratio_budget(linked, weight, inp.k_prime)
     measures = [
         Measure(
@@ -149,7 +146,10 @@ def privacy_figures(inp: PrivacyInputs, settings: ReportSettings) -> PrivacyFigu
             "pairs near the bound", dist.near_bound, "pairs", f"{PAPER_004}, §4",
             f"p ≥ {settings.near_bound_fraction:g} × 1/ℓ = {settings.near_bound_fraction / inp.ell:.4g}",
         ),
-        Measure("pairs above the bound (floating point)", dist.above_bound, "pairs", f"{PAPER_004}, §4"),
+        Measure(
+            "pairs above the bound", dist.above_bound, "pairs", f"{PAPER_004}, §4",
+            "exact verdicts for the pairs this release links, as the guarantee suite decides them",
+        ),
     ]  # fmt: skip
     if budget is not None:
         measures += [
@@ -170,7 +170,7 @@ def privacy_figures(inp: PrivacyInputs, settings: ReportSettings) -> PrivacyFigu
     )
 
 
-def _classical(inp: PrivacyInputs, settings: ReportSettings, group: IntArray, n_j: IntArray) -> list[Measure]:
+def _classical(inp: PrivacyInputs, settings: ReportConfig, group: IntArray, n_j: IntArray) -> list[Measure]:
     """The per-release measures of the source papers, from the measure modules."""
     known = group >= 0
     domain = pd.Index(list(inp.sensitive_domain))
@@ -194,18 +194,41 @@ def _classical(inp: PrivacyInputs, settings: ReportSettings, group: IntArray, n_
     )  # fmt: skip
     measures += _personalized(inp, settings, group, value, n_j)
     measures += disclosure.summary(group, value, n_j)
-    return measures
+    return [_presence_wording(m) for m in measures] if inp.presence else measures
+
+
+#: Phrases of the measure modules that describe n_j under register dilution, and their
+#: reading under presence dilution, where n_j is the group's record count.
+_PRESENCE_WORDING = {
+    "register candidates n_j (paper 004, virtual dilution)": "n_j = the group's records (presence dilution)",
+    "smallest number of register individuals whose QIs fall in a group's region": (
+        "smallest n_j; under presence dilution n_j is the group's record count, so this equals k-anonymity"
+    ),
+    "register individuals in the group's region, S_ext": "the group's present records under presence dilution, S_ext",
+    "n_j candidates (virtual dilution; matches to non-released candidates are no cracks)": (
+        "n_j = r_j records (presence dilution: the candidates are the present individuals)"
+    ),
+}
+
+
+def _presence_wording(m: Measure) -> Measure:
+    """The measure with its notes worded for presence dilution (see _PRESENCE_WORDING)."""
+    note, source = m.note, m.source
+    for old, new in _PRESENCE_WORDING.items():
+        note, source = note.replace(old, new), source.replace(old, new)
+    return replace(m, note=note, source=source)
 
 
 def _personalized(
-    inp: PrivacyInputs, settings: ReportSettings, group: IntArray, value: IntArray, n_j: IntArray
+    inp: PrivacyInputs, settings: ReportConfig, group: IntArray, value: IntArray, n_j: IntArray
 ) -> list[Measure]:
     """Xiao & Tao's breach probability with every protected record guarded by its value's
     ancestor ``guarding_levels_up`` levels up (the value itself by default) and the other
     records unguarded; n = n_j, the Primary Case (one record per individual per release)."""
     h = inp.sensitive_hierarchy
     protected = np.zeros(len(inp.sensitive_domain), dtype=bool)
-    protected[pd.Index(list(inp.sensitive_domain)).get_indexer(pd.Index(list(inp.protected)))] = True
+    idx = pd.Index(list(inp.sensitive_domain)).get_indexer(pd.Index(list(inp.protected)))
+    protected[idx[idx >= 0]] = True  # -1: a protected value outside the domain given
     if h is not None:
         guard = personalized.guarding_nodes(value, h, settings.guarding_levels_up)
     else:

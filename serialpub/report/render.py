@@ -101,7 +101,7 @@ def write_release_report(
     classical = [m for m in privacy.measures if not m.source.startswith("Paper 004")]
     classical += [m for m in at_draft if m.family != "utility"]
     validation = manifest["validation"]
-    ok = bool(validation.get("success")) and privacy.distribution.max_p <= 1.0 / manifest["l"]
+    ok = bool(validation.get("success"))  # the suites' exact verdict, not a float comparison
     figures = {
         "breach": plots.to_svg(plots.breach_histogram(privacy.distribution)),
         "groups": plots.to_svg(plots.group_sizes(privacy.group_records, privacy.group_candidates, presence)),

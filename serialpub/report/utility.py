@@ -11,6 +11,7 @@ and recorded in the manifest's ``measures`` list, beside the query error.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -64,4 +65,7 @@ def _channel(
         return []
     nodes = result.group_nodes[result.group_of_record[keep]]
     k = int(result.group_records.min()) if result.group_records.size else None
-    return channel.summary(leaf_keys[keep], nodes, hierarchies, sensitive[keep], k=k)
+    measures = channel.summary(leaf_keys[keep], nodes, hierarchies, sensitive[keep], k=k)
+    # unlike the thesis's measures above, these see only what is published
+    scope = f"computed on the {keep.size:,} published records (the {result.suppressed:,} suppressed ones left out)"
+    return [replace(m, note=f"{m.note}; {scope}" if m.note else scope) for m in measures]
