@@ -1,0 +1,206 @@
+"""The diagnosis scenario (serialpub.datasets.diagnosis) and the experiment runner
+(benchmarks/experiments.py): the generator's promises, a workspace that publishes, and
+runner figures equal to what the publishing pipeline produces for the same snapshots."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from anonymizer.release import PrivacyParams
+from serialpub.config import load_config
+from serialpub.datasets import adult, diagnosis
+from serialpub.hierarchies import read_hierarchy
+from serialpub.pipeline import Publisher
+
+ROOT = Path(__file__).resolve().parent.parent
+ROUNDS = 3
+# the publishing tests use a small workspace: a seeded sample of the Adult register and
+# 5 x 4 x 10 = 200 codes (Great Expectations needs 5-20 s a release with 2,000 values)
+ROWS = 3000
+CHAPTERS, BLOCKS = 5, 4
+
+
+def _runner() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("experiments", ROOT / "benchmarks" / "experiments.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["experiments"] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def generated(adult_table: pd.DataFrame) -> diagnosis.DiagnosisData:
+    return diagnosis.generate(seed=0, base=adult_table)
+
+
+def test_generator_is_deterministic_heavy_tailed_and_protects_the_rarest_tenth(
+    generated: diagnosis.DiagnosisData, adult_table: pd.DataFrame
+) -> None:
+    data = generated
+    again = diagnosis.generate(seed=0, base=adult_table)
+    pd.testing.assert_frame_equal(data.table, again.table)
+    assert data.protected == again.protected
+    other = diagnosis.generate(seed=1, base=adult_table)
+    assert (other.table[diagnosis.SENSITIVE] != data.table[diagnosis.SENSITIVE]).mean() > 0.9
+
+    # the register is Adult, ids and QIs untouched
+    assert len(data.table) == adult.CLEAN_ROWS
+    pd.testing.assert_frame_equal(
+        data.table[[adult.ID_COLUMN, *adult.QUASI_IDENTIFIERS]],
+        adult_table[[adult.ID_COLUMN, *adult.QUASI_IDENTIFIERS]],
+    )
+    # about 2,000 codes, each occurring, counts as reported
+    codes = data.hierarchy["code"].to_numpy(dtype=str)
+    assert codes.size == 2000 and np.unique(codes).size == 2000
+    observed = data.table[diagnosis.SENSITIVE].value_counts().reindex(codes, fill_value=0).to_numpy()
+    np.testing.assert_array_equal(observed, data.counts)
+    assert data.counts.min() >= 1
+    assert data.probability.sum() == pytest.approx(1.0)
+    # heavy tail: the most common tenth of the codes holds most records, the rarest tenth under 2 %
+    ranked = np.sort(data.counts)[::-1]
+    assert ranked[:200].sum() > 0.6 * ranked.sum()
+    assert ranked[-200:].sum() < 0.02 * ranked.sum()
+    assert ranked[0] > 100 * np.median(ranked)
+    # protected: exactly the 200 least frequent codes (no unprotected code is rarer)
+    assert len(data.protected) == 200 and len(set(data.protected)) == 200
+    is_protected = np.isin(codes, data.protected)
+    assert data.counts[is_protected].max() <= data.counts[~is_protected].min()
+
+
+def test_hierarchy_file_covers_every_code(generated: diagnosis.DiagnosisData, tmp_path: Path) -> None:
+    lines = diagnosis.hierarchy_lines(generated.hierarchy)
+    assert lines[0] == "A00.0;A00;A00-A09;*"
+    path = tmp_path / "diagnosis.csv"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    h = read_hierarchy(path)
+    assert set(h.leaves) == set(generated.hierarchy["code"])
+    assert h.depth == 4  # code, block, chapter, *
+    h.check_domain(generated.table[diagnosis.SENSITIVE].unique(), "generated")
+
+
+@pytest.fixture(scope="module")
+def small_ws(tmp_path_factory: pytest.TempPathFactory, adult_table: pd.DataFrame) -> Path:
+    """A small diagnosis workspace: 3,000 individuals, 200 codes (20 protected), 20
+    snapshots of about 180 records."""
+    root = tmp_path_factory.mktemp("diag") / "ws"
+    diagnosis.create_workspace(root, rows=ROWS, auto_approve=True, base=adult_table, chapters=CHAPTERS, blocks=BLOCKS)
+    return root
+
+
+def test_the_full_workspace_loads_and_foreign_folders_are_refused(adult_table: pd.DataFrame, tmp_path: Path) -> None:
+    from serialpub.errors import InputError
+
+    ws = diagnosis.create_workspace(tmp_path / "full", base=adult_table)
+    assert load_config(tmp_path / "full") == ws
+    assert ws.config.sensitive == "diagnosis" and ws.config.quasi_identifiers == adult.QUASI_IDENTIFIERS
+    assert ws.config.guarantee == "global" and ws.config.sign_off.auto_approve is False
+    assert ws.config.protected_values == diagnosis.generate(seed=0, base=adult_table).protected
+    assert len(diagnosis.snapshots(ws)) == 20
+    assert "SYNTHETIC" in (tmp_path / "full" / "serialpub.yaml").read_text(encoding="utf-8")
+    publisher = Publisher(ws)
+    assert publisher.protected == ws.config.protected_values and len(publisher.sensitive_domain or []) == 2000
+    assert len(publisher.register.ids) == adult.CLEAN_ROWS
+    # a second run replaces its own folder; anything else is refused and left alone
+    diagnosis.create_workspace(tmp_path / "full", rounds=2, base=adult_table)
+    assert len(diagnosis.snapshots(load_config(tmp_path / "full"))) == 2
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep me")
+    with pytest.raises(InputError, match="not a diagnosis workspace"):
+        diagnosis.create_workspace(tmp_path / "mine", rows=ROWS)
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
+
+
+@pytest.fixture(scope="module")
+def published(small_ws: Path) -> list[dict]:
+    """Manifests of releases 1..ROUNDS of ``small_ws`` published by the pipeline.
+
+    Release 1 runs every validation suite. Releases 2..ROUNDS replace the snapshot and
+    release suites by passing stubs: Great Expectations takes 5-20 s a release with a
+    2,000-value domain, and the suites only check a draft, they never change it (the
+    figures compared below are computed before validation, by ``Publisher._stage``).
+    """
+    from checks.gx import SuiteResult
+
+    ws = load_config(small_ws)
+    publisher = Publisher(ws)
+    paths = diagnosis.snapshots(ws)[:ROUNDS]
+    outcomes = [publisher.publish(paths[0])]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("serialpub.pipeline.snapshot_suite", lambda *a, **k: SuiteResult("snapshot", True))
+        mp.setattr("serialpub.pipeline.release_suite", lambda *a, **k: [SuiteResult("stub", True)])
+        outcomes += [publisher.publish(p) for p in paths[1:]]
+    return [json.loads((o.directory / "manifest.json").read_text(encoding="utf-8")) for o in outcomes]
+
+
+def test_a_small_diagnosis_release_publishes_and_passes_validation(published: list[dict]) -> None:
+    first = published[0]
+    assert first["validation"]["success"] is True
+    assert {"snapshot", "guarantee"} <= set(first["validation"]["suites"])
+    assert first["sign_off"]["automatic"] is True
+    assert len(first["protected_values"]) == 20
+    assert first["max_breach_probability"] <= 0.5
+
+
+def test_runner_figures_equal_the_published_series_and_the_series_report_baseline(
+    small_ws: Path, published: list[dict]
+) -> None:
+    from serialpub.report.series import localized_baseline
+
+    ex = _runner()
+    ws = load_config(small_ws)
+    paths = diagnosis.snapshots(ws)[:ROUNDS]
+    scenario = ex.Scenario.from_workspace("small", ws, paths)
+    cfg = ws.config
+    ours = ex.run_series(scenario, PrivacyParams(ell=cfg.ell, strategy=cfg.strategy, k_prime=cfg.k_prime), ROUNDS)
+    assert [r["round"] for r in ours] == [1, 2, 3] and all(r["feasible"] for r in ours)
+    for r, m in zip(ours, published, strict=True):
+        assert r["max_p"] == pytest.approx(m["max_breach_probability"], abs=1e-12)
+        assert (r["records"], r["groups"], r["suppressed"]) == (m["records"], m["groups"], m["suppressed"])
+        assert r["query_error"] == pytest.approx(m["utility"]["average_relative_error"], rel=1e-12)
+    assert max(r["max_p"] for r in ours) <= 1 / cfg.ell
+    # the localized replay equals the series report's (which tests/test_report.py checks
+    # against a workspace published under the localized guarantee)
+    local = ex.run_series(scenario, PrivacyParams(ell=cfg.ell, guarantee="localized"), ROUNDS, measure_queries=False)
+    publisher = Publisher(ws)
+    expected = localized_baseline(publisher, publisher.store.published(cfg.dataset))
+    assert [r["max_p"] for r in local] == pytest.approx(expected.max_p, abs=1e-12)
+
+
+def test_runner_records_an_infeasible_point_and_writes_json_and_plots(
+    small_ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from anonymizer.bottomup import InfeasibleError
+
+    ex = _runner()
+    real = ex.anonymize_history
+
+    def second_round_infeasible_for_k1(*args: Any, **kwargs: Any) -> Any:
+        if kwargs["seed"] == 2 and args[5].k_prime == 1:
+            raise InfeasibleError("12 records would have to be suppressed but the budget is 9")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ex, "anonymize_history", second_round_infeasible_for_k1)
+    ws = load_config(small_ws)
+    scenario = ex.Scenario.from_workspace("small", ws, diagnosis.snapshots(ws)[:3])
+    record = ex.run_figure(ex.FIGURES["fig8"], scenario, [1, 20], {"ell": 2.0}, 3, True, "test", log=lambda _: None)
+    tight, easy = record["runs"]
+    assert tight["status"] == "infeasible at round 2"
+    assert [r["feasible"] for r in tight["rounds"]] == [True, False]  # the series stops there
+    assert "budget is 9" in tight["rounds"][-1]["reason"]
+    assert easy["status"] == "complete" and len(easy["rounds"]) == 3
+    assert [r["round"] for r in record["baseline"]["2"]] == [1, 2, 3]
+    assert record["setup"]["protected_values"] == 20 and record["command"] == "test"
+    json.dumps(record)  # serializable as is
+    paths = ex.plot_figure(record, tmp_path, "fig8-small")
+    assert [p.name for p in paths] == ["fig8-small.png", "fig8-small-breach.png"]
+    assert all(p.read_bytes().startswith(b"\x89PNG") for p in paths)
