@@ -475,6 +475,10 @@ def plot_figure(record: dict[str, Any], out_dir: Path, name: str) -> list[Path]:
     plt = plots.plt
     vary = record["setup"]["vary"]
     sym = SYMBOL[vary]
+    budget = record["setup"]["suppression_budget"]
+    title = f"{record['scenario']}: {record['caption']}" + (
+        "" if budget == 0.05 else f", suppression budget {budget:g}"
+    )
     fig, axes = plt.subplots(1, 4, figsize=(13.5, 3.1))
     for i, run in enumerate(record["runs"]):
         color = COLORS[i % len(COLORS)]
@@ -514,7 +518,7 @@ def plot_figure(record: dict[str, Any], out_dir: Path, name: str) -> list[Path]:
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, frameon=False, fontsize=8, loc="lower center", ncol=len(labels),
                bbox_to_anchor=(0.5, -0.06))  # fmt: skip
-    fig.suptitle(f"{record['scenario']}: {record['caption']}"
+    fig.suptitle(title
                  + (" (× = infeasible round)" if any(r["status"] != "complete" for r in record["runs"]) else ""),
                  fontsize=10)  # fmt: skip
     fig.tight_layout()
@@ -542,7 +546,7 @@ def plot_figure(record: dict[str, Any], out_dir: Path, name: str) -> list[Path]:
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("round (release)")
     ax.set_ylabel("max breach probability")
-    ax.set_title(f"{record['scenario']}: {record['caption']}: largest p(o, s) over all releases so far", fontsize=9)
+    ax.set_title(f"{title}:\nlargest p(o, s) over all releases so far", fontsize=9)
     ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.06, 1.0), fontsize=7)
     breach = out_dir / f"{name}-breach.png"
     breach.write_bytes(plots.to_png(fig))
