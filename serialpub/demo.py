@@ -13,6 +13,22 @@ from serialpub.simulate import PRESETS, SeriesSpec, write_series
 MARKER = ".serialpub-demo"
 
 
+def replace_generated_folder(out: Path, marker: str, marker_text: str, refusal: str) -> None:
+    """Make ``out`` an empty folder holding the file ``marker``: a folder that holds it
+    (made by an earlier run) is replaced, any other non-empty folder is refused, so a
+    generator never deletes a user's files.
+
+    Raises:
+        InputError: ``out`` is a non-empty folder without the marker ("... is not <refusal>").
+    """
+    if out.exists() and any(out.iterdir()):
+        if not (out / marker).exists():
+            raise InputError(f"{out}: folder exists and is not {refusal}")
+        shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / marker).write_text(marker_text + "\n")
+
+
 def create_workspace(
     out: Path,
     *,
@@ -31,14 +47,8 @@ def create_workspace(
     A folder made by an earlier demo (it holds the marker file) is replaced; any other
     non-empty folder is refused, so the demo never deletes a user's files.
     """
-    if out.exists() and any(out.iterdir()):
-        if not (out / MARKER).exists():
-            raise InputError(
-                f"{out}: folder exists and is not a serialpub demo workspace; choose an empty or new --out"
-            )
-        shutil.rmtree(out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / MARKER).write_text("made by 'serialpub demo'; the next demo run replaces this folder\n")
+    replace_generated_folder(out, MARKER, "made by 'serialpub demo'; the next demo run replaces this folder",
+                             "a serialpub demo workspace; choose an empty or new --out")  # fmt: skip
     spec = SeriesSpec(
         rounds=rounds, carry_over=PRESETS["paper"]["carry_over"], redraw=PRESETS["paper"]["redraw"], seed=seed
     )

@@ -734,19 +734,19 @@ class Publisher:
             "global_guarantee_checked": cfg.guarantee == "global",
             "suites": {r.suite: {"success": r.success, "sha256": r.sha256} for r in suites},
         }
-        manifest["report"] = self._write_report(staging, manifest, history, snap)
+        manifest["report"] = self._write_report(staging, manifest, table, history, snap)
         release_files.write_manifest(staging, manifest)
         checkpoint("after_validation")
         return suites
 
     def _write_report(
-        self, staging: Path, manifest: dict[str, Any], history: History, snap: Snapshot
+        self, staging: Path, manifest: dict[str, Any], table: pd.DataFrame, history: History, snap: Snapshot
     ) -> dict[str, str]:
-        """Write the release report into the staging folder; returns the files' checksums
-        for the manifest (the sign-off records the checksum of the page the approver saw)."""
+        """Write the release report into the staging folder from the staged ``table`` as read
+        back by :meth:`_validate`; returns the files' checksums for the manifest (the sign-off
+        records the checksum of the page the approver saw)."""
         cfg = self.ws.config
         presence = cfg.dilution == "presence"
-        table = release_files.read_release(staging)[1]
         domain = self.sensitive_domain
         if domain is None:
             # no hierarchy file: the values seen, the protected ones and the categories' (a

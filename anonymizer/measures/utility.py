@@ -92,26 +92,30 @@ def _check_hierarchies(hierarchies: Sequence[Hierarchy]) -> list[Hierarchy]:
     return hs
 
 
-def _check_nodes(hs: list[Hierarchy], nodes: npt.ArrayLike, name: str) -> IntArray:
-    arr = _int_array(nodes, name, 2)
+def _check_ids(hs: list[Hierarchy], ids: npt.ArrayLike, name: str, leaves: bool) -> IntArray:
+    """An (R, d) array of node ids (or leaf ids with ``leaves``), one column per hierarchy.
+
+    Raises:
+        ValueError: wrong shape, or an id outside its hierarchy's nodes (leaves).
+    """
+    arr = _int_array(ids, name, 2)
     if arr.shape[1] != len(hs):
         raise ValueError(f"{name} has {arr.shape[1]} columns but there are {len(hs)} QI hierarchies")
+    kind = "leaf" if leaves else "node"
     for j, h in enumerate(hs):
         col = arr[:, j]
-        if col.size and (col.min() < 0 or col.max() >= h.n_nodes):
-            raise ValueError(f"{name}: QI {h.attribute!r} has node ids outside [0, {h.n_nodes})")
+        bound = h.n_leaves if leaves else h.n_nodes
+        if col.size and (col.min() < 0 or col.max() >= bound):
+            raise ValueError(f"{name}: QI {h.attribute!r} has {kind} ids outside [0, {bound})")
     return arr
+
+
+def _check_nodes(hs: list[Hierarchy], nodes: npt.ArrayLike, name: str) -> IntArray:
+    return _check_ids(hs, nodes, name, leaves=False)
 
 
 def _check_leaves(hs: list[Hierarchy], leaves: npt.ArrayLike, name: str) -> IntArray:
-    arr = _int_array(leaves, name, 2)
-    if arr.shape[1] != len(hs):
-        raise ValueError(f"{name} has {arr.shape[1]} columns but there are {len(hs)} QI hierarchies")
-    for j, h in enumerate(hs):
-        col = arr[:, j]
-        if col.size and (col.min() < 0 or col.max() >= h.n_leaves):
-            raise ValueError(f"{name}: QI {h.attribute!r} has leaf ids outside [0, {h.n_leaves})")
-    return arr
+    return _check_ids(hs, leaves, name, leaves=True)
 
 
 def _check_generalizes(hs: list[Hierarchy], nodes: IntArray, leaves: IntArray) -> None:

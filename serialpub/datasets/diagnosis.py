@@ -42,7 +42,7 @@ import pandas as pd
 
 from serialpub.config import CONFIG_NAME, TEMPLATE, Workspace, load_config
 from serialpub.datasets import adult
-from serialpub.errors import InputError
+from serialpub.demo import replace_generated_folder
 from serialpub.simulate import PRESETS, SeriesSpec, write_series
 
 SENSITIVE = "diagnosis"
@@ -215,13 +215,11 @@ def create_workspace(
     Raises:
         InputError: ``out`` is a non-empty folder not made by this function.
     """
-    if out.exists() and any(out.iterdir()):
-        if not (out / MARKER).exists():
-            raise InputError(f"{out}: folder exists and is not a diagnosis workspace; choose an empty or new folder")
-        shutil.rmtree(out)
+    replace_generated_folder(
+        out, MARKER, "made by serialpub.datasets.diagnosis.create_workspace; the next run replaces it",
+        "a diagnosis workspace; choose an empty or new folder",
+    )  # fmt: skip
     data = generate(seed=seed, base=base, rows=rows, chapters=chapters, blocks=blocks)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / MARKER).write_text("made by serialpub.datasets.diagnosis.create_workspace; the next run replaces it\n")
     spec = SeriesSpec(
         rounds=rounds, carry_over=PRESETS["paper"]["carry_over"], redraw=PRESETS["paper"]["redraw"], seed=seed
     )
