@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import resource
 import statistics
 import subprocess
@@ -30,19 +29,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from machine_info import machine
 
 OUT = Path(__file__).resolve().parent / "out"
-
-
-def machine() -> dict[str, object]:
-    import os
-
-    return {
-        "python": platform.python_version(),
-        "cpus": os.cpu_count(),
-        "machine": platform.machine(),
-        "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
-    }
 
 
 def run_demo() -> dict[str, object]:

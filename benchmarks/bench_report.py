@@ -27,7 +27,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from bench_release import OUT, machine, make_scale_workspace
+from bench_release import OUT, make_scale_workspace
+from machine_info import machine
 
 from anonymizer.release import History, anonymize_history
 from serialpub.config import ReportConfig, load_config
@@ -60,7 +61,7 @@ def main() -> None:
     hs = [pub.hierarchies[q] for q in pub.qis]
     result = anonymize_history(pub.register.keys, snap.individual, record_set, len(pub.protected), history,
                                pub.params, hs, False, budget=int(0.05 * len(snap.individual)), seed=1)  # fmt: skip
-    table = pub._published_table(snap, result)
+    table = pub.published_table(snap, result)
     setup = time.perf_counter() - t
     print(f"setup (register, snapshot, anonymize): {setup:.1f} s; {len(table):,} records in "
           f"{result.group_nodes.shape[0]:,} groups over {n_ind:,} register individuals")  # fmt: skip

@@ -21,8 +21,9 @@ readers, so a workspace published with ``serialpub release`` gives the same figu
 (``tests/test_experiments.py`` checks it).
 
 Figures (the paper's fixed values per caption; the varied values are the paper's where it
-states them: ℓ = 3, 5, 7 in the text on Figure 7; k' and α are not stated, so Table 1's
-k' and Figure 5's α are used):
+states them: ℓ = 3, 5, 7 in the text on Figure 7; the grids of Figures 8 and 9 are not
+stated, so Table 1's k' = 5, 10, 20 and Figure 5's α = 3, 5, 10 are used, with the
+paper's default α = 2 added):
 
 * ``fig6``: constant ratio, vary ℓ, k' = 3.
 * ``fig7``: geometric, vary ℓ, α = 3.
@@ -53,8 +54,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import shlex
 import sys
 import time
@@ -68,12 +67,15 @@ import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # run as a script from anywhere
-    sys.path.insert(0, str(ROOT))
+for _path in (ROOT, ROOT / "benchmarks"):  # run as a script from anywhere, or loaded by the tests
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
+
+from machine_info import machine  # noqa: E402
 
 from anonymizer.bottomup import InfeasibleError  # noqa: E402
 from anonymizer.queries import average_relative_error  # noqa: E402
-from anonymizer.release import History, PrivacyParams, ReleaseResult, anonymize_history  # noqa: E402
+from anonymizer.release import History, PrivacyParams, anonymize_history  # noqa: E402
 from serialpub.config import Workspace  # noqa: E402
 from serialpub.inputs import Snapshot, read_csv, snapshot_from_table  # noqa: E402
 from serialpub.pipeline import QUERY_COUNT, QUERY_DIMENSIONS, QUERY_SELECTIVITY, Publisher  # noqa: E402
@@ -81,6 +83,8 @@ from serialpub.pipeline import QUERY_COUNT, QUERY_DIMENSIONS, QUERY_SELECTIVITY,
 OUT = ROOT / "benchmarks" / "out" / "experiments"
 IMAGES = ROOT / "docs" / "images" / "experiments"
 SCENARIOS = ("adult", "diagnosis")
+#: rounds of the paper's series (section 8: 20 releases)
+ROUNDS = 20
 
 
 @dataclass(frozen=True)
@@ -111,7 +115,7 @@ FIGURES = {
                        "Effect of ℓ (geometric strategy), α = 3"),
     "fig8": FigureSpec("fig8", "constant", "k_prime", (5, 10, 20), {"ell": 2},
                        "Effect of k' (constant-ratio strategy), ℓ = 2"),
-    "fig9": FigureSpec("fig9", "geometric", "alpha", (2, 5, 10), {"ell": 2},
+    "fig9": FigureSpec("fig9", "geometric", "alpha", (2, 3, 5, 10), {"ell": 2},
                        "Effect of α (geometric strategy), ℓ = 2"),
 }  # fmt: skip
 SYMBOL = {"ell": "ℓ", "k_prime": "k'", "alpha": "α"}
@@ -141,7 +145,11 @@ class Scenario:
 
     @classmethod
     def from_workspace(cls, name: str, ws: Workspace, snapshot_paths: Sequence[Path]) -> Scenario:
-        """Read the workspace and check every snapshot as ``serialpub release`` would."""
+        """Read the workspace and check every snapshot as ``serialpub release`` would.
+
+        Raises:
+            serialpub.errors.InputError: a bad workspace or snapshot (the pipeline's message).
+        """
         publisher = Publisher(ws)
         cfg = ws.config
         domain = set(publisher.sensitive_domain) if publisher.sensitive_domain is not None else None
@@ -178,6 +186,9 @@ def build_workspace(scenario: str, seed: int = 0) -> tuple[Workspace, list[Path]
     protected); ``diagnosis`` is :func:`serialpub.datasets.diagnosis.create_workspace`.
     Both use ℓ = 2, constant ratio k' = 20, register dilution and a 5 % suppression
     budget in the file; the runner overrides ℓ, strategy and parameters per point.
+
+    Raises:
+        ValueError: an unknown scenario.
     """
     from serialpub import demo
     from serialpub.datasets import diagnosis
@@ -197,26 +208,6 @@ def build_workspace(scenario: str, seed: int = 0) -> tuple[Workspace, list[Path]
 # --------------------------------------------------------------------------------------
 # One series
 # --------------------------------------------------------------------------------------
-
-
-def published_table(scenario: Scenario, snap: Snapshot, result: ReleaseResult) -> pd.DataFrame:
-    """The release as published: per kept record its group's QI labels and its value.
-
-    Same rows as ``Publisher._published_table`` (the query measure ignores row order).
-
-    Returns:
-        DataFrame with one column per QI (node labels) and the sensitive column, one row
-        per published record, shape (records, d + 1).
-    """
-    pub = scenario.publisher
-    keep = np.flatnonzero(result.published)
-    group = result.group_of_record[keep]
-    cols: dict[str, Any] = {}
-    for a, q in enumerate(pub.qis):
-        labels = np.asarray(pub.hierarchies[q].labels, dtype=object)
-        cols[q] = labels[result.group_nodes[group, a]].astype(str)
-    cols[pub.ws.config.sensitive] = snap.value[keep].astype(str)
-    return pd.DataFrame(cols)
 
 
 def run_series(
@@ -302,7 +293,7 @@ def run_series(
         if measure_queries:
             t_q = time.perf_counter()
             query = average_relative_error(
-                snap.table[[*pub.qis, cfg.sensitive]], published_table(scenario, snap, result), pub.hierarchies,
+                snap.table[[*pub.qis, cfg.sensitive]], pub.published_table(snap, result), pub.hierarchies,
                 cfg.sensitive, n_queries=QUERY_COUNT, qd=QUERY_DIMENSIONS, selectivity=QUERY_SELECTIVITY,
                 seed=cfg.query_seed,
             )  # fmt: skip
@@ -335,25 +326,6 @@ def params_for(spec: FigureSpec, value: float, fixed: dict[str, float]) -> Priva
 # --------------------------------------------------------------------------------------
 
 
-def machine() -> dict[str, Any]:
-    """Python version, CPU count and model, memory and load average of this machine."""
-    model = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {
-        "python": platform.python_version(),
-        "cpus": os.cpu_count(),
-        "cpu_model": model,
-        "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
-        "load_average_at_start": list(os.getloadavg()),
-    }
-
-
 def caption(spec: FigureSpec, fixed: dict[str, float]) -> str:
     """The paper's caption, or with the fixed values actually used when they were overridden."""
     if fixed == spec.fixed:
@@ -363,11 +335,23 @@ def caption(spec: FigureSpec, fixed: dict[str, float]) -> str:
     return f"Effect of {SYMBOL[spec.vary]} ({name} strategy), {used} (paper: {spec.caption.rsplit(', ', 1)[1]})"
 
 
-def stem(spec: FigureSpec, scenario: str, fixed: dict[str, float], budget: float | None = None) -> str:
+def stem(
+    spec: FigureSpec,
+    scenario: str,
+    fixed: dict[str, float],
+    budget: float | None = None,
+    seed: int = 0,
+    rounds: int = ROUNDS,
+) -> str:
     """File stem ``<figure>-<scenario>``, plus ``-<param><value>`` for a non-default fixed
-    value and ``-budget<fraction>`` for a suppression budget other than the workspace's."""
+    value, ``-budget<fraction>`` for a suppression budget other than the workspace's,
+    ``-s<seed>`` and ``-r<rounds>`` for a seed or a number of rounds other than the
+    default: a run with other settings never overwrites the files the docs show."""
     extra = "".join(f"-{k.replace('_', '')}{v:g}" for k, v in fixed.items() if spec.fixed.get(k) != v)
-    return f"{spec.name}-{scenario}{extra}" + ("" if budget is None else f"-budget{budget:g}")
+    extra += "" if budget is None else f"-budget{budget:g}"
+    extra += "" if seed == 0 else f"-s{seed}"
+    extra += "" if rounds == ROUNDS else f"-r{rounds}"
+    return f"{spec.name}-{scenario}{extra}"
 
 
 def run_figure(
@@ -381,11 +365,13 @@ def run_figure(
     log: Callable[[str], None] = print,
     baseline_cache: dict[float, list[dict[str, Any]]] | None = None,
     budget: float | None = None,
+    seed: int = 0,
 ) -> dict[str, Any]:
     """Run every value of the figure (and the localized baseline per ℓ) on one scenario.
 
     ``baseline_cache`` (ℓ -> rows) shares the localized replays between figures of the
     same scenario and rounds (the baseline depends on ℓ only, not on the strategy).
+    ``seed`` is the seed the scenario's workspace was built with (recorded only).
 
     Returns:
         the JSON record: figure, scenario, setup, command, machine, date, ``runs`` (one per
@@ -409,6 +395,7 @@ def run_figure(
             "sensitive_domain": len(scenario.publisher.sensitive_domain or []),
             "snapshot_records": [len(s.individual) for s in scenario.snapshots[:rounds]],
             "rounds": rounds,
+            "seed": seed,
             "dilution": cfg.dilution,
             "suppression_budget": cfg.suppression_budget if budget is None else budget,
             "strategy": spec.strategy,
@@ -459,26 +446,38 @@ def _series(rows: list[dict[str, Any]], key: str) -> tuple[list[int], list[float
     return [r["round"] for r in ok], [float(r[key]) for r in ok]
 
 
-def plot_figure(record: dict[str, Any], out_dir: Path, name: str) -> list[Path]:
-    """Write ``<name>.png`` (the paper's four panels) and ``<name>-breach.png``.
+def figure_title(record: dict[str, Any]) -> str:
+    """``<scenario>: <caption>``, plus the suppression budget when it is not the default 5 %."""
+    budget = record["setup"]["suppression_budget"]
+    return f"{record['scenario']}: {record['caption']}" + ("" if budget == 0.05 else f", suppression budget {budget:g}")
 
-    Panels, each vs the round: (a) average relative query error, (b) average group size
-    (solid: candidates n_j, the paper's measure under dilution; dashed: published records;
-    dotted: n_j of the groups publishing a protected value),
+
+def plot_figure(record: dict[str, Any], out_dir: Path, name: str) -> list[Path]:
+    """Write ``<name>.png`` (:func:`panels_figure`) and ``<name>-breach.png``
+    (:func:`breach_figure`) into ``out_dir``; returns the two paths."""
+    from serialpub.report import plots  # sets the Agg backend and the house style
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    panels = out_dir / f"{name}.png"
+    panels.write_bytes(plots.to_png(panels_figure(record)))
+    breach = out_dir / f"{name}-breach.png"
+    breach.write_bytes(plots.to_png(breach_figure(record)))
+    return [panels, breach]
+
+
+def panels_figure(record: dict[str, Any]) -> Any:
+    """The paper's four panels, each vs the round: (a) average relative query error,
+    (b) average group size (solid: candidates n_j, the paper's measure under dilution;
+    dashed: published records; dotted: n_j of the groups publishing a protected value),
     (c) largest group size (same), (d) anonymization time in seconds. An infeasible round
-    is marked with an ×, at the bottom of each panel.
-    """
+    is marked with an ×, at the bottom of each panel. Returns the matplotlib Figure."""
     from matplotlib.ticker import MaxNLocator
 
     from serialpub.report import plots  # sets the Agg backend and the house style
 
     plt = plots.plt
-    vary = record["setup"]["vary"]
-    sym = SYMBOL[vary]
-    budget = record["setup"]["suppression_budget"]
-    title = f"{record['scenario']}: {record['caption']}" + (
-        "" if budget == 0.05 else f", suppression budget {budget:g}"
-    )
+    sym = SYMBOL[record["setup"]["vary"]]
+    title = figure_title(record)
     fig, axes = plt.subplots(1, 4, figsize=(13.5, 3.1))
     for i, run in enumerate(record["runs"]):
         color = COLORS[i % len(COLORS)]
@@ -506,8 +505,8 @@ def plot_figure(record: dict[str, Any], out_dir: Path, name: str) -> list[Path]:
               "dotted: n_j of groups with a protected value)",
               "(c) largest group size\n(solid: candidates n_j; dashed: records)",
               "(d) anonymization time (s)")  # fmt: skip
-    for ax, title in zip(axes, titles, strict=True):
-        ax.set_title(title, fontsize=8.5)
+    for ax, panel_title in zip(axes, titles, strict=True):
+        ax.set_title(panel_title, fontsize=8.5)
         ax.set_xlabel("round (release)")
         ax.set_ylim(bottom=0)
         ax.set_xlim(0.5, record["setup"]["rounds"] + 0.5)
@@ -522,10 +521,18 @@ def plot_figure(record: dict[str, Any], out_dir: Path, name: str) -> list[Path]:
                  + (" (× = infeasible round)" if any(r["status"] != "complete" for r in record["runs"]) else ""),
                  fontsize=10)  # fmt: skip
     fig.tight_layout()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    panels = out_dir / f"{name}.png"
-    panels.write_bytes(plots.to_png(fig))
+    return fig
 
+
+def breach_figure(record: dict[str, Any]) -> Any:
+    """The largest breach probability per round: ours per value of the varied parameter,
+    the localized baseline per ℓ, and the bound 1/ℓ. Returns the matplotlib Figure."""
+    from matplotlib.ticker import MaxNLocator
+
+    from serialpub.report import plots
+
+    plt = plots.plt
+    sym = SYMBOL[record["setup"]["vary"]]
     fig, ax = plt.subplots(figsize=(7.5, 3.3))
     ells = sorted({float(r["params"]["ell"]) for r in record["runs"]})
     for i, run in enumerate(record["runs"]):
@@ -546,11 +553,9 @@ def plot_figure(record: dict[str, Any], out_dir: Path, name: str) -> list[Path]:
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("round (release)")
     ax.set_ylabel("max breach probability")
-    ax.set_title(f"{title}:\nlargest p(o, s) over all releases so far", fontsize=9)
+    ax.set_title(f"{figure_title(record)}:\nlargest p(o, s) over all releases so far", fontsize=9)
     ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.06, 1.0), fontsize=7)
-    breach = out_dir / f"{name}-breach.png"
-    breach.write_bytes(plots.to_png(fig))
-    return [panels, breach]
+    return fig
 
 
 def summary(record: dict[str, Any]) -> str:
@@ -584,15 +589,16 @@ def summary(record: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The command line; options a run would silently ignore are errors (SystemExit 2)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("figure", choices=[*FIGURES, "all"])
     parser.add_argument("--scenario", nargs="+", choices=SCENARIOS, default=list(SCENARIOS))
     parser.add_argument(
         "--rounds",
         type=int,
-        default=20,
-        choices=range(1, 21),
+        default=ROUNDS,
+        choices=range(1, ROUNDS + 1),
         metavar="1..20",
         help="releases per series: the first of the paper's 20 snapshots (default all 20)",
     )
@@ -606,17 +612,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--plot-only", action="store_true", help="redraw the PNGs from the JSON files")
     parser.add_argument("--images", type=Path, default=IMAGES, help="where the PNGs go")
     args = parser.parse_args(argv)
+    args.overrides = {k: v for k, v in (("ell", args.ell), ("k_prime", args.k_prime), ("alpha", args.alpha))
+                      if v is not None}  # fmt: skip
+    args.specs = list(FIGURES.values()) if args.figure == "all" else [FIGURES[args.figure]]
+    if args.values and args.figure == "all":
+        parser.error("--values needs one figure (fig6..fig9): the figures vary different parameters")
+    unused = [k for k in args.overrides if not any(k in spec.fixed for spec in args.specs)]
+    if unused:
+        flags = ", ".join("--" + k.replace("_", "-") for k in unused)
+        parser.error(f"{flags} is not a fixed parameter of {args.figure} (the figure varies it or does not use it)")
+    return args
+
+
+def outputs(args: argparse.Namespace) -> list[tuple[str, FigureSpec, dict[str, float]]]:
+    """Per figure and scenario of a parsed command: the file stem of its JSON and PNGs,
+    the figure and its fixed parameters."""
+    planned = []
+    for scenario_name in args.scenario:
+        for spec in args.specs:
+            fixed = {**spec.fixed, **{k: v for k, v in args.overrides.items() if k in spec.fixed}}
+            planned.append((stem(spec, scenario_name, fixed, args.budget, args.seed, args.rounds), spec, fixed))
+    return planned
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
     raw = list(sys.argv[1:]) if argv is None else list(argv)
     command = shlex.join([".venv/bin/python", "benchmarks/experiments.py", *raw])
-    overrides = {k: v for k, v in (("ell", args.ell), ("k_prime", args.k_prime), ("alpha", args.alpha))
-                 if v is not None}  # fmt: skip
-    specs = list(FIGURES.values()) if args.figure == "all" else [FIGURES[args.figure]]
-    for scenario_name in args.scenario:
+    planned = outputs(args)  # scenario-major: the figures of one scenario share its workspace
+    for i, scenario_name in enumerate(args.scenario):
         scenario: Scenario | None = None
         baselines: dict[float, list[dict[str, Any]]] = {}
-        for spec in specs:
-            fixed = {**spec.fixed, **{k: v for k, v in overrides.items() if k in spec.fixed}}
-            name = stem(spec, scenario_name, fixed, args.budget)
+        for name, spec, fixed in planned[i * len(args.specs) : (i + 1) * len(args.specs)]:
             path = OUT / f"{name}.json"
             if args.plot_only:
                 record = json.loads(path.read_text(encoding="utf-8"))
@@ -626,7 +653,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     ws, paths = build_workspace(scenario_name, args.seed)
                     scenario = Scenario.from_workspace(scenario_name, ws, paths)
                     print(f"[{scenario_name}] workspace {ws.root} ready in {time.perf_counter() - t0:.1f} s")
-                values = args.values if args.values and args.figure != "all" else spec.values
+                values = args.values or spec.values
                 record = run_figure(
                     spec,
                     scenario,
@@ -637,6 +664,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     command,
                     baseline_cache=baselines,
                     budget=args.budget,
+                    seed=args.seed,
                 )
                 OUT.mkdir(parents=True, exist_ok=True)
                 path.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -177,11 +177,16 @@ def cover_pairs(
     return ci, group_of_rank[rank] if g else rank
 
 
-def _history_classes(surv: FloatArray, ell: FloatArray, members: IntArray) -> IntArray:
-    """Dense class per member: equal survival rows and equal ℓ share a class."""
-    everyone = members.size == surv.shape[0] and bool((members == np.arange(members.size)).all())
-    cols = [surv[:, j] for j in range(surv.shape[1])] + [np.asarray(ell)]
-    key = np.zeros(members.size, dtype=np.int64)
+def _history_classes(surv: FloatArray, ell: FloatArray, members: IntArray, row_of: IntArray | None) -> IntArray:
+    """Dense class per member: equal survival rows and equal ℓ share a class. With
+    ``row_of`` (survival given per history class) the member's class row is the key."""
+    everyone = members.size == ell.shape[0] and bool((members == np.arange(members.size)).all())
+    if row_of is not None:
+        key = factorize(row_of if everyone else row_of[members])[0]
+        cols = [np.asarray(ell)]
+    else:
+        key = np.zeros(members.size, dtype=np.int64)
+        cols = [surv[:, j] for j in range(surv.shape[1])] + [np.asarray(ell)]
     for col in cols:  # one column at a time: no (N, V) copy
         c = col if everyone else col[members]
         if c.size and c.min() == c.max():
@@ -240,6 +245,22 @@ class BreachComputation:
     unknown_records: int
 
 
+def _survival_rows(surv: FloatArray, history_class: npt.ArrayLike | None, n_ind: int, v: int) -> IntArray | None:
+    """Check the history's shapes; the row of ``surv`` per individual (None: row = individual)."""
+    if history_class is None:
+        if surv.shape != (n_ind, v):
+            raise ValueError(f"history_survival must have shape ({n_ind}, {v}), got {surv.shape}")
+        return None
+    row_of = np.asarray(history_class, dtype=np.int64)
+    if surv.ndim != 2 or surv.shape[1] != v:
+        raise ValueError(f"history_survival must have shape (classes, {v}), got {surv.shape}")
+    if row_of.shape != (n_ind,):
+        raise ValueError(f"history_class must have shape ({n_ind},), got {row_of.shape}")
+    if n_ind and (int(row_of.min()) < 0 or int(row_of.max()) >= surv.shape[0]):
+        raise ValueError(f"history_class must hold rows of history_survival, 0..{surv.shape[0] - 1}")
+    return row_of
+
+
 def compute_breach(
     draft: pd.DataFrame,
     qis: Sequence[str],
@@ -254,8 +275,10 @@ def compute_breach(
     ell: float | npt.ArrayLike,
     per_unit: bool = False,
     unit_classes: npt.ArrayLike | None = None,
+    history_class: npt.ArrayLike | None = None,
 ) -> BreachComputation:
-    """Breach table and group figures of a draft; see :func:`breach_table`.
+    """Breach table and group figures of a draft; see :func:`breach_table` (and its
+    ``history_class`` for the compact form of the history).
 
     With ``per_unit`` the table is not expanded to individuals: one row per unit (register
     individuals sharing their QI combination and history, hence every figure), naming one
@@ -269,8 +292,7 @@ def compute_breach(
     n_ind = keys.shape[0]
     surv = np.asarray(history_survival, dtype=np.float64)
     v = len(protected)
-    if surv.shape != (n_ind, v):
-        raise ValueError(f"history_survival must have shape ({n_ind}, {v}), got {surv.shape}")
+    row_of = _survival_rows(surv, history_class, n_ind, v)
     ell_ind = np.broadcast_to(np.asarray(ell, dtype=np.float64), (n_ind,))
     ids = pd.Index(np.asarray(register_ids))
     if len(ids) != n_ind:
@@ -307,7 +329,7 @@ def compute_breach(
 
     # units: members sharing a combination and a history (survival row and ℓ) share every
     # figure, so p and the exact verdict are computed once per unit and value
-    hist_class = _history_classes(surv, ell_ind, members)
+    hist_class = _history_classes(surv, ell_ind, members, row_of)
     if unit_classes is not None:
         extra = np.asarray(unit_classes, dtype=np.int64)[members]
         hist_class = factorize(hist_class * (int(extra.max(initial=0)) + 1) + extra)[0]
@@ -322,7 +344,7 @@ def compute_breach(
     grp, val = row_group[rep], row_value[rep]
     nj, ns = n_j[grp], dg.counts[grp, val]
     rep_member = members[unit_first[unit]]
-    before = surv[rep_member, val]
+    before = surv[rep_member if row_of is None else row_of[rep_member], val]
     p = 1.0 - before * ((nj - ns) / nj)
     exceeds = _exceeds(before, nj, ns, ell_ind[rep_member], p)
     if per_unit:
@@ -374,6 +396,7 @@ def breach_table(
     presence: bool,
     present_rows: npt.ArrayLike | None,
     ell: float | npt.ArrayLike = 2.0,
+    history_class: npt.ArrayLike | None = None,
 ) -> pd.DataFrame:
     """One row per (register individual, protected value) that the draft links.
 
@@ -386,12 +409,16 @@ def breach_table(
         register_ids: the id of every register individual, shape (N,), unique.
         protected: the protected values, in the column order of ``history_survival``.
         history_survival: survival product Π(1 - n_{j,s}/n_j) per individual and value
-            before the draft, shape (N, V) (ones before the first release).
+            before the draft, shape (N, V) (ones before the first release); or, with
+            ``history_class``, one row per history class, shape (C, V).
         presence: candidates are the present individuals (dilution off), ``n_j`` is then
             the group's published record count.
         present_rows: register rows of the individuals present in the snapshot (presence
             mode); None means every register individual.
         ell: ℓ, scalar or one per register individual; decides ``exceeds``.
+        history_class: the row of ``history_survival`` of every register individual,
+            shape (N,), ints in [0, C): the statistics file's compact form. At 5M
+            individuals and 200 protected values the (N, V) form alone is 8 GB.
 
     Returns:
         DataFrame with columns ``individual`` (register id, categorical), ``value``
@@ -402,7 +429,7 @@ def breach_table(
     """
     return compute_breach(
         draft, qis, sensitive, hierarchies, register_keys, register_ids, protected, history_survival,
-        presence, present_rows, ell,
+        presence, present_rows, ell, history_class=history_class,
     ).table  # fmt: skip
 
 

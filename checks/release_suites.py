@@ -135,6 +135,7 @@ def release_suite(
     metrics: Mapping[str, float | None] | None = None,
     id_column: str = "id",
     sensitive_domain: Sequence[str] | None = None,
+    history_class: npt.ArrayLike | None = None,
 ) -> list[SuiteResult]:
     """Run the release suites on a draft; see the module docstring.
 
@@ -147,6 +148,8 @@ def release_suite(
             Group sizes are computed here from the draft (published records per group).
         id_column: the register's id column, named in the contract's failure message.
         sensitive_domain: the admissible sensitive values; None skips that check.
+        history_class: as :func:`checks.breach.breach_table` (``history_survival`` per
+            history class).
 
     Returns:
         one :class:`checks.gx.SuiteResult` per suite, in the order contract, disjointness,
@@ -169,7 +172,7 @@ def release_suite(
     )
     computed = compute_breach(
         draft, qis, sensitive, hierarchies, register_keys, register_ids, protected, history_survival,
-        presence, present_rows, ell,
+        presence, present_rows, ell, history_class=history_class,
     )  # fmt: skip
     guarantee = run_suite(
         "guarantee",

@@ -623,7 +623,7 @@ class Publisher:
                              f"{self._infeasible_advice(history)}") from None
         t_anon = time.perf_counter() - t_anon
         checkpoint("after_anonymize")
-        table = self._published_table(snap, result)
+        table = self.published_table(snap, result)
         try:
             query = average_relative_error(
                 snap.table[[*self.qis, cfg.sensitive]],
@@ -707,13 +707,13 @@ class Publisher:
             thresholds["max_suppression_rate"] = cfg.suppression_budget
         suites = release_suite(
             table, self.qis, cfg.sensitive, self.hierarchies, self.register.keys, self.register.ids.to_numpy(),
-            self.protected, history.survival[history.class_of], cfg.ell, presence,
+            self.protected, history.survival, cfg.ell, presence,
             snap.individual if presence else None, thresholds,
             metrics={
                 "suppression_rate": manifest["suppressed"] / max(len(snap.individual), 1),
                 "query_error": manifest["utility"]["average_relative_error"],
             },
-            id_column=cfg.id_column, sensitive_domain=self.sensitive_domain,
+            id_column=cfg.id_column, sensitive_domain=self.sensitive_domain, history_class=history.class_of,
         )  # fmt: skip
         if cfg.guarantee == "localized":
             suites = [r for r in suites if r.suite != "guarantee"]
@@ -786,9 +786,11 @@ class Publisher:
             "share of the register leaves few candidates per record"
         )
 
-    def _published_table(self, snap: Snapshot, result: ReleaseResult) -> pd.DataFrame:
-        """Published records: QI labels of their group's nodes and the sensitive value,
-        sorted by group then value (no identifier, no input order)."""
+    def published_table(self, snap: Snapshot, result: ReleaseResult) -> pd.DataFrame:
+        """The release table as published: per kept record the QI labels of its group's
+        nodes and its sensitive value, sorted by group then value (no identifier, no input
+        order); shape (published records, QIs + 1). Also used by the experiment runner and
+        the report benchmark, so their figures are the pipeline's."""
         keep = np.flatnonzero(result.published)
         group = result.group_of_record[keep]
         values = snap.value[keep]

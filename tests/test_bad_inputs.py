@@ -298,8 +298,8 @@ def test_damaged_release_fails_validation(
     published_once: Path, monkeypatch: pytest.MonkeyPatch, case: str
 ) -> None:
     damage, suite, expected = RELEASE_CASES[case]
-    original = Publisher._published_table
-    monkeypatch.setattr(Publisher, "_published_table", lambda self, snap, result: damage(original(self, snap, result)))
+    original = Publisher.published_table
+    monkeypatch.setattr(Publisher, "published_table", lambda self, snap, result: damage(original(self, snap, result)))
     before = state_of(published_once)
     publisher = Publisher(load_config(published_once))
     with pytest.raises(ValidationFailed) as err:

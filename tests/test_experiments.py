@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -204,3 +205,65 @@ def test_runner_records_an_infeasible_point_and_writes_json_and_plots(
     paths = ex.plot_figure(record, tmp_path, "fig8-small")
     assert [p.name for p in paths] == ["fig8-small.png", "fig8-small-breach.png"]
     assert all(p.read_bytes().startswith(b"\x89PNG") for p in paths)
+    # the figures say what they show: scenario and caption on top, one title per panel
+    panels = ex.panels_figure(record)
+    assert panels._suptitle.get_text() == (
+        "small: Effect of k' (constant-ratio strategy), ℓ = 2 (× = infeasible round)"
+    )
+    assert [ax.get_title().split("\n")[0] for ax in panels.axes] == [
+        "(a) average relative error", "(b) average group size", "(c) largest group size",
+        "(d) anonymization time (s)",
+    ]  # fmt: skip
+    breach = ex.breach_figure({**record, "setup": {**record["setup"], "suppression_budget": 0}})
+    assert breach.axes[0].get_title().startswith("small: Effect of k' (constant-ratio strategy), ℓ = 2, "
+                                                  "suppression budget 0:")  # fmt: skip
+
+
+def _doc_commands() -> list[str]:
+    """The runner's command lines in docs/experiments.md (comments after # dropped)."""
+    text = (ROOT / "docs" / "experiments.md").read_text(encoding="utf-8")
+    prefix = ".venv/bin/python benchmarks/experiments.py "
+    return [line.split("#")[0].strip() for line in text.splitlines() if line.startswith(prefix)]
+
+
+def test_every_figure_in_the_docs_comes_from_a_command_shown_there() -> None:
+    import shlex
+
+    ex = _runner()
+    text = (ROOT / "docs" / "experiments.md").read_text(encoding="utf-8")
+    shown = set(re.findall(r"images/experiments/([\w.-]+)\.png", text))
+    commands = _doc_commands()
+    assert len(commands) >= 4
+    made: set[str] = set()
+    for line in commands:
+        args = ex.parse_args(shlex.split(line)[2:])  # SystemExit on a flag the runner lacks
+        for name, _, _ in ex.outputs(args):
+            made |= {name, f"{name}-breach"}
+    assert shown, "docs/experiments.md shows no figure"
+    assert shown <= made, f"figures without a command on the page: {sorted(shown - made)}"
+    missing = [n for n in sorted(made) if not (ROOT / "docs" / "images" / "experiments" / f"{n}.png").is_file()]
+    assert not missing, f"commands on the page whose PNGs are not committed: {missing}"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["all", "--values", "3"], "--values needs one figure"),
+        (["fig6", "--ell", "2"], "--ell is not a fixed parameter of fig6"),
+        (["fig8", "--alpha", "3"], "--alpha is not a fixed parameter of fig8"),
+    ],
+)
+def test_runner_refuses_options_it_would_ignore(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        _runner().parse_args(argv)
+    assert exc.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_output_names_record_every_non_default_setting() -> None:
+    ex = _runner()
+    names = [n for n, _, _ in ex.outputs(ex.parse_args(["fig6", "--scenario", "adult", "diagnosis"]))]
+    assert names == ["fig6-adult", "fig6-diagnosis"]
+    argv = ["fig6", "--scenario", "adult", "--k-prime", "20", "--budget", "0", "--seed", "3", "--rounds", "5"]
+    assert [n for n, _, _ in ex.outputs(ex.parse_args(argv))] == ["fig6-adult-kprime20-budget0-s3-r5"]

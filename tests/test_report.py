@@ -276,3 +276,32 @@ def test_series_baseline_stops_at_an_imported_release(tmp_path: Path) -> None:
         "no release replayed: release 1 was imported (its snapshot is not a release input)"
     )
     assert [r["report"] for r in record["releases"]] == [None, "release-0002/report.html"]
+
+
+@pytest.mark.parametrize("presence", [False, True])
+def test_breach_from_history_classes_equals_the_dense_history(series: Path, presence: bool) -> None:
+    """The validation and the report pass the statistics file's compact form (survival per
+    history class + class per individual) instead of an (N, V) array (8 GB at 5M
+    individuals and 200 protected values); the verdicts and figures must not change."""
+    from checks.breach import breach_table, compute_breach
+
+    ws = load_config(series)
+    publisher = Publisher(ws)
+    history = publisher.statistics.load(publisher.store.latest_statistics("clinic"), np.full(60, 2.0))
+    assert history.survival.shape[0] < len(history.class_of)  # the classes do compress
+    drafts = [release_files.read_release(ws.dataset_dir / release_files.release_name(k))[1] for k in (1, 2, 3)]
+    draft = max(drafts, key=lambda d: int(d["disease"].isin(publisher.protected).sum()))  # one that links someone
+    present = np.arange(0, 60, 2) if presence else None
+    args = (draft, publisher.qis, "disease", publisher.hierarchies, publisher.register.keys,
+            publisher.register.ids.to_numpy(), publisher.protected)  # fmt: skip
+    dense = breach_table(*args, history.survival[history.class_of], presence, present, 2.0)
+    compact = breach_table(*args, history.survival, presence, present, 2.0, history_class=history.class_of)
+    assert len(dense) > 0
+    key = ["individual", "value", "group"]
+    pd.testing.assert_frame_equal(
+        compact.sort_values(key).reset_index(drop=True), dense.sort_values(key).reset_index(drop=True)
+    )
+    with pytest.raises(ValueError, match=r"history_class must hold rows of history_survival"):
+        compute_breach(*args, history.survival[:1], presence, present, 2.0, history_class=history.class_of)
+    with pytest.raises(ValueError, match=r"history_class must have shape \(60,\)"):
+        compute_breach(*args, history.survival, presence, present, 2.0, history_class=history.class_of[:5])

@@ -246,15 +246,28 @@ def create_workspace(
         budget=f"{budget:g}",
         auto_approve="true  # a test environment" if auto_approve else "false",
     )
-    listed = (
-        f"# SYNTHETIC diagnoses: the {len(data.protected)} least frequent codes of the base table\n"
-        "# (paper 004's transient sensitive values; counts in protected-values.txt)\n"
-        f"protected_values: [{', '.join(data.protected)}]"
-    )
-    if "protected_values: all" not in text:
-        raise AssertionError("serialpub.config.TEMPLATE no longer holds 'protected_values: all'")
-    (out / CONFIG_NAME).write_text(text.replace("protected_values: all", listed), encoding="utf-8")
+    which = "least frequent codes of the base table; counts in protected-values.txt"
+    text = list_protected(text, data.protected, which)
+    (out / CONFIG_NAME).write_text(text, encoding="utf-8")
     return load_config(out / CONFIG_NAME)
+
+
+def list_protected(config_text: str, protected: list[str], which: str) -> str:
+    """``config_text`` (from :data:`serialpub.config.TEMPLATE`) with its ``protected_values:
+    all`` line replaced by the list ``protected``, under a comment saying the codes are
+    synthetic and ``which`` they are.
+
+    Raises:
+        RuntimeError: the template no longer holds the ``protected_values: all`` line.
+    """
+    listed = (
+        f"# SYNTHETIC diagnoses: the {len(protected)} {which}\n"
+        "# (paper 004's transient sensitive values)\n"
+        f"protected_values: [{', '.join(protected)}]"
+    )
+    if "protected_values: all" not in config_text:
+        raise RuntimeError("serialpub.config.TEMPLATE no longer holds 'protected_values: all'")
+    return config_text.replace("protected_values: all", listed)
 
 
 def snapshots(ws: Workspace) -> list[Path]:

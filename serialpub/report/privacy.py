@@ -121,8 +121,8 @@ def privacy_figures(inp: PrivacyInputs, settings: ReportConfig) -> PrivacyFigure
     h = inp.history
     bc = compute_breach(
         inp.table, inp.qis, inp.sensitive, inp.hierarchies, inp.register_keys, inp.register_ids,
-        inp.protected, h.survival[h.class_of], inp.presence, inp.present_rows, inp.ell, per_unit=True,
-        unit_classes=h.class_of,
+        inp.protected, h.survival, inp.presence, inp.present_rows, inp.ell, per_unit=True,
+        unit_classes=h.class_of, history_class=h.class_of,
     )  # fmt: skip
     t = bc.table
     ind = np.asarray(t["individual"].cat.codes, dtype=np.int64)
