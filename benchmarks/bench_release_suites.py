@@ -42,7 +42,9 @@ def main() -> None:
         codes, uniques = pd.factorize(register[q])
         keys[:, a] = hierarchies[q].leaf_codes(list(uniques))[codes]
     ids = register["id"].to_numpy()
-    survival = np.ones((len(register), len(protected)))
+    # the state before release 1, in the statistics file's compact form (one history class)
+    survival = np.ones((1, len(protected)))
+    history_class = np.zeros(len(register), dtype=np.int64)
     print(f"load: {time.perf_counter() - t:.2f} s ({len(draft)} records, {len(register)} register rows)")
 
     t = time.perf_counter()
@@ -61,6 +63,7 @@ def main() -> None:
         manifest["dilution"] == "presence",
         None,
         ell,
+        history_class=history_class,
     )
     print(
         f"breach table: {time.perf_counter() - t:.2f} s, {len(computed.table)} rows, "
@@ -83,6 +86,7 @@ def main() -> None:
         None,
         {"max_suppression_rate": 0.05, "max_avg_group_size": None, "max_group_size": None},
         metrics={"suppression_rate": manifest["suppressed"] / (manifest["records"] + manifest["suppressed"])},
+        history_class=history_class,
     )
     total = time.perf_counter() - t
     for r in results:

@@ -589,6 +589,34 @@ def summary(record: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def key_numbers(records: Sequence[tuple[str, dict[str, Any]]]) -> str:
+    """The Markdown table of docs/experiments.md ("Key numbers"): one row per run of every
+    (file stem, JSON record), figures averaged over the rounds published."""
+    head = ("| run | value | rounds published | query error: mean (min-max) | avg n_j | max n_j | avg records/group "
+            "| n_j prot. | suppressed/round | max p | localized max p | anonymize s/round |")  # fmt: skip
+    lines = [head, "|" + "---|" * 12]
+    for name, record in records:
+        sym = SYMBOL[record["setup"]["vary"]]
+        for run in record["runs"]:
+            ok = [r for r in run["rounds"] if r["feasible"]]
+            if not ok:
+                lines.append(f"| {name} | {sym} = {run['value']:g} | 0 ({run['status']}) |" + " |" * 9)
+                continue
+            done = f"{len(ok)}" + ("" if run["status"] == "complete" else f" (round {len(ok) + 1} infeasible)")
+            errs = [r["query_error"] for r in ok]
+            base = record["baseline"].get(f"{run['params']['ell']:g}", [])
+            local = next((r["max_p"] for r in base if r["round"] == ok[-1]["round"]), None)
+            prot = [r["avg_candidates_protected"] for r in ok if r["avg_candidates_protected"] is not None]
+            lines.append(
+                f"| {name} | {sym} = {run['value']:g} | {done} | {np.mean(errs):.3f} ({min(errs):.2f}-{max(errs):.2f}) "
+                f"| {np.mean([r['avg_candidates'] for r in ok]):.0f} | {max(r['max_candidates'] for r in ok)} "
+                f"| {np.mean([r['avg_records'] for r in ok]):.1f} | {np.mean(prot) if prot else float('nan'):.0f} "
+                f"| {np.mean([r['suppressed'] for r in ok]):.1f} | {ok[-1]['max_p']:.3f} "
+                f"| {'-' if local is None else f'{local:.3f}'} | {np.mean([r['seconds_anonymize'] for r in ok]):.2f} |"
+            )
+    return "\n".join(lines)
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The command line; options a run would silently ignore are errors (SystemExit 2)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
@@ -610,6 +638,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--budget", type=float, help="suppression budget, fraction of records (default: 0.05)")
     parser.add_argument("--no-baseline", action="store_true", help="skip the localized baseline")
     parser.add_argument("--plot-only", action="store_true", help="redraw the PNGs from the JSON files")
+    parser.add_argument(
+        "--table", action="store_true", help="print the Markdown key-number table of the JSON files (runs nothing)"
+    )
     parser.add_argument("--images", type=Path, default=IMAGES, help="where the PNGs go")
     args = parser.parse_args(argv)
     args.overrides = {k: v for k, v in (("ell", args.ell), ("k_prime", args.k_prime), ("alpha", args.alpha))
@@ -640,6 +671,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     raw = list(sys.argv[1:]) if argv is None else list(argv)
     command = shlex.join([".venv/bin/python", "benchmarks/experiments.py", *raw])
     planned = outputs(args)  # scenario-major: the figures of one scenario share its workspace
+    if args.table:
+        found = [(name, OUT / f"{name}.json") for name, _, _ in planned]
+        print(key_numbers([(name, json.loads(path.read_text(encoding="utf-8"))) for name, path in found
+                           if path.exists()]))  # fmt: skip
+        return 0
     for i, scenario_name in enumerate(args.scenario):
         scenario: Scenario | None = None
         baselines: dict[float, list[dict[str, Any]]] = {}

@@ -205,6 +205,10 @@ def test_runner_records_an_infeasible_point_and_writes_json_and_plots(
     paths = ex.plot_figure(record, tmp_path, "fig8-small")
     assert [p.name for p in paths] == ["fig8-small.png", "fig8-small-breach.png"]
     assert all(p.read_bytes().startswith(b"\x89PNG") for p in paths)
+    table = ex.key_numbers([("fig8-small", record)]).splitlines()
+    assert len(table) == 4 and table[2].startswith("| fig8-small | k' = 1 | 1 (round 2 infeasible) |")
+    assert table[3].startswith("| fig8-small | k' = 20 | 3 |")
+    assert table[3].split(" | ")[9] == f"{easy['rounds'][-1]['max_p']:.3f}"  # max p after the last round
     # the figures say what they show: scenario and caption on top, one title per panel
     panels = ex.panels_figure(record)
     assert panels._suptitle.get_text() == (
