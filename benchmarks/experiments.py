@@ -342,15 +342,21 @@ def stem(
     budget: float | None = None,
     seed: int = 0,
     rounds: int = ROUNDS,
+    values: Sequence[float] | None = None,
+    baseline: bool = True,
 ) -> str:
     """File stem ``<figure>-<scenario>``, plus ``-<param><value>`` for a non-default fixed
     value, ``-budget<fraction>`` for a suppression budget other than the workspace's,
     ``-s<seed>`` and ``-r<rounds>`` for a seed or a number of rounds other than the
-    default: a run with other settings never overwrites the files the docs show."""
+    default, ``-values<v>_<v>..`` for values other than the figure's and ``-nobaseline``
+    without the localized replay: a run with other settings never overwrites the files
+    the docs show."""
     extra = "".join(f"-{k.replace('_', '')}{v:g}" for k, v in fixed.items() if spec.fixed.get(k) != v)
     extra += "" if budget is None else f"-budget{budget:g}"
     extra += "" if seed == 0 else f"-s{seed}"
     extra += "" if rounds == ROUNDS else f"-r{rounds}"
+    extra += "" if not values or tuple(values) == spec.values else "-values" + "_".join(f"{v:g}" for v in values)
+    extra += "" if baseline else "-nobaseline"
     return f"{spec.name}-{scenario}{extra}"
 
 
@@ -662,7 +668,10 @@ def outputs(args: argparse.Namespace) -> list[tuple[str, FigureSpec, dict[str, f
     for scenario_name in args.scenario:
         for spec in args.specs:
             fixed = {**spec.fixed, **{k: v for k, v in args.overrides.items() if k in spec.fixed}}
-            planned.append((stem(spec, scenario_name, fixed, args.budget, args.seed, args.rounds), spec, fixed))
+            name = stem(
+                spec, scenario_name, fixed, args.budget, args.seed, args.rounds, args.values, not args.no_baseline
+            )
+            planned.append((name, spec, fixed))
     return planned
 
 

@@ -251,7 +251,10 @@ def _survival_rows(surv: FloatArray, history_class: npt.ArrayLike | None, n_ind:
         if surv.shape != (n_ind, v):
             raise ValueError(f"history_survival must have shape ({n_ind}, {v}), got {surv.shape}")
         return None
-    row_of = np.asarray(history_class, dtype=np.int64)
+    row_of = np.asarray(history_class)
+    if not np.issubdtype(row_of.dtype, np.integer):
+        raise ValueError(f"history_class must hold integer rows, got dtype {row_of.dtype}")
+    row_of = row_of.astype(np.int64, copy=False)
     if surv.ndim != 2 or surv.shape[1] != v:
         raise ValueError(f"history_survival must have shape (classes, {v}), got {surv.shape}")
     if row_of.shape != (n_ind,):

@@ -303,5 +303,7 @@ def test_breach_from_history_classes_equals_the_dense_history(series: Path, pres
     )
     with pytest.raises(ValueError, match=r"history_class must hold rows of history_survival"):
         compute_breach(*args, history.survival[:1], presence, present, 2.0, history_class=history.class_of)
+    with pytest.raises(ValueError, match=r"history_class must hold integer rows"):
+        compute_breach(*args, history.survival, presence, present, 2.0, history_class=history.class_of + 0.5)
     with pytest.raises(ValueError, match=r"history_class must have shape \(60,\)"):
         compute_breach(*args, history.survival, presence, present, 2.0, history_class=history.class_of[:5])
