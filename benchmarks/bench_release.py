@@ -57,7 +57,7 @@ def run_demo() -> dict[str, object]:
 
 def make_scale_workspace(n_register: int, n_records: int, seed: int = 0) -> Path:
     """A workspace whose register resamples Adult rows under fresh ids, and one snapshot."""
-    from serialpub.config import CONFIG_NAME, TEMPLATE
+    from serialpub.config import CONFIG_NAME, render_config
     from serialpub.datasets import adult
 
     root = OUT / f"scale-{n_register}"
@@ -80,11 +80,9 @@ def make_scale_workspace(n_register: int, n_records: int, seed: int = 0) -> Path
         (root / "hierarchies" / f"{col}.csv").write_bytes((adult.hierarchy_dir() / f"{col}.csv").read_bytes())
     if (root / CONFIG_NAME).exists():
         return snapshot
-    (root / CONFIG_NAME).write_text(TEMPLATE.format(
-        dataset="adult", qis=", ".join(adult.QUASI_IDENTIFIERS), sensitive=adult.SENSITIVE, ell="2",
-        strategy="constant", k_prime=20, alpha="2", guarantee="global", dilution="register", budget="0.05",
-        auto_approve="true  # a benchmark workspace",
-    ))
+    (root / CONFIG_NAME).write_text(
+        render_config("adult", adult.QUASI_IDENTIFIERS, adult.SENSITIVE, auto_approve="a benchmark workspace")
+    )
     return snapshot
 
 

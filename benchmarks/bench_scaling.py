@@ -112,14 +112,12 @@ def snapshot_pair(root: Path, scenario: str, n_records: int, seed: int = 0) -> l
 
 def write_config(root: Path, scenario: str, dilution: str) -> None:
     """The case's serialpub.yaml (from the template; the diagnosis lists its protected codes)."""
-    from serialpub.config import CONFIG_NAME, TEMPLATE
+    from serialpub.config import CONFIG_NAME, render_config
     from serialpub.datasets import adult, diagnosis
 
-    text = TEMPLATE.format(
-        dataset=scenario, qis=", ".join(adult.QUASI_IDENTIFIERS), sensitive=SENSITIVE[scenario], ell="2",
-        strategy="constant", k_prime=20, alpha="2", guarantee="global", dilution=dilution, budget="0.05",
-        auto_approve="true  # a benchmark workspace",
-    )  # fmt: skip
+    text = render_config(
+        scenario, adult.QUASI_IDENTIFIERS, SENSITIVE[scenario], dilution=dilution, auto_approve="a benchmark workspace"
+    )
     if scenario == "diagnosis":
         protected = (root / "protected-diagnosis.txt").read_text(encoding="utf-8").split()
         text = diagnosis.list_protected(text, protected, "least frequent codes (10 %) of this register")

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 from sqlalchemy import create_engine, text
 
-from serialpub.config import CONFIG_NAME, DATABASE_ENV, TEMPLATE, load_config
+from serialpub.config import CONFIG_NAME, DATABASE_ENV, load_config, render_config
 from serialpub.datasets import adult
 from serialpub.pipeline import Publisher
 from serialpub.simulate import SeriesSpec, write_series
@@ -48,10 +48,9 @@ def build(root: Path, n_register: int, rounds: int) -> None:
     (root / "hierarchies").mkdir(exist_ok=True)
     for col in [*adult.QUASI_IDENTIFIERS, adult.SENSITIVE]:
         shutil.copyfile(adult.hierarchy_dir() / f"{col}.csv", root / "hierarchies" / f"{col}.csv")
-    (root / CONFIG_NAME).write_text(TEMPLATE.format(
-        dataset="adult", qis=", ".join(adult.QUASI_IDENTIFIERS), sensitive=adult.SENSITIVE, ell="2",
-        strategy="constant", k_prime=20, alpha="2", guarantee="global", dilution="register", budget="0.05",
-    ))
+    (root / CONFIG_NAME).write_text(
+        render_config("adult", adult.QUASI_IDENTIFIERS, adult.SENSITIVE, auto_approve="a benchmark workspace")
+    )
 
 
 def main() -> None:

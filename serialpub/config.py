@@ -8,6 +8,7 @@ workspace (``state.sqlite``).
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -259,3 +260,41 @@ report:
   # categories: {{cancer: [C34, C50], infectious: [A15, B20]}}
   categories: null
 """
+
+
+def render_config(
+    dataset: str,
+    qis: Sequence[str],
+    sensitive: str,
+    *,
+    ell: float = 2,
+    strategy: str = "constant",
+    k_prime: int = 20,
+    alpha: float = 2.0,
+    guarantee: str = "global",
+    dilution: str = "register",
+    budget: float = 0.05,
+    auto_approve: str | None = None,
+) -> str:
+    """The text of a ``serialpub.yaml`` from :data:`TEMPLATE` (every option with its comment).
+
+    Args:
+        dataset, qis, sensitive: the dataset name, quasi-identifier columns, sensitive column.
+        ell, strategy, k_prime, alpha, guarantee, dilution, budget: as the template explains.
+        auto_approve: None writes ``auto_approve: false`` (a person signs off); a text
+            writes ``true`` with that text as the comment saying why (a demo, test or
+            benchmark environment).
+    """
+    return TEMPLATE.format(
+        dataset=dataset,
+        qis=", ".join(qis),
+        sensitive=sensitive,
+        ell=f"{ell:g}",
+        strategy=strategy,
+        k_prime=k_prime,
+        alpha=f"{alpha:g}",
+        guarantee=guarantee,
+        dilution=dilution,
+        budget=f"{budget:g}",
+        auto_approve="false" if auto_approve is None else f"true  # {auto_approve}",
+    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from serialpub.config import CONFIG_NAME, TEMPLATE, Workspace, load_config
+from serialpub.config import CONFIG_NAME, Workspace, load_config, render_config
 from serialpub.datasets import adult
 from serialpub.errors import InputError
 from serialpub.simulate import PRESETS, SeriesSpec, write_series
@@ -65,21 +65,13 @@ def create_workspace(
     for col in [*adult.QUASI_IDENTIFIERS, adult.SENSITIVE]:
         shutil.copyfile(adult.hierarchy_dir() / f"{col}.csv", out / "hierarchies" / f"{col}.csv")
     (out / CONFIG_NAME).write_text(
-        TEMPLATE.format(
-            dataset="adult",
-            qis=", ".join(adult.QUASI_IDENTIFIERS),
-            sensitive=adult.SENSITIVE,
-            ell=f"{ell:g}",
-            strategy=strategy,
-            k_prime=k_prime,
-            alpha=f"{alpha:g}",
-            guarantee=guarantee,
-            dilution=dilution,
-            budget=f"{budget:g}",
-            auto_approve="true  # the demo is a test environment",
+        render_config(
+            "adult", adult.QUASI_IDENTIFIERS, adult.SENSITIVE, ell=ell, strategy=strategy, k_prime=k_prime,
+            alpha=alpha, guarantee=guarantee, dilution=dilution, budget=budget,
+            auto_approve="the demo is a test environment",
         ),
         encoding="utf-8",
-    )
+    )  # fmt: skip
     return load_config(out / CONFIG_NAME)
 
 

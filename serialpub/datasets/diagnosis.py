@@ -40,7 +40,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from serialpub.config import CONFIG_NAME, TEMPLATE, Workspace, load_config
+from serialpub.config import CONFIG_NAME, Workspace, load_config, render_config
 from serialpub.datasets import adult
 from serialpub.demo import replace_generated_folder
 from serialpub.simulate import PRESETS, SeriesSpec, write_series
@@ -233,19 +233,11 @@ def create_workspace(
     (out / "protected-values.txt").write_text(
         "".join(f"{c}\t{count_of[c]}\n" for c in data.protected), encoding="utf-8"
     )
-    text = TEMPLATE.format(
-        dataset="diagnosis",
-        qis=", ".join(QUASI_IDENTIFIERS),
-        sensitive=SENSITIVE,
-        ell=f"{ell:g}",
-        strategy=strategy,
-        k_prime=k_prime,
-        alpha=f"{alpha:g}",
-        guarantee=guarantee,
-        dilution=dilution,
-        budget=f"{budget:g}",
-        auto_approve="true  # a test environment" if auto_approve else "false",
-    )
+    text = render_config(
+        "diagnosis", QUASI_IDENTIFIERS, SENSITIVE, ell=ell, strategy=strategy, k_prime=k_prime, alpha=alpha,
+        guarantee=guarantee, dilution=dilution, budget=budget,
+        auto_approve="a test environment" if auto_approve else None,
+    )  # fmt: skip
     which = "least frequent codes of the base table; counts in protected-values.txt"
     text = list_protected(text, data.protected, which)
     (out / CONFIG_NAME).write_text(text, encoding="utf-8")
