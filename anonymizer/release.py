@@ -25,6 +25,7 @@ BoolArray = npt.NDArray[np.bool_]
 
 GUARANTEES = ("global", "localized")
 STRATEGIES = ("constant", "geometric")
+SUPPRESSION_MODELS = ("mechanism", "paper")
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,15 @@ class PrivacyParams:
     ``guarantee="localized"`` is paper 004's Principle 1 baseline: every release on its
     own keeps n/n_s >= ℓ and the history is ignored, which is what per-release
     ℓ-diversity tools do; it exists to show what that leaks.
+
+    ``suppression_model`` says which counts the requirement and the statistics file
+    charge (docs/threat-model.md). ``"mechanism"`` (the default): n*_{j,s}, every snapshot
+    record of s in the region, published or not. An adversary who knows the algorithm
+    knows that value-selective suppression removes exactly the records of over-represented
+    values (the minimality attack of Wong, Fu, Wang and Pei, VLDB 2007), so a suppressed
+    record is charged like a published one; suppression then buys nothing and is refused
+    (the budget must be 0). ``"paper"``: paper 004's published counts, with value-selective
+    suppression, kept only to reproduce the paper.
     """
 
     ell: float
@@ -41,6 +51,7 @@ class PrivacyParams:
     k_prime: int | None = 20
     alpha: float | None = None
     guarantee: str = "global"
+    suppression_model: str = "mechanism"
 
     def __post_init__(self) -> None:
         if not self.ell >= 2:
@@ -53,6 +64,10 @@ class PrivacyParams:
             raise ValueError(f"the geometric strategy needs α > 1, got {self.alpha}")
         if self.guarantee not in GUARANTEES:
             raise ValueError(f"guarantee must be one of {GUARANTEES}, got {self.guarantee!r}")
+        if self.suppression_model not in SUPPRESSION_MODELS:
+            raise ValueError(
+                f"suppression_model must be one of {SUPPRESSION_MODELS}, got {self.suppression_model!r}"
+            )
 
 
 @dataclass(frozen=True)
@@ -267,12 +282,20 @@ def anonymize_history(
         params: strategy and guarantee.
         hierarchies: one per QI, in column order.
         presence: candidates are the present individuals (dilution off).
-        budget: most records that may be suppressed.
+        budget: most records that may be suppressed; must be 0 under the mechanism-aware
+            model (``params.suppression_model``), where every group meets its requirement
+            with all of its records and nothing is suppressed.
         seed: chooses which records of a violating (group, value) are suppressed.
 
     Raises:
         anonymizer.bottomup.InfeasibleError: the budget cannot be met.
+        ValueError: a positive budget under the mechanism-aware model.
     """
+    if params.suppression_model == "mechanism" and budget != 0:
+        raise ValueError(
+            f"a suppression budget of {budget} records under the mechanism-aware model: a suppressed record "
+            "is still charged (paper model only)"
+        )
     n_ind = register_keys.shape[0]
     n_classes = history.survival.shape[0]
     targets = class_targets(params, history)

@@ -238,11 +238,15 @@ class BreachComputation:
             presence, else ``max(candidates, records)``) and ``max_n_s`` (the largest count
             of one protected value).
         unknown_records: draft rows left out because a QI label is not a hierarchy node.
+        uncovered_records: with the snapshot given (mechanism-aware counting), its records
+            whose QI values lie in no draft group's region; such a record is charged
+            nowhere, so a release with any is invalid under that model. 0 without it.
     """
 
     table: pd.DataFrame
     groups: pd.DataFrame
     unknown_records: int
+    uncovered_records: int = 0
 
 
 def _survival_rows(surv: FloatArray, history_class: npt.ArrayLike | None, n_ind: int, v: int) -> IntArray | None:
@@ -279,9 +283,18 @@ def compute_breach(
     per_unit: bool = False,
     unit_classes: npt.ArrayLike | None = None,
     history_class: npt.ArrayLike | None = None,
+    snapshot: tuple[npt.ArrayLike, npt.ArrayLike] | None = None,
 ) -> BreachComputation:
     """Breach table and group figures of a draft; see :func:`breach_table` (and its
     ``history_class`` for the compact form of the history).
+
+    With ``snapshot`` = (register row of every snapshot record, shape (R,); index of its
+    protected value in ``protected`` or -1, shape (R,)) the counts are mechanism-aware
+    (docs/threat-model.md): ``n_s`` of a group is every snapshot record of s whose QI
+    values lie in its region, published or not, and under presence ``n_j`` is every
+    present individual in the region; ``present_rows`` is then ignored (the snapshot's
+    rows are the present individuals). Without it the counts are the draft's own (paper
+    004's published-count model).
 
     With ``per_unit`` the table is not expanded to individuals: one row per unit (register
     individuals sharing their QI combination and history, hence every figure), naming one
@@ -306,6 +319,12 @@ def compute_breach(
     g = dg.records.size
 
     # candidates: distinct QI combinations of the members (present individuals or everyone)
+    if snapshot is not None:
+        snap_rows = np.asarray(snapshot[0], dtype=np.int64)
+        snap_value = np.asarray(snapshot[1], dtype=np.int64)
+        if snap_rows.shape != snap_value.shape:
+            raise ValueError("snapshot: one protected-value index per record is needed")
+        present_rows = snap_rows
     members = (
         np.arange(n_ind, dtype=np.int64)
         if not presence or present_rows is None
@@ -315,15 +334,21 @@ def compute_breach(
     combo_count = np.bincount(combo_of_member, minlength=first.size).astype(np.int64)
     pc, pg = cover_pairs(dg.nodes, keys[members[first]], hs)
     in_region = np.bincount(pg, weights=combo_count[pc], minlength=g).astype(np.int64)
-    # a group cannot hold more records than candidates: if the register misses some, count records
-    n_j = dg.records.copy() if presence else np.maximum(in_region, dg.records)
-    max_n_s = dg.counts.max(axis=1) if v else np.zeros(g, dtype=np.int64)
+    counts, uncovered = dg.counts, 0
+    if snapshot is not None:
+        counts, uncovered = _snapshot_counts(snap_rows, snap_value, members, combo_of_member, pc, pg, g, v)
+        # every present individual of the region is a candidate, published or not
+        n_j = in_region if presence else np.maximum(in_region, dg.records)
+    else:
+        # a group cannot hold more records than candidates: if the register misses some, count records
+        n_j = dg.records.copy() if presence else np.maximum(in_region, dg.records)
+    max_n_s = counts.max(axis=1) if v else np.zeros(g, dtype=np.int64)
     groups = pd.DataFrame(
         {"group": np.arange(g), "records": dg.records, "candidates": in_region, "n_j": n_j, "max_n_s": max_n_s}
     )
 
     # (combo, group, value) rows for every protected value the group holds
-    nz_g, nz_v = np.nonzero(dg.counts)  # row-major: sorted by group
+    nz_g, nz_v = np.nonzero(counts)  # row-major: sorted by group
     per_group = np.bincount(nz_g, minlength=g).astype(np.int64)
     gstart = np.zeros(g + 1, dtype=np.int64)
     np.cumsum(per_group, out=gstart[1:])
@@ -345,7 +370,7 @@ def compute_breach(
     np.cumsum(np.bincount(unit_combo, minlength=first.size), out=ustart[1:])
     rep, unit = _expand_csr(row_combo, ustart, unit_order)
     grp, val = row_group[rep], row_value[rep]
-    nj, ns = n_j[grp], dg.counts[grp, val]
+    nj, ns = n_j[grp], counts[grp, val]
     rep_member = members[unit_first[unit]]
     before = surv[rep_member if row_of is None else row_of[rep_member], val]
     p = 1.0 - before * ((nj - ns) / nj)
@@ -364,7 +389,9 @@ def compute_breach(
             },
             copy=False,
         )
-        return BreachComputation(table=table, groups=groups, unknown_records=dg.unknown_records)
+        return BreachComputation(
+            table=table, groups=groups, unknown_records=dg.unknown_records, uncovered_records=uncovered
+        )
 
     # expand to individuals: members sorted by unit
     order = np.argsort(unit_of_member, kind="stable")
@@ -384,7 +411,29 @@ def compute_breach(
         },
         copy=False,
     )
-    return BreachComputation(table=table, groups=groups, unknown_records=dg.unknown_records)
+    return BreachComputation(
+        table=table, groups=groups, unknown_records=dg.unknown_records, uncovered_records=uncovered
+    )
+
+
+def _snapshot_counts(
+    rows: IntArray, value: IntArray, members: IntArray, combo_of_member: IntArray, pc: IntArray, pg: IntArray,
+    g: int, v: int,
+) -> tuple[IntArray, int]:
+    """n*_{g,s}: snapshot records of every protected value per group whose region holds
+    them (all groups covering a record, should regions overlap), shape (G, V); and the
+    number of records that no region covers."""
+    position = np.full(int(members.max(initial=-1)) + 1, -1, dtype=np.int64)
+    position[members] = np.arange(members.size, dtype=np.int64)
+    rec_combo = combo_of_member[position[rows]]
+    order = np.argsort(pc, kind="stable")
+    cstart = np.zeros(int(combo_of_member.max(initial=-1)) + 2, dtype=np.int64)
+    np.cumsum(np.bincount(pc, minlength=cstart.size - 1), out=cstart[1:])
+    per_record = cstart[rec_combo + 1] - cstart[rec_combo]
+    protected = np.flatnonzero(value >= 0)
+    rep, grp = _expand_csr(rec_combo[protected], cstart, pg[order])
+    counts = np.bincount(grp * v + value[protected][rep], minlength=g * v).reshape(g, v).astype(np.int64)
+    return counts, int((per_record == 0).sum())
 
 
 def breach_table(

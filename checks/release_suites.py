@@ -136,6 +136,7 @@ def release_suite(
     id_column: str = "id",
     sensitive_domain: Sequence[str] | None = None,
     history_class: npt.ArrayLike | None = None,
+    snapshot: tuple[npt.ArrayLike, npt.ArrayLike] | None = None,
 ) -> list[SuiteResult]:
     """Run the release suites on a draft; see the module docstring.
 
@@ -150,10 +151,14 @@ def release_suite(
         sensitive_domain: the admissible sensitive values; None skips that check.
         history_class: as :func:`checks.breach.breach_table` (``history_survival`` per
             history class).
+        snapshot: the snapshot's records as (register row, protected-value index or -1),
+            for mechanism-aware counting (:func:`checks.breach.compute_breach`); it adds
+            the ``coverage`` suite: every snapshot record lies in a published region, where
+            it is charged. None: the paper's published-count model, no coverage suite.
 
     Returns:
         one :class:`checks.gx.SuiteResult` per suite, in the order contract, disjointness,
-        guarantee, localized, utility.
+        guarantee, coverage (with ``snapshot`` only), localized, utility.
     """
     results = [
         run_suite("contract", draft, contract_expectations(qis, sensitive, hierarchies, id_column, sensitive_domain))
@@ -172,7 +177,7 @@ def release_suite(
     )
     computed = compute_breach(
         draft, qis, sensitive, hierarchies, register_keys, register_ids, protected, history_survival,
-        presence, present_rows, ell, history_class=history_class,
+        presence, present_rows, ell, history_class=history_class, snapshot=snapshot,
     )  # fmt: skip
     guarantee = run_suite(
         "guarantee",
@@ -185,6 +190,22 @@ def release_suite(
         ],
     )
     results.append(guarantee if guarantee.success else name_breaches(guarantee, computed.table, float(ell)))
+    if snapshot is not None:
+        results.append(
+            run_suite(
+                "coverage",
+                pd.DataFrame({"uncovered_records": [computed.uncovered_records]}),
+                [
+                    gxe.ExpectColumnValuesToBeBetween(
+                        column="uncovered_records",
+                        max_value=0,
+                        description="every snapshot record lies in a published group's region, where the "
+                        "mechanism-aware counts charge it (a region that holds records but publishes none "
+                        "would link its candidates unseen)",
+                    )
+                ],
+            )
+        )
     results.append(
         run_suite(
             "localized",

@@ -106,7 +106,13 @@ class AuditResult:
             one line each, naming the release.
         max_p_by_release: max p over all pairs after each release, shape (len(releases),).
         notes: facts the reader should know that are not defects (ℓ or protected values
-            changing between releases).
+            changing between releases, suppression the published counts do not show).
+        published_count_max_p: max p with the published counts (paper 004's model).
+        mechanism_max_p: max p with the mechanism-aware counts n* and, under presence, the
+            present individuals, both from the snapshots; None without them. When it is
+            given, ``max_p``, the violations and the verdict are this model's.
+        upper_bound: why ``max_p`` is only an upper bound (presence without snapshots),
+            None when it is exact.
     """
 
     dataset: str | None
@@ -124,6 +130,9 @@ class AuditResult:
     findings: list[str] = field(default_factory=list)
     max_p_by_release: list[float] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    published_count_max_p: float = 0.0
+    mechanism_max_p: float | None = None
+    upper_bound: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -240,6 +249,9 @@ class _Manifest:
     records: int | None
     groups: int | None
     guarantee: str | None
+    period: str | None
+    suppressed: int | None
+    suppression_model: str | None
 
 
 def _parse_manifest(manifest: dict[str, Any], where: str) -> _Manifest:
@@ -293,20 +305,30 @@ def _parse_manifest(manifest: dict[str, Any], where: str) -> _Manifest:
         records=optional_int("records"),
         groups=optional_int("groups"),
         guarantee=manifest.get("guarantee") if isinstance(manifest.get("guarantee"), str) else None,
+        period=str(manifest["period"]) if isinstance(manifest.get("period"), str | int) else None,
+        suppressed=optional_int("suppressed"),
+        suppression_model=(
+            manifest.get("suppression_model") if isinstance(manifest.get("suppression_model"), str) else None
+        ),
     )
 
 
 @dataclass(frozen=True)
 class _Combos:
-    """Distinct register QI combinations: leaves (C, d), counts (C,), a representative row."""
+    """Distinct register QI combinations: leaves (C, d), counts (C,), a representative row,
+    and the combo of every register row (N,). With ``per_individual`` every individual is
+    a combo of its own (the presence audit with snapshots, where individuals with equal QI
+    values differ in presence)."""
 
     leaves: IntArray
     counts: IntArray
     first_row: IntArray
+    combo_of_row: IntArray
 
 
 def _register_combos(
-    register: pd.DataFrame, id_column: str, qis: list[str], hierarchies: dict[str, Hierarchy]
+    register: pd.DataFrame, id_column: str, qis: list[str], hierarchies: dict[str, Hierarchy],
+    per_individual: bool = False,
 ) -> _Combos:
     missing = [c for c in [id_column, *qis] if c not in register.columns]
     if missing:
@@ -339,10 +361,13 @@ def _register_combos(
                 f"hierarchy of '{qi}'; add a row for it to hierarchies/{qi}.csv or correct the register"
             )
         leaves[:, a] = mapped[codes]
+    if per_individual:
+        rows = np.arange(n, dtype=np.int64)
+        return _Combos(leaves.astype(np.int64), np.ones(n, dtype=np.int64), rows, rows)
     keys = row_keys(leaves, [hierarchies[q].n_leaves for q in qis])
     codes, first = factorize(keys)
     counts = np.bincount(codes, minlength=first.size).astype(np.int64)
-    return _Combos(leaves[first].astype(np.int64), counts, first)
+    return _Combos(leaves[first].astype(np.int64), counts, first, codes)
 
 
 @dataclass
@@ -355,6 +380,15 @@ class _History:
     n_s: IntArray
 
 
+@dataclass(frozen=True)
+class _Snapshot:
+    """One release's snapshot as the data holder's audit reads it: the combo of every
+    record and the index of its protected value (-1 for none), both shape (R,)."""
+
+    combo: IntArray
+    value: IntArray
+
+
 def _audit_release(
     directory: Path,
     m: _Manifest,
@@ -364,10 +398,14 @@ def _audit_release(
     combos: _Combos,
     values: list[str],
     result: AuditResult,
-) -> _History:
-    """Check one release and return its history rows; findings go into ``result``."""
+    snapshot: _Snapshot | None = None,
+) -> tuple[_History, _History | None]:
+    """Check one release and return its history rows under the published counts and,
+    with its snapshot, under the mechanism-aware counts n* (docs/threat-model.md);
+    findings go into ``result``."""
     where = f"release {m.release} ({directory})"
     empty = _History(*(np.empty(0, dtype=np.int64) for _ in range(4)))
+    none: tuple[_History, _History | None] = (empty, empty if snapshot is not None else None)
 
     # --- the published file is the one the manifest names
     path = directory / "data.parquet"
@@ -390,7 +428,7 @@ def _audit_release(
         result.findings.append(
             f"{where}: data.parquet lacks column(s) {', '.join(absent)} named in the manifest; release not recomputed"
         )
-        return empty
+        return none
     extra = [str(c) for c in data.columns if c not in m.quasi_identifiers and c != m.sensitive]
     if extra:
         result.findings.append(
@@ -505,12 +543,52 @@ def _audit_release(
             f"e.g. {labels_of(s0)} with {records[s0]} record(s) and {in_region[s0]} individual(s); "
             "the register does not cover this release"
         )
-    if m.dilution == "register":
-        n_j = np.maximum(in_region, records)
-    else:
-        n_j = records
+    presence = m.dilution != "register"
+    present: BoolArray | None = None
+    if snapshot is not None:
+        present = np.zeros(combos.counts.size, dtype=bool)
+        present[snapshot.combo] = True
+    # published-count model: n_j from the register (dilution) or the published records
+    # (presence); under presence, without the snapshot, every register individual of the
+    # region is taken as linked (an upper bound), with it only the present ones
+    n_j = records if presence else np.maximum(in_region, records)
+    linked = pg >= 0 if not presence or present is None else present[pc]
+    published = _history_rows(pc[linked], pg[linked], n_j, n_s)
+    if snapshot is None:
+        return published, None
 
-    # --- history rows: every candidate combo x every protected value its group holds
+    # mechanism-aware model: every snapshot record of s in the region counts, published or
+    # not; under presence every present individual of the region is a candidate
+    assert present is not None
+    group_of_combo = np.full(combos.counts.size, -1, dtype=np.int64)
+    group_of_combo[pc] = pg  # disjoint regions: at most one group per combo (overlaps are findings)
+    rec_group = group_of_combo[snapshot.combo]
+    uncovered = int((rec_group < 0).sum())
+    if uncovered:
+        result.findings.append(
+            f"{where}: {uncovered} snapshot record(s) lie in no published group's region; a region that holds "
+            "records but publishes none links its candidates unseen"
+        )
+    hit = (rec_group >= 0) & (snapshot.value >= 0)
+    n_star = np.bincount(rec_group[hit] * len(values) + snapshot.value[hit], minlength=g * len(values)).reshape(
+        g, len(values)
+    )
+    over = np.flatnonzero((n_s > n_star).any(axis=1))
+    if over.size:
+        result.findings.append(
+            f"{where}: {over.size} group(s) publish more records of a protected value than the snapshot holds in "
+            f"their region, e.g. {labels_of(int(over[0]))}; this is not the snapshot the release was made from"
+        )
+    present_in = np.bincount(pg[present[pc]], weights=combos.counts[pc[present[pc]]], minlength=g).astype(np.int64)
+    n_j_star = present_in if presence else n_j
+    linked = present[pc] if presence else pg >= 0
+    return published, _history_rows(pc[linked], pg[linked], n_j_star, n_star)
+
+
+def _history_rows(pc: IntArray, pg: IntArray, n_j: IntArray, n_s: IntArray) -> _History:
+    """History rows: every candidate combo (``pc``, in group ``pg``) x every protected
+    value its group holds (``n_s[g, v] > 0``), with the group's n_j and n_{j,s}."""
+    g = n_s.shape[0]
     nz_g, nz_v = np.nonzero(n_s)  # row-major: sorted by group
     per_group = np.bincount(nz_g, minlength=g)
     start = np.cumsum(per_group) - per_group
@@ -533,8 +611,10 @@ def audit_releases(
     id_column: str,
     hierarchies: dict[str, Hierarchy],
     releases: list[tuple[Path, dict[str, Any], pd.DataFrame]],
+    snapshots: list[tuple[pd.DataFrame, str]] | None = None,
 ) -> AuditResult:
-    """Recompute the global guarantee of a release series from public material alone.
+    """Recompute the global guarantee of a release series from public material alone, or,
+    with the snapshots, as the data holder's exact audit.
 
     Args:
         register: the population register, one row per individual: ``id_column`` and every
@@ -544,6 +624,11 @@ def audit_releases(
         releases: ``(directory, parsed manifest.json, data.parquet as a DataFrame)`` per
             release, in publication order. ``directory / "data.parquet"`` is hashed and
             compared with the manifest's ``sha256["data.parquet"]``.
+        snapshots: per release, its snapshot (id and sensitive columns, as text) and where
+            it was read from (for messages). With them the audit also computes the
+            mechanism-aware figure (n* = every snapshot record of s in a region, published
+            or not; under presence, candidates are the present individuals) and decides on
+            it (docs/threat-model.md).
 
     Returns:
         an :class:`AuditResult`. p is computed per (register individual, protected value)
@@ -601,21 +686,89 @@ def audit_releases(
                 f"but the release before it is {prev.release}"
             )
 
-    combos = _register_combos(register, id_column, qis, hierarchies)
+    per_individual = snapshots is not None and any(pm.dilution != "register" for pm in parsed)
+    combos = _register_combos(register, id_column, qis, hierarchies, per_individual)
     trees = {q: _Tree.of(hierarchies[q]) for q in qis}
+    snaps: list[_Snapshot | None] = [None] * len(parsed)
+    if snapshots is not None:
+        if len(snapshots) != len(parsed):
+            raise ValueError("snapshots: one per release is needed")
+        snaps = [
+            _snapshot_records(table, register, id_column, pm.sensitive, values, combos, where)
+            for (table, where), pm in zip(snapshots, parsed, strict=True)
+        ]
 
-    hist: list[_History] = []
-    for (directory, _, data), pm in zip(releases, parsed, strict=True):
-        hist.append(_audit_release(directory, pm, data, qis, trees, combos, values, result))
+    published: list[_History] = []
+    mechanism: list[_History] = []
+    for (directory, _, data), pm, snap in zip(releases, parsed, snaps, strict=True):
+        pub, mech = _audit_release(directory, pm, data, qis, trees, combos, values, result, snap)
+        published.append(pub)
+        if mech is not None:
+            mechanism.append(mech)
 
+    pub_summary = _summarize(published, combos, values, latest.ell)
+    result.published_count_max_p = pub_summary.max_p
+    decided = pub_summary
+    if snapshots is not None:
+        decided = _summarize(mechanism, combos, values, latest.ell)
+        result.mechanism_max_p = decided.max_p
+    else:
+        presence = [pm.release for pm in parsed if pm.dilution != "register"]
+        suppressed = [pm.release for pm in parsed if pm.suppressed]
+        if presence:
+            result.upper_bound = (
+                f"release(s) {_span(presence)} were published with presence known; without the snapshots the "
+                "audit cannot tell who was present, so it takes every register individual in a group's region as "
+                "present and linked, which can only raise p: the figure is an upper bound. Give --snapshots for "
+                "the exact figure"
+            )
+        if suppressed:
+            result.notes.append(
+                f"release(s) {_span(suppressed)} suppressed records (suppression model "
+                f"{'/'.join(sorted({pm.suppression_model or 'paper' for pm in parsed}))}): this figure counts the "
+                "published records only; an adversary who knows the algorithm can infer what suppression removed. "
+                "Give --snapshots for the mechanism-aware figure"
+            )
+    result.max_p_by_release = decided.by_release
+    if decided.best is None:
+        return result
+    best_combo, best_value, best_linked = decided.best
+    result.max_p = decided.max_p
+    result.max_p_individual = str(register[id_column].iloc[int(combos.first_row[best_combo])])
+    result.max_p_value = values[best_value]
+    result.max_p_releases = best_linked
+    result.max_p_individuals = int(combos.counts[best_combo])
+    result.violations = decided.violations
+    result.violating_individuals = decided.violating_individuals
+    return result
+
+
+def _span(numbers: list[int]) -> str:
+    return ", ".join(map(str, numbers)) if len(numbers) <= 6 else f"{numbers[0]}..{numbers[-1]} ({len(numbers)})"
+
+
+@dataclass(frozen=True)
+class _Summary:
+    """Max p, its pair (combo, value index, linked releases), the violations and the max
+    after each release, of one set of history rows."""
+
+    max_p: float
+    best: tuple[int, int, int] | None
+    violations: int
+    violating_individuals: int
+    by_release: list[float]
+
+
+def _summarize(hist: list[_History], combos: _Combos, values: list[str], ell: float) -> _Summary:
+    """p per (combo, protected value) over the releases' history rows (paper 004, Lemma 4),
+    the exact verdict p > 1/ℓ (:func:`anonymizer.privacy.exceeds_threshold`)."""
     combo = np.concatenate([h.combo for h in hist])
     value = np.concatenate([h.value for h in hist])
     n = np.concatenate([h.n for h in hist])
     n_s = np.concatenate([h.n_s for h in hist])
     release_of = np.repeat(np.arange(len(hist)), [h.combo.size for h in hist])
     if combo.size == 0:
-        result.max_p_by_release = [0.0] * len(hist)
-        return result
+        return _Summary(0.0, None, 0, 0, [0.0] * len(hist))
 
     pair_key = combo * len(values) + value
     pair, pair_first = factorize(pair_key)
@@ -628,24 +781,44 @@ def audit_releases(
     factor = survival_factor(n, n_s)
     running = np.ones(n_pairs)
     bounds = np.cumsum([0, *(h.combo.size for h in hist)])
+    by_release = []
     for lo, hi in itertools.pairwise(bounds):
         np.multiply.at(running, pair[lo:hi], factor[lo:hi])
-        result.max_p_by_release.append(float(1.0 - running.min()))
+        by_release.append(float(1.0 - running.min()))
 
-    survival = survival_products(pair, n, n_s, n_pairs)
-    p = 1.0 - survival
+    p = 1.0 - survival_products(pair, n, n_s, n_pairs)
     best = int(np.argmax(p))
     linked = np.bincount(_distinct(pair * len(hist) + release_of) // len(hist), minlength=n_pairs)
-    result.max_p = float(p[best])
-    result.max_p_individual = str(register[id_column].iloc[int(combos.first_row[pair_combo[best]])])
-    result.max_p_value = values[int(pair_value[best])]
-    result.max_p_releases = int(linked[best])
-    result.max_p_individuals = int(combos.counts[pair_combo[best]])
+    breach = exceeds_threshold(pair, n, n_s, n_pairs, ell)
+    return _Summary(
+        max_p=float(p[best]),
+        best=(int(pair_combo[best]), int(pair_value[best]), int(linked[best])),
+        violations=int(combos.counts[pair_combo[breach]].sum()),
+        violating_individuals=int(combos.counts[_distinct(pair_combo[breach])].sum()),
+        by_release=by_release,
+    )
 
-    breach = exceeds_threshold(pair, n, n_s, n_pairs, latest.ell)
-    result.violations = int(combos.counts[pair_combo[breach]].sum())
-    result.violating_individuals = int(combos.counts[_distinct(pair_combo[breach])].sum())
-    return result
+
+def _snapshot_records(
+    table: pd.DataFrame, register: pd.DataFrame, id_column: str, sensitive: str, values: list[str],
+    combos: _Combos, where: str,
+) -> _Snapshot:
+    """The records of one snapshot (id and sensitive columns as text) as combos and
+    protected-value indexes; ids must be unique and in the register."""
+    for col in (id_column, sensitive):
+        if col not in table.columns:
+            raise InputError(f"{where}: no {col!r} column; the snapshot needs the id and the sensitive column")
+    ids = table[id_column].astype(str)
+    dup = ids.duplicated().to_numpy()
+    if dup.any():
+        i = int(np.flatnonzero(dup)[0])
+        raise InputError(f"{where}, line {i + 2}: id {ids.iloc[i]!r} appears twice; one record per individual")
+    rows = pd.Index(register[id_column].astype(str)).get_indexer(pd.Index(ids))
+    if (rows < 0).any():
+        i = int(np.flatnonzero(rows < 0)[0])
+        raise InputError(f"{where}, line {i + 2}: individual {ids.iloc[i]!r} is not in the population register")
+    value = pd.Index(values).get_indexer(pd.Index(table[sensitive].astype(str))).astype(np.int64)
+    return _Snapshot(combo=combos.combo_of_row[rows], value=value)
 
 
 def _release_dirs(workspace: Path, dataset: str | None) -> tuple[str, list[tuple[int, Path]]]:
@@ -700,7 +873,9 @@ def _read_register(path: Path, id_column: str) -> pd.DataFrame:
     return table.to_pandas()
 
 
-def audit_workspace(workspace: Path, dataset: str | None = None, id_column: str = "id") -> AuditResult:
+def audit_workspace(
+    workspace: Path, dataset: str | None = None, id_column: str = "id", snapshots: Path | None = None
+) -> AuditResult:
     """Audit every published release of one dataset of a serialpub workspace.
 
     Reads ``<workspace>/register.csv`` (all columns as strings), ``hierarchies/<qi>.csv`` for
@@ -712,6 +887,8 @@ def audit_workspace(workspace: Path, dataset: str | None = None, id_column: str 
         workspace: the workspace folder (docs/release-contract.md).
         dataset: the dataset folder under ``releases/``; may be omitted when there is one.
         id_column: the register's identifier column.
+        snapshots: a folder holding ``snapshot-<period>.csv`` for the period of every
+            release (the data holder's exact audit, see :func:`audit_releases`).
 
     Raises:
         InputError: a missing or unreadable file (named); several datasets and no
@@ -779,7 +956,10 @@ def audit_workspace(workspace: Path, dataset: str | None = None, id_column: str 
 
     register = _read_register(reg_path, id_column)
     hierarchies = read_hierarchies(hdir, qis)
-    result = audit_releases(register, id_column, hierarchies, releases)
+    snapshot_tables = None
+    if snapshots is not None:
+        snapshot_tables = [_read_snapshot(snapshots, pm, id_column) for pm in parsed]
+    result = audit_releases(register, id_column, hierarchies, releases, snapshot_tables)
     if result.dataset is None:
         result.dataset = dataset
     elif result.dataset != dataset:
@@ -790,6 +970,35 @@ def audit_workspace(workspace: Path, dataset: str | None = None, id_column: str 
     return result
 
 
+def _read_snapshot(folder: Path, m: _Manifest, id_column: str) -> tuple[pd.DataFrame, str]:
+    """``<folder>/snapshot-<period>.csv`` of release ``m``: its id and sensitive columns as text."""
+    if not folder.is_dir():
+        raise InputError(f"{folder}: no such folder; --snapshots names the folder holding snapshot-<period>.csv")
+    if m.period is None:
+        raise InputError(f"release {m.release}: its manifest names no period, so its snapshot cannot be found")
+    path = folder / f"snapshot-{m.period}.csv"
+    if not path.is_file():
+        raise InputError(
+            f"{path}: file missing; the audit with --snapshots needs the snapshot of every release "
+            f"(release {m.release}, period {m.period})"
+        )
+    try:
+        with path.open(encoding="utf-8", newline="") as f:
+            header = next(csv.reader(f), [])
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8") from None
+    wanted = [c for c in (id_column, m.sensitive) if c in header]
+    options = pacsv.ConvertOptions(
+        column_types={c: pa.string() for c in wanted}, include_columns=wanted,
+        strings_can_be_null=False, quoted_strings_can_be_null=False,
+    )  # fmt: skip
+    try:
+        table = pacsv.read_csv(path, convert_options=options).to_pandas()
+    except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: not a readable CSV file ({exc}); fix the line it names") from None
+    return table, str(path)
+
+
 def format_report(result: AuditResult) -> str:
     """A few lines for the command line: releases, max p against 1/ℓ, violations, overlaps,
     findings and the verdict."""
@@ -797,6 +1006,14 @@ def format_report(result: AuditResult) -> str:
     rel = result.releases
     span = f"{rel[0]}..{rel[-1]}" if len(rel) > 1 else str(rel[0]) if rel else "none"
     lines = [f"dataset {result.dataset or '?'}: {len(rel)} release(s) audited ({span}), ℓ = {result.ell:g}"]
+    if result.mechanism_max_p is not None:
+        lines.append(
+            f"with the snapshots: max p = {result.mechanism_max_p:.6g} mechanism-aware (every record counted, "
+            f"published or not; the verdict's figure), {result.published_count_max_p:.6g} from the published "
+            "counts alone"
+        )
+    if result.upper_bound:
+        lines.append(f"upper bound: {result.upper_bound}")
     if result.max_p_individual is None:
         lines.append(f"max p = 0 (no individual is linked to a protected value); bound 1/ℓ = {bound:.4g}")
     else:

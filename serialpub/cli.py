@@ -137,8 +137,18 @@ def demo(
     strategy_name: Annotated[str, typer.Option("--strategy", help="constant or geometric")] = "constant",
     k_prime: Annotated[int, typer.Option("--k-prime", help="k' of the constant-ratio strategy")] = 20,
     alpha: Annotated[float, typer.Option("--alpha", help="α of the geometric strategy")] = 2.0,
-    budget: Annotated[float, typer.Option("--suppression-budget", help="fraction of records")] = 0.05,
+    suppression_model: Annotated[
+        str, typer.Option("--suppression-model", help="mechanism (default), or paper (paper 004's weaker model)")
+    ] = "mechanism",
+    budget: Annotated[
+        float | None,
+        typer.Option("--suppression-budget", help="fraction of records (paper model only; default 0.05 there)"),
+    ] = None,
+    protected: Annotated[
+        str | None, typer.Option("--protected", help="comma-separated occupations to protect (default: all)")
+    ] = None,
     rounds: Annotated[int, typer.Option("--rounds", help="periods to simulate and publish")] = 20,
+    seed: Annotated[int, typer.Option("--seed", help="seed of the simulated snapshots")] = 0,
 ) -> None:
     """Create a workspace from the bundled Adult data and publish its releases in order."""
     from rich.progress import Progress
@@ -155,7 +165,10 @@ def demo(
         guarantee=guarantee,
         dilution=dilution,
         budget=budget,
+        suppression_model=suppression_model,
+        protected=None if protected is None else _split(protected),
         rounds=rounds,
+        seed=seed,
     )
     console.print(
         f"workspace {out}: register of 45,222 individuals, {rounds} snapshots, "
@@ -336,12 +349,21 @@ def history(
 def audit(
     workspace: Annotated[Path, typer.Argument(help="workspace folder (register.csv, hierarchies/, releases/)")],
     dataset: Annotated[str | None, typer.Option("--dataset", help="dataset name if there are several")] = None,
+    snapshots: Annotated[
+        Path | None,
+        typer.Option(
+            "--snapshots",
+            help="folder with snapshot-<period>.csv of every release: the data holder's exact, mechanism-aware audit",
+        ),
+    ] = None,
 ) -> None:
     """Recompute every breach probability from the register, hierarchies and published files
-    alone (not the state); exit 1 on any violation or overlapping regions."""
+    alone (not the state); exit 1 on any violation or overlapping regions. With --snapshots,
+    also count the records each release did not publish (an adversary who knows the
+    algorithm can infer them) and, under presence, only the present individuals."""
     from serialpub.audit import audit_workspace, format_report
 
-    result = audit_workspace(workspace, dataset)
+    result = audit_workspace(workspace, dataset, snapshots=snapshots)
     console.print(format_report(result))
     if not result.ok:
         raise typer.Exit(1)

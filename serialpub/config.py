@@ -7,6 +7,7 @@ workspace (``state.sqlite``).
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -81,6 +82,7 @@ class Config(BaseModel):
     id_column: str = "id"
     quasi_identifiers: list[str] = Field(min_length=1)
     sensitive: str
+    sensitive_domain_file: Path | None = Field(default=None, alias="sensitive_domain")
     protected_values: Literal["all"] | list[str] = "all"
     ell: float = Field(alias="l", ge=2)
     strategy: Literal["constant", "geometric"] = "constant"
@@ -88,7 +90,8 @@ class Config(BaseModel):
     alpha: float | None = Field(default=None, gt=1)
     guarantee: Literal["global", "localized"] = "global"
     dilution: Literal["register", "presence"] = "register"
-    suppression_budget: float = Field(default=0.05, ge=0, le=1)
+    suppression_model: Literal["mechanism", "paper"] = "mechanism"
+    suppression_budget: float = Field(default=0.0, ge=0, le=1)
     query_seed: int = 0
     validation: ValidationThresholds = Field(default_factory=ValidationThresholds)
     sign_off: SignOffSettings = Field(default_factory=SignOffSettings)
@@ -109,6 +112,15 @@ class Config(BaseModel):
             raise ValueError("strategy 'geometric' needs alpha (> 1)")
         if self.sensitive in self.quasi_identifiers or self.id_column in self.quasi_identifiers:
             raise ValueError("the sensitive and id columns cannot be quasi-identifiers")
+        if self.suppression_model == "mechanism" and self.suppression_budget > 0:
+            # docs/threat-model.md: a suppressed record is still charged, so suppressing it
+            # buys no privacy and loses the record
+            raise ValueError(
+                f"suppression_budget {self.suppression_budget:g} has no effect under suppression_model "
+                "'mechanism' (a suppressed record still counts against its region, because an adversary "
+                "who knows the algorithm can infer it); set suppression_budget: 0, or suppression_model: "
+                "paper to reproduce paper 004's weaker published-count model"
+            )
         return self
 
 
@@ -187,8 +199,13 @@ hierarchies: hierarchies
 quasi_identifiers: [{qis}]
 
 # The sensitive attribute, and which of its values are protected ("all", or a list).
+# Its domain (every value it can take, spelled exactly) comes from hierarchies/<sensitive>.csv
+# or, without that file, from a text file with one value per line:
+# sensitive_domain: domain.txt
+# Protecting values needs the domain: a value spelled another way ("HIV " for "hiv") is then
+# refused as an input error instead of being published unprotected.
 sensitive: {sensitive}
-protected_values: all
+protected_values: {protected}
 
 # The global guarantee: over all releases, P(individual linked to a protected value)
 # <= 1/l. l must be at least 2.
@@ -210,8 +227,17 @@ guarantee: {guarantee}
 # presence: presence in the data is public; candidates are the present individuals only.
 dilution: {dilution}
 
+# How suppressed records are counted (docs/threat-model.md):
+#   mechanism - the default: every snapshot record counts against its region, published
+#               or not, because an adversary who knows the algorithm can tell why a record
+#               is missing (the minimality attack). Suppression then buys no privacy, so
+#               nothing is suppressed and suppression_budget must be 0.
+#   paper     - paper 004's published-count model, for reproducing its experiments only:
+#               value-selective suppression lowers the counts, and a release's manifest
+#               and report say it is weaker against an adversary who knows the algorithm.
+suppression_model: {suppression_model}
 # Largest fraction of a snapshot's records that may be suppressed (removed) when
-# generalization alone cannot meet the requirement.
+# generalization alone cannot meet the requirement (suppression_model: paper only).
 suppression_budget: {budget}
 
 # Where releases are written, and the state database (SERIALPUB_DATABASE_URL overrides;
@@ -273,14 +299,18 @@ def render_config(
     alpha: float = 2.0,
     guarantee: str = "global",
     dilution: str = "register",
-    budget: float = 0.05,
+    budget: float = 0.0,
+    suppression_model: str = "mechanism",
+    protected: Sequence[str] | None = None,
     auto_approve: str | None = None,
 ) -> str:
     """The text of a ``serialpub.yaml`` from :data:`TEMPLATE` (every option with its comment).
 
     Args:
         dataset, qis, sensitive: the dataset name, quasi-identifier columns, sensitive column.
-        ell, strategy, k_prime, alpha, guarantee, dilution, budget: as the template explains.
+        ell, strategy, k_prime, alpha, guarantee, dilution, budget, suppression_model: as
+            the template explains.
+        protected: the protected values; None writes ``all``.
         auto_approve: None writes ``auto_approve: false`` (a person signs off); a text
             writes ``true`` with that text as the comment saying why (a demo, test or
             benchmark environment).
@@ -296,5 +326,7 @@ def render_config(
         guarantee=guarantee,
         dilution=dilution,
         budget=f"{budget:g}",
+        suppression_model=suppression_model,
+        protected="all" if protected is None else "[" + ", ".join(json.dumps(v) for v in protected) + "]",
         auto_approve="false" if auto_approve is None else f"true  # {auto_approve}",
     )

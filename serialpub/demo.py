@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
 from serialpub.config import CONFIG_NAME, Workspace, load_config, render_config
@@ -38,7 +39,9 @@ def create_workspace(
     alpha: float = 2.0,
     guarantee: str = "global",
     dilution: str = "register",
-    budget: float = 0.05,
+    budget: float | None = None,
+    suppression_model: str = "mechanism",
+    protected: Sequence[str] | None = None,
     rounds: int = 20,
     seed: int = 0,
 ) -> Workspace:
@@ -46,6 +49,9 @@ def create_workspace(
 
     A folder made by an earlier demo (it holds the marker file) is replaced; any other
     non-empty folder is refused, so the demo never deletes a user's files.
+
+    ``budget`` None means 0 under the mechanism-aware model (suppression buys no privacy
+    there) and 5 % under the paper's model; ``protected`` None protects every occupation.
     """
     replace_generated_folder(out, MARKER, "made by 'serialpub demo'; the next demo run replaces this folder",
                              "a serialpub demo workspace; choose an empty or new --out")  # fmt: skip
@@ -67,7 +73,9 @@ def create_workspace(
     (out / CONFIG_NAME).write_text(
         render_config(
             "adult", adult.QUASI_IDENTIFIERS, adult.SENSITIVE, ell=ell, strategy=strategy, k_prime=k_prime,
-            alpha=alpha, guarantee=guarantee, dilution=dilution, budget=budget,
+            alpha=alpha, guarantee=guarantee, dilution=dilution,
+            budget=(0.0 if suppression_model == "mechanism" else 0.05) if budget is None else budget,
+            suppression_model=suppression_model, protected=protected,
             auto_approve="the demo is a test environment",
         ),
         encoding="utf-8",

@@ -547,9 +547,9 @@ def import_release(
         members[present] = group_of_ind[present]
         group_of_ind = members
         n_j = groups.records
+
     suppressed = int(present.size - len(table)) if present is not None else None
     source_sha = release_files.sha256_file(data_path)
-
     record = {
         "l": float(ell),
         "strategy": params.strategy,
@@ -557,6 +557,9 @@ def import_release(
         "alpha": params.alpha,
         "guarantee": cfg.guarantee,
         "dilution": dilution,
+        # the state charges the published counts: that is mechanism-aware only when the
+        # snapshot shows nothing was left out (docs/threat-model.md)
+        "suppression_model": "mechanism" if suppressed == 0 else "paper",
         "suppression_budget": None,
         "protected_values": values,
     }

@@ -19,6 +19,7 @@ import pyarrow.csv as pa_csv
 
 from anonymizer.hierarchy import Hierarchy
 from serialpub.errors import InputError
+from serialpub.hierarchies import spelling_hint
 
 
 def read_csv(path: Path, what: str) -> pd.DataFrame:
@@ -188,6 +189,6 @@ def snapshot_from_table(
         if unknown.any():
             raise InputError(
                 f"{path}, line {_line(unknown)}, column {sensitive!r}: value {values[unknown][0]!r} is not in the "
-                f"sensitive domain (the leaves of hierarchies/{sensitive}.csv)"
+                f"sensitive domain{spelling_hint(str(values[unknown][0]), sorted(sensitive_domain))}"
             )
     return Snapshot(table=df, individual=rows, value=values)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from anonymizer import privacy
@@ -35,7 +36,7 @@ from serialpub import release_files
 from serialpub.config import Workspace
 from serialpub.errors import InputChecksFailed, InputError, ValidationFailed
 from serialpub.faults import checkpoint
-from serialpub.hierarchies import read_hierarchies, read_hierarchy
+from serialpub.hierarchies import read_domain, read_hierarchies, read_hierarchy, spelling_hint
 from serialpub.inputs import Register, Snapshot, read_csv, register_from_table, snapshot_from_table
 from serialpub.report.privacy import PrivacyInputs, privacy_figures
 from serialpub.report.render import HTML_FILE as REPORT_FILE
@@ -125,25 +126,32 @@ class Publisher:
         sens_path = ws.hierarchy_dir / f"{cfg.sensitive}.csv"
         self.sensitive_domain: list[str] | None = None
         self.sensitive_hierarchy: Hierarchy | None = None
+        domain_source = str(sens_path)
         if sens_path.exists():
             self.sensitive_hierarchy = read_hierarchy(sens_path, cfg.sensitive)
             self.sensitive_domain = list(self.sensitive_hierarchy.leaves)
+            domain_source = f"leaves of {sens_path}"
+        elif cfg.sensitive_domain_file is not None:
+            domain_path = ws.path(cfg.sensitive_domain_file)
+            self.sensitive_domain = read_domain(domain_path)
+            domain_source = str(domain_path)
+        if self.sensitive_domain is None:
+            # without the domain a value spelled another way ('HIV ' for 'hiv') would pass as
+            # unprotected and be published as it is (docs/threat-model.md)
+            raise InputError(
+                f"{ws.root / 'serialpub.yaml'}: protecting values of {cfg.sensitive!r} needs its domain; add "
+                f"{sens_path} (its hierarchy) or set sensitive_domain: to a file with one value per line"
+            )
         if cfg.protected_values == "all":
-            if self.sensitive_domain is None:
-                raise InputError(
-                    f"{ws.root / 'serialpub.yaml'}: protected_values 'all' needs the sensitive domain; "
-                    f"add {sens_path} or list the protected values"
-                )
             self.protected = list(self.sensitive_domain)
         else:
             self.protected = list(dict.fromkeys(cfg.protected_values))
-            unknown = [
-                v for v in self.protected if self.sensitive_domain is not None and v not in self.sensitive_domain
-            ]
+            unknown = [v for v in self.protected if v not in self.sensitive_domain]
             if unknown:
+                hints = ", ".join(f"{v!r}{spelling_hint(v, self.sensitive_domain)}" for v in unknown)
                 raise InputError(
-                    f"{ws.root / 'serialpub.yaml'}: protected value(s) {', '.join(map(repr, unknown))} are not "
-                    f"values of {cfg.sensitive!r} (leaves of {sens_path})"
+                    f"{ws.root / 'serialpub.yaml'}: setting 'protected_values': {hints} not in the domain of "
+                    f"{cfg.sensitive!r} ({domain_source}); use the domain's spelling"
                 )
         for name, values in (cfg.report.categories or {}).items():
             unknown = [v for v in values if self.sensitive_domain is not None and v not in self.sensitive_domain]
@@ -158,6 +166,7 @@ class Publisher:
             k_prime=cfg.k_prime if cfg.strategy == "constant" else None,
             alpha=cfg.alpha if cfg.strategy == "geometric" else None,
             guarantee=cfg.guarantee,
+            suppression_model=cfg.suppression_model,
         )
         self.hierarchy_sources = {q: str(ws.hierarchy_dir / f"{q}.csv") for q in self.qis}
         register_table = read_csv(ws.register_path, "population register")
@@ -578,9 +587,26 @@ class Publisher:
             raise InputChecksFailed(
                 f"{path}: the snapshot failed its input checks (suite 'snapshot'); nothing was published and "
                 "the state did not move",
-                outcome.failures,
+                [*outcome.failures, *self._spelling_hints(table, path)],
             )
         return outcome
+
+    def _spelling_hints(self, table: pd.DataFrame, path: Path) -> list[str]:
+        """One line per sensitive value outside the domain: its first file line and the
+        domain's nearest spelling (the suite's own line names the values, not the fix)."""
+        sensitive = self.ws.config.sensitive
+        if self.sensitive_domain is None or sensitive not in table.columns:
+            return []
+        values = table[sensitive].astype(str)
+        outside = values[~values.isin(self.sensitive_domain)]
+        lines = []
+        for value, position in zip(*np.unique(outside.to_numpy(), return_index=True), strict=True):
+            line = int(outside.index[position]) + 2  # header is line 1
+            lines.append(
+                f"{path}, line {line}, column {sensitive!r}: value {value!r} is not in the sensitive domain"
+                f"{spelling_hint(str(value), self.sensitive_domain)}"
+            )
+        return lines[:20]
 
     def _abandon(self, draft: OpenRelease, exc: BaseException) -> None:
         """Close a draft that did not complete, unless its publication was committed (then the
@@ -603,7 +629,7 @@ class Publisher:
         history = self.statistics.load(self.store.latest_statistics(cfg.dataset), ell)
         t_state = time.perf_counter() - t_state
         checkpoint("after_state_load")
-        record_set = pd.Index(self.protected).get_indexer(pd.Index(snap.value)).astype(np.int64)
+        record_set = self._record_sets(snap)
         t_anon = time.perf_counter()
         try:
             result = anonymize_history(
@@ -714,6 +740,7 @@ class Publisher:
                 "query_error": manifest["utility"]["average_relative_error"],
             },
             id_column=cfg.id_column, sensitive_domain=self.sensitive_domain, history_class=history.class_of,
+            snapshot=(snap.individual, self._record_sets(snap)) if cfg.suppression_model == "mechanism" else None,
         )  # fmt: skip
         if cfg.guarantee == "localized":
             suites = [r for r in suites if r.suite != "guarantee"]
@@ -778,13 +805,19 @@ class Publisher:
                     "them to it (paper 004, section 6.1). Plan k' for the whole series; the geometric strategy "
                     "has no such bound"
                 )
+        # under the mechanism-aware model a suppressed record is still charged: no budget helps
+        options = ["raise suppression_budget"] if cfg.suppression_model == "paper" else []
         if cfg.dilution == "presence":
-            return "Raise suppression_budget, protect fewer values, or use register dilution"
-        return (
-            "Raise suppression_budget, protect fewer values, or choose a strategy with a smaller ratio target "
-            "('serialpub strategy' compares them; the constant ratio grows with k'); a snapshot holding a large "
-            "share of the register leaves few candidates per record"
-        )
+            options += ["protect fewer values", "use register dilution"]
+        else:
+            options += [
+                "protect fewer values",
+                "choose a strategy with a smaller ratio target ('serialpub strategy' compares them; the constant "
+                "ratio grows with k'); a snapshot holding a large share of the register leaves few candidates per "
+                "record",
+            ]
+        text = ", ".join(options[:-1]) + ", or " + options[-1]
+        return text[0].upper() + text[1:]
 
     def published_table(self, snap: Snapshot, result: ReleaseResult) -> pd.DataFrame:
         """The release table as published: per kept record the QI labels of its group's
@@ -817,6 +850,10 @@ class Publisher:
             )
         return rows
 
+    def _record_sets(self, snap: Snapshot) -> npt.NDArray[np.int64]:
+        """Index of every snapshot record's value in the protected values, -1 for none."""
+        return pd.Index(self.protected).get_indexer(pd.Index(snap.value)).astype(np.int64)
+
     def _params_record(self) -> dict[str, Any]:
         cfg = self.ws.config
         return {
@@ -826,6 +863,7 @@ class Publisher:
             "alpha": self.params.alpha,
             "guarantee": cfg.guarantee,
             "dilution": cfg.dilution,
+            "suppression_model": cfg.suppression_model,
             "suppression_budget": cfg.suppression_budget,
             "protected_values": self.protected,
         }

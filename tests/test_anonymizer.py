@@ -301,12 +301,14 @@ def _series(draw: st.DrawFn) -> dict[str, Any]:
         hierarchies.append(_hierarchy(name, [[f"{name}{i}", f"{name}-m{m}", "*"] for i, m in enumerate(mid)]))
     n = draw(st.integers(4, 8))
     keys = np.array([[draw(st.integers(0, h.n_leaves - 1)) for h in hierarchies] for _ in range(n)], dtype=np.int64)
+    # the paper's model may suppress within a budget; the default mechanism-aware one never does
+    model = draw(st.sampled_from(["mechanism", "paper"]))
     snapshots = []
     for _ in range(draw(st.integers(2, 3))):
         members = draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=n, unique=True))
         # three values; the unprotected 2 is drawn more often so that groups can hold a protected one
         values = draw(st.lists(st.sampled_from([0, 1, 2, 2]), min_size=len(members), max_size=len(members)))
-        frac = draw(st.sampled_from([0.0, 0.5, 1.0, 1.0]))  # share of the records the budget allows
+        frac = draw(st.sampled_from([0.0, 0.5, 1.0, 1.0])) if model == "paper" else 0.0  # share the budget allows
         snapshots.append((np.array(members, dtype=np.int64), np.array(values, dtype=np.int64), frac))
     strategy = draw(st.sampled_from(["constant", "geometric"]))
     params = PrivacyParams(
@@ -314,6 +316,7 @@ def _series(draw: st.DrawFn) -> dict[str, Any]:
         strategy=strategy,
         k_prime=draw(st.sampled_from([2, 3])) if strategy == "constant" else None,
         alpha=draw(st.sampled_from([1.5, 2.0, 3.0])) if strategy == "geometric" else None,
+        suppression_model=model,
     )
     return {
         "hierarchies": hierarchies,
@@ -431,7 +434,7 @@ def test_infeasible_when_every_present_record_is_protected(budget: int) -> None:
             np.ones((n, 1)),
             np.zeros((n, 1), dtype=np.int64),
             np.full(n, 2.0),
-            PrivacyParams(ell=2, k_prime=3),
+            PrivacyParams(ell=2, k_prime=3, suppression_model="paper" if budget else "mechanism"),
             hierarchies,
             True,
             budget,
@@ -445,7 +448,7 @@ def test_infeasible_when_every_present_record_is_protected(budget: int) -> None:
         np.ones((n, 1)),
         np.zeros((n, 1), dtype=np.int64),
         np.full(n, 2.0),
-        PrivacyParams(ell=2, k_prime=3),
+        PrivacyParams(ell=2, k_prime=3, suppression_model="paper"),
         hierarchies,
         True,
         n,
@@ -493,7 +496,7 @@ def test_same_inputs_give_identical_results() -> None:
                 survival.copy(),
                 linked.copy(),
                 np.full(n, 2.0),
-                PrivacyParams(ell=2, k_prime=2),
+                PrivacyParams(ell=2, k_prime=2, suppression_model="paper"),
                 hierarchies,
                 presence,
                 7,

@@ -86,7 +86,6 @@ def make_workspace(root: Path, seed: int = 0, n: int = 60, periods: int = 3, **o
         "strategy": "constant",
         "k_prime": 3,
         "dilution": "register",
-        "suppression_budget": 0.05,
         "sign_off": {"auto_approve": True},  # tests of the sign-off gate turn it off
     }
     config.update(overrides)
@@ -247,7 +246,7 @@ def _cli(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
         text=True,
         cwd=cwd,
         env=env,
-        timeout=120,
+        timeout=600,
     )
 
 

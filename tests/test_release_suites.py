@@ -17,7 +17,7 @@ import pytest
 
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.release import PrivacyParams, anonymize_release
-from checks.breach import breach_table, dfs_intervals, region_spans
+from checks.breach import breach_table, compute_breach, dfs_intervals, region_spans
 from checks.expectations import (
     ExpectBreachProbabilityAtMost,
     ExpectGroupRegionsPairwiseDisjoint,
@@ -76,6 +76,7 @@ class Case:
         self.present = np.sort(rng.choice(n, 45, replace=False))
         self.disease = rng.choice(DISEASES, self.present.size, p=[0.25, 0.25, 0.2, 0.1, 0.1, 0.1])
         record_set = np.array([PROTECTED.index(d) if d in PROTECTED else -1 for d in self.disease])
+        self.record_set = record_set
         self.presence = presence
         self.survival = np.ones((n, len(PROTECTED)))
         result = anonymize_release(
@@ -89,7 +90,7 @@ class Case:
             PrivacyParams(ell=ELL, strategy="constant", k_prime=4),
             [self.h[q] for q in QIS],
             presence,
-            budget=4,
+            budget=0,
             seed=1,
         )
         self.result = result
@@ -416,3 +417,41 @@ def test_region_spans_are_dfs_intervals(case: Case) -> None:
         assert (share == inter).all()
     spans = region_spans(case.draft, QIS, case.h)
     assert len(spans) == len(case.draft.drop_duplicates(QIS))
+
+
+# ------------------------------------------------------------------ mechanism-aware counts
+
+
+@pytest.mark.parametrize("presence", [False, True])
+def test_mechanism_aware_counts_charge_what_the_draft_left_out(presence: bool) -> None:
+    """With the snapshot, n_s is every snapshot record of s in the region, published or
+    not: a draft that drops protected records (value-selective suppression) is charged as
+    if it had published them, and a draft that drops a whole group fails 'coverage'."""
+    c = Case(presence=presence)
+    snapshot = (c.present, c.record_set)
+    full = c.suites(snapshot=snapshot)
+    assert list(full) == ["contract", "disjointness", "guarantee", "coverage", "localized", "utility"]
+    assert _failed(full) == set(), {k: r.failures for k, r in full.items()}
+    before = compute_breach(c.draft, QIS, SENSITIVE, c.h, c.keys, c.register["id"].to_numpy(), PROTECTED,
+                            c.survival, presence, c.present if presence else None, ELL, snapshot=snapshot)  # fmt: skip
+    protected_rows = np.flatnonzero(c.draft[SENSITIVE].isin(PROTECTED).to_numpy())
+    thinned = c.draft.drop(index=c.draft.index[protected_rows[::2]])
+    after = compute_breach(thinned, QIS, SENSITIVE, c.h, c.keys, c.register["id"].to_numpy(), PROTECTED,
+                           c.survival, presence, c.present if presence else None, ELL, snapshot=snapshot)  # fmt: skip
+    key = ["individual", "value"]
+    merged = before.table.merge(after.table, on=key, suffixes=("", "_after"))
+    assert len(merged) == len(before.table) == len(after.table)
+    assert (merged["n_s"] == merged["n_s_after"]).all() and (merged["n_j"] == merged["n_j_after"]).all()
+    assert (merged["p"] == merged["p_after"]).all()
+    # the published-count model sees fewer records and a smaller p
+    published = compute_breach(thinned, QIS, SENSITIVE, c.h, c.keys, c.register["id"].to_numpy(), PROTECTED,
+                               c.survival, presence, c.present if presence else None, ELL)  # fmt: skip
+    assert published.table["n_s"].sum() < after.table["n_s"].sum()
+    # a whole group left out: its records lie in no published region
+    first_group = c.draft[QIS].apply(tuple, axis=1) == tuple(c.draft[QIS].iloc[0])
+    dropped = c.draft[~first_group.to_numpy()]
+    results = c.suites(draft=dropped, snapshot=snapshot)
+    assert "coverage" in _failed(results)
+    assert compute_breach(dropped, QIS, SENSITIVE, c.h, c.keys, c.register["id"].to_numpy(), PROTECTED,
+                          c.survival, presence, c.present if presence else None, ELL,
+                          snapshot=snapshot).uncovered_records == int(first_group.sum())  # fmt: skip

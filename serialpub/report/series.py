@@ -85,7 +85,9 @@ def localized_baseline(publisher: Any, published: list[Any]) -> Baseline:
         if history is None:
             history = History.empty(np.full(n_ind, float(params["l"])), len(protected))
         pp = PrivacyParams(ell=float(params["l"]), strategy=params["strategy"], k_prime=params.get("k_prime"),
-                           alpha=params.get("alpha"), guarantee="localized")  # fmt: skip
+                           alpha=params.get("alpha"), guarantee="localized",
+                           # releases made before the model existed used the paper's
+                           suppression_model=params.get("suppression_model", "paper"))  # fmt: skip
         table = read_csv(path, "snapshot")
         snap = snapshot_from_table(table, path, cfg.id_column, publisher.qis, cfg.sensitive, publisher.register,
                                    publisher.hierarchies, domain)  # fmt: skip
