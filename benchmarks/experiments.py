@@ -53,6 +53,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shlex
 import sys
@@ -250,6 +251,9 @@ def run_series(
     presence = cfg.dilution == "presence"
     hierarchies = [pub.hierarchies[q] for q in pub.qis]
     fraction = cfg.suppression_budget if budget is None else budget
+    if fraction > 0:
+        # a suppression budget means paper 004's published-count model (docs/threat-model.md)
+        params = dataclasses.replace(params, suppression_model="paper")
     history = History.empty(np.full(len(pub.register.ids), float(params.ell)), scenario.n_protected)
     rows: list[dict[str, Any]] = []
     for seq, (snap, record_set) in enumerate(zip(scenario.snapshots[:rounds], scenario.record_set, strict=False), 1):
@@ -453,9 +457,10 @@ def _series(rows: list[dict[str, Any]], key: str) -> tuple[list[int], list[float
 
 
 def figure_title(record: dict[str, Any]) -> str:
-    """``<scenario>: <caption>``, plus the suppression budget when it is not the default 5 %."""
+    """``<scenario>: <caption>``, plus the suppression budget (the paper's model) when it is
+    not the default 0."""
     budget = record["setup"]["suppression_budget"]
-    return f"{record['scenario']}: {record['caption']}" + ("" if budget == 0.05 else f", suppression budget {budget:g}")
+    return f"{record['scenario']}: {record['caption']}" + ("" if budget == 0 else f", suppression budget {budget:g}")
 
 
 def plot_figure(record: dict[str, Any], out_dir: Path, name: str) -> list[Path]:
@@ -641,7 +646,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--k-prime", type=int, help="override the fixed k' (fig 6)")
     parser.add_argument("--alpha", type=float, help="override the fixed α (fig 7)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the series (and of the diagnoses)")
-    parser.add_argument("--budget", type=float, help="suppression budget, fraction of records (default: 0.05)")
+    parser.add_argument(
+        "--budget", type=float,
+        help="suppression budget, fraction of records; above 0 runs the paper's model (default: the workspace's, 0)",
+    )  # fmt: skip
     parser.add_argument("--no-baseline", action="store_true", help="skip the localized baseline")
     parser.add_argument("--plot-only", action="store_true", help="redraw the PNGs from the JSON files")
     parser.add_argument(

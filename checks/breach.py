@@ -241,12 +241,16 @@ class BreachComputation:
         uncovered_records: with the snapshot given (mechanism-aware counting), its records
             whose QI values lie in no draft group's region; such a record is charged
             nowhere, so a release with any is invalid under that model. 0 without it.
+        excess_records: with the snapshot given, draft records beyond what the snapshot
+            holds in their group's region, overall or of one protected value (a draft that
+            is not the snapshot's anonymization). 0 without it.
     """
 
     table: pd.DataFrame
     groups: pd.DataFrame
     unknown_records: int
     uncovered_records: int = 0
+    excess_records: int = 0
 
 
 def _survival_rows(surv: FloatArray, history_class: npt.ArrayLike | None, n_ind: int, v: int) -> IntArray | None:
@@ -334,9 +338,10 @@ def compute_breach(
     combo_count = np.bincount(combo_of_member, minlength=first.size).astype(np.int64)
     pc, pg = cover_pairs(dg.nodes, keys[members[first]], hs)
     in_region = np.bincount(pg, weights=combo_count[pc], minlength=g).astype(np.int64)
-    counts, uncovered = dg.counts, 0
+    counts, uncovered, excess = dg.counts, 0, 0
     if snapshot is not None:
-        counts, uncovered = _snapshot_counts(snap_rows, snap_value, members, combo_of_member, pc, pg, g, v)
+        counts, records_in, uncovered = _snapshot_counts(snap_rows, snap_value, members, combo_of_member, pc, pg, g, v)
+        excess = int(np.maximum(dg.records - records_in, 0).sum() + np.maximum(dg.counts - counts, 0).sum())
         # every present individual of the region is a candidate, published or not
         n_j = in_region if presence else np.maximum(in_region, dg.records)
     else:
@@ -390,7 +395,8 @@ def compute_breach(
             copy=False,
         )
         return BreachComputation(
-            table=table, groups=groups, unknown_records=dg.unknown_records, uncovered_records=uncovered
+            table=table, groups=groups, unknown_records=dg.unknown_records, uncovered_records=uncovered,
+            excess_records=excess,
         )
 
     # expand to individuals: members sorted by unit
@@ -412,17 +418,19 @@ def compute_breach(
         copy=False,
     )
     return BreachComputation(
-        table=table, groups=groups, unknown_records=dg.unknown_records, uncovered_records=uncovered
+        table=table, groups=groups, unknown_records=dg.unknown_records, uncovered_records=uncovered,
+        excess_records=excess,
     )
 
 
 def _snapshot_counts(
     rows: IntArray, value: IntArray, members: IntArray, combo_of_member: IntArray, pc: IntArray, pg: IntArray,
     g: int, v: int,
-) -> tuple[IntArray, int]:
+) -> tuple[IntArray, IntArray, int]:
     """n*_{g,s}: snapshot records of every protected value per group whose region holds
-    them (all groups covering a record, should regions overlap), shape (G, V); and the
-    number of records that no region covers."""
+    them (all groups covering a record, should regions overlap), shape (G, V); the
+    snapshot records of any value per group, shape (G,); and the number of records that
+    no region covers."""
     position = np.full(int(members.max(initial=-1)) + 1, -1, dtype=np.int64)
     position[members] = np.arange(members.size, dtype=np.int64)
     rec_combo = combo_of_member[position[rows]]
@@ -430,10 +438,11 @@ def _snapshot_counts(
     cstart = np.zeros(int(combo_of_member.max(initial=-1)) + 2, dtype=np.int64)
     np.cumsum(np.bincount(pc, minlength=cstart.size - 1), out=cstart[1:])
     per_record = cstart[rec_combo + 1] - cstart[rec_combo]
-    protected = np.flatnonzero(value >= 0)
-    rep, grp = _expand_csr(rec_combo[protected], cstart, pg[order])
-    counts = np.bincount(grp * v + value[protected][rep], minlength=g * v).reshape(g, v).astype(np.int64)
-    return counts, int((per_record == 0).sum())
+    rep, grp = _expand_csr(rec_combo, cstart, pg[order])
+    records = np.bincount(grp, minlength=g).astype(np.int64)
+    hit = value[rep] >= 0
+    counts = np.bincount(grp[hit] * v + value[rep][hit], minlength=g * v).reshape(g, v).astype(np.int64)
+    return counts, records, int((per_record == 0).sum())
 
 
 def breach_table(

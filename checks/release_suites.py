@@ -154,7 +154,8 @@ def release_suite(
         snapshot: the snapshot's records as (register row, protected-value index or -1),
             for mechanism-aware counting (:func:`checks.breach.compute_breach`); it adds
             the ``coverage`` suite: every snapshot record lies in a published region, where
-            it is charged. None: the paper's published-count model, no coverage suite.
+            it is charged, and no group publishes more than the snapshot holds there.
+            None: the paper's published-count model, no coverage suite.
 
     Returns:
         one :class:`checks.gx.SuiteResult` per suite, in the order contract, disjointness,
@@ -194,7 +195,9 @@ def release_suite(
         results.append(
             run_suite(
                 "coverage",
-                pd.DataFrame({"uncovered_records": [computed.uncovered_records]}),
+                pd.DataFrame(
+                    {"uncovered_records": [computed.uncovered_records], "excess_records": [computed.excess_records]}
+                ),
                 [
                     gxe.ExpectColumnValuesToBeBetween(
                         column="uncovered_records",
@@ -202,7 +205,13 @@ def release_suite(
                         description="every snapshot record lies in a published group's region, where the "
                         "mechanism-aware counts charge it (a region that holds records but publishes none "
                         "would link its candidates unseen)",
-                    )
+                    ),
+                    gxe.ExpectColumnValuesToBeBetween(
+                        column="excess_records",
+                        max_value=0,
+                        description="no group publishes more records, or more of a protected value, than the "
+                        "snapshot holds in its region (the draft is this snapshot's anonymization)",
+                    ),
                 ],
             )
         )

@@ -383,7 +383,7 @@ def db_upgrade(
 
     ws = load_config(config)
     before, after = upgrade(create(ws.database_url))
-    console.print(f"{masked(ws.database_url)}: schema {before or 'empty'} -> {after}")
+    console.print(f"{masked(ws.database_url)}: schema {before or 'empty'} -> {after}", soft_wrap=True)
 
 
 state_app = typer.Typer(help="The statistics file (the state) of a dataset.", no_args_is_help=True)

@@ -36,7 +36,7 @@ from serialpub import release_files
 from serialpub.config import Workspace
 from serialpub.errors import InputChecksFailed, InputError, ValidationFailed
 from serialpub.faults import checkpoint
-from serialpub.hierarchies import read_domain, read_hierarchies, read_hierarchy, spelling_hint
+from serialpub.hierarchies import nearest_spelling, read_domain, read_hierarchies, read_hierarchy, spelling_hint
 from serialpub.inputs import Register, Snapshot, read_csv, register_from_table, snapshot_from_table
 from serialpub.report.privacy import PrivacyInputs, privacy_figures
 from serialpub.report.render import HTML_FILE as REPORT_FILE
@@ -587,26 +587,29 @@ class Publisher:
             raise InputChecksFailed(
                 f"{path}: the snapshot failed its input checks (suite 'snapshot'); nothing was published and "
                 "the state did not move",
-                [*outcome.failures, *self._spelling_hints(table, path)],
+                self._with_spelling_hints(outcome.failures, table),
             )
         return outcome
 
-    def _spelling_hints(self, table: pd.DataFrame, path: Path) -> list[str]:
-        """One line per sensitive value outside the domain: its first file line and the
-        domain's nearest spelling (the suite's own line names the values, not the fix)."""
+    def _with_spelling_hints(self, failures: list[str], table: pd.DataFrame) -> list[str]:
+        """The suite's failure lines, the sensitive domain's line extended with the nearest
+        allowed spelling of every value outside it, with its first file line (the suite
+        names the values, not the fix)."""
         sensitive = self.ws.config.sensitive
         if self.sensitive_domain is None or sensitive not in table.columns:
-            return []
+            return failures
         values = table[sensitive].astype(str)
-        outside = values[~values.isin(self.sensitive_domain)]
-        lines = []
+        outside = values[~values.isin(self.sensitive_domain) & (values.str.strip() != "")]
+        hints = []
         for value, position in zip(*np.unique(outside.to_numpy(), return_index=True), strict=True):
+            near = nearest_spelling(str(value), self.sensitive_domain)
             line = int(outside.index[position]) + 2  # header is line 1
-            lines.append(
-                f"{path}, line {line}, column {sensitive!r}: value {value!r} is not in the sensitive domain"
-                f"{spelling_hint(str(value), self.sensitive_domain)}"
-            )
-        return lines[:20]
+            hints.append(f"{value!r} (line {line}): " + (f"did you mean {near!r}?" if near else "no close spelling"))
+        if not hints:
+            return failures
+        shown = "; ".join(hints[:10]) + (f"; ... {len(hints) - 10} more" if len(hints) > 10 else "")
+        domain_line = f"sensitive attribute {sensitive!r} is in its declared domain"
+        return [f"{f}; nearest allowed spellings: {shown}" if domain_line in f else f for f in failures]
 
     def _abandon(self, draft: OpenRelease, exc: BaseException) -> None:
         """Close a draft that did not complete, unless its publication was committed (then the

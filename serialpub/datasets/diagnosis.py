@@ -181,7 +181,7 @@ def create_workspace(
     alpha: float = 2.0,
     guarantee: str = "global",
     dilution: str = "register",
-    budget: float = 0.05,
+    budget: float = 0.0,
     rounds: int = 20,
     seed: int = 0,
     rows: int | None = None,
