@@ -127,7 +127,7 @@ def state_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
 def state_ws(tmp_path: Path, state_url: str, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The small clinic workspace of test_pipeline, its state in ``state_url``
     (``SERIALPUB_DATABASE_URL`` is set for this test)."""
-    from test_pipeline import make_workspace
+    from helpers import make_workspace
 
     from serialpub.config import DATABASE_ENV
 
@@ -140,7 +140,7 @@ def run_cli(*args: str | Path, url: str, cwd: Path, crash_at: str | None = None)
     """``python -m serialpub.cli ARGS`` in a fresh process on the state database ``url``."""
     return subprocess.run(
         [sys.executable, "-m", "serialpub.cli", *map(str, args)], capture_output=True, text=True, cwd=cwd,
-        env=cli_env(url, crash_at), timeout=120,
+        env=cli_env(url, crash_at), timeout=600,
     )
 
 
@@ -171,7 +171,7 @@ def reference_series(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]
     """An uninterrupted in-process run of the small workspace's three releases (SQLite):
     ``data[k]`` the bytes of release k's data.parquet, ``stats[k]`` the frozen statistics
     file after release k (``stats[0]`` None)."""
-    from test_pipeline import make_workspace, snapshot
+    from helpers import make_workspace, snapshot
 
     from serialpub.config import DATABASE_ENV, load_config
     from serialpub.pipeline import Publisher
@@ -187,3 +187,87 @@ def reference_series(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]
             data[k] = (outcome.directory / "data.parquet").read_bytes()
             stats[k] = freeze_stats(publisher.store.latest_statistics("clinic"))
     return {"data": data, "stats": stats}
+
+
+@pytest.fixture(scope="session")
+def adult_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A demo workspace of the Adult data with three snapshots in its landing zone (the
+    Airflow tests copy it: ``helpers.airflow_workspace``)."""
+    import shutil
+
+    from helpers import PERIODS
+
+    from serialpub.demo import create_workspace, snapshots
+
+    ws = create_workspace(tmp_path_factory.mktemp("template") / "ws", rounds=20)
+    (ws.root / "landing").mkdir()
+    for snap, period in zip(snapshots(ws)[:3], PERIODS, strict=True):
+        shutil.copyfile(snap, ws.root / "landing" / f"snapshot-{period}.csv")
+    shutil.rmtree(ws.root / "snapshots")
+    return ws.root
+
+
+class PublishedWorkspaces:
+    """Small clinic workspaces with their first releases published, built once per
+    (settings, releases) and handed out as private copies: publishing costs seconds, a
+    copy milliseconds. A copy is relocated: the paths its state records (each release's
+    snapshot, folder and staging folder) name the copy's own files, so a test may change
+    or delete them."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.templates: dict[tuple[Any, ...], Path] = {}
+
+    def _template(self, releases: int, overrides: dict[str, Any]) -> Path:
+        from helpers import make_workspace, snapshot
+
+        from serialpub.config import DATABASE_ENV, load_config
+        from serialpub.pipeline import Publisher
+
+        key = (releases, tuple(sorted((k, repr(v)) for k, v in overrides.items())))
+        if key not in self.templates:
+            root = make_workspace(self.base / f"template-{len(self.templates)}" / "ws", **overrides)
+            with pytest.MonkeyPatch.context() as mp:
+                mp.delenv(DATABASE_ENV, raising=False)
+                mp.delenv("SERIALPUB_CRASH_AT", raising=False)
+                publisher = Publisher(load_config(root))
+                for t in range(1, releases + 1):
+                    publisher.publish(snapshot(root, t))
+                publisher.store.engine.dispose()
+            self.templates[key] = root
+        return self.templates[key]
+
+    def copy(self, target: Path, releases: int = 1, **overrides: Any) -> Path:
+        """A private copy at ``target`` of the workspace ``make_workspace(**overrides)``
+        with releases 1..``releases`` published (SQLite state inside it)."""
+        import shutil
+
+        from sqlalchemy import create_engine
+        from sqlalchemy.orm import Session
+
+        from state.models import Release
+
+        template = self._template(releases, overrides)
+        shutil.copytree(template, target)
+        old, new = str(template), str(target)
+        engine = create_engine(f"sqlite:///{target / 'state.sqlite'}")
+        with Session(engine) as session, session.begin():
+            for rel in session.query(Release).all():
+                rel.params = {k: v.replace(old, new) if isinstance(v, str) else v for k, v in rel.params.items()}
+                rel.directory = rel.directory.replace(old, new) if rel.directory else rel.directory
+                rel.staging = rel.staging.replace(old, new) if rel.staging else rel.staging
+        engine.dispose()
+        return target
+
+
+@pytest.fixture(scope="session")
+def published_workspaces(tmp_path_factory: pytest.TempPathFactory) -> PublishedWorkspaces:
+    """The factory of published clinic workspaces (:class:`PublishedWorkspaces`)."""
+    return PublishedWorkspaces(tmp_path_factory.mktemp("published"))
+
+
+@pytest.fixture
+def published_once(tmp_path: Path, published_workspaces: PublishedWorkspaces) -> Path:
+    """The small clinic workspace with release 1 (period 0001) published: a private copy,
+    state and release store included."""
+    return published_workspaces.copy(tmp_path / "ws")

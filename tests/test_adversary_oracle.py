@@ -69,6 +69,7 @@ def tiny_series(draw: st.DrawFn) -> tuple[mo.Instance, list[mo.World]]:
     return inst, series
 
 
+@pytest.mark.slow
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tiny_series())
 def test_suppression_channel_never_exceeds_the_charge_under_the_default_model(

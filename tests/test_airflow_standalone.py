@@ -23,12 +23,29 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_dags import PERIODS, ROOT, _env, _workspace, adult_template  # noqa: F401  (fixture)
+from helpers import ROOT, airflow_env, airflow_workspace
 
 from serialpub.config import load_config
 from state.store import StateStore, open_engine
 
 pytestmark = pytest.mark.slow
+
+
+def _session_processes(sid: int) -> list[str]:
+    """Processes of session ``sid`` that have not exited: ``pid state command`` each
+    (zombies, already exited and waiting for their parent to reap them, are left out)."""
+    out = subprocess.run(["ps", "-s", str(sid), "-o", "pid=,stat=,args="], capture_output=True, text=True).stdout
+    return [line.strip() for line in out.splitlines() if line.split() and not line.split()[1].startswith("Z")]
+
+
+def _wait_until_session_gone(sid: int, timeout: float) -> list[str]:
+    """Poll until no process of the session is left; what is still there at the deadline."""
+    deadline = time.monotonic() + timeout
+    left = _session_processes(sid)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.5)
+        left = _session_processes(sid)
+    return left
 
 
 def _free_port() -> int:
@@ -72,9 +89,9 @@ class Rest:
 
 
 def test_standalone_airflow_publishes_after_rest_approval(
-    tmp_path: Path, adult_template: Path  # noqa: F811
+    tmp_path: Path, adult_template: Path
 ) -> None:
-    root = _workspace(adult_template, tmp_path, "adult_live")
+    root = airflow_workspace(adult_template, tmp_path, "adult_live")
     ws = load_config(root)
     landing = ws.landing_dir
     pending = tmp_path / "pending"
@@ -83,7 +100,7 @@ def test_standalone_airflow_publishes_after_rest_approval(
         shutil.move(str(f), pending / f.name)
     home = tmp_path / "airflow"
     port = _free_port()
-    env = _env(home, [root])
+    env = airflow_env(home, [root])
     env.update(
         AIRFLOW__API__PORT=str(port),
         AIRFLOW__API__BASE_URL=f"http://localhost:{port}",
@@ -128,11 +145,17 @@ def test_standalone_airflow_publishes_after_rest_approval(
 
         detail = rest.wait("the sign-off waiting for an answer", awaiting, 420)
         run_id = detail["task_instance"]["dag_run_id"]
-        # an answer within a second or two of the request can race the scheduler's handling
-        # of the parked task (Airflow 3.3 marks the gate failed); people are never that fast
-        time.sleep(8)
         assert "adult_live release 1" in detail["body"] and "guarantee passed" in detail["body"]
         run_path = f"/api/v2/dags/{dag_id}/dagRuns/{urllib.parse.quote(run_id, safe='')}"
+        # the gate writes its request, then parks its task ('awaiting_input' on Airflow 3.3,
+        # 'deferred' before); an answer that arrives in between races the scheduler's handling
+        # of the parked task (Airflow 3.3 then marks the gate failed): answer once it is
+        # parked, as a person always would
+        rest.wait(
+            "the sign-off task parked awaiting input",
+            lambda: rest.call("GET", f"{run_path}/taskInstances/sign_off")["state"] in ("awaiting_input", "deferred"),
+            300,
+        )
         rest.call(
             "PATCH",
             f"{run_path}/taskInstances/sign_off/-1/hitlDetails",
@@ -164,7 +187,6 @@ def test_standalone_airflow_publishes_after_rest_approval(
     manifest = json.loads((ws.dataset_dir / "release-0001" / "manifest.json").read_text())
     assert manifest["sign_off"]["approver"] == "olga"
     assert manifest["sign_off"]["comment"] == "approved through the REST API"
-    time.sleep(1)
-    leftovers = subprocess.run(["pgrep", "-s", str(proc.pid)], capture_output=True, text=True).stdout.split()
-    assert leftovers == [], f"processes left running: {leftovers}"
+    left = _wait_until_session_gone(proc.pid, timeout=120)
+    assert not left, "processes of the standalone session still running:\n" + "\n".join(left)
     assert str(ROOT / "dags") == env["AIRFLOW__CORE__DAGS_FOLDER"]

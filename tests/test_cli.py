@@ -1,9 +1,9 @@
 """The ``serialpub`` command line.
 
-The main cases run the real command in subprocesses (``python -m serialpub.cli``),
-started together once per module so that interpreter start-up (about 2 s each, mostly
-importing pandas) is paid in parallel. Further option checks call ``serialpub.cli.main``
-in-process, which runs the same code path after start-up.
+The cases run ``serialpub.cli.main`` in this process (``tests/helpers.cli``); two of them
+also run the real entry point (``python -m serialpub.cli``) in fresh interpreters, and
+``test_in_process_runner_agrees_with_subprocess`` checks that both give the same exit
+code and output.
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from helpers import cli
 
-from serialpub import cli
+from serialpub import cli as cli_module
 from serialpub.datasets import adult
 
 REPO = Path(__file__).resolve().parents[1]
@@ -147,14 +148,21 @@ def ws(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
         "small_ok": ["simulate", "--out", str(root / "small"), *small, "--rounds", "3", "--seed", "5"],
         "adult": ["simulate", "--out", str(root / "adult")],
     }
-    with ThreadPoolExecutor(max_workers=min(len(commands), 2 * (os.cpu_count() or 1) + 2)) as pool:
-        futures = {name: pool.submit(run_subprocess, *args) for name, args in commands.items()}
-        results = {name: f.result() for name, f in futures.items()}
+    # two cases through the real entry point in fresh interpreters (running meanwhile), the
+    # rest in this process; test_in_process_runner_agrees_with_subprocess compares the two
+    with ThreadPoolExecutor(max_workers=len(SUBPROCESS_CASES)) as pool:
+        futures = {name: pool.submit(run_subprocess, *commands[name]) for name in SUBPROCESS_CASES}
+        results = {name: cli(*args, cwd=REPO) for name, args in commands.items() if name not in SUBPROCESS_CASES}
+        results.update({name: f.result() for name, f in futures.items()})
     return Workspace(root, base, header_only, zero_byte, missing, results)
 
 
+#: the cases of :func:`ws` that run in a separate interpreter
+SUBPROCESS_CASES = ("l2k20", "alpha1")
+
+
 # ---------------------------------------------------------------------------------------
-# strategy (subprocess)
+# strategy
 
 
 @pytest.mark.parametrize(
@@ -177,7 +185,7 @@ def test_strategy_alpha_one(ws: Workspace) -> None:
 
 
 # ---------------------------------------------------------------------------------------
-# simulate (subprocess)
+# simulate
 
 
 def test_simulate_missing_column_names_file_and_column(ws: Workspace) -> None:
@@ -237,7 +245,7 @@ def run_main(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
         monkeypatch.setattr(sys, "argv", ["serialpub", *args])
         code: int = 0
         try:
-            cli.main()
+            cli_module.main()
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         out, err = capsys.readouterr()
@@ -252,9 +260,10 @@ def test_in_process_runner_agrees_with_subprocess(ws: Workspace, run_main: Runne
         ("alpha1", ("strategy", "--l", "2", "--alpha", "1")),
     )
     for name, args in cases:
-        got = run_main(*args)
-        assert got.returncode == ws.results[name].returncode
-        assert got.stderr == ws.results[name].stderr
+        for got in (run_main(*args), cli(*args)):
+            assert got.returncode == ws.results[name].returncode
+            assert got.stderr == ws.results[name].stderr
+            assert got.stdout == ws.results[name].stdout
 
 
 def test_strategy_geometric_table(run_main: Runner) -> None:

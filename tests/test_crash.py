@@ -29,8 +29,8 @@ from typing import Any
 
 import pytest
 from conftest import ENGINES, StateDatabases, cli_env, freeze_stats
+from helpers import make_workspace, snapshot
 from sqlalchemy import func, select
-from test_pipeline import make_workspace, snapshot
 
 from serialpub import faults, release_files
 from serialpub.config import DATABASE_ENV, load_config
@@ -87,7 +87,7 @@ def _crash(crash: Crash) -> Crash:
              "--snapshot", str(snapshot(crash.root, k))],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=crash.root, env=cli_env(crash.url, point),
         ) as proc:
-            _, err = proc.communicate(timeout=120)
+            _, err = proc.communicate(timeout=600)
         crash.returncodes.append(proc.returncode)
         crash.pids.append(proc.pid)
         crash.stderr += err

@@ -13,25 +13,20 @@ the shared metadata database.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+from helpers import PERIODS, airflow_env, airflow_workspace
 
 from serialpub import orchestration
 from serialpub.config import load_config
-from serialpub.demo import create_workspace, snapshots
 from serialpub.release_files import sha256_file
 from state.store import StateStore, open_engine
 
-ROOT = Path(__file__).resolve().parents[1]
 RUNNER = Path(__file__).with_name("airflow_runner.py")
-PERIODS = ["2024-H1", "2024-H2", "2025-H1"]
 
 pytestmark = pytest.mark.slow
 
@@ -40,44 +35,11 @@ pytestmark = pytest.mark.slow
 def airflow_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     home = tmp_path_factory.mktemp("airflow")
     proc = subprocess.run(
-        [sys.executable, "-m", "airflow", "db", "migrate"], env=_env(home, []), capture_output=True, text=True,
+        [sys.executable, "-m", "airflow", "db", "migrate"], env=airflow_env(home, []), capture_output=True, text=True,
         timeout=300,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     return home
-
-
-@pytest.fixture(scope="module")
-def adult_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A demo workspace of the Adult data with three snapshots in its landing zone."""
-    ws = create_workspace(tmp_path_factory.mktemp("template") / "ws", rounds=20)
-    (ws.root / "landing").mkdir()
-    for snap, period in zip(snapshots(ws)[:3], PERIODS, strict=True):
-        shutil.copyfile(snap, ws.root / "landing" / f"snapshot-{period}.csv")
-    shutil.rmtree(ws.root / "snapshots")
-    return ws.root
-
-
-def _workspace(template: Path, where: Path, dataset: str, **settings: Any) -> Path:
-    root = where / dataset
-    shutil.copytree(template, root)
-    config = yaml.safe_load((root / "serialpub.yaml").read_text())
-    config.update(dataset=dataset, sign_off={"auto_approve": False, "timeout_hours": 1}, **settings)
-    (root / "serialpub.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    return root
-
-
-def _env(home: Path, workspaces: list[Path]) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "SERIALPUB_"))}
-    env.update(
-        AIRFLOW_HOME=str(home),
-        AIRFLOW__CORE__LOAD_EXAMPLES="False",
-        AIRFLOW__CORE__DAGS_FOLDER=str(ROOT / "dags"),
-        AIRFLOW__CORE__UNIT_TEST_MODE="False",
-        SERIALPUB_WORKSPACES=os.pathsep.join(map(str, workspaces)),
-        GX_ANALYTICS_ENABLED="False",
-    )
-    return env
 
 
 def run_dag(
@@ -91,7 +53,7 @@ def run_dag(
         args += ["--respond", respond, "--by", by, "--comment", comment]
     if logical_date:
         args += ["--logical-date", logical_date]
-    proc = subprocess.run(args, env=_env(home, [root]), capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(args, env=airflow_env(home, [root]), capture_output=True, text=True, timeout=900)
     log = proc.stdout + proc.stderr
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     assert proc.returncode == 0 and lines, log[-5000:]
@@ -105,7 +67,7 @@ def _store(root: Path) -> StateStore:
 def test_release_dag_publishes_in_period_order_with_sign_off(
     airflow_home: Path, adult_template: Path, tmp_path: Path
 ) -> None:
-    root = _workspace(adult_template, tmp_path, "adult_series")
+    root = airflow_workspace(adult_template, tmp_path, "adult_series")
     ws = load_config(root)
     store = _store(root)
 
@@ -158,7 +120,7 @@ def test_release_dag_publishes_in_period_order_with_sign_off(
 
 
 def test_rejected_sign_off_publishes_nothing(airflow_home: Path, adult_template: Path, tmp_path: Path) -> None:
-    root = _workspace(adult_template, tmp_path, "adult_rejected")
+    root = airflow_workspace(adult_template, tmp_path, "adult_rejected")
     ws = load_config(root)
     store = _store(root)
     result, _log = run_dag(airflow_home, root, {"period": "2024-H1"}, respond="Reject", by="dana",
@@ -176,7 +138,7 @@ def test_rejected_sign_off_publishes_nothing(airflow_home: Path, adult_template:
 def test_failing_validation_fails_the_run_and_publishes_nothing(
     airflow_home: Path, adult_template: Path, tmp_path: Path
 ) -> None:
-    root = _workspace(adult_template, tmp_path, "adult_strict", validation={"max_group_size": 1})
+    root = airflow_workspace(adult_template, tmp_path, "adult_strict", validation={"max_group_size": 1})
     ws = load_config(root)
     store = _store(root)
     result, log = run_dag(airflow_home, root, {"period": "2024-H1"})
@@ -200,7 +162,7 @@ def test_failing_validation_fails_the_run_and_publishes_nothing(
 def test_bad_run_configuration_fails_at_the_first_task(
     airflow_home: Path, adult_template: Path, tmp_path: Path, conf: dict[str, Any], message: str
 ) -> None:
-    root = _workspace(adult_template, tmp_path, "adult_conf")
+    root = airflow_workspace(adult_template, tmp_path, "adult_conf")
     result, log = run_dag(airflow_home, root, conf)
     assert result["state"] == "failed" and result["tasks"]["ingest"] == "failed"
     assert all(state in ("upstream_failed", "failed") for task, state in result["tasks"].items() if task != "ingest")

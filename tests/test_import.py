@@ -14,16 +14,15 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import PublishedWorkspaces
+from helpers import cli, make_workspace
 from sqlalchemy import text
-from test_pipeline import make_workspace
 from typer.testing import CliRunner
 
 from serialpub import demo
@@ -131,14 +130,10 @@ def test_importing_ten_releases_then_publishing_ten_equals_publishing_twenty(tmp
 
 
 @pytest.fixture
-def clinic(tmp_path: Path) -> tuple[Path, Path]:
-    """(A, B): A publishes 3 releases; B is a fresh copy to import them into."""
-    a_root = make_workspace(tmp_path / "A")
-    b_root = fresh_copy(a_root, tmp_path / "B")
-    publisher = Publisher(load_config(a_root))
-    for t in (1, 2, 3):
-        publisher.publish(a_root / "snapshots" / f"snapshot-{t:04d}.csv")
-    return a_root, b_root
+def clinic(tmp_path: Path, published_workspaces: PublishedWorkspaces) -> tuple[Path, Path]:
+    """(A, B): A has published 3 releases; B is a fresh copy to import them into."""
+    a_root = published_workspaces.copy(tmp_path / "A", releases=3)
+    return a_root, fresh_copy(a_root, tmp_path / "B")
 
 
 def test_import_from_csv_and_parquet_gives_the_publishers_state(clinic: tuple[Path, Path]) -> None:
@@ -305,25 +300,7 @@ def test_command_line_import_and_its_errors(clinic: tuple[Path, Path]) -> None:
     manifest = json.loads((data_file(b_root, 1).parent / "manifest.json").read_text(encoding="utf-8"))
     assert (manifest["strategy"], manifest["k_prime"], manifest["alpha"]) == ("constant", 3, None)
     before = state_of(b_root)
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "serialpub.cli",
-            *args[:-4],
-            "--dilution",
-            "presence",
-            "--data",
-            str(data_file(a_root, 2)),
-            "--period",
-            "0002",
-        ],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        cwd=REPO,
-        timeout=120,
-    )
+    proc = cli(*args[:-4], "--dilution", "presence", "--data", data_file(a_root, 2), "--period", "0002", cwd=REPO)
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("serialpub: error:") and "--snapshot" in lines[0]

@@ -10,16 +10,11 @@ a few milliseconds; the Adult demo workspace takes several seconds to write.
 from __future__ import annotations
 
 import json
-import os
-import random
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 import pytest
-import yaml
+from helpers import CONTRACT_KEYS, DISEASES, QIS, SENSITIVE, Result, cli, make_workspace, snapshot, state_of
 
 from serialpub import release_files
 from serialpub.audit import audit_workspace
@@ -29,117 +24,10 @@ from serialpub.hierarchies import read_hierarchy
 from serialpub.pipeline import Publisher
 from state.store import StateStore, open_engine
 
-QIS = ["sex", "zipcode", "age"]
-SENSITIVE = "disease"
-DISEASES = ["flu", "cold", "fever", "gastritis", "hiv", "cancer"]
-ZIPS = {"65001": "6500*", "65002": "6500*", "65003": "6500*", "65011": "6501*", "65012": "6501*", "65013": "6501*"}
-CONTRACT_KEYS = {
-    "format_version",
-    "dataset",
-    "release",
-    "period",
-    "created",
-    "quasi_identifiers",
-    "sensitive",
-    "l",
-    "guarantee",
-    "strategy",
-    "k_prime",
-    "alpha",
-    "protected_values",
-    "dilution",
-    "records",
-    "groups",
-    "suppressed",
-    "sha256",
-    "previous_release",
-    "validation",
-    "sign_off",
-}
-
-
-def make_workspace(root: Path, seed: int = 0, n: int = 60, periods: int = 3, **overrides: Any) -> Path:
-    """Write a small clinic workspace; returns its folder. ``overrides`` replace settings."""
-    rng = random.Random(seed)
-    (root / "hierarchies").mkdir(parents=True)
-    (root / "snapshots").mkdir()
-    (root / "hierarchies" / "sex.csv").write_text("M;*\nF;*\n", encoding="utf-8")
-    (root / "hierarchies" / "zipcode.csv").write_text("".join(f"{z};{m};*\n" for z, m in ZIPS.items()))
-    (root / "hierarchies" / "age.csv").write_text(
-        "".join(f"{a};[{a // 5 * 5}, {a // 5 * 5 + 4}];*\n" for a in range(20, 30))
-    )
-    (root / "hierarchies" / f"{SENSITIVE}.csv").write_text("".join(f"{d};*\n" for d in DISEASES))
-    register = [(f"p{i:03d}", rng.choice("MF"), rng.choice(list(ZIPS)), str(rng.randrange(20, 30))) for i in range(n)]
-    (root / "register.csv").write_text("id,sex,zipcode,age\n" + "".join(",".join(r) + "\n" for r in register))
-    for t in range(1, periods + 1):
-        lines = ["id,sex,zipcode,age,disease"]
-        for r in register:
-            if rng.random() < 0.7:
-                lines.append(",".join([*r, rng.choices(DISEASES, weights=[5, 5, 5, 5, 1, 1])[0]]))
-        (root / "snapshots" / f"snapshot-{t:04d}.csv").write_text("\n".join(lines) + "\n")
-    config = {
-        "dataset": "clinic",
-        "quasi_identifiers": QIS,
-        "sensitive": SENSITIVE,
-        "protected_values": ["hiv", "cancer"],
-        "l": 2,
-        "strategy": "constant",
-        "k_prime": 3,
-        "dilution": "register",
-        "sign_off": {"auto_approve": True},  # tests of the sign-off gate turn it off
-    }
-    config.update(overrides)
-    write_config(root, config)
-    return root
-
-
-def write_config(root: Path, config: dict[str, Any]) -> None:
-    (root / "serialpub.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
-
-
-def read_config(root: Path) -> dict[str, Any]:
-    return yaml.safe_load((root / "serialpub.yaml").read_text(encoding="utf-8"))
-
-
-def snapshot(root: Path, t: int) -> Path:
-    return root / "snapshots" / f"snapshot-{t:04d}.csv"
-
-
-def _freeze(obj: Any) -> Any:
-    """A comparable copy of whatever the state store returns (tables, frames, tuples)."""
-    if obj is None or isinstance(obj, str | int | float):
-        return obj
-    if isinstance(obj, pd.DataFrame):
-        return ("frame", obj.to_dict("list"))
-    if hasattr(obj, "to_pylist") and hasattr(obj, "schema"):  # pyarrow.Table
-        return ("table", str(obj.schema), obj.to_pylist())
-    if isinstance(obj, tuple | list):
-        return tuple(_freeze(x) for x in obj)
-    raise TypeError(f"cannot compare state of type {type(obj)}")
-
-
-def state_of(root: Path) -> tuple[Any, ...]:
-    """Published releases, latest statistics and the release store's folder listing."""
-    ws = load_config(root)
-    store = StateStore(open_engine(ws.database_url))
-    published = [
-        (r.seq, r.period, r.records, r.groups, r.suppressed, r.max_breach, r.directory)
-        for r in store.published(ws.config.dataset)
-    ]
-    listing = sorted(p.name for p in ws.dataset_dir.iterdir()) if ws.dataset_dir.exists() else []
-    return published, _freeze(store.latest_statistics(ws.config.dataset)), listing
-
 
 @pytest.fixture
 def ws_root(tmp_path: Path) -> Path:
     return make_workspace(tmp_path / "ws")
-
-
-@pytest.fixture
-def published_once(ws_root: Path) -> Path:
-    """The workspace with release 1 (period 0001) published."""
-    Publisher(load_config(ws_root)).publish(snapshot(ws_root, 1))
-    return ws_root
 
 
 # ---------------------------------------------------------------------------------------
@@ -237,17 +125,8 @@ def test_infeasible_budget_is_an_input_error_without_trace(tmp_path: Path) -> No
 # the command line, as a user runs it
 
 
-def _cli(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "200"}
-    env.pop("SERIALPUB_DATABASE_URL", None)
-    return subprocess.run(
-        [sys.executable, "-m", "serialpub.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        timeout=600,
-    )
+def _cli(*args: str | Path, cwd: Path) -> Result:
+    return cli(*args, cwd=cwd)
 
 
 def test_cli_audit_passes_then_fails_after_tampering(published_once: Path) -> None:

@@ -14,14 +14,17 @@ from typing import Any
 
 import pytest
 from conftest import cli_env, freeze_stats, run_cli
+from helpers import snapshot, state_of
 from sqlalchemy import func, select
-from test_pipeline import snapshot, state_of
 
 from serialpub import pipeline
 from serialpub.config import load_config
 from serialpub.pipeline import Publisher
 from state.models import AuditLog, Release, Statistics
 from state.store import StateStore, open_engine, this_process
+
+#: every test here races real processes
+pytestmark = pytest.mark.slow
 
 #: ``python BARRIER GO ARGS``: imports serialpub, reports ready, waits for the file GO,
 #: then runs ``serialpub ARGS`` (so two processes start publishing at the same moment)
@@ -31,7 +34,7 @@ from pathlib import Path
 import serialpub.cli, serialpub.pipeline
 go = Path(sys.argv[1])
 Path(f"{go}.ready-{os.getpid()}").touch()
-deadline = time.monotonic() + 120
+deadline = time.monotonic() + 300
 while not go.exists() and time.monotonic() < deadline:
     time.sleep(0.001)
 sys.argv = ["serialpub", *sys.argv[2:]]
@@ -91,12 +94,12 @@ def test_two_processes_publishing_the_same_period_count_it_once(
                          stderr=subprocess.PIPE, text=True, cwd=state_ws, env=cli_env(state_url))
         for _ in range(2)
     ]
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 300
     while len(list(tmp_path.glob("go.ready-*"))) < 2:
         assert time.monotonic() < deadline and all(p.poll() is None for p in procs), "barrier not reached"
         time.sleep(0.01)
     go.touch()
-    results = [(p.returncode, err) for p in procs for _, err in [p.communicate(timeout=120)]]
+    results = [(p.returncode, err) for p in procs for _, err in [p.communicate(timeout=600)]]
 
     assert sorted(rc for rc, _ in results) == [0, 2], results
     loser = _one_line_error(next(r for r in results if r[0] == 2))

@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import DISEASES, cli, make_workspace, read_config, snapshot, write_config
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_pipeline import make_workspace, snapshot
 
 from anonymizer.measures.guarantee import BINS, breach_distribution, ratio_budget
 from serialpub import release_files
@@ -140,6 +138,7 @@ def test_report_pairs_and_budget_equal_the_state_after_publication(series: Path)
     assert budget["releases_left"] == 3 - int(linked.max())
 
 
+@pytest.mark.slow
 def test_series_report_baseline_equals_a_workspace_published_under_the_localized_guarantee(
     series: Path, tmp_path: Path
 ) -> None:
@@ -162,16 +161,15 @@ def test_series_report_baseline_equals_a_workspace_published_under_the_localized
 
 
 def test_cli_report_writes_the_series_and_finds_a_release_report(series: Path, tmp_path: Path) -> None:
-    run = [sys.executable, "-m", "serialpub.cli", "report", "--config", str(series)]
-    done = subprocess.run([*run, "--no-baseline", "--figures", str(tmp_path)], capture_output=True, text=True,
-                          check=False)  # fmt: skip
+    run = ["report", "--config", str(series)]
+    done = cli(*run, "--no-baseline", "--figures", str(tmp_path))
     assert done.returncode == 0, done.stderr
     assert "series-report.html" in done.stdout
     for name in ("series-breach.png", "series-utility.png"):
         assert (tmp_path / name).read_bytes().startswith(b"\x89PNG")
-    found = subprocess.run([*run, "--release", "2"], capture_output=True, text=True, check=False)
+    found = cli(*run, "--release", "2")
     assert found.returncode == 0 and found.stdout.strip().endswith("release-0002/report.html")
-    missing = subprocess.run([*run, "--release", "9"], capture_output=True, text=True, check=False)
+    missing = cli(*run, "--release", "9")
     assert missing.returncode == 2 and "release 9 of 'clinic' has no report" in missing.stderr
 
 
@@ -228,6 +226,7 @@ def test_breach_table_per_unit_is_the_individual_table_compressed(series: Path) 
         )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("overrides", "without_hierarchy"),
     [
@@ -241,7 +240,10 @@ def test_breach_table_per_unit_is_the_individual_table_compressed(series: Path) 
 def test_reports_in_other_configurations(tmp_path: Path, overrides: dict, without_hierarchy: bool) -> None:
     root = make_workspace(tmp_path / "ws", **overrides)
     if without_hierarchy:
-        (root / "hierarchies" / "disease.csv").unlink()  # the domain is then the values seen
+        # no sensitive hierarchy: the domain comes from a flat file (protected values need one)
+        (root / "hierarchies" / "disease.csv").unlink()
+        (root / "domain.txt").write_text("\n".join(DISEASES) + "\n", encoding="utf-8")
+        write_config(root, {**read_config(root), "sensitive_domain": "domain.txt"})
     publisher = Publisher(load_config(root))
     for t in (1, 2, 3):  # the clinic's release 3 holds no protected value
         publisher.publish(snapshot(root, t))

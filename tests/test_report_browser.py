@@ -87,6 +87,7 @@ def _assert_looks_like_a_page(shot: Path, min_height: int) -> None:
     assert np.unique((gray * 255).astype(np.uint8)).size > 50  # anti-aliased text, not a flat block
 
 
+@pytest.mark.slow
 def test_demo_release_report_renders_in_headless_chromium(
     chromium: str, demo_reports: tuple[Path, Path], tmp_path: Path
 ) -> None:

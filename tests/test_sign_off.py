@@ -6,13 +6,10 @@ automatic approval is allowed only when configured and is said in the manifest."
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from test_pipeline import make_workspace, snapshot, state_of
+from helpers import Result, cli, make_workspace, snapshot, state_of
 
 from serialpub.config import load_config
 from serialpub.errors import InputError
@@ -21,12 +18,8 @@ from serialpub.release_files import sha256_file
 from state.store import StateError
 
 
-def _cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "200"}
-    env.pop("SERIALPUB_DATABASE_URL", None)
-    return subprocess.run(
-        [sys.executable, "-m", "serialpub.cli", *map(str, args)], capture_output=True, text=True, env=env, timeout=300
-    )
+def _cli(*args: str | Path) -> Result:
+    return cli(*args)
 
 
 @pytest.fixture

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import freeze_stats, run_cli
+from conftest import freeze_stats
+from helpers import Result, cli, make_workspace, snapshot, state_of
 from sqlalchemy import func, inspect, select, text
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session
-from test_pipeline import make_workspace, snapshot, state_of
 
 from serialpub import release_files
 from serialpub.config import DATABASE_ENV, load_config
@@ -24,6 +24,11 @@ from state.models import TRANSITIONS, AuditLog, Base, Release, SignOff, Statisti
 from state.store import StateError, StateStore, open_engine, owner_is_gone, this_process
 
 UNREACHABLE = "postgresql+psycopg://postgres:secret@127.0.0.1:1/test"
+
+
+def _cli(*args: str | Path, url: str, cwd: Path) -> Result:
+    """``serialpub ARGS`` in-process on the state database ``url``."""
+    return cli(*args, cwd=cwd, env={"SERIALPUB_DATABASE_URL": url})
 
 
 def _publish_first(root: Path) -> Publisher:
@@ -120,7 +125,7 @@ def test_reject_removes_the_staging_and_records_the_sign_off(state_ws: Path, sta
     store.set_staging(draft.id, str(staging))
     published, stats = state_of(state_ws)[:2]
 
-    proc = run_cli("reject", "--config", state_ws, "--release", "2", "--by", "alice", "--comment", "no",
+    proc = _cli("reject", "--config", state_ws, "--release", "2", "--by", "alice", "--comment", "no",
                    url=state_url, cwd=state_ws)
     assert proc.returncode == 0, proc.stderr
     assert "release 2" in proc.stdout and "rejected by alice" in proc.stdout
@@ -137,7 +142,7 @@ def test_reject_removes_the_staging_and_records_the_sign_off(state_ws: Path, sta
     assert (last["action"], last["release"], last["actor"]) == ("rejected", 2, "alice")
     assert last["detail"] == {"comment": "no"}
 
-    again = run_cli("reject", "--config", state_ws, "--release", "2", "--by", "alice", url=state_url, cwd=state_ws)
+    again = _cli("reject", "--config", state_ws, "--release", "2", "--by", "alice", url=state_url, cwd=state_ws)
     assert "has no open release 2 to reject" in _one_line_error(again)
     with pytest.raises(StateError, match="no open release 1"):
         store.reject("clinic", 1, "bob", "published already", None)
@@ -168,7 +173,7 @@ def test_database_at_an_older_schema_is_refused_untouched(state_ws: Path, state_
         Publisher(load_config(state_ws))
     assert "serialpub db upgrade" in str(err.value) and f"revision {head_revision()}" in str(err.value)
     for command in (["history"], ["release", "--snapshot", str(snapshot(state_ws, 2))]):
-        line = _one_line_error(run_cli(*command, "--config", state_ws, url=state_url, cwd=state_ws))
+        line = _one_line_error(_cli(*command, "--config", state_ws, url=state_url, cwd=state_ws))
         assert "schema revision 0000" in line and "'serialpub db upgrade'" in line
     assert (_table_counts(publisher.store), state_of_files(state_ws)) == before
     with publisher.store.engine.connect() as conn:
@@ -184,7 +189,7 @@ def test_tables_without_a_schema_revision_are_refused(state_url: str) -> None:
 
 
 def test_db_upgrade_creates_the_schema_of_an_empty_database(state_ws: Path, state_url: str) -> None:
-    proc = run_cli("db", "upgrade", "--config", state_ws, url=state_url, cwd=state_ws)
+    proc = _cli("db", "upgrade", "--config", state_ws, url=state_url, cwd=state_ws)
     assert proc.returncode == 0, proc.stderr
     assert f"schema empty -> {head_revision()}" in proc.stdout
     engine = open_engine(state_url)  # at the current revision now
@@ -204,7 +209,7 @@ def test_unreachable_database_is_one_line_with_the_password_masked(
     assert masked_url in str(err.value) and "secret" not in str(err.value)
     for command in ("history", "release"):
         args = ["--snapshot", str(snapshot(root, 1))] if command == "release" else []
-        line = _one_line_error(run_cli(command, "--config", root, *args, url=UNREACHABLE, cwd=root))
+        line = _one_line_error(_cli(command, "--config", root, *args, url=UNREACHABLE, cwd=root))
         assert masked_url in line and "secret" not in line, line
     assert not (root / "releases").exists()
 
@@ -247,7 +252,7 @@ def test_illegal_transitions_are_refused(state_ws: Path) -> None:
     store = _publish_first(state_ws).store
     first = _release(store, 1, "published")
     stats = store.latest_statistics("clinic")
-    assert stats is not None
+    assert stats is not None and all(t.num_rows > 0 for t in stats)  # release 1 linked someone
     summary = {"records": 1, "groups": 1, "suppressed": 0, "max_breach": 0.0, "data_sha256": "0" * 64,
                "manifest_sha256": "0" * 64}
     before = state_of(state_ws), len(store.audit_log("clinic"))
@@ -269,6 +274,7 @@ def test_one_open_release_and_one_publication_per_sequence_number(state_ws: Path
     store = _publish_first(state_ws).store
     with pytest.raises(StateError, match="not later than the last published period"):
         store.begin_draft("clinic", "0001", {}, this_process())
+    stats_before = freeze_stats(store.latest_statistics("clinic"))
     store.begin_draft("clinic", "0002", {}, this_process())
     with pytest.raises(StateError, match=r"release 2 .* is already draft.*serialpub reject --release 2"):
         store.begin_draft("clinic", "0003", {}, this_process())
@@ -278,6 +284,7 @@ def test_one_open_release_and_one_publication_per_sequence_number(state_ws: Path
         with pytest.raises(IntegrityError), Session(store.engine) as s, s.begin():
             s.add(Release(dataset_id=first.dataset_id, seq=seq, period=period, status=status, owner="test",
                           imported=False, params={}, created=first.created, updated=first.created))
-    assert freeze_stats(store.latest_statistics("clinic")) is not None
+    # neither the refused draft nor the refused inserts moved the statistics file
+    assert stats_before is not None and freeze_stats(store.latest_statistics("clinic")) == stats_before
     assert _count(store, select(func.count()).select_from(Release)) == 2
     assert _count(store, select(func.count()).where(AuditLog.action == "published")) == 1

@@ -4,12 +4,10 @@ failed with its results stored, and nothing is published or counted (issue 5, pa
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from test_pipeline import make_workspace, read_config, snapshot, state_of, write_config
+from helpers import cli, make_workspace, read_config, snapshot, state_of, write_config
 
 from checks.evidence import HTML_FILE, JSON_FILE
 from serialpub.config import load_config
@@ -26,7 +24,7 @@ def test_published_release_carries_its_evidence(tmp_path: Path) -> None:
     validation = manifest["validation"]
     assert validation["success"] is True and validation["global_guarantee_checked"] is True
     assert set(validation["suites"]) == {
-        "register", "snapshot", "contract", "disjointness", "guarantee", "localized", "utility"
+        "register", "snapshot", "contract", "disjointness", "guarantee", "coverage", "localized", "utility"
     }
     assert validation["sha256"] == sha256_file(outcome.directory / JSON_FILE)
     evidence = json.loads((outcome.directory / JSON_FILE).read_text())
@@ -68,11 +66,7 @@ def test_failed_validation_publishes_nothing_and_keeps_the_state(strict_workspac
 
 
 def test_cli_reports_the_failed_expectations_and_exits_3(strict_workspace: Path) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "serialpub.cli", "release", "--config", str(strict_workspace),
-         "--snapshot", str(snapshot(strict_workspace, 2))],
-        capture_output=True, text=True, timeout=300,
-    )
+    proc = cli("release", "--config", strict_workspace, "--snapshot", snapshot(strict_workspace, 2))
     assert proc.returncode == 3, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert lines[0].startswith("serialpub: validation failed: release 2")

@@ -16,8 +16,9 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 import pytest
+from conftest import PublishedWorkspaces
+from helpers import make_workspace, snapshot
 from sqlalchemy import text
-from test_pipeline import make_workspace, snapshot
 from typer.testing import CliRunner
 
 from serialpub.cli import app
@@ -79,8 +80,8 @@ def rewrite_classes(root: Path, edit: Any, update_checksum: bool) -> pa.Table:
 
 
 @pytest.fixture
-def published(tmp_path: Path) -> Path:
-    return publish_three(make_workspace(tmp_path / "ws"))
+def published(tmp_path: Path, published_workspaces: PublishedWorkspaces) -> Path:
+    return published_workspaces.copy(tmp_path / "ws", releases=3)
 
 
 # ---------------------------------------------------------------------------------------
@@ -108,9 +109,9 @@ def test_verify_passes_before_the_first_release(tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def presence(tmp_path: Path) -> Path:
+def presence(tmp_path: Path, published_workspaces: PublishedWorkspaces) -> Path:
     """Presence dilution; 300 individuals so every release publishes protected records."""
-    root = publish_three(make_workspace(tmp_path / "ws", n=300, dilution="presence"))
+    root = published_workspaces.copy(tmp_path / "ws", releases=3, n=300, dilution="presence")
     for t in (1, 2, 3):
         assert pd.read_parquet(release_dir(root, t) / "data.parquet")["disease"].isin(["hiv", "cancer"]).any()
     return root
