@@ -39,6 +39,7 @@ def test_audit_with_snapshots_agrees_with_the_state(tmp_path: Path, dilution: st
     assert all(m["suppression_model"] == "mechanism" and m["suppressed"] == 0 for m in manifests)
     exact = audit_workspace(root, snapshots=root / "snapshots")
     assert exact.ok, format_report(exact)
+    assert "with the snapshots: max p = " in format_report(exact) and "mechanism-aware" in format_report(exact)
     assert exact.mechanism_max_p == pytest.approx(manifests[-1]["max_breach_probability"], rel=1e-12, abs=1e-12)
     assert exact.max_p == exact.mechanism_max_p
     # nothing suppressed: the published counts are the mechanism-aware ones
@@ -140,3 +141,85 @@ def test_a_domain_file_line_with_white_space_is_refused(tmp_path: Path) -> None:
     write_config(root, config)
     with pytest.raises(InputError, match=r"domain\.txt, line 2: 'hiv ' has leading or trailing white space"):
         Publisher(load_config(root))
+
+
+# ---------------------------------------------------------------------------------------
+# the data holder's audit refuses snapshots it cannot use, and reports a wrong one
+
+
+def _edit_snapshot(root: Path, folder: Path, edit) -> Path:  # type: ignore[no-untyped-def]
+    import pandas as pd
+
+    folder.mkdir()
+    frame = pd.read_csv(snapshot(root, 1), dtype=str, keep_default_na=False)
+    edit(frame).to_csv(folder / "snapshot-0001.csv", index=False)
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda f: f.drop(columns=["disease"]), "no 'disease' column"),
+        (lambda f: f.assign(id=[f["id"].iloc[0]] * len(f)), "appears twice"),
+        (lambda f: f.assign(id=["zz" + str(i) for i in range(len(f))]), "is not in the population register"),
+    ],
+    ids=["no sensitive column", "repeated id", "unknown individual"],
+)
+def test_audit_refuses_an_unusable_snapshot_naming_file_and_line(
+    published_once: Path, tmp_path: Path, edit: object, message: str
+) -> None:
+    folder = _edit_snapshot(published_once, tmp_path / "snaps", edit)
+    with pytest.raises(InputError, match=message) as err:
+        audit_workspace(published_once, snapshots=folder)
+    assert "snapshot-0001.csv" in str(err.value)
+
+
+def test_audit_with_the_wrong_snapshot_reports_it(published_once: Path, tmp_path: Path) -> None:
+    """A snapshot holding fewer protected records than the release published (not the one
+    it was made from) is a finding, and so is a record outside every published region."""
+    folder = _edit_snapshot(published_once, tmp_path / "snaps", lambda f: f.assign(disease="flu"))
+    result = audit_workspace(published_once, snapshots=folder)
+    assert not result.ok
+    assert any("publish more records of a protected value than the snapshot holds" in f for f in result.findings)
+
+
+def test_audit_without_the_snapshots_folder_says_so(published_once: Path, tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no such folder"):
+        audit_workspace(published_once, snapshots=tmp_path / "absent")
+
+
+def test_privacy_parameters_refuse_an_unknown_suppression_model() -> None:
+    from anonymizer.release import PrivacyParams
+
+    with pytest.raises(ValueError, match="suppression_model must be one of"):
+        PrivacyParams(ell=2.0, suppression_model="published")
+
+
+def test_audit_refuses_a_snapshot_it_cannot_read_or_find(published_once: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "snaps"
+    folder.mkdir()
+    (folder / "snapshot-0001.csv").write_bytes(b"id,disease\n\xff\xfe,flu\n")
+    with pytest.raises(InputError, match="not UTF-8 text"):
+        audit_workspace(published_once, snapshots=folder)
+    manifest_path = published_once / "releases" / "clinic" / "release-0001" / "manifest.json"
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    del manifest["period"]
+    from serialpub.audit import _parse_manifest, _read_snapshot
+
+    with pytest.raises(InputError, match="names no period"):
+        _read_snapshot(folder, _parse_manifest(manifest, str(manifest_path)), "id")
+
+
+def test_audit_releases_needs_one_snapshot_per_release(published_once: Path) -> None:
+    import pandas as pd
+
+    from serialpub.audit import audit_releases
+    from serialpub.hierarchies import read_hierarchies
+
+    directory = published_once / "releases" / "clinic" / "release-0001"
+    manifest = json.loads((directory / "manifest.json").read_text(encoding="utf-8"))
+    register = pd.read_csv(published_once / "register.csv", dtype=str)
+    hierarchies = read_hierarchies(published_once / "hierarchies", manifest["quasi_identifiers"])
+    with pytest.raises(ValueError, match="one per release"):
+        data = pd.read_parquet(directory / "data.parquet")
+        audit_releases(register, "id", hierarchies, [(directory, manifest, data)], snapshots=[])
