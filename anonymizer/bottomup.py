@@ -75,14 +75,15 @@ class Generalization:
     """Result of the search.
 
     Attributes:
-        node_of_leaf: per QI, the cut node of every leaf, arrays of shape (n_leaves,).
+        node_of_leaf: per QI, the cut node of every leaf, arrays of shape (n_leaves,); None
+            for a multidimensional partition (:mod:`anonymizer.topdown`), which is no cut.
         group_of_cell: group index of every input cell, shape (C,).
         groups: the groups of the final cut.
         suppress: records to suppress per (group, protected value), shape (G, V).
         steps: generalization steps taken, as (QI index, node id).
     """
 
-    node_of_leaf: list[IntArray]
+    node_of_leaf: list[IntArray] | None
     group_of_cell: IntArray
     groups: Groups
     suppress: IntArray

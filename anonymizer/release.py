@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from anonymizer import privacy
+from anonymizer import privacy, topdown
 from anonymizer.arrays import factorize
 from anonymizer.bottomup import Cells, Generalization, generalize
 from anonymizer.hierarchy import Hierarchy
@@ -26,6 +26,7 @@ BoolArray = npt.NDArray[np.bool_]
 GUARANTEES = ("global", "localized")
 STRATEGIES = ("constant", "geometric")
 SUPPRESSION_MODELS = ("mechanism", "paper")
+ALGORITHMS = ("topdown", "bottomup")
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,7 @@ class PrivacyParams:
     alpha: float | None = None
     guarantee: str = "global"
     suppression_model: str = "mechanism"
+    algorithm: str = "topdown"
 
     def __post_init__(self) -> None:
         if not self.ell >= 2:
@@ -68,6 +70,8 @@ class PrivacyParams:
             raise ValueError(
                 f"suppression_model must be one of {SUPPRESSION_MODELS}, got {self.suppression_model!r}"
             )
+        if self.algorithm not in ALGORITHMS:
+            raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {self.algorithm!r}")
 
 
 @dataclass(frozen=True)
@@ -288,13 +292,19 @@ def anonymize_history(
         seed: chooses which records of a violating (group, value) are suppressed.
 
     Raises:
-        anonymizer.bottomup.InfeasibleError: the budget cannot be met.
-        ValueError: a positive budget under the mechanism-aware model.
+        anonymizer.bottomup.InfeasibleError: no partition meets the requirement (within the
+            budget, for the bottom-up search).
+        ValueError: a positive budget under the mechanism-aware model or with the top-down search.
     """
     if params.suppression_model == "mechanism" and budget != 0:
         raise ValueError(
             f"a suppression budget of {budget} records under the mechanism-aware model: a suppressed record "
             "is still charged (paper model only)"
+        )
+    if params.algorithm == "topdown" and budget != 0:
+        raise ValueError(
+            f"a suppression budget of {budget} records with the top-down search, which never suppresses; "
+            "use algorithm bottomup for the paper model's suppression"
         )
     n_ind = register_keys.shape[0]
     n_classes = history.survival.shape[0]
@@ -325,7 +335,10 @@ def anonymize_history(
         counts=counts.astype(np.int64),
         requirement=requirement,
     )
-    gen = generalize(cells, hierarchies, presence, budget)
+    if params.algorithm == "topdown":
+        gen = topdown.partition(cells, hierarchies, presence)
+    else:
+        gen = generalize(cells, hierarchies, presence, budget)
     group_of_record = gen.group_of_cell[cell_of_record]
     published = _choose_published(group_of_record, record_set, gen.suppress, seed)
 

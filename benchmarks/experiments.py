@@ -253,7 +253,8 @@ def run_series(
     fraction = cfg.suppression_budget if budget is None else budget
     if fraction > 0:
         # a suppression budget means paper 004's published-count model (docs/threat-model.md)
-        params = dataclasses.replace(params, suppression_model="paper")
+        # (and the bottom-up search, the only one that suppresses)
+        params = dataclasses.replace(params, suppression_model="paper", algorithm="bottomup")
     history = History.empty(np.full(len(pub.register.ids), float(params.ell)), scenario.n_protected)
     rows: list[dict[str, Any]] = []
     for seq, (snap, record_set) in enumerate(zip(scenario.snapshots[:rounds], scenario.record_set, strict=False), 1):

@@ -140,6 +140,10 @@ def demo(
     suppression_model: Annotated[
         str, typer.Option("--suppression-model", help="mechanism (default), or paper (paper 004's weaker model)")
     ] = "mechanism",
+    algorithm: Annotated[
+        str | None,
+        typer.Option("--algorithm", help="topdown (default) or bottomup (paper 004's; default under the paper model)"),
+    ] = None,
     budget: Annotated[
         float | None,
         typer.Option("--suppression-budget", help="fraction of records (paper model only; default 0.05 there)"),
@@ -166,6 +170,7 @@ def demo(
         dilution=dilution,
         budget=budget,
         suppression_model=suppression_model,
+        algorithm=algorithm,
         protected=None if protected is None else _split(protected),
         rounds=rounds,
         seed=seed,

@@ -91,6 +91,7 @@ class Config(BaseModel):
     guarantee: Literal["global", "localized"] = "global"
     dilution: Literal["register", "presence"] = "register"
     suppression_model: Literal["mechanism", "paper"] = "mechanism"
+    algorithm: Literal["topdown", "bottomup"] = "topdown"
     suppression_budget: float = Field(default=0.0, ge=0, le=1)
     query_seed: int = 0
     validation: ValidationThresholds = Field(default_factory=ValidationThresholds)
@@ -120,6 +121,12 @@ class Config(BaseModel):
                 "'mechanism' (a suppressed record still counts against its region, because an adversary "
                 "who knows the algorithm can infer it); set suppression_budget: 0, or suppression_model: "
                 "paper to reproduce paper 004's weaker published-count model"
+            )
+        if self.algorithm == "topdown" and self.suppression_budget > 0:
+            raise ValueError(
+                f"suppression_budget {self.suppression_budget:g} with algorithm 'topdown', which never suppresses; "
+                "set suppression_budget: 0, or algorithm: bottomup (with suppression_model: paper) to reproduce "
+                "paper 004's suppression"
             )
         return self
 
@@ -236,6 +243,14 @@ dilution: {dilution}
 #               value-selective suppression lowers the counts, and a release's manifest
 #               and report say it is weaker against an adversary who knows the algorithm.
 suppression_model: {suppression_model}
+
+# The search that forms the groups (docs/concepts.md):
+#   topdown  - the default: splits the QI domain region by region along the hierarchies
+#              while every part still meets its requirement; many small groups, never
+#              suppresses (suppression_budget must be 0).
+#   bottomup - paper 004's global recoding (one cut per QI for the whole release), kept
+#              for reproducing the paper; the only one that can suppress (paper model).
+algorithm: {algorithm}
 # Largest fraction of a snapshot's records that may be suppressed (removed) when
 # generalization alone cannot meet the requirement (suppression_model: paper only).
 suppression_budget: {budget}
@@ -301,6 +316,7 @@ def render_config(
     dilution: str = "register",
     budget: float = 0.0,
     suppression_model: str = "mechanism",
+    algorithm: str | None = None,
     protected: Sequence[str] | None = None,
     auto_approve: str | None = None,
 ) -> str:
@@ -308,8 +324,9 @@ def render_config(
 
     Args:
         dataset, qis, sensitive: the dataset name, quasi-identifier columns, sensitive column.
-        ell, strategy, k_prime, alpha, guarantee, dilution, budget, suppression_model: as
-            the template explains.
+        ell, strategy, k_prime, alpha, guarantee, dilution, budget, suppression_model, algorithm:
+            as the template explains; ``algorithm`` None writes ``topdown``, or ``bottomup``
+            with a positive budget (the only search that suppresses).
         protected: the protected values; None writes ``all``.
         auto_approve: None writes ``auto_approve: false`` (a person signs off); a text
             writes ``true`` with that text as the comment saying why (a demo, test or
@@ -327,6 +344,7 @@ def render_config(
         dilution=dilution,
         budget=f"{budget:g}",
         suppression_model=suppression_model,
+        algorithm=algorithm or ("bottomup" if budget > 0 else "topdown"),
         protected="all" if protected is None else "[" + ", ".join(json.dumps(v) for v in protected) + "]",
         auto_approve="false" if auto_approve is None else f"true  # {auto_approve}",
     )

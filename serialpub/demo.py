@@ -41,6 +41,7 @@ def create_workspace(
     dilution: str = "register",
     budget: float | None = None,
     suppression_model: str = "mechanism",
+    algorithm: str | None = None,
     protected: Sequence[str] | None = None,
     rounds: int = 20,
     seed: int = 0,
@@ -51,7 +52,9 @@ def create_workspace(
     non-empty folder is refused, so the demo never deletes a user's files.
 
     ``budget`` None means 0 under the mechanism-aware model (suppression buys no privacy
-    there) and 5 % under the paper's model; ``protected`` None protects every occupation.
+    there) and 5 % under the paper's model; ``algorithm`` None means the top-down search,
+    or the bottom-up one under the paper's model (the only one that suppresses);
+    ``protected`` None protects every occupation.
     """
     replace_generated_folder(out, MARKER, "made by 'serialpub demo'; the next demo run replaces this folder",
                              "a serialpub demo workspace; choose an empty or new --out")  # fmt: skip
@@ -76,6 +79,7 @@ def create_workspace(
             alpha=alpha, guarantee=guarantee, dilution=dilution,
             budget=(0.0 if suppression_model == "mechanism" else 0.05) if budget is None else budget,
             suppression_model=suppression_model, protected=protected,
+            algorithm=algorithm or ("topdown" if suppression_model == "mechanism" else "bottomup"),  # paper: suppresses
             auto_approve="the demo is a test environment",
         ),
         encoding="utf-8",

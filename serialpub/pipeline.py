@@ -167,6 +167,7 @@ class Publisher:
             alpha=cfg.alpha if cfg.strategy == "geometric" else None,
             guarantee=cfg.guarantee,
             suppression_model=cfg.suppression_model,
+            algorithm=cfg.algorithm,
         )
         self.hierarchy_sources = {q: str(ws.hierarchy_dir / f"{q}.csv") for q in self.qis}
         register_table = read_csv(ws.register_path, "population register")
@@ -808,6 +809,14 @@ class Publisher:
                     "them to it (paper 004, section 6.1). Plan k' for the whole series; the geometric strategy "
                     "has no such bound"
                 )
+        if cfg.guarantee == "global" and cfg.strategy == "geometric" and history.max_breach() > 0:
+            return (
+                f"Under the geometric strategy the targets of the most-linked individuals have grown past every "
+                f"ratio their own QI combination allows (largest breach probability so far "
+                f"{history.max_breach():.4f}; targets double with each linked release, paper 004, section 6.2). "
+                "A larger alpha keeps groups larger and lasts longer; the constant ratio bounds the series "
+                "in advance (docs/choosing.md)"
+            )
         # under the mechanism-aware model a suppressed record is still charged: no budget helps
         options = ["raise suppression_budget"] if cfg.suppression_model == "paper" else []
         if cfg.dilution == "presence":
@@ -867,6 +876,7 @@ class Publisher:
             "guarantee": cfg.guarantee,
             "dilution": cfg.dilution,
             "suppression_model": cfg.suppression_model,
+            "algorithm": cfg.algorithm,
             "suppression_budget": cfg.suppression_budget,
             "protected_values": self.protected,
         }

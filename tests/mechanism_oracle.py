@@ -110,22 +110,24 @@ def whole_output(inst: Instance, history: History, world: World, seed: int) -> H
 
 
 def fixed_partition_output(
-    inst: Instance, history: History, world: World, seed: int, node_of_leaf: Sequence[np.ndarray]
+    inst: Instance, history: History, world: World, seed: int, regions: np.ndarray
 ) -> Hashable:
-    """The output with the cut held fixed (``node_of_leaf`` per QI, the observed one):
-    the mechanism's suppression step on this world's counts, as
-    :func:`anonymizer.release.anonymize_history` performs it (nothing is suppressed
-    under the mechanism-aware model, whose budget is 0)."""
+    """The output with the partition held fixed: ``regions`` (G, d) are the node tuples of
+    every region of the observed partition (``result.generalization.groups.keys``, those
+    without records included), whatever the search (a cut or top-down boxes). Then only
+    the mechanism's suppression step depends on the world's counts, as
+    :func:`anonymizer.release.anonymize_history` performs it (nothing is suppressed under
+    the mechanism-aware model, whose budget is 0)."""
     d = inst.keys.shape[1]
-    node_keys = np.stack([np.asarray(node_of_leaf[a])[inst.keys[:, a]] for a in range(d)], axis=1)
+    anc = [h.ancestor_matrix() for h in inst.hierarchies]
     members = np.asarray(world.rows, dtype=np.int64) if inst.presence else np.arange(inst.keys.shape[0])
-    group_ids: dict[tuple[int, ...], int] = {}
-    for i in members.tolist():
-        group_ids.setdefault(tuple(int(x) for x in node_keys[i]), len(group_ids))
     group_of_ind = np.full(inst.keys.shape[0], -1, dtype=np.int64)
     for i in members.tolist():
-        group_of_ind[i] = group_ids[tuple(int(x) for x in node_keys[i])]
-    n_groups, n_sets = len(group_ids), len(inst.protected)
+        holding = [g for g in range(regions.shape[0]) if all(anc[a][inst.keys[i, a], regions[g, a]] for a in range(d))]
+        assert len(holding) == 1, (i, holding)  # the regions tile the members' part of the domain
+        group_of_ind[i] = holding[0]
+    keys_of = {g: tuple(int(x) for x in regions[g]) for g in range(regions.shape[0])}
+    n_groups, n_sets = regions.shape[0], len(inst.protected)
     rows = np.asarray(world.rows, dtype=np.int64)
     sets = record_sets(inst, world)
     group_of_record = group_of_ind[rows]
@@ -140,7 +142,7 @@ def fixed_partition_output(
     if inst.params.suppression_model == "paper":
         suppress = settle_suppression(records if inst.presence else candidates, counts, requirement, inst.presence)
     published = _choose_published(group_of_record, sets, suppress, seed)
-    keys = [k for k, _ in sorted(group_ids.items(), key=lambda kv: kv[1])]
+    keys = [keys_of[g] for g in range(n_groups)]
     values: list[list[str]] = [[] for _ in range(n_groups)]
     for r in np.flatnonzero(published).tolist():
         values[int(group_of_record[r])].append(world.values[r])

@@ -54,6 +54,7 @@ def tiny_series(draw: st.DrawFn) -> tuple[mo.Instance, list[mo.World]]:
         strategy=strategy,
         k_prime=draw(st.integers(1, 3)) if strategy == "constant" else None,
         alpha=2.0 if strategy == "geometric" else None,
+        algorithm=draw(st.sampled_from(["topdown", "bottomup"])),
     )
     presence = draw(st.booleans())
     inst = mo.Instance(keys, [AGE, SEX], domain, protected, params, presence, budget=0)
@@ -87,10 +88,10 @@ def test_suppression_channel_never_exceeds_the_charge_under_the_default_model(
             event("infeasible release: the series stops")
             return
         assert result.suppressed == 0  # the mechanism-aware model suppresses nothing
-        cut = result.generalization.node_of_leaf
+        regions = result.generalization.groups.keys
 
-        def channel(world: mo.World, history: History = history, seq: int = seq, cut: list = cut) -> object:
-            return mo.fixed_partition_output(inst, history, world, seq, cut)
+        def channel(world: mo.World, history: History = history, seq: int = seq, regions: object = regions) -> object:
+            return mo.fixed_partition_output(inst, history, world, seq, regions)
 
         # the oracle's channel is the mechanism: it reproduces the observed output
         assert channel(observed) == mo.whole_output(inst, history, observed, seq)
@@ -108,7 +109,7 @@ def _counterexample() -> tuple[mo.Instance, mo.World, float]:
     value s1; ℓ = 2 and k' = 1: the target ratio is 2, Theorem 1's floor, which is never
     accepted exactly (Theorem 2), so one s1 record may be published of four candidates."""
     keys = np.zeros((4, 2), dtype=np.int64)
-    params = PrivacyParams(ell=2.0, strategy="constant", k_prime=1, suppression_model="paper")
+    params = PrivacyParams(ell=2.0, strategy="constant", k_prime=1, suppression_model="paper", algorithm="bottomup")
     inst = mo.Instance(keys, [AGE, SEX], ("s1", "x"), ("s1",), params, presence=False, budget=2)
     return inst, mo.World((0, 1, 2), ("s1", "s1", "s1")), params.ell
 
@@ -126,7 +127,7 @@ def test_paper_model_leaks_through_suppression() -> None:
     assert charged == {(o, "s1"): Fraction(1, 4) for o in range(4)}
 
     def channel(world: mo.World) -> object:
-        return mo.fixed_partition_output(inst, history, world, 1, result.generalization.node_of_leaf)
+        return mo.fixed_partition_output(inst, history, world, 1, result.generalization.groups.keys)
 
     post, _ = mo.posterior(inst, observed, channel)
     assert post == {(o, "s1"): Fraction(3, 4) for o in range(4)}

@@ -317,6 +317,8 @@ def _series(draw: st.DrawFn) -> dict[str, Any]:
         k_prime=draw(st.sampled_from([2, 3])) if strategy == "constant" else None,
         alpha=draw(st.sampled_from([1.5, 2.0, 3.0])) if strategy == "geometric" else None,
         suppression_model=model,
+        # only the bottom-up search suppresses; under the default model both searches run
+        algorithm="bottomup" if model == "paper" else draw(st.sampled_from(["topdown", "bottomup"])),
     )
     return {
         "hierarchies": hierarchies,
@@ -434,7 +436,8 @@ def test_infeasible_when_every_present_record_is_protected(budget: int) -> None:
             np.ones((n, 1)),
             np.zeros((n, 1), dtype=np.int64),
             np.full(n, 2.0),
-            PrivacyParams(ell=2, k_prime=3, suppression_model="paper" if budget else "mechanism"),
+            PrivacyParams(ell=2, k_prime=3, suppression_model="paper" if budget else "mechanism",
+                          algorithm="bottomup" if budget else "topdown"),
             hierarchies,
             True,
             budget,
@@ -448,7 +451,7 @@ def test_infeasible_when_every_present_record_is_protected(budget: int) -> None:
         np.ones((n, 1)),
         np.zeros((n, 1), dtype=np.int64),
         np.full(n, 2.0),
-        PrivacyParams(ell=2, k_prime=3, suppression_model="paper"),
+        PrivacyParams(ell=2, k_prime=3, suppression_model="paper", algorithm="bottomup"),
         hierarchies,
         True,
         n,
@@ -496,7 +499,7 @@ def test_same_inputs_give_identical_results() -> None:
                 survival.copy(),
                 linked.copy(),
                 np.full(n, 2.0),
-                PrivacyParams(ell=2, k_prime=2, suppression_model="paper"),
+                PrivacyParams(ell=2, k_prime=2, suppression_model="paper", algorithm="bottomup"),
                 hierarchies,
                 presence,
                 7,

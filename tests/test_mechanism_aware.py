@@ -58,7 +58,7 @@ def test_paper_model_is_recorded_and_the_audit_charges_what_it_suppressed(tmp_pa
     """The paper's model suppresses value-selectively; the published counts miss those
     records, the snapshots show them, and the audit without snapshots says so."""
     root = make_workspace(
-        tmp_path / "ws", dilution="presence", suppression_model="paper", suppression_budget=0.5,
+        tmp_path / "ws", dilution="presence", suppression_model="paper", suppression_budget=0.5, algorithm="bottomup",
         protected_values=["flu", "cold"], k_prime=4,
     )  # fmt: skip
     manifests = _publish(root, releases=2)

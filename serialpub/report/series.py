@@ -87,7 +87,9 @@ def localized_baseline(publisher: Any, published: list[Any]) -> Baseline:
         pp = PrivacyParams(ell=float(params["l"]), strategy=params["strategy"], k_prime=params.get("k_prime"),
                            alpha=params.get("alpha"), guarantee="localized",
                            # releases made before the model existed used the paper's
-                           suppression_model=params.get("suppression_model", "paper"))  # fmt: skip
+                           suppression_model=params.get("suppression_model", "paper"),
+                           # the baseline at equal algorithm; releases before the field: bottom-up
+                           algorithm=params.get("algorithm", "bottomup"))  # fmt: skip
         table = read_csv(path, "snapshot")
         snap = snapshot_from_table(table, path, cfg.id_column, publisher.qis, cfg.sensitive, publisher.register,
                                    publisher.hierarchies, domain)  # fmt: skip

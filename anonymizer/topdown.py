@@ -1,0 +1,306 @@
+"""Top-down multidimensional partitioning of the QI domain (paper 004, section 7).
+
+Paper 004 allows any algorithm whose groups meet the group-size-ratio requirement and
+names "a top-down approach to keep breaking up large anonymized groups and stops when it
+begins to violate the group size ratio requirement". This is that approach, in the spirit
+of Mondrian (LeFevre, DeWitt, Ramakrishnan, ICDE 2006) but over generalization
+hierarchies: a region is a box with one hierarchy node per QI, and splitting a region on a
+QI replaces that QI's node by its children, one new region per child that holds anybody.
+
+The search works on the same aggregated *cells* as the bottom-up search
+(:class:`anonymizer.bottomup.Cells`: distinct QI leaf combinations with their candidates,
+records, counts per protected value and requirement), one level at a time for every open
+region at once:
+
+1. every region is *narrowed*: on each QI its node becomes the lowest common ancestor of
+   its cells' leaves (the register is public, so this tells nothing new);
+2. for every open region and every QI whose node is not a leaf, the split into children
+   is aggregated (candidates and counts add, requirements take the maximum);
+3. a split is *admissible* when every part meets its requirement, ``n >= requirement · n_s``
+   for every protected value it holds (:func:`anonymizer.privacy.meets_requirement`'s
+   comparison, on the mechanism-aware counts the caller passes); among admissible splits
+   the split rule picks one (:data:`SPLIT_RULES`), and a region without one is final.
+
+A region that itself violates its requirement (the root, when some candidate may never be
+linked to a value again) must be split whatever the rule says: it takes the split whose
+parts need the fewest records removed (:func:`anonymizer.bottomup.suppression_need`), and
+the search fails with :class:`anonymizer.bottomup.InfeasibleError` when such a region
+cannot be split further. Children of one node are disjoint and narrowing only shrinks a
+box, so the final regions are pairwise disjoint and every cell lies in exactly one.
+
+No loop over cells or records in Python: the loops run over levels (at most the sum of
+the hierarchies' depths) and QIs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from anonymizer.arrays import factorize
+from anonymizer.bottomup import Cells, Generalization, InfeasibleError, aggregate, suppression_need
+from anonymizer.hierarchy import Hierarchy
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+#: Split rules, measured against each other in docs/benchmarks.md (benchmarks/bench_split_rules.py):
+#: ``"ncp"`` takes the split that removes the most record-weighted information loss
+#: (normalized certainty penalty); ``"widest"`` splits the QI whose node covers the largest
+#: share of its domain (Mondrian's rule); ``"balanced"`` takes the split whose largest part
+#: holds the smallest share of the region's candidates.
+SPLIT_RULES = ("ncp", "widest", "balanced")
+DEFAULT_SPLIT_RULE = "widest"
+
+
+@dataclass(frozen=True)
+class _Tree:
+    """Ancestor table of one hierarchy's leaves.
+
+    Attributes:
+        depth: distance of every node from the root, shape (n_nodes,).
+        anc: ``anc[leaf, k]`` is the leaf's ancestor at depth k, the leaf itself below its
+            own depth, shape (n_leaves, max depth + 1).
+        width: normalized certainty penalty of every node, (leaves below - 1) /
+            (n_leaves - 1), shape (n_nodes,); 0 for a leaf.
+    """
+
+    depth: IntArray
+    anc: IntArray
+    width: FloatArray
+
+    @classmethod
+    def of(cls, h: Hierarchy) -> _Tree:
+        parent = np.asarray(h.parent, dtype=np.int64)
+        depth = np.zeros(parent.size, dtype=np.int64)
+        cur = parent.copy()
+        while (alive := cur >= 0).any():  # at most the hierarchy's depth steps
+            depth[alive] += 1
+            cur[alive] = parent[cur[alive]]
+        leaves = np.arange(h.n_leaves, dtype=np.int64)
+        anc = np.repeat(leaves[:, None], int(depth.max()) + 1, axis=1)
+        cur = leaves.copy()
+        alive = np.ones(leaves.size, dtype=bool)
+        while alive.any():
+            anc[leaves[alive], depth[cur[alive]]] = cur[alive]
+            nxt = np.where(alive, parent[cur], -1)
+            alive = nxt >= 0
+            cur = np.where(alive, nxt, cur)
+        width = (h.leaf_counts() - 1) / float(max(h.n_leaves - 1, 1))
+        return cls(depth, anc, np.asarray(width, dtype=np.float64))
+
+
+def _meets(n: IntArray, counts: IntArray, requirement: FloatArray) -> BoolArray:
+    """Per row, whether ``n >= requirement · n_s`` for every value it holds (``n_s > 0``):
+    :func:`anonymizer.privacy.meets_requirement`'s comparison, for (rows, V) at once."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        ok = (counts == 0) | (np.isfinite(requirement) & (n[:, None] >= requirement * counts))
+    return np.asarray(ok.all(axis=1), dtype=bool)
+
+
+def _segments(sorted_keys: IntArray) -> IntArray:
+    """Start of every run of equal values in a sorted array, shape (runs,)."""
+    if not sorted_keys.size:
+        return np.empty(0, dtype=np.int64)
+    return np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
+
+
+def _narrow(leaves: IntArray, region: IntArray, n_regions: int, trees: Sequence[_Tree]) -> IntArray:
+    """Per region and QI, the lowest common ancestor of its cells' leaves, shape (n_regions, d).
+
+    Args:
+        leaves: leaf per QI of every cell, shape (C, d).
+        region: region of every cell, shape (C,), every region in [0, n_regions) non-empty.
+    """
+    order = np.argsort(region, kind="stable")
+    starts = _segments(region[order])
+    nodes = np.empty((n_regions, len(trees)), dtype=np.int64)
+    for a, tree in enumerate(trees):
+        anc = tree.anc[leaves[order, a]]  # (C, depth+1)
+        shared = np.minimum.reduceat(anc, starts, axis=0) == np.maximum.reduceat(anc, starts, axis=0)
+        k = np.cumprod(shared, axis=1).sum(axis=1) - 1  # deepest level all cells agree on
+        nodes[region[order[starts]], a] = anc[starts, k]
+    return nodes
+
+
+@dataclass(frozen=True)
+class _Split:
+    """One QI's split of every open region: its parts and how they fare."""
+
+    part_of_cell: IntArray  # (C_open,), -1 where the region's node is a leaf
+    part_region: IntArray  # (P,)
+    part_child: IntArray  # (P,)
+    part_valid: BoolArray  # (P,)
+    admissible: BoolArray  # (R_open,): splittable and every part valid
+    splittable: BoolArray  # (R_open,)
+    need: FloatArray  # (R_open,): records over their requirement, summed over the parts
+    score: FloatArray  # (R_open,): higher is better under the split rule
+
+
+def _split(
+    a: int, tree: _Tree, region: IntArray, n_open: int, node: IntArray, cells: Cells, presence: bool, rule: str
+) -> _Split:
+    """Aggregate the split of every open region on QI ``a`` (``node``: its node per region)."""
+    leaves, n = cells.keys, cells.candidates
+    v = node[region]
+    splittable_cell = tree.width[v] > 0
+    child = np.where(splittable_cell, tree.anc[leaves[:, a], np.minimum(tree.depth[v] + 1, tree.anc.shape[1] - 1)], -1)
+    idx = np.flatnonzero(splittable_cell)
+    part_of_cell = np.full(region.size, -1, dtype=np.int64)
+    key = region[idx] * np.int64(tree.width.size) + child[idx]
+    part_idx, first = factorize(key)
+    part_of_cell[idx] = part_idx
+    p = first.size
+    order = np.argsort(part_idx, kind="stable")
+    starts = _segments(part_idx[order])
+    rows = idx[order]
+    part_n = np.add.reduceat(n[rows], starts) if p else np.empty(0, dtype=np.int64)
+    part_records = np.add.reduceat(cells.records[rows], starts) if p else np.empty(0, dtype=np.int64)
+    if p and cells.counts.shape[1]:
+        counts = np.add.reduceat(cells.counts[rows], starts, axis=0)
+        req = np.maximum.reduceat(cells.requirement[rows], starts, axis=0)
+        part_valid = _meets(part_n, counts, req)
+        part_need = suppression_need(part_n, counts, req, presence).sum(axis=1).astype(np.float64)
+    else:
+        part_valid = np.ones(p, dtype=bool)
+        part_need = np.zeros(p)
+    part_region = region[idx[first]] if p else np.empty(0, dtype=np.int64)
+    part_child = child[idx[first]] if p else np.empty(0, dtype=np.int64)
+    splittable = np.zeros(n_open, dtype=bool)
+    splittable[part_region] = True
+    all_valid = np.ones(n_open, dtype=bool)
+    np.logical_and.at(all_valid, part_region, part_valid)
+    need = np.bincount(part_region, weights=part_need, minlength=n_open).astype(np.float64)
+    if rule == "ncp":
+        region_records = np.bincount(part_region, weights=part_records, minlength=n_open)
+        after = np.bincount(part_region, weights=part_records * tree.width[part_child], minlength=n_open)
+        score = region_records * tree.width[node] - after
+    elif rule == "widest":
+        # ties (every QI is at its root at first) go to the split with more parts: a
+        # many-way split (a flat hierarchy) only fits while the region is large
+        parts = np.bincount(part_region, minlength=n_open).astype(np.float64)
+        score = tree.width[node].astype(np.float64) + 1e-6 * parts
+    else:  # balanced
+        region_n = np.bincount(part_region, weights=part_n, minlength=n_open)
+        largest = np.zeros(n_open)
+        np.maximum.at(largest, part_region, part_n.astype(np.float64))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            score = np.where(region_n > 0, 1.0 - largest / np.maximum(region_n, 1), 0.0)
+    return _Split(part_of_cell, part_region, part_child, part_valid, splittable & all_valid, splittable, need, score)
+
+
+def partition(
+    cells: Cells, hierarchies: Sequence[Hierarchy], presence: bool, rule: str | None = None
+) -> Generalization:
+    """Split the QI domain top-down into regions that each meet their requirement.
+
+    Args:
+        cells: the integer-coded release (:class:`anonymizer.bottomup.Cells`); its counts
+            are the ones the guarantee charges (mechanism-aware: every snapshot record).
+        hierarchies: one per QI, in the column order of ``cells.keys``.
+        presence: candidates are the present individuals (n = records), else the register
+            individuals of the region (n = candidates).
+        rule: one of :data:`SPLIT_RULES`; None for :data:`DEFAULT_SPLIT_RULE` (read at call
+            time, so the benchmark of the rules can set it).
+
+    Returns:
+        a :class:`anonymizer.bottomup.Generalization` with the final regions as groups
+        (node tuples, shape (G, d)), no suppression and ``node_of_leaf`` None (the
+        regions are not one cut per QI).
+
+    Raises:
+        InfeasibleError: a region violates its requirement and cannot be split further.
+        ValueError: an unknown rule.
+    """
+    rule = DEFAULT_SPLIT_RULE if rule is None else rule
+    if rule not in SPLIT_RULES:
+        raise ValueError(f"split rule must be one of {SPLIT_RULES}, got {rule!r}")
+    d = len(hierarchies)
+    trees = [_Tree.of(h) for h in hierarchies]
+    leaves = np.asarray(cells.keys, dtype=np.int64)
+    n = np.asarray(cells.records if presence else cells.candidates, dtype=np.int64)
+    n_cells = leaves.shape[0]
+    region_of_cell = np.zeros(n_cells, dtype=np.int64)  # index into the current open regions
+    open_nodes = _narrow(leaves, region_of_cell, 1, trees) if n_cells else np.empty((0, d), dtype=np.int64)
+    open_cells = np.arange(n_cells, dtype=np.int64)
+    final_node_of_cell = np.empty((n_cells, d), dtype=np.int64)
+    if n_cells:
+        root_counts = cells.counts.sum(axis=0, keepdims=True)
+        root_req = cells.requirement.max(axis=0, keepdims=True) if cells.requirement.size else cells.requirement[:1]
+        open_valid = _meets(np.array([n.sum()], dtype=np.int64), root_counts, root_req)
+    while open_cells.size:
+        n_open = open_nodes.shape[0]
+        sub = Cells(  # the open cells; ``candidates`` holds n (the records, under presence)
+            keys=leaves[open_cells], candidates=n[open_cells], records=cells.records[open_cells],
+            counts=cells.counts[open_cells], requirement=cells.requirement[open_cells],
+        )
+        splits = [
+            _split(a, trees[a], region_of_cell, n_open, open_nodes[:, a], sub, presence, rule)
+            for a in range(d)
+        ]
+        # choose per region: the best admissible split; an invalid region takes the least need
+        admissible = np.stack([s.admissible for s in splits], axis=1)  # (R, d)
+        splittable = np.stack([s.splittable for s in splits], axis=1)
+        score = np.stack([s.score for s in splits], axis=1)
+        need = np.stack([s.need for s in splits], axis=1)
+        best_ok = np.argmax(np.where(admissible, score, -np.inf), axis=1)
+        forced_key = np.where(splittable, need, np.inf)
+        best_forced = _argmin_then_max(forced_key, score)
+        has_ok = admissible.any(axis=1)
+        stuck = ~open_valid & ~splittable.any(axis=1)
+        if stuck.any():
+            r = int(np.flatnonzero(stuck)[0])
+            raise InfeasibleError(
+                "a region of single QI values holds more records of a protected value than its candidates allow "
+                f"(region {r} of {n_open} at this level); no partition without suppression meets the requirement"
+            )
+        choice = np.where(open_valid, np.where(has_ok, best_ok, -1), best_forced)
+        final_region = choice < 0
+        # regions that stay: record their nodes for their cells
+        fin_cell = final_region[region_of_cell]
+        final_node_of_cell[open_cells[fin_cell]] = open_nodes[region_of_cell[fin_cell]]
+        # regions that split: cells move to the chosen QI's part
+        moving = ~fin_cell
+        if not moving.any():
+            break
+        cell_choice = choice[region_of_cell[moving]]
+        n_parts = np.array([s.part_region.size for s in splits], dtype=np.int64)
+        offset = np.concatenate([[0], np.cumsum(n_parts)[:-1]])
+        part_matrix = np.stack([s.part_of_cell for s in splits], axis=1)[moving]
+        global_part = offset[cell_choice] + part_matrix[np.arange(cell_choice.size), cell_choice]
+        new_region, first = factorize(global_part)
+        part_valid = np.concatenate([s.part_valid for s in splits])
+        part_child = np.concatenate([s.part_child for s in splits])
+        part_region = np.concatenate([s.part_region for s in splits])
+        chosen_a = np.repeat(np.arange(d), n_parts)
+        gp = global_part[first]
+        nodes = open_nodes[part_region[gp]].copy()
+        nodes[np.arange(gp.size), chosen_a[gp]] = part_child[gp]
+        open_cells = open_cells[moving]
+        region_of_cell = new_region
+        # narrowing can only move a region's nodes down inside the box it was given
+        open_nodes = _narrow(leaves[open_cells], region_of_cell, first.size, trees)
+        open_valid = part_valid[gp]
+    groups, group_of_cell = aggregate(
+        final_node_of_cell, [h.n_nodes for h in hierarchies], cells.candidates, cells.records, cells.counts,
+        cells.requirement,
+    )
+    return Generalization(
+        node_of_leaf=None,
+        group_of_cell=group_of_cell,
+        groups=groups,
+        suppress=np.zeros_like(groups.counts),
+        steps=[],
+    )
+
+
+def _argmin_then_max(primary: FloatArray, secondary: FloatArray) -> IntArray:
+    """Per row, the column with the least ``primary``, ties broken by the largest ``secondary``
+    and then by the lowest column; shape (R,)."""
+    low = primary.min(axis=1, keepdims=True)
+    tied = primary == low
+    return np.asarray(np.argmax(np.where(tied, secondary, -np.inf), axis=1), dtype=np.int64)
