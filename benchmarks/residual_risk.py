@@ -47,7 +47,7 @@ AGE = _hierarchy("age", [["a", "ab", "*"], ["b", "ab", "*"], ["c", "cd", "*"], [
 SEX = _hierarchy("sex", [["m", "*"], ["f", "*"]])
 
 
-def random_series(rng: np.random.Generator) -> tuple[mo.Instance, list[mo.World]]:
+def random_series(rng: np.random.Generator, algorithm: str = "topdown") -> tuple[mo.Instance, list[mo.World]]:
     """A tiny series drawn like the gate's hypothesis strategy."""
     n = int(rng.integers(3, 9))
     keys = np.stack([rng.integers(0, AGE.n_leaves, n), rng.integers(0, SEX.n_leaves, n)], axis=1).astype(np.int64)
@@ -59,6 +59,7 @@ def random_series(rng: np.random.Generator) -> tuple[mo.Instance, list[mo.World]
         strategy=strategy,
         k_prime=int(rng.integers(1, 4)) if strategy == "constant" else None,
         alpha=2.0 if strategy == "geometric" else None,
+        algorithm=algorithm,
     )
     presence = bool(rng.integers(2))
     inst = mo.Instance(keys, [AGE, SEX], domain, protected, params, presence, budget=0)
@@ -72,13 +73,13 @@ def random_series(rng: np.random.Generator) -> tuple[mo.Instance, list[mo.World]
     return inst, series
 
 
-def measure(n_series: int, seed: int) -> dict[str, Any]:
+def measure(n_series: int, seed: int, algorithm: str = "topdown") -> dict[str, Any]:
     rng = np.random.default_rng(seed)
     releases = exceeding = above_bound = 0
     worst_excess, worst_ratio, worst_post = Fraction(0), Fraction(1), Fraction(0)
     worst_case: dict[str, Any] | None = None
     for _ in range(n_series):
-        inst, series = random_series(rng)
+        inst, series = random_series(rng, algorithm)
         history = History.empty(np.full(inst.keys.shape[0], inst.params.ell), len(inst.protected))
         for seq, observed in enumerate(series, start=1):
             try:
@@ -110,6 +111,7 @@ def measure(n_series: int, seed: int) -> dict[str, Any]:
     return {
         "series": n_series,
         "seed": seed,
+        "algorithm": algorithm,
         "releases_measured": releases,
         "releases_with_a_posterior_above_its_charge": exceeding,
         "largest_excess_posterior_minus_charge": float(worst_excess),
@@ -124,8 +126,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--series", type=int, default=300)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--algorithm", choices=["topdown", "bottomup"], default="topdown")
     args = parser.parse_args()
-    print(json.dumps(measure(args.series, args.seed), indent=2))
+    print(json.dumps(measure(args.series, args.seed, args.algorithm), indent=2))
 
 
 if __name__ == "__main__":
