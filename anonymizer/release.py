@@ -45,6 +45,12 @@ class PrivacyParams:
     record is charged like a published one; suppression then buys nothing and is refused
     (the budget must be 0). ``"paper"``: paper 004's published counts, with value-selective
     suppression, kept only to reproduce the paper.
+
+    ``algorithm`` is the search (docs/anonymization.md): ``"topdown"`` (the default,
+    :mod:`anonymizer.topdown`) splits the QI domain region by region and never suppresses;
+    ``"bottomup"`` (:mod:`anonymizer.bottomup`, paper 004's choice) keeps one cut per QI
+    and is the only one that can use a suppression budget (paper model). The adversary is
+    assumed to know which one ran: the manifest records it.
     """
 
     ell: float

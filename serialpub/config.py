@@ -244,7 +244,7 @@ dilution: {dilution}
 #               and report say it is weaker against an adversary who knows the algorithm.
 suppression_model: {suppression_model}
 
-# The search that forms the groups (docs/concepts.md):
+# The search that forms the groups (docs/anonymization.md):
 #   topdown  - the default: splits the QI domain region by region along the hierarchies
 #              while every part still meets its requirement; many small groups, never
 #              suppresses (suppression_budget must be 0).

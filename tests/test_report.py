@@ -111,6 +111,8 @@ def test_every_release_carries_its_report_and_the_manifest_checksums_it(series: 
         assert manifest["sign_off"]["report_sha256"] == manifest["report"]["report.html"]
         page = (folder / "report.html").read_text(encoding="utf-8")
         assert f"release {seq} (period {seq:04d})" in page and page.count("<svg") == 2
+        # the search that formed the groups is named (the adversary is assumed to know it)
+        assert manifest["algorithm"] == "topdown" and "top-down: the QI domain split region by region" in page
         assert "<script" not in page and not re.search(r'(src|href)="https?://', page)  # self-contained
 
 
