@@ -79,6 +79,17 @@ def test_a_suppression_budget_under_the_default_model_is_refused(tmp_path: Path)
         load_config(root)
 
 
+def test_a_suppression_budget_with_the_top_down_search_is_refused(tmp_path: Path) -> None:
+    """The paper model's suppression needs the bottom-up search: the top-down one never
+    suppresses, so a budget there would be a setting that silently does nothing."""
+    root = make_workspace(tmp_path / "ws", suppression_model="paper", suppression_budget=0.05, algorithm="topdown")
+    with pytest.raises(InputError, match=r"serialpub\.yaml: .*suppression_budget 0\.05 with algorithm 'topdown'.*"
+                                         r"algorithm: bottomup"):
+        load_config(root)
+    ok = make_workspace(tmp_path / "ok", suppression_model="paper", suppression_budget=0.05, algorithm="bottomup")
+    assert load_config(ok).config.algorithm == "bottomup"
+
+
 def test_audit_with_snapshots_names_a_missing_snapshot(tmp_path: Path) -> None:
     root = make_workspace(tmp_path / "ws")
     _publish(root, releases=1)
