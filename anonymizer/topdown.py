@@ -133,7 +133,6 @@ class _Split:
 
     part_of_cell: IntArray  # (C_open,), -1 where the region's node is a leaf
     part_region: IntArray  # (P,)
-    part_child: IntArray  # (P,)
     part_valid: BoolArray  # (P,)
     admissible: BoolArray  # (R_open,): splittable and every part valid
     splittable: BoolArray  # (R_open,)
@@ -190,7 +189,7 @@ def _split(
         np.maximum.at(largest, part_region, part_n.astype(np.float64))
         with np.errstate(invalid="ignore", divide="ignore"):
             score = np.where(region_n > 0, 1.0 - largest / np.maximum(region_n, 1), 0.0)
-    return _Split(part_of_cell, part_region, part_child, part_valid, splittable & all_valid, splittable, need, score)
+    return _Split(part_of_cell, part_region, part_valid, splittable & all_valid, splittable, need, score)
 
 
 def partition(
@@ -254,9 +253,11 @@ def partition(
         stuck = ~open_valid & ~splittable.any(axis=1)
         if stuck.any():
             r = int(np.flatnonzero(stuck)[0])
+            values = ", ".join(f"{h.attribute}={h.labels[int(open_nodes[r, a])]}" for a, h in enumerate(hierarchies))
             raise InfeasibleError(
-                "a region of single QI values holds more records of a protected value than its candidates allow "
-                f"(region {r} of {n_open} at this level); no partition without suppression meets the requirement"
+                f"the individuals with QI values ({values}) hold more records of a protected value than their "
+                f"number allows under its requirement ({int(stuck.sum())} such QI combination(s) at the level "
+                "where the search stopped); no partition without suppression meets the requirement"
             )
         choice = np.where(open_valid, np.where(has_ok, best_ok, -1), best_forced)
         final_region = choice < 0
@@ -273,18 +274,12 @@ def partition(
         part_matrix = np.stack([s.part_of_cell for s in splits], axis=1)[moving]
         global_part = offset[cell_choice] + part_matrix[np.arange(cell_choice.size), cell_choice]
         new_region, first = factorize(global_part)
-        part_valid = np.concatenate([s.part_valid for s in splits])
-        part_child = np.concatenate([s.part_child for s in splits])
-        part_region = np.concatenate([s.part_region for s in splits])
-        chosen_a = np.repeat(np.arange(d), n_parts)
-        gp = global_part[first]
-        nodes = open_nodes[part_region[gp]].copy()
-        nodes[np.arange(gp.size), chosen_a[gp]] = part_child[gp]
         open_cells = open_cells[moving]
         region_of_cell = new_region
-        # narrowing can only move a region's nodes down inside the box it was given
+        # a part's box is its parent's with the chosen QI's child; narrowing it to its cells'
+        # common ancestors lands inside that box, so the nodes come from the cells alone
         open_nodes = _narrow(leaves[open_cells], region_of_cell, first.size, trees)
-        open_valid = part_valid[gp]
+        open_valid = np.concatenate([s.part_valid for s in splits])[global_part[first]]
     groups, group_of_cell = aggregate(
         final_node_of_cell, [h.n_nodes for h in hierarchies], cells.candidates, cells.records, cells.counts,
         cells.requirement,
