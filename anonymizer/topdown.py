@@ -141,9 +141,12 @@ class _Split:
 
 
 def _split(
-    a: int, tree: _Tree, region: IntArray, n_open: int, node: IntArray, cells: Cells, presence: bool, rule: str
+    a: int, tree: _Tree, region: IntArray, n_open: int, node: IntArray, cells: Cells, presence: bool, rule: str,
+    forced: bool,
 ) -> _Split:
-    """Aggregate the split of every open region on QI ``a`` (``node``: its node per region)."""
+    """Aggregate the split of every open region on QI ``a`` (``node``: its node per region).
+    ``forced``: some open region breaks its requirement, so the parts' suppression need,
+    which only such regions use to choose their split, is computed (0 otherwise)."""
     leaves, n = cells.keys, cells.candidates
     v = node[region]
     splittable_cell = tree.width[v] > 0
@@ -163,7 +166,9 @@ def _split(
         counts = np.add.reduceat(cells.counts[rows], starts, axis=0)
         req = np.maximum.reduceat(cells.requirement[rows], starts, axis=0)
         part_valid = _meets(part_n, counts, req)
-        part_need = suppression_need(part_n, counts, req, presence).sum(axis=1).astype(np.float64)
+        part_need = (
+            suppression_need(part_n, counts, req, presence).sum(axis=1).astype(np.float64) if forced else np.zeros(p)
+        )
     else:
         part_valid = np.ones(p, dtype=bool)
         part_need = np.zeros(p)
@@ -238,7 +243,7 @@ def partition(
             counts=cells.counts[open_cells], requirement=cells.requirement[open_cells],
         )
         splits = [
-            _split(a, trees[a], region_of_cell, n_open, open_nodes[:, a], sub, presence, rule)
+            _split(a, trees[a], region_of_cell, n_open, open_nodes[:, a], sub, presence, rule, not open_valid.all())
             for a in range(d)
         ]
         # choose per region: the best admissible split; an invalid region takes the least need
