@@ -58,7 +58,7 @@ def main() -> None:
     n_ind = len(pub.register.ids)
     history = History.empty(np.full(n_ind, float(cfg.ell)), len(pub.protected))
     record_set = pd.Index(pub.protected).get_indexer(pd.Index(snap.value)).astype(np.int64)
-    hs = [pub.hierarchies[q] for q in pub.qis]
+    hs = pub.search_hierarchies
     result = anonymize_history(pub.register.keys, snap.individual, record_set, len(pub.protected), history,
                                pub.params, hs, False, budget=0, seed=1)  # fmt: skip
     table = pub.published_table(snap, result)
@@ -74,7 +74,7 @@ def main() -> None:
 
     t = time.perf_counter()
     inputs = PrivacyInputs(
-        table=table, qis=pub.qis, sensitive=cfg.sensitive, hierarchies=pub.hierarchies,
+        table=table, qis=pub.qis, sensitive=cfg.sensitive, hierarchies=pub.read_hierarchies(table),
         sensitive_hierarchy=pub.sensitive_hierarchy, sensitive_domain=pub.sensitive_domain or [],
         protected=pub.protected, register_keys=pub.register.keys, register_ids=pub.register.ids.to_numpy(),
         history=history, ell=cfg.ell, presence=False, present_rows=None, strategy=cfg.strategy, k_prime=cfg.k_prime,

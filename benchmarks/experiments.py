@@ -249,12 +249,12 @@ def run_series(
     pub = scenario.publisher
     cfg = pub.ws.config
     presence = cfg.dilution == "presence"
-    hierarchies = [pub.hierarchies[q] for q in pub.qis]
     fraction = cfg.suppression_budget if budget is None else budget
     if fraction > 0:
         # a suppression budget means paper 004's published-count model (docs/threat-model.md)
         # (and the bottom-up search, the only one that suppresses)
         params = dataclasses.replace(params, suppression_model="paper", algorithm="bottomup")
+    hierarchies = pub.hierarchies_for_search(params.algorithm, pub.numeric)
     history = History.empty(np.full(len(pub.register.ids), float(params.ell)), scenario.n_protected)
     rows: list[dict[str, Any]] = []
     for seq, (snap, record_set) in enumerate(zip(scenario.snapshots[:rounds], scenario.record_set, strict=False), 1):
@@ -297,8 +297,9 @@ def run_series(
         }
         if measure_queries:
             t_q = time.perf_counter()
+            table = pub.published_table(snap, result, hierarchies)
             query = average_relative_error(
-                snap.table[[*pub.qis, cfg.sensitive]], pub.published_table(snap, result), pub.hierarchies,
+                snap.table[[*pub.qis, cfg.sensitive]], table, pub.read_hierarchies(table),
                 cfg.sensitive, n_queries=QUERY_COUNT, qd=QUERY_DIMENSIONS, selectivity=QUERY_SELECTIVITY,
                 seed=cfg.query_seed,
             )  # fmt: skip

@@ -48,6 +48,7 @@ import pyarrow.csv as pacsv
 
 from anonymizer.arrays import expand_ranges, factorize, row_keys
 from anonymizer.hierarchy import Hierarchy
+from anonymizer.intervals import release_hierarchies
 from anonymizer.privacy import exceeds_threshold, survival_factor, survival_products
 from serialpub.errors import InputError
 from serialpub.hierarchies import read_hierarchies
@@ -252,6 +253,7 @@ class _Manifest:
     period: str | None
     suppressed: int | None
     suppression_model: str | None
+    numeric: list[str]
 
 
 def _parse_manifest(manifest: dict[str, Any], where: str) -> _Manifest:
@@ -291,6 +293,9 @@ def _parse_manifest(manifest: dict[str, Any], where: str) -> _Manifest:
         v = manifest.get(key)
         return v if isinstance(v, int) and not isinstance(v, bool) else None
 
+    numeric = manifest.get("numeric_quasi_identifiers", [])  # absent before intervals existed: none
+    if not isinstance(numeric, list) or not all(isinstance(q, str) and q in qis for q in numeric):
+        raise bad("numeric_quasi_identifiers", "a list of quasi-identifiers (those that may hold [lo, hi] intervals)")
     dataset = manifest.get("dataset")
     return _Manifest(
         release=release,
@@ -310,6 +315,7 @@ def _parse_manifest(manifest: dict[str, Any], where: str) -> _Manifest:
         suppression_model=(
             manifest.get("suppression_model") if isinstance(manifest.get("suppression_model"), str) else None
         ),
+        numeric=list(numeric),
     )
 
 
@@ -458,9 +464,14 @@ def _audit_release(
             what = f"{len(bad_labels)} value(s) that are not labels of its hierarchy: {shown}" if bad_labels else ""
             if nulls:
                 what += ("; and " if what else "") + f"{nulls} empty value(s)"
+            allowed = (
+                f"a node of hierarchies/{qi}.csv or a closed interval [lo, hi] holding at least one of its "
+                "leaves and nested in or disjoint from the release's other intervals"
+                if qi in m.numeric else f"a node of hierarchies/{qi}.csv"
+            )
             result.findings.append(
-                f"{where}: column '{qi}' holds {what}; every generalized value must be a node of "
-                f"hierarchies/{qi}.csv. The {int(unknown.sum())} record(s) carrying them were left out"
+                f"{where}: column '{qi}' holds {what}; every generalized value must be {allowed}. "
+                f"The {int(unknown.sum())} record(s) carrying them were left out"
             )
             known &= ~unknown
         nodes[:, a] = codes_ok
@@ -701,7 +712,14 @@ def audit_releases(
     published: list[_History] = []
     mechanism: list[_History] = []
     for (directory, _, data), pm, snap in zip(releases, parsed, snaps, strict=True):
-        pub, mech = _audit_release(directory, pm, data, qis, trees, combos, values, result, snap)
+        release_trees = trees
+        if pm.numeric:  # its intervals become nodes (anonymizer.intervals; docs/design.md)
+            try:
+                extended = release_hierarchies(hierarchies, [q for q in pm.numeric if q in data.columns], data)
+            except ValueError as exc:
+                raise InputError(f"{directory / 'manifest.json'}: numeric_quasi_identifiers: {exc}") from None
+            release_trees = {**trees, **{q: _Tree.of(extended[q]) for q in pm.numeric if q in data.columns}}
+        pub, mech = _audit_release(directory, pm, data, qis, release_trees, combos, values, result, snap)
         published.append(pub)
         if mech is not None:
             mechanism.append(mech)

@@ -81,6 +81,8 @@ class Config(BaseModel):
     database_url: str | None = None
     id_column: str = "id"
     quasi_identifiers: list[str] = Field(min_length=1)
+    # QIs whose values are numbers: the top-down search cuts them into [lo, hi] intervals
+    numeric: list[str] = Field(default_factory=list)
     sensitive: str
     sensitive_domain_file: Path | None = Field(default=None, alias="sensitive_domain")
     protected_values: Literal["all"] | list[str] = "all"
@@ -113,6 +115,14 @@ class Config(BaseModel):
             raise ValueError("strategy 'geometric' needs alpha (> 1)")
         if self.sensitive in self.quasi_identifiers or self.id_column in self.quasi_identifiers:
             raise ValueError("the sensitive and id columns cannot be quasi-identifiers")
+        stray = [q for q in self.numeric if q not in self.quasi_identifiers]
+        if stray:
+            raise ValueError(
+                f"numeric lists {', '.join(map(repr, stray))}, which is not a quasi-identifier; "
+                "list only columns of quasi_identifiers"
+            )
+        if len(set(self.numeric)) != len(self.numeric):
+            raise ValueError("numeric lists a column twice")
         if self.suppression_model == "mechanism" and self.suppression_budget > 0:
             # docs/threat-model.md: a suppressed record is still charged, so suppressing it
             # buys no privacy and loses the record
@@ -204,6 +214,11 @@ id_column: id
 # One ARX-convention hierarchy per quasi-identifier: hierarchies/<column>.csv.
 hierarchies: hierarchies
 quasi_identifiers: [{qis}]
+# Quasi-identifiers whose values are numbers (every leaf of their hierarchy is a number).
+# The top-down search cuts them into closed intervals written [lo, hi] (e.g. [30, 39]),
+# halving at the register's median, instead of following their hierarchy's levels;
+# the hierarchy file still gives the domain. [] publishes hierarchy labels only.
+numeric: [{numeric}]
 
 # The sensitive attribute, and which of its values are protected ("all", or a list).
 # Its domain (every value it can take, spelled exactly) comes from hierarchies/<sensitive>.csv
@@ -308,6 +323,7 @@ def render_config(
     qis: Sequence[str],
     sensitive: str,
     *,
+    numeric: Sequence[str] = (),
     ell: float = 2,
     strategy: str = "constant",
     k_prime: int = 20,
@@ -324,6 +340,7 @@ def render_config(
 
     Args:
         dataset, qis, sensitive: the dataset name, quasi-identifier columns, sensitive column.
+        numeric: the QIs declared numeric (cut into intervals by the top-down search).
         ell, strategy, k_prime, alpha, guarantee, dilution, budget, suppression_model, algorithm:
             as the template explains; ``algorithm`` None writes ``topdown``, or ``bottomup``
             with a positive budget (the only search that suppresses).
@@ -335,6 +352,7 @@ def render_config(
     return TEMPLATE.format(
         dataset=dataset,
         qis=", ".join(qis),
+        numeric=", ".join(numeric),
         sensitive=sensitive,
         ell=f"{ell:g}",
         strategy=strategy,

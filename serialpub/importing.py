@@ -404,8 +404,8 @@ def _protected(publisher: Publisher, protected: Sequence[str] | str) -> list[str
     return values
 
 
-def _labels(publisher: Publisher, nodes: IntArray) -> dict[str, str]:
-    return {q: publisher.hierarchies[q].labels[int(nodes[a])] for a, q in enumerate(publisher.qis)}
+def _labels(hierarchies: Sequence[Hierarchy], qis: Sequence[str], nodes: IntArray) -> dict[str, str]:
+    return {q: hierarchies[a].labels[int(nodes[a])] for a, q in enumerate(qis)}
 
 
 def _show(labels: dict[str, str]) -> str:
@@ -486,7 +486,9 @@ def import_release(
     qis, sens = publisher.qis, cfg.sensitive
     table, unit = read_release_data(data_path, [*qis, sens])
     offset = 2 if unit == "line" else 1
-    hierarchies = [publisher.hierarchies[q] for q in qis]
+    # a numeric QI's intervals are nodes of the hierarchy this release is read with
+    read_with = publisher.read_hierarchies(table)
+    hierarchies = [read_with[q] for q in qis]
     nodes = np.empty((len(table), len(qis)), dtype=np.int64)
     for a, q in enumerate(qis):
         nodes[:, a] = label_nodes(table[q], hierarchies[a])
@@ -497,6 +499,11 @@ def import_release(
                 f"{data_path}, {unit} {i + offset}, column {q!r}: value {table[q].iloc[i]!r} is not a label of the "
                 f"hierarchy of {q!r} ({ws.hierarchy_dir / f'{q}.csv'}); every generalized value must be one of its "
                 "nodes (a leaf, an inner node or '*')"
+                + (
+                    " or, as the configuration declares it numeric, a closed interval [lo, hi] holding one of its "
+                    "leaves and nested in or disjoint from the file's other intervals"
+                    if q in publisher.numeric else ""
+                )
             )
     sens_values = table[sens].to_numpy(dtype=str)
     if publisher.sensitive_domain is not None:
@@ -519,21 +526,24 @@ def import_release(
         i, j = located.overlaps[0]
         more = f" (and {located.overlap_pairs - 1} more pair(s))" if located.overlap_pairs > 1 else ""
         raise InputError(
-            f"{data_path}: the regions of groups {_show(_labels(publisher, groups.nodes[i]))} and "
-            f"{_show(_labels(publisher, groups.nodes[j]))} overlap{more}; a release must cover every individual "
+            f"{data_path}: the regions of groups {_show(_labels(hierarchies, qis, groups.nodes[i]))} and "
+            f"{_show(_labels(hierarchies, qis, groups.nodes[j]))} overlap{more}; a release must cover every individual "
             "by at most one group (DESIGN.md section 1), so this one cannot be imported"
         )
     group_of_ind = located.group_of_combo[combos.of_individual]
     n_groups = groups.records.size
     in_region = np.bincount(group_of_ind[group_of_ind >= 0], minlength=n_groups).astype(np.int64)
-    _check_cover(data_path, publisher, groups, in_region, "register individuals", "the register does not cover it")
+    _check_cover(
+        data_path, hierarchies, qis, groups, in_region, "register individuals", "the register does not cover it"
+    )
     present: IntArray | None = None
     if snapshot is not None:
         present = present_rows(snapshot, cfg.id_column, qis, publisher.register, publisher.hierarchies)
         present_in = np.bincount(group_of_ind[present][group_of_ind[present] >= 0], minlength=n_groups)
         _check_cover(
             data_path,
-            publisher,
+            hierarchies,
+            qis,
             groups,
             present_in.astype(np.int64),
             f"individuals of {snapshot}",
@@ -561,6 +571,7 @@ def import_release(
         # snapshot shows nothing was left out (docs/threat-model.md)
         "suppression_model": "mechanism" if suppressed == 0 else "paper",
         "suppression_budget": None,
+        "numeric_quasi_identifiers": publisher.numeric,
         "protected_values": values,
     }
     draft_params = {
@@ -602,7 +613,7 @@ def import_release(
         final = ws.dataset_dir / release_files.release_name(seq)
         group_rows = [
             {
-                "labels": [publisher.hierarchies[q].labels[groups.nodes[g, a]] for a, q in enumerate(qis)],
+                "labels": [hierarchies[a].labels[groups.nodes[g, a]] for a in range(len(qis))],
                 "candidates": int(n_j[g]),
                 "records": int(groups.records[g]),
                 "counts": {publisher.protected[v]: int(groups.counts[g, v]) for v in np.flatnonzero(groups.counts[g])},
@@ -647,12 +658,13 @@ def import_release(
 
 
 def _check_cover(
-    path: Path, publisher: Publisher, groups: ReleaseGroups, available: IntArray, what: str, meaning: str
+    path: Path, hierarchies: Sequence[Hierarchy], qis: Sequence[str], groups: ReleaseGroups, available: IntArray,
+    what: str, meaning: str,
 ) -> None:
     short = np.flatnonzero(groups.records > available)
     if short.size:
         g = int(short[0])
         raise InputError(
-            f"{path}: group {_show(_labels(publisher, groups.nodes[g]))} holds {groups.records[g]} record(s) but "
+            f"{path}: group {_show(_labels(hierarchies, qis, groups.nodes[g]))} holds {groups.records[g]} record(s) but "
             f"only {available[g]} {what} lie in its region ({short.size} such group(s)); {meaning}"
         )

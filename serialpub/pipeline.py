@@ -13,6 +13,7 @@ import json
 import re
 import shutil
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,6 +26,7 @@ import pandas as pd
 from anonymizer import privacy
 from anonymizer.bottomup import InfeasibleError
 from anonymizer.hierarchy import Hierarchy
+from anonymizer.intervals import quantile_hierarchy, release_hierarchies
 from anonymizer.measures import Measure
 from anonymizer.queries import average_relative_error
 from anonymizer.release import History, PrivacyParams, ReleaseResult, anonymize_history
@@ -123,6 +125,14 @@ class Publisher:
         self.ws = ws
         self.qis = cfg.quasi_identifiers
         self.hierarchies = read_hierarchies(ws.hierarchy_dir, self.qis)
+        self.numeric = list(cfg.numeric)
+        for q in self.numeric:
+            if not self.hierarchies[q].numeric:
+                raise InputError(
+                    f"{ws.root / 'serialpub.yaml'}: setting 'numeric' lists {q!r}, but some leaves of "
+                    f"{ws.hierarchy_dir / f'{q}.csv'} are not numbers; remove {q!r} from 'numeric'"
+                )
+        self._search_hierarchies: dict[tuple[str, tuple[str, ...]], list[Hierarchy]] = {}
         sens_path = ws.hierarchy_dir / f"{cfg.sensitive}.csv"
         self.sensitive_domain: list[str] | None = None
         self.sensitive_hierarchy: Hierarchy | None = None
@@ -191,6 +201,33 @@ class Publisher:
             "hierarchies": {q: release_files.sha256_file(ws.hierarchy_dir / f"{q}.csv") for q in self.qis},
         }
         self.statistics = StatisticsFile(self.register, self.protected, register_sha)
+
+    @property
+    def search_hierarchies(self) -> list[Hierarchy]:
+        """The hierarchy per QI (in ``qis`` order) this workspace's search generalizes along
+        and its drafts' labels come from (:meth:`hierarchies_for_search` of the configuration)."""
+        return self.hierarchies_for_search(self.ws.config.algorithm, self.numeric)
+
+    def hierarchies_for_search(self, algorithm: str, numeric: Sequence[str]) -> list[Hierarchy]:
+        """Per QI (in ``qis`` order): under the top-down search, a QI of ``numeric`` gets the
+        binary interval hierarchy halved at the register's medians
+        (:func:`anonymizer.intervals.quantile_hierarchy`); every other QI, and every QI under
+        the bottom-up search, its declared hierarchy. Computed once per (algorithm, numeric)."""
+        key = (algorithm, tuple(q for q in self.qis if q in numeric))
+        if key not in self._search_hierarchies:
+            hs = [self.hierarchies[q] for q in self.qis]
+            if algorithm == "topdown":
+                for a, q in enumerate(self.qis):
+                    if q in key[1]:
+                        weights = np.bincount(self.register.keys[:, a], minlength=hs[a].n_leaves)
+                        hs[a] = quantile_hierarchy(hs[a], weights)
+            self._search_hierarchies[key] = hs
+        return self._search_hierarchies[key]
+
+    def read_hierarchies(self, table: pd.DataFrame) -> dict[str, Hierarchy]:
+        """The hierarchies a release table of this dataset is read with (its intervals as
+        nodes, :func:`anonymizer.intervals.release_hierarchies`)."""
+        return release_hierarchies(self.hierarchies, self.numeric, table)
 
     # -- one release ---------------------------------------------------------------------
     def recover(self) -> None:
@@ -643,7 +680,7 @@ class Publisher:
                 len(self.protected),
                 history,
                 self.params,
-                [self.hierarchies[q] for q in self.qis],
+                self.search_hierarchies,
                 cfg.dilution == "presence",
                 budget=int(np.floor(cfg.suppression_budget * len(snap.individual))),
                 seed=seq,
@@ -658,7 +695,7 @@ class Publisher:
             query = average_relative_error(
                 snap.table[[*self.qis, cfg.sensitive]],
                 table,
-                self.hierarchies,
+                self.read_hierarchies(table),
                 cfg.sensitive,
                 n_queries=QUERY_COUNT,
                 qd=QUERY_DIMENSIONS,
@@ -669,7 +706,7 @@ class Publisher:
             query = None  # a draft the measure cannot read fails the contract suite, which names the value
         sensitive_codes = pd.factorize(snap.value)[0].astype(np.int64)  # Π_tv only compares values
         utility = utility_measures(
-            result, self.register.keys[snap.individual], [self.hierarchies[q] for q in self.qis], query,
+            result, self.register.keys[snap.individual], self.search_hierarchies, query,
             self._query_settings(), sensitive_codes,
         )  # fmt: skip
         manifest = self._manifest(seq, period, published[-1].seq if published else None, result, query, utility)
@@ -736,7 +773,8 @@ class Publisher:
         if thresholds["max_suppression_rate"] is None:
             thresholds["max_suppression_rate"] = cfg.suppression_budget
         suites = release_suite(
-            table, self.qis, cfg.sensitive, self.hierarchies, self.register.keys, self.register.ids.to_numpy(),
+            table, self.qis, cfg.sensitive, self.read_hierarchies(table), self.register.keys,
+            self.register.ids.to_numpy(),
             self.protected, history.survival, cfg.ell, presence,
             snap.individual if presence else None, thresholds,
             metrics={
@@ -785,7 +823,7 @@ class Publisher:
             named = [v for values in (cfg.report.categories or {}).values() for v in values]
             domain = sorted({*table[cfg.sensitive].astype(str), *self.protected, *named})
         inputs = PrivacyInputs(
-            table=table, qis=self.qis, sensitive=cfg.sensitive, hierarchies=self.hierarchies,
+            table=table, qis=self.qis, sensitive=cfg.sensitive, hierarchies=self.read_hierarchies(table),
             sensitive_hierarchy=self.sensitive_hierarchy,
             sensitive_domain=domain,
             protected=self.protected, register_keys=self.register.keys, register_ids=self.register.ids.to_numpy(),
@@ -831,11 +869,15 @@ class Publisher:
         text = ", ".join(options[:-1]) + ", or " + options[-1]
         return text[0].upper() + text[1:]
 
-    def published_table(self, snap: Snapshot, result: ReleaseResult) -> pd.DataFrame:
+    def published_table(
+        self, snap: Snapshot, result: ReleaseResult, hierarchies: Sequence[Hierarchy] | None = None
+    ) -> pd.DataFrame:
         """The release table as published: per kept record the QI labels of its group's
         nodes and its sensitive value, sorted by group then value (no identifier, no input
-        order); shape (published records, QIs + 1). Also used by the experiment runner and
-        the report benchmark, so their figures are the pipeline's."""
+        order); shape (published records, QIs + 1). ``hierarchies``: the ones the search
+        ran with (default :attr:`search_hierarchies`). Also used by the experiment runner
+        and the report benchmark, so their figures are the pipeline's."""
+        hierarchies = self.search_hierarchies if hierarchies is None else hierarchies
         keep = np.flatnonzero(result.published)
         group = result.group_of_record[keep]
         values = snap.value[keep]
@@ -843,7 +885,7 @@ class Publisher:
         group, values = group[order], values[order]
         cols: dict[str, Any] = {}
         for a, q in enumerate(self.qis):
-            labels = np.asarray(self.hierarchies[q].labels, dtype=object)
+            labels = np.asarray(hierarchies[a].labels, dtype=object)
             cols[q] = labels[result.group_nodes[group, a]].astype(str)
         cols[self.ws.config.sensitive] = values.astype(str)
         return pd.DataFrame(cols)
@@ -854,7 +896,7 @@ class Publisher:
             nz = np.flatnonzero(result.group_counts[g])
             rows.append(
                 {
-                    "labels": [self.hierarchies[q].labels[result.group_nodes[g, a]] for a, q in enumerate(self.qis)],
+                    "labels": [h.labels[result.group_nodes[g, a]] for a, h in enumerate(self.search_hierarchies)],
                     "candidates": int(result.group_candidates[g]),
                     "records": int(result.group_records[g]),
                     "counts": {self.protected[v]: int(result.group_counts[g, v]) for v in nz},
@@ -877,6 +919,7 @@ class Publisher:
             "dilution": cfg.dilution,
             "suppression_model": cfg.suppression_model,
             "algorithm": cfg.algorithm,
+            "numeric_quasi_identifiers": self.numeric,
             "suppression_budget": cfg.suppression_budget,
             "protected_values": self.protected,
         }

@@ -30,6 +30,7 @@ classes (:mod:`serialpub.importing`), never over individuals one by one.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,7 @@ from sqlalchemy.orm import Session
 
 from anonymizer.arrays import factorize
 from anonymizer.hierarchy import Hierarchy
+from anonymizer.intervals import release_hierarchies
 from anonymizer.release import History, advance_history
 from serialpub import release_files
 from serialpub.audit import _parse_manifest, _Tree
@@ -372,10 +374,13 @@ class _Verifier:
             )
             return state
 
-        # groups as published
+        # groups as published; a numeric QI's intervals are nodes of this release's hierarchy
+        numeric = [q for q in pm.numeric if q in self.qis]
+        hs = release_hierarchies(self.hierarchies, numeric, data) if numeric else self.hierarchies
+        trees = [_Tree.of(hs[q]) for q in self.qis] if numeric else self.trees
         nodes = np.empty((len(data), len(self.qis)), dtype=np.int64)
         for a, q in enumerate(self.qis):
-            nodes[:, a] = label_nodes(data[q], self.hierarchies[q])
+            nodes[:, a] = label_nodes(data[q], hs[q])
         known = (nodes >= 0).all(axis=1)
         if not known.all():
             report.add(
@@ -386,15 +391,15 @@ class _Verifier:
         sens = data[cfg.sensitive].astype(str).to_numpy()[known]
         value = pd.Index(values).get_indexer(pd.Index(sens)).astype(np.int64)
         value[~np.isin(sens, pm.protected)] = -1  # only the values this release protected link
-        groups = group_release(nodes[known], value, len(values), self.trees)
+        groups = group_release(nodes[known], value, len(values), trees)
         g = groups.records.size
-        located = locate_groups(self.combos.leaves, groups.nodes, self.trees)
+        located = locate_groups(self.combos.leaves, groups.nodes, trees)
         if located.overlap_pairs:
             i, j = located.overlaps[0]
             report.add(
                 "overlapping regions",
                 f"{where}: {located.overlap_pairs} pair(s) of groups overlap, e.g. "
-                f"{self._show(groups.nodes[i])} and {self._show(groups.nodes[j])}",
+                f"{self._show(hs, groups.nodes[i])} and {self._show(hs, groups.nodes[j])}",
             )
         group_of_ind = located.group_of_combo[self.combos.of_individual]
         in_region = np.bincount(group_of_ind[group_of_ind >= 0], minlength=g).astype(np.int64)
@@ -403,7 +408,7 @@ class _Verifier:
             report.add(
                 "release content",
                 f"{where}: {short.size} group(s) hold more records than register "
-                f"individuals in their region, e.g. {self._show(groups.nodes[short[0]])}",
+                f"individuals in their region, e.g. {self._show(hs, groups.nodes[short[0]])}",
             )
         uncertain = False
         if pm.dilution == "register":
@@ -418,7 +423,7 @@ class _Verifier:
                 members[present] = group_of_ind[present]
                 group_of_ind = members
         if dbr is not None:
-            self._compare_groups(where, dbr, groups, n_j, values)
+            self._compare_groups(where, dbr, hs, groups, n_j, values)
             if (dbr.records, dbr.groups) != (len(data), g):
                 report.add(
                     "release figures",
@@ -459,14 +464,17 @@ class _Verifier:
             self.report.add("snapshot", f"release {seq}: {exc}")
             return None
 
-    def _show(self, nodes: IntArray) -> str:
-        return "(" + ", ".join(f"{q}={self.hierarchies[q].labels[int(nodes[a])]}" for a, q in enumerate(self.qis)) + ")"
+    def _show(self, hs: Mapping[str, Hierarchy], nodes: IntArray) -> str:
+        return "(" + ", ".join(f"{q}={hs[q].labels[int(nodes[a])]}" for a, q in enumerate(self.qis)) + ")"
 
-    def _compare_groups(self, where: str, dbr: _DbRelease, groups: Any, n_j: IntArray, values: list[str]) -> None:
-        """The database's per-group figures against the recomputed ones (one row per group)."""
+    def _compare_groups(
+        self, where: str, dbr: _DbRelease, hs: Mapping[str, Hierarchy], groups: Any, n_j: IntArray, values: list[str]
+    ) -> None:
+        """The database's per-group figures against the recomputed ones (one row per group);
+        ``hs``: the hierarchies the release is read with."""
         rebuilt: dict[tuple[str, ...], tuple[int, int, dict[str, int]]] = {}
         for g in range(groups.records.size):
-            labels = tuple(self.hierarchies[q].labels[int(groups.nodes[g, a])] for a, q in enumerate(self.qis))
+            labels = tuple(hs[q].labels[int(groups.nodes[g, a])] for a, q in enumerate(self.qis))
             counts = {values[v]: int(groups.counts[g, v]) for v in np.flatnonzero(groups.counts[g])}
             rebuilt[labels] = (int(n_j[g]), int(groups.records[g]), counts)
         stored = {tuple(lab): (cand, rec, counts) for lab, cand, rec, counts in _db_groups(self.store, dbr.id)}

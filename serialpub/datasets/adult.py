@@ -35,6 +35,8 @@ QUASI_IDENTIFIERS = [
     "sex",
     "workclass",
 ]
+#: Quasi-identifiers with numeric values, cut into [lo, hi] intervals by the top-down search.
+NUMERIC = ["age"]
 SENSITIVE = "occupation"
 ID_COLUMN = "id"
 #: Rows left after dropping every row that holds a '?' (30,162 train + 15,060 test).

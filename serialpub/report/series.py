@@ -97,7 +97,8 @@ def localized_baseline(publisher: Any, published: list[Any]) -> Baseline:
         try:
             result = anonymize_history(
                 publisher.register.keys, snap.individual, record_set, len(protected), history, pp,
-                [publisher.hierarchies[q] for q in publisher.qis], params["dilution"] == "presence",
+                publisher.hierarchies_for_search(pp.algorithm, params.get("numeric_quasi_identifiers") or []),
+                params["dilution"] == "presence",
                 budget=int(np.floor(float(params["suppression_budget"]) * len(snap.individual))), seed=r.seq,
             )  # fmt: skip
         except InfeasibleError as exc:
