@@ -220,6 +220,33 @@ def constant_ratio_targets(linked_count: npt.ArrayLike, ell: npt.ArrayLike, k_pr
     return np.where(counts < k_prime, base.reshape(counts.shape), np.inf)
 
 
+def renewed_targets(survival: npt.ArrayLike, ell: npt.ArrayLike, k_prime: int) -> FloatArray:
+    """Constant-ratio target for a pair past its k' linked releases: what is left of its
+    budget spread evenly over k' more, ``1 / (1 - ((1 - 1/ℓ)/P)^(1/k'))`` (docs/design.md,
+    "After k' linked releases"). This is :func:`constant_ratio_target` with the bound
+    ``1 - 1/ℓ`` on the survival product replaced by the share ``(1 - 1/ℓ)/P`` still
+    allowed; a pair linked at ratios above ñ_c keeps some, one linked at exactly ñ_c k'
+    times keeps none (``inf``: never again, as without renewal).
+
+    Args:
+        survival: P per pair, shape (m,), in [0, 1].
+        ell: ℓ, scalar or shape (m,).
+        k_prime: k', >= 1.
+
+    Returns:
+        float64 array of shape (m,), each > 1 or ``inf`` where ``P <= 1 - 1/ℓ``.
+    """
+    p = _as_float(survival)
+    ell_a = np.broadcast_to(_as_float(ell), p.shape)
+    _check_ell(ell_a)
+    if int(k_prime) != k_prime or k_prime < 1:
+        raise ValueError("k' must be a whole number >= 1")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x = (np.log1p(-1.0 / ell_a) - np.log(p)) / k_prime  # log of the per-release survival share
+        t = np.where(x < 0, -1.0 / np.expm1(np.minimum(x, 0.0)), np.inf)
+    return np.asarray(t, dtype=np.float64)
+
+
 def geometric_targets(survival: npt.ArrayLike, ell: npt.ArrayLike, alpha: float) -> FloatArray:
     """Geometric target ``α · ñ(k)`` (Section 6.2); α must exceed 1 (Theorem 2).
 
@@ -238,6 +265,7 @@ def strategy_targets(
     strategy: str,
     k_prime: int | None = None,
     alpha: float | None = None,
+    renew: bool = False,
 ) -> FloatArray:
     """Target ratio per pair under a strategy, never below Theorem 1's floor ñ(k).
 
@@ -252,12 +280,18 @@ def strategy_targets(
         survival, linked_count: state of each pair, shape (m,).
         ell: ℓ, scalar or shape (m,).
         strategy: ``"constant"`` (needs ``k_prime``) or ``"geometric"`` (needs ``alpha``).
+        renew: constant strategy only: a pair past k' linked releases gets
+            :func:`renewed_targets` instead of ``inf`` (paper 004's rule is ``False``).
     """
     floor = safe_floor(survival, ell)
     if strategy == "constant":
         if k_prime is None:
             raise ValueError("the constant-ratio strategy needs k'")
-        return np.maximum(constant_ratio_targets(linked_count, ell, k_prime), floor)
+        targets = constant_ratio_targets(linked_count, ell, k_prime)
+        if renew:
+            past = np.asarray(linked_count) >= k_prime
+            targets = np.where(past, renewed_targets(survival, ell, k_prime), targets)
+        return np.maximum(targets, floor)
     if strategy == "geometric":
         if alpha is None:
             raise ValueError("the geometric strategy needs α")

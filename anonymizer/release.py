@@ -27,6 +27,7 @@ GUARANTEES = ("global", "localized")
 STRATEGIES = ("constant", "geometric")
 SUPPRESSION_MODELS = ("mechanism", "paper")
 ALGORITHMS = ("topdown", "bottomup")
+AFTER_K_PRIME = ("renew", "stop")
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,10 @@ class PrivacyParams:
     ``"bottomup"`` (:mod:`anonymizer.bottomup`, paper 004's choice) keeps one cut per QI
     and is the only one that can use a suppression budget (paper model). The adversary is
     assumed to know which one ran: the manifest records it.
+
+    ``after_k_prime`` (constant strategy): ``"renew"`` (the default) lets a pair past k'
+    linked releases be linked again at :func:`anonymizer.privacy.renewed_targets`, its
+    unspent budget spread over k' more; ``"stop"`` is paper 004's rule (never again).
     """
 
     ell: float
@@ -60,6 +65,7 @@ class PrivacyParams:
     guarantee: str = "global"
     suppression_model: str = "mechanism"
     algorithm: str = "topdown"
+    after_k_prime: str = "renew"
 
     def __post_init__(self) -> None:
         if not self.ell >= 2:
@@ -76,6 +82,8 @@ class PrivacyParams:
             raise ValueError(
                 f"suppression_model must be one of {SUPPRESSION_MODELS}, got {self.suppression_model!r}"
             )
+        if self.after_k_prime not in AFTER_K_PRIME:
+            raise ValueError(f"after_k_prime must be one of {AFTER_K_PRIME}, got {self.after_k_prime!r}")
         if self.algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {self.algorithm!r}")
 
@@ -189,6 +197,7 @@ def class_targets(params: PrivacyParams, history: History) -> FloatArray:
         params.strategy,
         params.k_prime,
         params.alpha,
+        renew=params.after_k_prime == "renew",
     ).reshape(history.survival.shape)
 
 

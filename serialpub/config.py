@@ -89,6 +89,7 @@ class Config(BaseModel):
     ell: float = Field(alias="l", ge=2)
     strategy: Literal["constant", "geometric"] = "constant"
     k_prime: int | None = Field(default=20, ge=1)
+    after_k_prime: Literal["renew", "stop"] = "renew"
     alpha: float | None = Field(default=None, gt=1)
     guarantee: Literal["global", "localized"] = "global"
     dilution: Literal["register", "presence"] = "register"
@@ -239,6 +240,11 @@ l: {ell}
 # Use 'serialpub strategy --l 2 --k-prime 20 --alpha 2' to compare.
 strategy: {strategy}
 k_prime: {k_prime}
+# constant only: a pair (individual, value) linked in k_prime releases is
+#   renew - linked again only at the target that spreads what is left of its budget over
+#           k_prime more releases (a pair linked at ratios above the target keeps some)
+#   stop  - never linked again (paper 004's rule; a release that would is refused)
+after_k_prime: renew
 alpha: {alpha}
 
 # global: the guarantee over all releases (serialpub's purpose).

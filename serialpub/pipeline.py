@@ -178,6 +178,7 @@ class Publisher:
             guarantee=cfg.guarantee,
             suppression_model=cfg.suppression_model,
             algorithm=cfg.algorithm,
+            after_k_prime=cfg.after_k_prime,
         )
         self.hierarchy_sources = {q: str(ws.hierarchy_dir / f"{q}.csv") for q in self.qis}
         register_table = read_csv(ws.register_path, "population register")
@@ -914,6 +915,7 @@ class Publisher:
             "l": cfg.ell,
             "strategy": cfg.strategy,
             "k_prime": self.params.k_prime,
+            "after_k_prime": cfg.after_k_prime if cfg.strategy == "constant" else None,
             "alpha": self.params.alpha,
             "guarantee": cfg.guarantee,
             "dilution": cfg.dilution,

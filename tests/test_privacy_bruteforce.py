@@ -309,3 +309,48 @@ def test_exceeds_threshold_boundary_cases_all_at_once_shuffled() -> None:
         np.array(idx)[order], np.array(n)[order], np.array(n_s)[order], len(BOUNDARY_CASES), np.array(ells)
     )
     assert verdict.tolist() == truth
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    ell=st.sampled_from((2, 2.5, 3, 4, 10)),
+    k_prime=st.integers(1, 30),
+    links=st.lists(st.integers(1, 400), min_size=0, max_size=40),
+    extra=st.integers(0, 60),
+)
+def test_renewed_constant_ratio_never_breaches(ell: float, k_prime: int, links: list[int], extra: int) -> None:
+    """after_k_prime: renew. A pair is linked at ratios ``n = ceil(target) + extra`` (one
+    record of s each time, so ``n_s / n = 1 / n``) for as long as its target is finite; the
+    exact breach probability 1 - Π(1 - 1/n) never exceeds 1/ℓ, the first k' targets are
+    paper 004's ñ_c, and a pair that spent its whole budget gets ``inf``."""
+    bound = 1 - Fraction(1) / Fraction(ell)  # the survival product may not fall below it
+    survival = Fraction(1)
+    nc = privacy.constant_ratio_target(ell, k_prime)
+    for k in range(len(links) + k_prime + 5):
+        target = float(
+            privacy.strategy_targets(np.array([float(survival)]), np.array([k]), ell, "constant",
+                                     k_prime=k_prime, renew=True)[0]
+        )  # fmt: skip
+        stop = privacy.strategy_targets(np.array([float(survival)]), np.array([k]), ell, "constant", k_prime=k_prime)
+        if k < k_prime:
+            assert target == max(nc, float(stop[0]))
+        else:
+            assert np.isinf(stop[0])
+        if not np.isfinite(target):
+            assert survival <= bound * Fraction(1 + 1e-9) or k >= k_prime
+            break
+        n = math.ceil(target) + (links[k] if k < len(links) else extra)
+        survival *= 1 - Fraction(1, n)
+        assert survival >= bound, (k, n, target)
+
+
+def test_renewed_targets_formula() -> None:
+    # paper 004's ñ_c when nothing was spent; inf when everything was
+    assert privacy.renewed_targets([1.0], 2, 20)[0] == pytest.approx(privacy.constant_ratio_target(2, 20), rel=1e-12)
+    assert np.isinf(privacy.renewed_targets([0.5], 2, 20)[0])
+    assert np.isinf(privacy.renewed_targets([0.3], 2, 20)[0])
+    # a pair at P = 0.8 under ℓ = 2, k' = 4: (0.5 / 0.8)^(1/4) per release
+    share = (0.5 / 0.8) ** 0.25
+    assert privacy.renewed_targets([0.8], 2, 4)[0] == pytest.approx(1 / (1 - share), rel=1e-12)
+    with pytest.raises(ValueError):
+        privacy.renewed_targets([0.8], 2, 0)

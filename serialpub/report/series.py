@@ -89,7 +89,9 @@ def localized_baseline(publisher: Any, published: list[Any]) -> Baseline:
                            # releases made before the model existed used the paper's
                            suppression_model=params.get("suppression_model", "paper"),
                            # the baseline at equal algorithm; releases before the field: bottom-up
-                           algorithm=params.get("algorithm", "bottomup"))  # fmt: skip
+                           algorithm=params.get("algorithm", "bottomup"),
+                           # releases before renewal existed stopped at k'
+                           after_k_prime=params.get("after_k_prime") or "stop")  # fmt: skip
         table = read_csv(path, "snapshot")
         snap = snapshot_from_table(table, path, cfg.id_column, publisher.qis, cfg.sensitive, publisher.register,
                                    publisher.hierarchies, domain)  # fmt: skip
