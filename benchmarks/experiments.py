@@ -324,6 +324,7 @@ def params_for(spec: FigureSpec, value: float, fixed: dict[str, float]) -> Priva
         k_prime=int(p["k_prime"]) if spec.strategy == "constant" else None,
         alpha=float(p["alpha"]) if spec.strategy == "geometric" else None,
         guarantee="global",
+        after_k_prime="stop",  # the paper's rule: its figures are what this runner reproduces
     )
 
 

@@ -75,8 +75,8 @@ def create_workspace(
         shutil.copyfile(adult.hierarchy_dir() / f"{col}.csv", out / "hierarchies" / f"{col}.csv")
     (out / CONFIG_NAME).write_text(
         render_config(
-            "adult", adult.QUASI_IDENTIFIERS, adult.SENSITIVE, numeric=adult.NUMERIC, ell=ell, strategy=strategy, k_prime=k_prime,
-            alpha=alpha, guarantee=guarantee, dilution=dilution,
+            "adult", adult.QUASI_IDENTIFIERS, adult.SENSITIVE, numeric=adult.NUMERIC, ell=ell, strategy=strategy,
+            k_prime=k_prime, alpha=alpha, guarantee=guarantee, dilution=dilution,
             budget=(0.0 if suppression_model == "mechanism" else 0.05) if budget is None else budget,
             suppression_model=suppression_model, protected=protected,
             algorithm=algorithm or ("topdown" if suppression_model == "mechanism" else "bottomup"),  # paper: suppresses

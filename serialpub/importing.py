@@ -664,7 +664,8 @@ def _check_cover(
     short = np.flatnonzero(groups.records > available)
     if short.size:
         g = int(short[0])
+        shown = _show(_labels(hierarchies, qis, groups.nodes[g]))
         raise InputError(
-            f"{path}: group {_show(_labels(hierarchies, qis, groups.nodes[g]))} holds {groups.records[g]} record(s) but "
+            f"{path}: group {shown} holds {groups.records[g]} record(s) but "
             f"only {available[g]} {what} lie in its region ({short.size} such group(s)); {meaning}"
         )

@@ -75,6 +75,7 @@ def write_workspace(
                 "hierarchies": {q: _sha(hdir / f"{q}.csv") for q in qis},
             },
             "previous_release": k - 1 if k > 1 else None,
+            **({"numeric_quasi_identifiers": rel["numeric"]} if "numeric" in rel else {}),
             "validation": None,
             "sign_off": None,
         }
@@ -218,6 +219,42 @@ def test_disjoint_boxes_that_are_not_a_cut_pass(tmp_path: Path) -> None:
     # F in [35, 39]: two register women (35, 39), one hiv record: p = 1/2, not above 1/2
     assert result.max_p == 0.5 and result.violations == 0
     assert result.ok
+
+
+def test_numeric_intervals_are_regions(tmp_path: Path) -> None:
+    """Intervals that are not nodes of age.csv, on a QI the manifest declares numeric:
+    M [31, 32] holds the register men 31 and 32, M [33, 38] the men 36 and 38, F * the four
+    women. One hiv record in a region of two: p = 1/2 for both its members."""
+    data = table(
+        [
+            ("M", "[31, 32]", "flu"), ("M", "[31, 32]", "hiv"),
+            ("M", "[33, 38]", "flu"),
+            ("F", "*", "flu"), ("F", "*", "flu"),
+        ],
+        AGE_COLS,
+    )  # fmt: skip
+    rel = [{"data": data, "l": 2, "protected": ["hiv"], "dilution": "register", "numeric": ["age"]}]
+    result = audit_workspace(write_workspace(tmp_path / "ws", AGE_REGISTER, AGE_H, rel))
+    assert result.ok, format_report(result)
+    assert result.max_p == 0.5 and result.max_p_individuals == 1
+    assert result.max_p_individual in {"p0", "p1"}
+    # a third hiv record in [33, 38]: two men, one record -> still 1/2; an interval
+    # reaching into [31, 32] would overlap it
+    overlapping = table([("M", "[31, 32]", "hiv"), ("M", "[32, 38]", "flu")], AGE_COLS)
+    rel = [{"data": overlapping, "l": 2, "protected": ["hiv"], "dilution": "register", "numeric": ["age"]}]
+    result = audit_workspace(write_workspace(tmp_path / "ws2", AGE_REGISTER, AGE_H, rel))
+    assert not result.ok
+    (finding,) = result.findings
+    assert "'[32, 38]'" in finding and "closed interval" in finding
+
+
+def test_intervals_on_a_qi_not_declared_numeric_are_reported(tmp_path: Path) -> None:
+    data = table([("M", "[31, 32]", "hiv"), ("M", "[31, 32]", "flu"), ("F", "*", "flu")], AGE_COLS)
+    rel = [{"data": data, "l": 2, "protected": ["hiv"], "dilution": "register"}]
+    result = audit_workspace(write_workspace(tmp_path / "ws", AGE_REGISTER, AGE_H, rel))
+    assert not result.ok
+    (finding,) = result.findings
+    assert "'[31, 32]'" in finding and "a node of hierarchies/age.csv" in finding
 
 
 def test_value_outside_the_hierarchy_is_reported(tmp_path: Path) -> None:

@@ -21,7 +21,9 @@ from anonymizer.intervals import (
 
 def numeric_hierarchy(values: list[int], band: int = 10) -> Hierarchy:
     """Leaves in the given (file) order, one level of ``[lo, hi]`` bands, then '*'."""
-    rows = [(i + 1, [str(v), f"[{v // band * band}, {v // band * band + band - 1}]", ROOT]) for i, v in enumerate(values)]
+    rows = [
+        (i + 1, [str(v), f"[{v // band * band}, {v // band * band + band - 1}]", ROOT]) for i, v in enumerate(values)
+    ]
     return Hierarchy.from_rows("age", rows, "age.csv")
 
 
@@ -70,7 +72,8 @@ def test_quantile_hierarchy_refuses_non_numeric_leaves() -> None:
 
 def test_extend_reads_intervals_declared_labels_and_drops_what_is_not_a_tree() -> None:
     h = numeric_hierarchy(list(range(17, 41)))
-    e = extend_hierarchy(h, ["[20, 29]", "[17, 25]", "[22, 24]", "[30, 33]", "[26, 31]", "bogus", "[50, 60]", "*", "18"])
+    labels = ["[20, 29]", "[17, 25]", "[22, 24]", "[30, 33]", "[26, 31]", "bogus", "[50, 60]", "*", "18"]
+    e = extend_hierarchy(h, labels)
     assert e.leaves == h.leaves
     assert leaves_of(e, "[20, 29]") == {str(v) for v in range(20, 30)}  # the declared node
     assert leaves_of(e, "[22, 24]") == {"22", "23", "24"}

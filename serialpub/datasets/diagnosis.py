@@ -234,8 +234,8 @@ def create_workspace(
         "".join(f"{c}\t{count_of[c]}\n" for c in data.protected), encoding="utf-8"
     )
     text = render_config(
-        "diagnosis", QUASI_IDENTIFIERS, SENSITIVE, numeric=adult.NUMERIC, ell=ell, strategy=strategy, k_prime=k_prime, alpha=alpha,
-        guarantee=guarantee, dilution=dilution, budget=budget,
+        "diagnosis", QUASI_IDENTIFIERS, SENSITIVE, numeric=adult.NUMERIC, ell=ell, strategy=strategy,
+        k_prime=k_prime, alpha=alpha, guarantee=guarantee, dilution=dilution, budget=budget,
         auto_approve="a test environment" if auto_approve else None,
     )  # fmt: skip
     which = "least frequent codes of the base table; counts in protected-values.txt"
