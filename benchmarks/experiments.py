@@ -315,8 +315,11 @@ def run_series(
     return rows
 
 
-def params_for(spec: FigureSpec, value: float, fixed: dict[str, float]) -> PrivacyParams:
-    """The privacy parameters of one point of a figure (global guarantee)."""
+def params_for(
+    spec: FigureSpec, value: float, fixed: dict[str, float], algorithm: str = "topdown"
+) -> PrivacyParams:
+    """The privacy parameters of one point of a figure (global guarantee, ``algorithm``'s
+    search; :func:`run_series` runs the bottom-up search whenever a budget is given)."""
     p = {**fixed, spec.vary: value}
     return PrivacyParams(
         ell=float(p["ell"]),
@@ -325,6 +328,7 @@ def params_for(spec: FigureSpec, value: float, fixed: dict[str, float]) -> Priva
         alpha=float(p["alpha"]) if spec.strategy == "geometric" else None,
         guarantee="global",
         after_k_prime="stop",  # the paper's rule: its figures are what this runner reproduces
+        algorithm=algorithm,
     )
 
 
@@ -351,19 +355,21 @@ def stem(
     rounds: int = ROUNDS,
     values: Sequence[float] | None = None,
     baseline: bool = True,
+    algorithm: str | None = None,
 ) -> str:
     """File stem ``<figure>-<scenario>``, plus ``-<param><value>`` for a non-default fixed
     value, ``-budget<fraction>`` for a suppression budget other than the workspace's,
     ``-s<seed>`` and ``-r<rounds>`` for a seed or a number of rounds other than the
     default, ``-values<v>_<v>..`` for values other than the figure's and ``-nobaseline``
-    without the localized replay: a run with other settings never overwrites the files
-    the docs show."""
+    without the localized replay, ``-<algorithm>`` for a search chosen with ``--algorithm``:
+    a run with other settings never overwrites the files the docs show."""
     extra = "".join(f"-{k.replace('_', '')}{v:g}" for k, v in fixed.items() if spec.fixed.get(k) != v)
     extra += "" if budget is None else f"-budget{budget:g}"
     extra += "" if seed == 0 else f"-s{seed}"
     extra += "" if rounds == ROUNDS else f"-r{rounds}"
     extra += "" if not values or tuple(values) == spec.values else "-values" + "_".join(f"{v:g}" for v in values)
     extra += "" if baseline else "-nobaseline"
+    extra += "" if algorithm is None else f"-{algorithm}"
     return f"{spec.name}-{scenario}{extra}"
 
 
@@ -379,8 +385,10 @@ def run_figure(
     baseline_cache: dict[float, list[dict[str, Any]]] | None = None,
     budget: float | None = None,
     seed: int = 0,
+    algorithm: str = "topdown",
 ) -> dict[str, Any]:
-    """Run every value of the figure (and the localized baseline per ℓ) on one scenario.
+    """Run every value of the figure (and the localized baseline per ℓ, with the same
+    search, so that the price of the guarantee is shown at equal algorithm) on one scenario.
 
     ``baseline_cache`` (ℓ -> rows) shares the localized replays between figures of the
     same scenario and rounds (the baseline depends on ℓ only, not on the strategy).
@@ -411,6 +419,7 @@ def run_figure(
             "seed": seed,
             "dilution": cfg.dilution,
             "suppression_budget": cfg.suppression_budget if budget is None else budget,
+            "algorithm": "bottomup" if (cfg.suppression_budget if budget is None else budget) > 0 else algorithm,
             "strategy": spec.strategy,
             "vary": spec.vary,
             "values": list(values),
@@ -426,7 +435,7 @@ def run_figure(
         "baseline": {},
     }
     for value in values:
-        params = params_for(spec, value, fixed)
+        params = params_for(spec, value, fixed, algorithm)
         log(f"[{scenario.name} {spec.name}] {SYMBOL[spec.vary]} = {value:g}: {params}")
         started = time.perf_counter()
         rows = run_series(scenario, params, rounds, progress=log, budget=budget)
@@ -445,7 +454,8 @@ def run_figure(
             cache = {} if baseline_cache is None else baseline_cache
             if ell not in cache:
                 log(f"[{scenario.name} {spec.name}] localized baseline, ℓ = {ell:g}")
-                params = PrivacyParams(ell=ell, strategy="constant", k_prime=20, guarantee="localized")  # ℓ only
+                params = PrivacyParams(ell=ell, strategy="constant", k_prime=20, guarantee="localized",
+                                       algorithm=algorithm)  # ℓ and the search only
                 cache[ell] = run_series(scenario, params, rounds, progress=log, budget=budget)
             record["baseline"][f"{ell:g}"] = cache[ell]
     return record
@@ -654,6 +664,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="suppression budget, fraction of records; above 0 runs the paper's model (default: the workspace's, 0)",
     )  # fmt: skip
     parser.add_argument("--no-baseline", action="store_true", help="skip the localized baseline")
+    parser.add_argument(
+        "--algorithm", choices=["topdown", "bottomup"],
+        help="the search, for the series and the localized baseline alike (default topdown; a budget above 0 "
+             "always runs bottomup, the only search that suppresses)",
+    )  # fmt: skip
     parser.add_argument("--plot-only", action="store_true", help="redraw the PNGs from the JSON files")
     parser.add_argument(
         "--table", action="store_true", help="print the Markdown key-number table of the JSON files (runs nothing)"
@@ -680,7 +695,8 @@ def outputs(args: argparse.Namespace) -> list[tuple[str, FigureSpec, dict[str, f
         for spec in args.specs:
             fixed = {**spec.fixed, **{k: v for k, v in args.overrides.items() if k in spec.fixed}}
             name = stem(
-                spec, scenario_name, fixed, args.budget, args.seed, args.rounds, args.values, not args.no_baseline
+                spec, scenario_name, fixed, args.budget, args.seed, args.rounds, args.values, not args.no_baseline,
+                args.algorithm,
             )
             planned.append((name, spec, fixed))
     return planned
@@ -721,6 +737,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     baseline_cache=baselines,
                     budget=args.budget,
                     seed=args.seed,
+                    algorithm=args.algorithm or "topdown",
                 )
                 OUT.mkdir(parents=True, exist_ok=True)
                 path.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

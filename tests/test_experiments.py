@@ -274,5 +274,7 @@ def test_output_names_record_every_non_default_setting() -> None:
     assert [n for n, _, _ in ex.outputs(ex.parse_args(argv))] == ["fig6-adult-kprime20-budget0-s3-r5"]
     argv = ["fig8", "--scenario", "diagnosis", "--values", "4", "8", "--no-baseline"]
     assert [n for n, _, _ in ex.outputs(ex.parse_args(argv))] == ["fig8-diagnosis-values4_8-nobaseline"]
+    argv = ["fig9", "--scenario", "adult", "--algorithm", "bottomup"]
+    assert [n for n, _, _ in ex.outputs(ex.parse_args(argv))] == ["fig9-adult-bottomup"]
     argv = ["fig8", "--scenario", "adult", "--values", "5", "10", "20"]  # the figure's own values
     assert [n for n, _, _ in ex.outputs(ex.parse_args(argv))] == ["fig8-adult"]
