@@ -31,15 +31,28 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pendulum
 from airflow.exceptions import AirflowFailException
 from airflow.providers.standard.operators.hitl import ApprovalOperator, HITLOperator
 from airflow.sdk import Asset, AssetOrTimeSchedule, CronTriggerTimetable, Param, dag, get_current_context, task
 
-from serialpub import orchestration as steps
 from serialpub.config import load_config
+from serialpub.workspaces import workspaces
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+
+def _steps() -> ModuleType:
+    """:mod:`serialpub.orchestration`, imported when a task runs, not when the file is
+    parsed: it pulls in the pipeline (pandas, pyarrow, Great Expectations, SQLAlchemy),
+    about 5 s the DAG processor would otherwise pay on every parse
+    (benchmarks/bench_dag_parse.py)."""
+    from serialpub import orchestration
+
+    return orchestration
 
 SEMI_ANNUAL = "0 0 1 1,7 *"
 
@@ -82,7 +95,7 @@ class SignOffGate(ApprovalOperator):
         answer = HITLOperator.execute_complete(self, context=context, event=event)  # raises on a timeout
         facts = context["ti"].xcom_pull(task_ids="report")
         user = answer.get("responded_by_user") or {}
-        steps.decide(
+        _steps().decide(
             self.workspace, facts["release"], (answer.get("chosen_options") or [None])[0] == self.APPROVE,
             str(user.get("name") or user.get("id") or "unknown"),
             str((answer.get("params_input") or {}).get("comment", "")), facts["report_sha256"],
@@ -126,7 +139,7 @@ def build_release_dag(root: str) -> Any:
             ]
             # the logical date names the period of calendar runs and backfills, and of a
             # manual run given a logical date but no period
-            decision = steps.ingest(root, conf, extras, dag_run.logical_date)
+            decision = _steps().ingest(root, conf, extras, dag_run.logical_date)
             print(decision["message"])
             return decision
 
@@ -136,27 +149,27 @@ def build_release_dag(root: str) -> Any:
 
         @task
         def validate_inputs(decision: dict[str, Any]) -> dict[str, Any]:
-            return steps.validate_inputs(root, decision["snapshot"], decision["period"])
+            return _steps().validate_inputs(root, decision["snapshot"], decision["period"])
 
         @task
         def anonymize(decision: dict[str, Any]) -> dict[str, Any]:
             context = get_current_context()
             owner = f"airflow:{context['dag'].dag_id}/{context['run_id']}"
-            return steps.anonymize(root, decision["snapshot"], decision["period"], owner)
+            return _steps().anonymize(root, decision["snapshot"], decision["period"], owner)
 
         @task
         def validate_release(drafted: dict[str, Any]) -> dict[str, Any]:
-            return steps.validate_release(root, drafted["seq"])
+            return _steps().validate_release(root, drafted["seq"])
 
         @task
         def report(validated: dict[str, Any]) -> dict[str, Any]:
-            return steps.report(root, validated["seq"])
+            return _steps().report(root, validated["seq"])
 
         if ws.config.sign_off.auto_approve:
 
             @task(task_id="sign_off")
             def automatic_sign_off(facts: dict[str, Any]) -> dict[str, Any]:
-                return steps.auto_approve(root, facts["release"])
+                return _steps().auto_approve(root, facts["release"])
 
             gate: Any = None
         else:
@@ -171,7 +184,7 @@ def build_release_dag(root: str) -> Any:
 
         @task(retries=2, retry_delay=timedelta(seconds=30))
         def publish(facts: dict[str, Any]) -> dict[str, Any]:
-            return steps.publish(root, facts["release"])  # the gate recorded the approval
+            return _steps().publish(root, facts["release"])  # the gate recorded the approval
 
         @task(outlets=[published_asset])
         def emit_release_published(release: dict[str, Any]) -> dict[str, Any]:
@@ -187,7 +200,7 @@ def build_release_dag(root: str) -> Any:
             owner = f"airflow:{context['dag'].dag_id}/{context['run_id']}"
             failure = _failure_of(context)
             if failure is not None:
-                closed = steps.close_run(root, owner, f"Airflow run {context['run_id']}: {failure}")
+                closed = _steps().close_run(root, owner, f"Airflow run {context['run_id']}: {failure}")
                 note = f"; release {closed['closed']} closed as failed" if closed["closed"] else ""
                 raise AirflowFailException(f"{failure}{note}: nothing was published and the state did not move")
             return "done"
@@ -210,5 +223,5 @@ def build_release_dag(root: str) -> Any:
     return release_dag()
 
 
-for _dataset, _root in steps.workspaces().items():
+for _dataset, _root in workspaces().items():
     globals()[f"serialpub_release_{_dataset}"] = build_release_dag(str(_root))

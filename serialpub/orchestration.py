@@ -20,7 +20,6 @@ dataset waits for its decision is refused (releases are strictly sequential).
 
 from __future__ import annotations
 
-import os
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -30,27 +29,8 @@ from serialpub.errors import InputError
 from serialpub.pipeline import Publisher, reject_release
 from state.store import StateError, StateStore, open_engine
 
-#: environment variable: the workspace folders the DAG file serves, separated by os.pathsep
-WORKSPACES_ENV = "SERIALPUB_WORKSPACES"
 #: keys a run's configuration may hold
 CONF_KEYS = ("dataset", "period", "snapshot")
-
-
-def workspaces(value: str | None = None) -> dict[str, Path]:
-    """Dataset name -> workspace folder, from ``SERIALPUB_WORKSPACES`` (or ``value``).
-
-    Raises:
-        InputError: a folder without a readable serialpub.yaml, or a dataset named twice.
-    """
-    text = os.environ.get(WORKSPACES_ENV, "") if value is None else value
-    found: dict[str, Path] = {}
-    for part in filter(None, (p.strip() for p in text.split(os.pathsep))):
-        ws = load_config(Path(part))
-        name = ws.config.dataset
-        if name in found:
-            raise InputError(f"{WORKSPACES_ENV}: dataset {name!r} is configured twice ({found[name]} and {ws.root})")
-        found[name] = ws.root
-    return found
 
 
 def half_year_before(moment: datetime) -> str:

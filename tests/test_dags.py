@@ -176,3 +176,24 @@ def test_period_of_a_calendar_run() -> None:
     assert orchestration.half_year_before(datetime(2025, 7, 1, tzinfo=UTC)) == "2025-H1"
     assert orchestration.half_year_before(datetime(2025, 1, 1, tzinfo=UTC)) == "2024-H2"
     assert orchestration.half_year_before(datetime(2025, 3, 15, tzinfo=UTC)) == "2024-H2"
+
+
+def test_parsing_the_dag_file_imports_no_pipeline_library(adult_template: Path, tmp_path: Path) -> None:
+    """The DAG processor parses the file every few seconds: it lists the DAGs from the
+    configurations alone and imports the steps (pandas, pyarrow, Great Expectations, the
+    anonymizer, the state store) only inside the tasks (benchmarks/bench_dag_parse.py
+    measures the time). SQLAlchemy is not checked: Airflow imports it itself."""
+    code = (
+        "import runpy, sys; ns = runpy.run_path(sys.argv[1]); "
+        "print(sorted(k for k in ns if k.startswith('serialpub_release_'))); "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & "
+        "{'pandas', 'pyarrow', 'great_expectations', 'anonymizer', 'checks', 'state'}))"
+    )
+    env = airflow_env(tmp_path / "home", [adult_template])
+    dag_file = Path(__file__).resolve().parent.parent / "dags" / "serialpub_release.py"
+    proc = subprocess.run([sys.executable, "-c", code, str(dag_file)], env=env, capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    dags, heavy = proc.stdout.strip().splitlines()[-2:]
+    assert dags == f"['serialpub_release_{load_config(adult_template).config.dataset}']"
+    assert heavy == "[]", heavy

@@ -1,0 +1,33 @@
+"""The workspaces Airflow serves: ``SERIALPUB_WORKSPACES`` read into dataset -> folder.
+
+Kept apart from :mod:`serialpub.orchestration` so that the DAG file can list its DAGs
+when it is parsed without importing the pipeline (pandas, pyarrow, Great Expectations,
+SQLAlchemy): the DAG processor parses the file every few seconds (docs/airflow.md).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from serialpub.config import load_config
+from serialpub.errors import InputError
+
+WORKSPACES_ENV = "SERIALPUB_WORKSPACES"
+
+
+def workspaces(value: str | None = None) -> dict[str, Path]:
+    """Dataset name -> workspace folder, from ``SERIALPUB_WORKSPACES`` (or ``value``).
+
+    Raises:
+        InputError: a folder without a readable serialpub.yaml, or a dataset named twice.
+    """
+    text = os.environ.get(WORKSPACES_ENV, "") if value is None else value
+    found: dict[str, Path] = {}
+    for part in filter(None, (p.strip() for p in text.split(os.pathsep))):
+        ws = load_config(Path(part))
+        name = ws.config.dataset
+        if name in found:
+            raise InputError(f"{WORKSPACES_ENV}: dataset {name!r} is configured twice ({found[name]} and {ws.root})")
+        found[name] = ws.root
+    return found
