@@ -1,5 +1,5 @@
 """Publishing one release of a workspace: the pipeline step the command line and the
-DAGs call (DESIGN.md section 6).
+DAGs call (docs/design.md section 6).
 
 ``Publisher`` loads the register and hierarchies once (a series of releases reuses them),
 then for each snapshot: recover interrupted publications, check ordering, read and check
@@ -16,6 +16,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -181,27 +182,54 @@ class Publisher:
             after_k_prime=cfg.after_k_prime,
         )
         self.hierarchy_sources = {q: str(ws.hierarchy_dir / f"{q}.csv") for q in self.qis}
-        register_table = read_csv(ws.register_path, "population register")
-        # the register suite runs before the first check of a snapshot, once per Publisher
-        # (the steps that only sign off or publish do not need it); its result is evidence
-        # of every release
-        self._register_table: pd.DataFrame | None = register_table
+        # the register is read when a step first needs it: drafting and validating do;
+        # approving, publishing and closing a release do not (a 5M-person register takes
+        # seconds to read, parse and hash on every Airflow task). The register suite runs
+        # before the first check of a snapshot, once per Publisher; its result is evidence
+        # of every release.
+        self._register_table: pd.DataFrame | None = None
         self._register_check: SuiteResult | None = None
         self._last_checked: tuple[tuple[str, str, str], InputChecks] | None = None
+        self.store = StateStore(open_engine(ws.database_url))
+
+    def _register_rows(self) -> pd.DataFrame:
+        """The register file as read, kept until both the register and its suite are built."""
+        if self._register_table is None:
+            self._register_table = read_csv(self.ws.register_path, "population register")
+        return self._register_table
+
+    @cached_property
+    def register(self) -> Register:
+        """The population register, integer-coded (read on first use).
+
+        Raises:
+            InputChecksFailed: the register fails its input suite (every problem named).
+            InputError: the register cannot be read or coded.
+        """
+        cfg = self.ws.config
         try:
-            self.register: Register = register_from_table(
-                register_table, ws.register_path, cfg.id_column, self.qis, self.hierarchies
+            register = register_from_table(
+                self._register_rows(), self.ws.register_path, cfg.id_column, self.qis, self.hierarchies
             )
         except InputError:
             self.check_register()  # the suite's report names every problem, not just the first
             raise
-        self.store = StateStore(open_engine(ws.database_url))
-        register_sha = release_files.sha256_file(ws.register_path)
-        self.file_sums = {
-            "register": register_sha,
-            "hierarchies": {q: release_files.sha256_file(ws.hierarchy_dir / f"{q}.csv") for q in self.qis},
+        if self._register_check is not None:
+            self._register_table = None
+        return register
+
+    @cached_property
+    def file_sums(self) -> dict[str, Any]:
+        """sha256 of the register and of each QI's hierarchy file, as manifests record them."""
+        return {
+            "register": release_files.sha256_file(self.ws.register_path),
+            "hierarchies": {q: release_files.sha256_file(self.ws.hierarchy_dir / f"{q}.csv") for q in self.qis},
         }
-        self.statistics = StatisticsFile(self.register, self.protected, register_sha)
+
+    @cached_property
+    def statistics(self) -> StatisticsFile:
+        """The statistics file's codec for this register (read on first use)."""
+        return StatisticsFile(self.register, self.protected, self.file_sums["register"])
 
     @property
     def search_hierarchies(self) -> list[Hierarchy]:
@@ -276,13 +304,13 @@ class Publisher:
             InputChecksFailed: naming the register file; one line per failed expectation.
         """
         if self._register_check is None:
-            assert self._register_table is not None
             cfg = self.ws.config
             self._register_check = register_suite(
-                by_file_line(self._register_table), cfg.id_column, self.qis, self.hierarchies,
+                by_file_line(self._register_rows()), cfg.id_column, self.qis, self.hierarchies,
                 self.hierarchy_sources, row_label="line",
             )  # fmt: skip
-            self._register_table = None
+            if "register" in self.__dict__:  # built already: the rows are no longer needed
+                self._register_table = None
         if not self._register_check.success:
             raise InputChecksFailed(
                 f"{self.ws.register_path}: the population register failed its input checks (suite 'register'); "

@@ -96,3 +96,21 @@ def test_automatic_approval_is_recorded_in_the_manifest(tmp_path: Path) -> None:
     sign_off = json.loads((outcome.directory / "manifest.json").read_text())["sign_off"]
     assert sign_off["automatic"] is True and sign_off["approver"] == AUTO_APPROVER
     assert sign_off["decision"] == "approved"
+
+
+def test_approving_and_publishing_do_not_read_the_register(gated: Path) -> None:
+    """Issue 17: the sign-off and publish steps (an Airflow task each) use the staged
+    release and the state only, so a register that cannot be read does not stop them,
+    and the register is never parsed on their way."""
+    Publisher(load_config(gated)).prepare(snapshot(gated, 1), owner="awaiting sign-off")
+    register = gated / "register.csv"
+    register.rename(gated / "register.csv.away")
+    publisher = Publisher(load_config(gated))
+    publisher.approve(1, "erin", "fine")
+    publisher.finish(1)
+    assert "register" not in vars(publisher) and "statistics" not in vars(publisher)
+    assert [r.seq for r in publisher.store.published("clinic")] == [1]
+    # a step that needs it still says which file is missing
+    with pytest.raises(InputError, match="register.csv"):
+        Publisher(load_config(gated)).prepare(snapshot(gated, 2))
+    (gated / "register.csv.away").rename(register)
