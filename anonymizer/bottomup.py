@@ -1,7 +1,7 @@
 """Bottom-up generalization over a global-recoding cut, guided by suppression need.
 
 Source: Wang, Yu, Chakraborty, "Bottom-up generalization" (ICDM 2004), adapted as in
-paper 004, sections 7-8 and DESIGN.md section 3. The search works on *cells*: distinct
+paper 004, sections 7-8 and docs/design.md section 3. The search works on *cells*: distinct
 combinations of QI leaves, each carrying its candidate count, its records per protected
 value and its requirement per protected value (the maximum target of its candidates).
 A group is a set of cells that the current cut maps to the same node tuple; because

@@ -1,6 +1,6 @@
 """Generalization hierarchies of quasi-identifiers, integer-coded.
 
-A hierarchy is given in the ARX CSV convention (DESIGN.md section 5): one row per leaf,
+A hierarchy is given in the ARX CSV convention (docs/design.md section 5): one row per leaf,
 columns from the leaf up to the root ``*``. Every label names one node; a node's leaves
 must form one subtree (all rows carrying a label agree on every label above it). Nodes
 get integer ids so that generalization is array indexing, never a loop over records.

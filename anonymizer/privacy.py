@@ -7,7 +7,7 @@ to decide.
 
 Source: Wong, Fu, Liu, Wang, Xu, "Preserving Individual Privacy in Serial Data
 Publishing" (``papers/004_*``), Lemma 4, Theorem 1, Corollary 2, Theorem 2, Lemma 5,
-Section 6.1 (constant ratio) and Section 6.2 (geometric); DESIGN.md section 2.
+Section 6.1 (constant ratio) and Section 6.2 (geometric); docs/design.md section 2.
 
 Notation. For an individual o and a protected value s, release j links o to s when o is
 a candidate of a group with ``n_j`` candidates of which ``n_{j,s}`` published records
@@ -302,7 +302,7 @@ def strategy_targets(
 def group_requirement(
     group_index: npt.ArrayLike, targets: npt.ArrayLike, n_groups: int, base: float | npt.ArrayLike = 1.0
 ) -> FloatArray:
-    """Requirement per group: the maximum target over the group's candidates (DESIGN.md §2).
+    """Requirement per group: the maximum target over the group's candidates (docs/design.md section 2).
 
     Args:
         group_index: group of each candidate pair, shape (m,), in [0, n_groups).

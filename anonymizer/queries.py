@@ -1,6 +1,6 @@
 """Utility measure: average relative error of random range-count queries.
 
-The workload (DESIGN.md section 8) follows Xiao & Tao (SIGMOD 2006, section 5.2; summarized
+The workload (docs/design.md section 8) follows Xiao & Tao (SIGMOD 2006, section 5.2; summarized
 in ``papers/notes/seed001.md`` section 4), which Wong et al. (``papers/004_*``, section 8)
 adopt for serial publishing. A query is::
 
@@ -361,7 +361,7 @@ def evaluate_queries(
             QI column, a generalized value in ``raw``, masks of the wrong shape or dtype, a
             range on an attribute without hierarchy, or a repeated sensitive value.
 
-    Source: DESIGN.md section 8; Xiao & Tao SIGMOD 2006 section 5.2 (uniform assumption) via
+    Source: docs/design.md section 8; Xiao & Tao SIGMOD 2006 section 5.2 (uniform assumption) via
     notes/seed001.md section 4.
     """
     _check_ranges(hierarchies, ranges)
@@ -402,7 +402,7 @@ def draw_queries(
     selectivity: float,
     rng: np.random.Generator,
 ) -> QueryRanges:
-    """Draw random range-count queries (DESIGN.md section 8).
+    """Draw random range-count queries (docs/design.md section 8).
 
     Selectivity rule. With ``q = min(qd, n_QIs)`` attributes per query, every one of the
     q + 1 conditions gets the target fraction ``t = selectivity ** (1 / (q + 1))`` *of its
@@ -505,7 +505,7 @@ def average_relative_error(
     selectivity: float = 0.05,
     seed: int = 0,
 ) -> QueryErrorResult:
-    """Average relative error of random range-count queries on a release (DESIGN.md section 8).
+    """Average relative error of random range-count queries on a release (docs/design.md section 8).
 
     Draws queries with :func:`draw_queries` (``np.random.default_rng(seed)``; see there for
     the selectivity rule), the sensitive domain being the distinct values of
@@ -536,7 +536,7 @@ def average_relative_error(
             non-zero actual answer among ``MAX_DRAWS_PER_QUERY · n_queries`` draws (the raw
             table is too small or too concentrated for this selectivity: raise it or lower qd).
 
-    Sources: DESIGN.md section 8; Xiao & Tao SIGMOD 2006 section 5.2 via notes/seed001.md
+    Sources: docs/design.md section 8; Xiao & Tao SIGMOD 2006 section 5.2 via notes/seed001.md
     section 4 (uniform estimator, the "average + std" marker ≈ 85th percentile); Wong et al.
     (paper 004) section 8 (5,000 range queries per release, following Xiao & Tao).
     """

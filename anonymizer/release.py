@@ -1,5 +1,5 @@
 """One release end to end, on integer codes: requirements, generalization, suppression,
-and the statistics-file update (paper 004, sections 6-7; DESIGN.md sections 1-4).
+and the statistics-file update (paper 004, sections 6-7; docs/design.md sections 1-4).
 
 No I/O: the caller passes the register and the snapshot as integer codes and the state as
 dense (individual × protected value) arrays, and gets back which records are published,
@@ -204,7 +204,7 @@ def class_targets(params: PrivacyParams, history: History) -> FloatArray:
 def advance_history(
     history: History, group_of_ind: IntArray, n_j: IntArray, counts: IntArray
 ) -> tuple[History, IntArray, IntArray]:
-    """The state after one more published release (paper 004, Lemma 4 and §7; DESIGN.md §4).
+    """The state after one more published release (paper 004, Lemma 4 and §7; docs/design.md section 4).
 
     Every candidate of a group holding protected value s (``counts[g, s] > 0``) gets the
     factor ``1 - n_{j,s}/n_j`` and one more linked release; every class is split by the

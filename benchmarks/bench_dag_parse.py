@@ -34,7 +34,10 @@ def main() -> int:
         if not (ws / "serialpub.yaml").is_file():  # in a child, so this process stays as the processor's
             import subprocess
 
-            code = f"from serialpub import demo; demo.create_workspace(__import__('pathlib').Path({str(ws)!r}), rounds=2)"
+            code = (
+                "import pathlib; from serialpub import demo; "
+                f"demo.create_workspace(pathlib.Path({str(ws)!r}), rounds=2)"
+            )
             subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
         os.environ["SERIALPUB_WORKSPACES"] = str(ws)
     import airflow.sdk  # noqa: F401  (loaded in the DAG processor already)

@@ -1,4 +1,4 @@
-"""Benchmark of the utility measure: 5,000 random range-count queries (DESIGN.md §8)
+"""Benchmark of the utility measure: 5,000 random range-count queries (docs/design.md section 8)
 comparing a raw snapshot with its published release.
 
 Usage (after ``bench_release.py demo`` and ``bench_release.py scale``)::

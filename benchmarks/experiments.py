@@ -2,7 +2,7 @@
 
 For one figure and one or more scenarios, runs the series of releases once per parameter
 value and records, per round: the average relative error of 5,000 random range-count
-queries (DESIGN.md §8, exactly as ``serialpub.pipeline.Publisher._stage`` calls it: qd 3,
+queries (docs/design.md section 8, exactly as ``serialpub.pipeline.Publisher._stage`` calls it: qd 3,
 selectivity 0.05, the workspace's query seed 0), the average and largest group size in
 candidates n_j (the paper's "anonymized group size": with virtual dilution a group holds
 its register candidates) and in published records, the largest breach probability over

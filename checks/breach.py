@@ -1,4 +1,4 @@
-"""Independent recomputation of a draft release's breach probabilities (DESIGN.md §1, §5).
+"""Independent recomputation of a draft release's breach probabilities (docs/design.md sections 1 and 5).
 
 The release suites must not trust the anonymizer's bookkeeping, so this module recomputes
 everything from the draft table itself, the population register (as leaf ids), the

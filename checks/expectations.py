@@ -118,7 +118,7 @@ class ColumnValuesAreText(ColumnMapMetricProvider):
 
 class ExpectColumnValuesToBeText(ColumnMapExpectation):
     """Expect every non-null value of the column to be a string (the release contract
-    publishes generalized values as text, DESIGN.md §5). Works with object columns and
+    publishes generalized values as text, docs/design.md section 5). Works with object columns and
     with pandas' string dtypes alike, which the built-in type expectations do not."""
 
     map_metric = "column_values.are_text"
@@ -286,7 +286,7 @@ class TableRegionOverlaps(TableMetricProvider):
 
 
 class ExpectGroupRegionsPairwiseDisjoint(BatchExpectation):
-    """Expect the regions of the groups to be pairwise disjoint (DESIGN.md §1).
+    """Expect the regions of the groups to be pairwise disjoint (docs/design.md section 1).
 
     The table has one row per group and, for every attribute in ``attributes``, the
     columns ``<attribute>_lo`` and ``<attribute>_hi``: the inclusive interval of the group's

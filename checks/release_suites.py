@@ -1,4 +1,4 @@
-"""Validation suites of a draft release, run before sign-off (DESIGN.md §1, §5; issue 5).
+"""Validation suites of a draft release, run before sign-off (docs/design.md sections 1 and 5; issue 5).
 
 :func:`release_suite` runs five Great Expectations suites and returns their results:
 
@@ -55,7 +55,7 @@ def contract_expectations(
     id_column: str = "id",
     sensitive_domain: Sequence[str] | None = None,
 ) -> list[Expectation]:
-    """Expectations of the release contract (DESIGN.md §5) on the draft table."""
+    """Expectations of the release contract (docs/design.md section 5) on the draft table."""
     columns = [*qis, sensitive]
     out: list[Expectation] = [
         gxe.ExpectTableColumnsToMatchSet(
@@ -145,7 +145,7 @@ def release_suite(
         thresholds: ``max_suppression_rate``, ``max_query_error``, ``max_avg_group_size``,
             ``max_group_size``; a missing or None threshold is not checked.
         metrics: figures computed by the caller: ``suppression_rate`` (suppressed records /
-            snapshot records) and ``query_error`` (average relative error, DESIGN.md §8).
+            snapshot records) and ``query_error`` (average relative error, docs/design.md section 8).
             Group sizes are computed here from the draft (published records per group).
         id_column: the register's id column, named in the contract's failure message.
         sensitive_domain: the admissible sensitive values; None skips that check.

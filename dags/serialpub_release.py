@@ -1,6 +1,6 @@
 """Airflow DAGs of serialpub: one release DAG per configured dataset (issue 6).
 
-The DAG only wires the steps of :mod:`serialpub.orchestration` (DESIGN.md section 6):
+The DAG only wires the steps of :mod:`serialpub.orchestration` (docs/design.md section 6):
 
     ingest -> validate_inputs -> anonymize -> validate_release -> report -> sign_off
            -> publish -> emit_release_published -> finalize

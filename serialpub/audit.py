@@ -8,7 +8,7 @@ individual o and protected value s it recomputes
     p(o, s) = 1 - Π_j (1 - n_{j,s} / n_j)
 
 over the releases j in which o is a candidate of a group holding s (paper 004, Lemma 4;
-DESIGN.md §1), decides ``p > 1/ℓ`` exactly (:func:`anonymizer.privacy.exceeds_threshold`),
+docs/design.md section 1), decides ``p > 1/ℓ`` exactly (:func:`anonymizer.privacy.exceeds_threshold`),
 and checks that the regions of each release are pairwise disjoint, that every published
 label belongs to its hierarchy and that ``data.parquet`` is the file the manifest names.
 
@@ -643,7 +643,7 @@ def audit_releases(
 
     Returns:
         an :class:`AuditResult`. p is computed per (register individual, protected value)
-        over every release (paper 004, Lemma 4; DESIGN.md §1), with the union of the
+        over every release (paper 004, Lemma 4; docs/design.md section 1), with the union of the
         releases' protected values counted in every release; the verdict p > 1/ℓ is exact
         and uses the latest release's ℓ. If regions overlap, a QI combination gets a factor
         from every group covering it (the release is invalid anyway and reported).

@@ -1,14 +1,14 @@
 """Bringing in a release published with another tool (``serialpub import-release``).
 
 A publisher who already released generalized tables before adopting serialpub must not
-start from an empty statistics file: the adversary has those tables (DESIGN.md §1), so
+start from an empty statistics file: the adversary has those tables (docs/design.md section 1), so
 every individual they linked to a protected value carries that linkage into the next
 release. :func:`import_release` reads such a table (one column per quasi-identifier
 holding hierarchy node labels, plus the sensitive column), checks it, computes the
 candidates of every group from the register, and advances the state exactly as
 :func:`anonymizer.release.anonymize_history` does for a release serialpub computed
 itself (paper 004, §7: the statistics file keeps, per individual o and protected value s,
-the factors 1 - n_{j,s}/n_j of the releases that linked o to s; DESIGN.md §4). The release
+the factors 1 - n_{j,s}/n_j of the releases that linked o to s; docs/design.md section 4). The release
 then goes through the publisher's own path (draft → staging → commit → rename), so it
 enters the state database and the release store as the next ``release-NNNN``.
 
@@ -431,8 +431,8 @@ def import_release(
     groups are the records with equal labels; the candidates of a group are the register
     individuals whose QI values lie in its region (``dilution="register"``, n_j = their
     number) or the present individuals there (``"presence"``, n_j = the group's records;
-    DESIGN.md §1). The state advances as for a release serialpub computed
-    (:func:`advance_history`; paper 004 §7, DESIGN.md §4) and the release is written to
+    docs/design.md section 1). The state advances as for a release serialpub computed
+    (:func:`advance_history`; paper 004 §7, docs/design.md section 4) and the release is written to
     ``release-NNNN/`` with the data rewritten as Parquet with string columns (rows in the
     given order, columns in configuration order) and a manifest with the keys of
     docs/release-contract.md plus ``"imported": true`` and ``"source_sha256"``. The state
@@ -528,7 +528,7 @@ def import_release(
         raise InputError(
             f"{data_path}: the regions of groups {_show(_labels(hierarchies, qis, groups.nodes[i]))} and "
             f"{_show(_labels(hierarchies, qis, groups.nodes[j]))} overlap{more}; a release must cover every individual "
-            "by at most one group (DESIGN.md section 1), so this one cannot be imported"
+            "by at most one group (docs/design.md section 1), so this one cannot be imported"
         )
     group_of_ind = located.group_of_combo[combos.of_individual]
     n_groups = groups.records.size

@@ -1,4 +1,4 @@
-"""The pipeline steps as the Airflow release DAG runs them (DESIGN.md section 6), one
+"""The pipeline steps as the Airflow release DAG runs them (docs/design.md section 6), one
 function per task, importable and testable without Airflow.
 
 Each step takes the workspace folder and plain values and returns a JSON-compatible dict

@@ -1,4 +1,4 @@
-"""Release directories on disk (DESIGN.md section 5) and their crash-safe publication.
+"""Release directories on disk (docs/design.md section 5) and their crash-safe publication.
 
 Order of publication, chosen so that a crash at any point leaves the release either
 published-and-counted or invisible-and-not-counted:

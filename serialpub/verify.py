@@ -1,6 +1,6 @@
 """``serialpub state verify``: rebuild the state from public material and compare.
 
-The statistics file (paper 004, §7; DESIGN.md §4) is the publisher's memory of every
+The statistics file (paper 004, §7; docs/design.md section 4) is the publisher's memory of every
 release: per (individual o, protected value s) the survival product Π_j(1 - n_{j,s}/n_j)
 and the number of releases that linked o to s. If it were lost, corrupted or edited, the
 next release would be computed against a wrong history and the global guarantee would no
@@ -17,7 +17,7 @@ folders, whose manifests say ℓ, the protected values and the dilution mode —
   the two computations may round in a different order) and the linked count of
   :meth:`state.store.StateStore.latest_statistics`.
 
-Candidates follow DESIGN.md §1: under register dilution every register individual in a
+Candidates follow docs/design.md section 1: under register dilution every register individual in a
 group's region; under presence dilution the individuals present in that period, read from
 the snapshot whose path the release's database row records (``params["snapshot"]``). When
 that file is gone, the pairs the release could have linked are reported as "cannot verify
@@ -623,7 +623,7 @@ def verify_state(ws: Workspace) -> VerifyReport:
     store (in number order), the presence-mode snapshots the database names, and from the
     database the published releases, their group figures and the latest statistics file
     (read-only; nothing is written). See the module docstring for what is compared
-    (paper 004 §7; DESIGN.md §1, §4).
+    (paper 004 §7; docs/design.md sections 1 and 4).
 
     Returns:
         a :class:`VerifyReport`; ``report.ok`` is True when nothing differs and every

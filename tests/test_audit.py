@@ -459,7 +459,7 @@ def _random_case(seed: int) -> tuple[pd.DataFrame, list[dict]]:
 
 
 def _brute_force(register: pd.DataFrame, releases: list[dict]) -> dict:
-    """Per individual and value, directly from the definitions (DESIGN.md §1)."""
+    """Per individual and value, directly from the definitions (docs/design.md section 1)."""
     people = register.to_dict("records")
     values = list(dict.fromkeys(v for r in releases for v in r["protected"]))
     survival = {(p["id"], v): Fraction(1) for p in people for v in values}

@@ -1,5 +1,5 @@
 """``serialpub import-release`` (serialpub.importing): releases published with another tool
-enter the state exactly as if serialpub had published them (paper 004 §7; DESIGN.md §1, §4),
+enter the state exactly as if serialpub had published them (paper 004 §7; docs/design.md sections 1 and 4),
 and bad input is refused without a trace.
 
 The equivalence test uses the Adult demo series (45,222 register individuals, 20

@@ -1,6 +1,6 @@
 """anonymizer.privacy against a brute-force possible-world enumerator (the oracle).
 
-Model (DESIGN.md §1; paper 004, Definitions 1-2): in release j the target's group has
+Model (docs/design.md section 1; paper 004, Definitions 1-2): in release j the target's group has
 ``n_j`` candidates (register individuals, the target among them) and ``m_j <= n_j``
 published records with a multiset of sensitive values. A possible world of release j
 assigns the m_j records to m_j distinct candidates (an injective map; leftover candidates

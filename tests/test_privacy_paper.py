@@ -274,7 +274,7 @@ def test_constant_ratio_target_ell_10() -> None:
 
 
 # Table 1 of the paper as printed. The ℓ = 2 columns deviate from the formula by up to
-# 1.2 % (DESIGN.md §2: the formula is authoritative); the others agree to print precision.
+# 1.2 % (docs/design.md section 2: the formula is authoritative); the others agree to print precision.
 TABLE_1 = [
     (2, 2, 3.44),
     (2, 5, 7.75),

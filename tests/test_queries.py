@@ -1,4 +1,4 @@
-"""Tests of the utility measure (anonymizer/queries.py, DESIGN.md section 8)."""
+"""Tests of the utility measure (anonymizer/queries.py, docs/design.md section 8)."""
 
 from __future__ import annotations
 

@@ -111,6 +111,6 @@ def test_approving_and_publishing_do_not_read_the_register(gated: Path) -> None:
     assert "register" not in vars(publisher) and "statistics" not in vars(publisher)
     assert [r.seq for r in publisher.store.published("clinic")] == [1]
     # a step that needs it still says which file is missing
-    with pytest.raises(InputError, match="register.csv"):
+    with pytest.raises(InputError, match=r"register\.csv"):
         Publisher(load_config(gated)).prepare(snapshot(gated, 2))
     (gated / "register.csv.away").rename(register)

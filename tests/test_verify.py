@@ -1,6 +1,6 @@
 """``serialpub state verify`` (serialpub.verify): the state rebuilt from the register, the
 hierarchies and the published release files must equal the database's, and every kind of
-tampering must be reported (DESIGN.md §4; paper 004 §7).
+tampering must be reported (docs/design.md section 4; paper 004 §7).
 
 The workspace is the small clinic of tests/test_pipeline.py (60 individuals, three QIs),
 so each test publishes its own three releases in well under a second.

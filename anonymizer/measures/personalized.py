@@ -37,7 +37,7 @@ algorithm uses the lower bound |S_real|: the group size m (Primary Case) or the 
 distinct individuals in the group (Non-primary Case), see :func:`lower_bound_n`. The report
 uses n = candidates, the register count, which is S_ext for an adversary holding the register.
 
-Relation to serialpub's own breach probability (paper 004, Lemma 4; DESIGN.md §1). For one
+Relation to serialpub's own breach probability (paper 004, Lemma 4; docs/design.md section 1). For one
 release, guarding node = the record's leaf s, leaf-level publication (so c = 1) and
 n = candidates n_j, b is the number n_{j,s} of the group's records carrying s, and
 

@@ -20,7 +20,7 @@ from anonymizer.measures import Measure, channel, utility
 from anonymizer.queries import QueryErrorResult
 from anonymizer.release import ReleaseResult
 
-DESIGN_8 = "Xiao & Tao 2006 (paper 001) §5.2, as DESIGN.md §8"
+DESIGN_8 = "Xiao & Tao 2006 (paper 001) §5.2, as docs/design.md section 8"
 
 
 def utility_measures(
