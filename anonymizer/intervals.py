@@ -72,7 +72,10 @@ def _build(h: Hierarchy, labels: Sequence[str], members: BoolArray, source: str)
     the domain becomes a chain above that leaf or below ``*``)."""
     sizes = members.sum(axis=1)
     rank = sorted(range(len(labels)), key=lambda i: (int(sizes[i]), labels[i]))  # smallest first
-    chains = [[labels[i] for i in rank if members[i, leaf]] for leaf in range(h.n_leaves)]
+    leaf_of, pos = np.nonzero(members[rank].T)  # by leaf, then smallest label first
+    ranked = [labels[i] for i in rank]
+    bounds = np.searchsorted(leaf_of, np.arange(h.n_leaves + 1))
+    chains = [[ranked[j] for j in pos[bounds[x] : bounds[x + 1]]] for x in range(h.n_leaves)]
     depth = max((len(c) for c in chains), default=0)
     rows = []
     for leaf, chain in enumerate(chains):  # one row per leaf, in file order: leaf ids stay
