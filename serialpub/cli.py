@@ -136,6 +136,9 @@ def demo(
     ell: Annotated[float, typer.Option("--l", help="ℓ")] = 2,
     strategy_name: Annotated[str, typer.Option("--strategy", help="constant or geometric")] = "constant",
     k_prime: Annotated[int, typer.Option("--k-prime", help="k' of the constant-ratio strategy")] = 20,
+    after_k_prime: Annotated[
+        str, typer.Option("--after-k-prime", help="renew (default) or stop (paper 004's rule): a pair past k' releases")
+    ] = "renew",
     alpha: Annotated[float, typer.Option("--alpha", help="α of the geometric strategy")] = 2.0,
     suppression_model: Annotated[
         str, typer.Option("--suppression-model", help="mechanism (default), or paper (paper 004's weaker model)")
@@ -165,6 +168,7 @@ def demo(
         ell=ell,
         strategy=strategy_name,
         k_prime=k_prime,
+        after_k_prime=after_k_prime,
         alpha=alpha,
         guarantee=guarantee,
         dilution=dilution,

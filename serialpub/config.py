@@ -244,7 +244,7 @@ k_prime: {k_prime}
 #   renew - linked again only at the target that spreads what is left of its budget over
 #           k_prime more releases (a pair linked at ratios above the target keeps some)
 #   stop  - never linked again (paper 004's rule; a release that would is refused)
-after_k_prime: renew
+after_k_prime: {after_k_prime}
 alpha: {alpha}
 
 # global: the guarantee over all releases (serialpub's purpose).
@@ -333,6 +333,7 @@ def render_config(
     ell: float = 2,
     strategy: str = "constant",
     k_prime: int = 20,
+    after_k_prime: str = "renew",
     alpha: float = 2.0,
     guarantee: str = "global",
     dilution: str = "register",
@@ -347,7 +348,7 @@ def render_config(
     Args:
         dataset, qis, sensitive: the dataset name, quasi-identifier columns, sensitive column.
         numeric: the QIs declared numeric (cut into intervals by the top-down search).
-        ell, strategy, k_prime, alpha, guarantee, dilution, budget, suppression_model, algorithm:
+        ell, strategy, k_prime, after_k_prime, alpha, guarantee, dilution, budget, suppression_model, algorithm:
             as the template explains; ``algorithm`` None writes ``topdown``, or ``bottomup``
             with a positive budget (the only search that suppresses).
         protected: the protected values; None writes ``all``.
@@ -363,6 +364,7 @@ def render_config(
         ell=f"{ell:g}",
         strategy=strategy,
         k_prime=k_prime,
+        after_k_prime=after_k_prime,
         alpha=f"{alpha:g}",
         guarantee=guarantee,
         dilution=dilution,

@@ -36,6 +36,7 @@ def create_workspace(
     ell: float = 2,
     strategy: str = "constant",
     k_prime: int = 20,
+    after_k_prime: str = "renew",
     alpha: float = 2.0,
     guarantee: str = "global",
     dilution: str = "register",
@@ -76,7 +77,7 @@ def create_workspace(
     (out / CONFIG_NAME).write_text(
         render_config(
             "adult", adult.QUASI_IDENTIFIERS, adult.SENSITIVE, numeric=adult.NUMERIC, ell=ell, strategy=strategy,
-            k_prime=k_prime, alpha=alpha, guarantee=guarantee, dilution=dilution,
+            k_prime=k_prime, after_k_prime=after_k_prime, alpha=alpha, guarantee=guarantee, dilution=dilution,
             budget=(0.0 if suppression_model == "mechanism" else 0.05) if budget is None else budget,
             suppression_model=suppression_model, protected=protected,
             algorithm=algorithm or ("topdown" if suppression_model == "mechanism" else "bottomup"),  # paper: suppresses
