@@ -1,6 +1,10 @@
-"""Array primitives shared by every layer: hash-based grouping, row keys and chunked
-range expansion. Generic numpy/pandas helpers, no privacy logic, so sharing them keeps
-the audit and the validation's breach table independent of the anonymizer's reasoning.
+"""Array primitives shared by every layer: hash-based grouping, row keys and range
+expansion. Generic numpy/pandas helpers, no privacy logic, so sharing them keeps the audit
+and the validation's breach table independent of the anonymizer's reasoning.
+
+:func:`row_keys` is the project's one mixed-radix encoder of a row of per-QI codes (the
+writer side's region geometry, :mod:`anonymizer.regions`, builds on it); the independent
+audit identifies rows its own way (docs/design.md section 9).
 
 ``np.unique`` sorts, and in numpy 2.4 it is 5-20x slower than pandas' hash table on
 millions of int64 keys, hence :func:`factorize`.
@@ -35,9 +39,15 @@ def factorize(values: npt.ArrayLike) -> tuple[IntArray, IntArray]:
 def row_keys(mat: npt.NDArray[np.integer[Any]], radices: Sequence[int]) -> IntArray:
     """An int64 key per row of ``mat`` (n, d) such that rows are equal iff keys are.
 
-    Mixed-radix encoding with ``radices[j]`` > every value of column j; when the next
-    column would overflow int64 the partial keys are re-ranked densely first, so any
-    number of columns works.
+    Mixed-radix encoding with ``radices[j]`` > every value of column j, the first column
+    most significant: while the product of the radices stays below 2**62 the key is
+    exactly ``Σ_j mat[:, j] · Π_{i>j} radices[i]`` (so ``np.unravel_index(key, radices)``
+    decodes it, and keys sort like the rows). When the next column would overflow int64
+    the partial keys are re-ranked densely first (:func:`factorize`), so any number of
+    columns works; keys are then comparable only within one call.
+
+    Returns:
+        shape (n,); zeros for d = 0.
     """
     key = np.zeros(mat.shape[0], dtype=np.int64)
     span = 1
@@ -69,3 +79,19 @@ def expand_ranges(lo: IntArray, hi: IntArray, chunk: int) -> Iterator[tuple[IntA
             offset = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(c) - c, c)
             yield i, np.repeat(lo[start:end], c) + offset
         start = end
+
+
+def expand_csr(rows: IntArray, start: IntArray, items: IntArray) -> tuple[IntArray, IntArray]:
+    """For every position i of ``rows``, every item of CSR row ``rows[i]`` (row r holds
+    ``items[start[r]:start[r + 1]]``), in one step.
+
+    Returns:
+        (i repeated, item): int64 arrays of equal length, in the order of ``rows`` and,
+        within a row, of ``items``.
+    """
+    lo, hi = start[rows], start[rows + 1]
+    cnt = hi - lo
+    total = int(cnt.sum())
+    rep = np.repeat(np.arange(rows.size, dtype=np.int64), cnt)
+    offset = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+    return rep, items[np.repeat(lo, cnt) + offset]

@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from anonymizer.arrays import row_keys
 from anonymizer.hierarchy import Hierarchy
 
 IntArray = npt.NDArray[np.int64]
@@ -91,14 +92,10 @@ class Generalization:
 
 
 def _encode(keys: IntArray, radix: Sequence[int]) -> IntArray:
-    """One int64 per key row, equal exactly for equal rows: the mixed-radix number when it
-    fits in int64, else the row's rank among the distinct rows of this call (so codes are
-    comparable only within one call)."""
-    if float(np.prod(np.asarray(radix, dtype=np.float64))) < 2.0**62:
-        strides = np.cumprod([1, *radix[:-1]]).astype(np.int64)
-        return np.asarray(keys @ strides, dtype=np.int64)
-    _, inv = np.unique(keys, axis=0, return_inverse=True)
-    return np.asarray(inv.reshape(-1), dtype=np.int64)
+    """One int64 per key row, equal exactly for equal rows (:func:`anonymizer.arrays.row_keys`
+    with the last column most significant, the order groups are kept in); comparable only
+    within one call."""
+    return row_keys(keys[:, ::-1], list(radix)[::-1])
 
 
 def _sort_groups(code: IntArray) -> tuple[IntArray, IntArray, IntArray]:

@@ -25,6 +25,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from anonymizer.settings import Strategy
+
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -284,7 +286,7 @@ def strategy_targets(
             :func:`renewed_targets` instead of ``inf`` (paper 004's rule is ``False``).
     """
     floor = safe_floor(survival, ell)
-    if strategy == "constant":
+    if strategy == Strategy.CONSTANT:
         if k_prime is None:
             raise ValueError("the constant-ratio strategy needs k'")
         targets = constant_ratio_targets(linked_count, ell, k_prime)
@@ -292,7 +294,7 @@ def strategy_targets(
             past = np.asarray(linked_count) >= k_prime
             targets = np.where(past, renewed_targets(survival, ell, k_prime), targets)
         return np.maximum(targets, floor)
-    if strategy == "geometric":
+    if strategy == Strategy.GEOMETRIC:
         if alpha is None:
             raise ValueError("the geometric strategy needs α")
         return np.maximum(geometric_targets(survival, ell, alpha), floor)

@@ -1,8 +1,7 @@
 """Utility measure: average relative error of random range-count queries.
 
-The workload (docs/design.md section 8) follows Xiao & Tao (SIGMOD 2006, section 5.2; summarized
-in ``papers/notes/seed001.md`` section 4), which Wong et al. (``papers/004_*``, section 8)
-adopt for serial publishing. A query is::
+The workload (docs/design.md section 8) follows paper 001 (Xiao & Tao, SIGMOD 2006,
+section 5.2), which paper 004 (Wong et al., section 8) adopts for serial publishing. A query is::
 
     COUNT(*) WHERE A1 ∈ R1 AND … AND A_qd ∈ R_qd AND S ∈ R_S
 
@@ -41,7 +40,9 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from anonymizer.arrays import row_keys
 from anonymizer.hierarchy import Hierarchy
+from anonymizer.regions import NodeSpans, label_nodes
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -111,8 +112,8 @@ class QueryErrorResult:
         mean: average relative error (a ratio; 0.25 means 25 %).
         median: median relative error.
         p85: 85th percentile of the relative errors (numpy's linear interpolation); the
-            "average + standard deviation" bar of Xiao & Tao is about this percentile
-            (notes/seed001.md section 4).
+            "average + standard deviation" bar of Xiao & Tao (paper 001, section 5.2) is
+            about this percentile.
         n_queries: number of queries evaluated (all with actual > 0).
         qd: number of QI attributes per query actually used, ``min(requested qd, n_QIs)``.
         selectivity: the requested expected selectivity s (a fraction of the records).
@@ -142,45 +143,18 @@ class QueryErrorResult:
 
 
 # --------------------------------------------------------------------------------------
-# Hierarchy geometry
+# Overlap with the ranges
 # --------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Spans:
-    """Leaves in depth-first order; every node's leaves are the positions lo..hi of it."""
-
-    order: IntArray  # (n_leaves,) leaf id at each depth-first position
-    position: IntArray  # (n_leaves,) depth-first position of each leaf id
-    lo: IntArray  # (n_nodes,)
-    hi: IntArray  # (n_nodes,) inclusive
-    size: FloatArray  # (n_nodes,) number of leaves below each node
-
-
-def _spans(h: Hierarchy) -> _Spans:
-    # lexsort's primary key is the last row: the root column, then downwards to the leaf
-    order = np.lexsort(h.leaf_nodes).astype(np.int64)
-    position = np.empty(h.n_leaves, dtype=np.int64)
-    position[order] = np.arange(h.n_leaves, dtype=np.int64)
-    lo = np.full(h.n_nodes, h.n_leaves, dtype=np.int64)
-    hi = np.full(h.n_nodes, -1, dtype=np.int64)
-    for level in h.leaf_nodes:
-        np.minimum.at(lo, level, position)
-        np.maximum.at(hi, level, position)
-    size = h.leaf_counts()
-    if np.any(hi - lo + 1 != size):  # cannot happen for a validated hierarchy
-        raise ValueError(f"hierarchy of {h.attribute!r}: a node's leaves do not form one subtree")
-    return _Spans(order, position, lo, hi, size.astype(np.float64))
-
-
-def _overlap_fractions(mask: BoolArray, spans: _Spans) -> FloatArray:
+def _overlap_fractions(mask: BoolArray, spans: NodeSpans) -> FloatArray:
     """``|leaves(node) ∩ R| / |leaves(node)|`` for every query and node, shape (Q, n_nodes).
 
     Exactly 0.0 or 1.0 on leaf nodes.
     """
     cum = np.zeros((mask.shape[0], mask.shape[1] + 1), dtype=np.int64)
     np.cumsum(mask[:, spans.order], axis=1, out=cum[:, 1:])
-    return (cum[:, spans.hi + 1] - cum[:, spans.lo]) / spans.size
+    return (cum[:, spans.hi + 1] - cum[:, spans.lo]) / spans.size.astype(np.float64)
 
 
 # --------------------------------------------------------------------------------------
@@ -207,22 +181,21 @@ class _Table:
 
 
 def _node_codes(column: pd.Series, h: Hierarchy, leaves_only: bool, table: str) -> IntArray:
-    codes, uniques = pd.factorize(column, sort=False, use_na_sentinel=True)
-    if np.any(codes < 0):
+    if column.isna().any():
         raise ValueError(f"{table} table: column {column.name!r} has missing values")
-    mapped = np.empty(len(uniques), dtype=np.int64)
-    for i, value in enumerate(uniques):  # a loop over distinct labels, not records
-        label = str(value)
+    nodes = label_nodes(column, h)
+    bad = nodes < 0
+    if leaves_only:
+        bad |= nodes >= h.n_leaves
+    if bad.any():  # the first offending row holds the first offending distinct label
+        label = str(column.iloc[int(np.flatnonzero(bad)[0])])
         if not h.has_label(label):
             raise ValueError(f"{table} table: value {label!r} of column {column.name!r} is not in its hierarchy")
-        node = h.node(label)
-        if leaves_only and node >= h.n_leaves:
-            raise ValueError(
-                f"{table} table: value {label!r} of column {column.name!r} is a generalized value; "
-                "the raw snapshot must hold leaves"
-            )
-        mapped[i] = node
-    return mapped[codes]
+        raise ValueError(
+            f"{table} table: value {label!r} of column {column.name!r} is a generalized value; "
+            "the raw snapshot must hold leaves"
+        )
+    return nodes
 
 
 def _group(columns: Sequence[IntArray], sizes: Sequence[int], weights: FloatArray) -> tuple[list[IntArray], FloatArray]:
@@ -231,10 +204,8 @@ def _group(columns: Sequence[IntArray], sizes: Sequence[int], weights: FloatArra
     total = math.prod(sizes)
     if n == 0:
         return [np.zeros(0, dtype=np.int64) for _ in columns], np.zeros(0, dtype=np.float64)
-    if total < 2**62:
-        key = np.zeros(n, dtype=np.int64)
-        for col, size in zip(columns, sizes, strict=True):
-            key = key * size + col
+    if total < 2**62:  # the exact mixed-radix number: np.unravel_index decodes it
+        key = row_keys(np.stack(list(columns), axis=1), sizes) if columns else np.zeros(n, dtype=np.int64)
         if total <= max(4 * n, 1 << 16):
             dense = np.asarray(np.bincount(key, weights=weights, minlength=total), np.float64)
             keys = np.flatnonzero(dense)
@@ -295,7 +266,7 @@ def _check_ranges(hierarchies: Mapping[str, Hierarchy], ranges: QueryRanges) -> 
 def _answers(
     table: _Table,
     hierarchies: Mapping[str, Hierarchy],
-    spans: Sequence[_Spans],
+    spans: Sequence[NodeSpans],
     ranges: QueryRanges,
 ) -> FloatArray:
     """Expected count of every query on ``table``, shape (Q,); exact counts for leaf-only tables."""
@@ -361,11 +332,11 @@ def evaluate_queries(
             QI column, a generalized value in ``raw``, masks of the wrong shape or dtype, a
             range on an attribute without hierarchy, or a repeated sensitive value.
 
-    Source: docs/design.md section 8; Xiao & Tao SIGMOD 2006 section 5.2 (uniform assumption) via
-    notes/seed001.md section 4.
+    Source: docs/design.md section 8; paper 001 (Xiao & Tao, SIGMOD 2006), section 5.2 (uniform
+    assumption).
     """
     _check_ranges(hierarchies, ranges)
-    spans = [_spans(h) for h in hierarchies.values()]
+    spans = [NodeSpans.of(h) for h in hierarchies.values()]
     raw_t = _encode(raw, hierarchies, sensitive, ranges.sensitive_values, True, "raw")
     pub_t = _encode(published, hierarchies, sensitive, ranges.sensitive_values, False, "published")
     actual = np.rint(_answers(raw_t, hierarchies, spans, ranges)).astype(np.int64)
@@ -386,7 +357,7 @@ def _check_parameters(n_queries: int, qd: int, selectivity: float) -> None:
         raise ValueError(f"selectivity must lie in (0, 1], got {selectivity}")
 
 
-def _categorical_candidates(spans: _Spans, n_leaves: int, target: float) -> IntArray:
+def _categorical_candidates(spans: NodeSpans, n_leaves: int, target: float) -> IntArray:
     distance = np.abs(np.log2(spans.size / n_leaves / target))
     inside = np.flatnonzero(distance <= CATEGORICAL_BAND + 1e-12)
     if inside.size:
@@ -462,11 +433,9 @@ def draw_queries(
             start = rng.integers(0, leaves - width + 1, size=n)
             mask = (rank[None, :] >= start[:, None]) & (rank[None, :] < start[:, None] + width)
         else:
-            sp = _spans(h)
+            sp = NodeSpans.of(h)
             candidates = _categorical_candidates(sp, leaves, target)
-            node = candidates[rng.integers(0, len(candidates), size=n)]
-            pos = sp.position[None, :]
-            mask = (pos >= sp.lo[node][:, None]) & (pos <= sp.hi[node][:, None])
+            mask = sp.leaf_mask(candidates[rng.integers(0, len(candidates), size=n)])
         mask[~chosen[:, i]] = True
         qi[name] = mask
 
@@ -536,8 +505,8 @@ def average_relative_error(
             non-zero actual answer among ``MAX_DRAWS_PER_QUERY · n_queries`` draws (the raw
             table is too small or too concentrated for this selectivity: raise it or lower qd).
 
-    Sources: docs/design.md section 8; Xiao & Tao SIGMOD 2006 section 5.2 via notes/seed001.md
-    section 4 (uniform estimator, the "average + std" marker ≈ 85th percentile); Wong et al.
+    Sources: docs/design.md section 8; paper 001 (Xiao & Tao, SIGMOD 2006), section 5.2
+    (uniform estimator, the "average + std" marker ≈ 85th percentile); Wong et al.
     (paper 004) section 8 (5,000 range queries per release, following Xiao & Tao).
     """
     if n_queries < 1:
@@ -558,7 +527,7 @@ def average_relative_error(
             "table; the release must hold records of the raw snapshot"
         )
 
-    spans = [_spans(h) for h in hierarchies.values()]
+    spans = [NodeSpans.of(h) for h in hierarchies.values()]
     raw_t = _encode(raw, hierarchies, sensitive, domain, True, "raw")
     pub_t = _encode(published, hierarchies, sensitive, domain, False, "published")
 

@@ -15,20 +15,14 @@ import numpy as np
 import numpy.typing as npt
 
 from anonymizer import privacy, topdown
-from anonymizer.arrays import factorize
+from anonymizer.arrays import factorize, row_keys
 from anonymizer.bottomup import Cells, Generalization, generalize
 from anonymizer.hierarchy import Hierarchy
+from anonymizer.settings import AfterKPrime, Algorithm, Guarantee, Strategy, SuppressionModel
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
-
-GUARANTEES = ("global", "localized")
-STRATEGIES = ("constant", "geometric")
-SUPPRESSION_MODELS = ("mechanism", "paper")
-ALGORITHMS = ("topdown", "bottomup")
-AFTER_K_PRIME = ("renew", "stop")
-
 
 @dataclass(frozen=True)
 class PrivacyParams:
@@ -59,33 +53,28 @@ class PrivacyParams:
     """
 
     ell: float
-    strategy: str = "constant"
+    strategy: Strategy = Strategy.CONSTANT
     k_prime: int | None = 20
     alpha: float | None = None
-    guarantee: str = "global"
-    suppression_model: str = "mechanism"
-    algorithm: str = "topdown"
-    after_k_prime: str = "renew"
+    guarantee: Guarantee = Guarantee.GLOBAL
+    suppression_model: SuppressionModel = SuppressionModel.MECHANISM
+    algorithm: Algorithm = Algorithm.TOPDOWN
+    after_k_prime: AfterKPrime = AfterKPrime.RENEW
 
     def __post_init__(self) -> None:
+        # a setting given by its spelling becomes its enumeration member; any other is refused here
+        for name, kind in (("strategy", Strategy), ("guarantee", Guarantee), ("suppression_model", SuppressionModel),
+                           ("after_k_prime", AfterKPrime), ("algorithm", Algorithm)):  # fmt: skip
+            value = getattr(self, name)
+            if value not in set(kind):
+                raise ValueError(f"{name} must be one of {tuple(m.value for m in kind)}, got {value!r}")
+            object.__setattr__(self, name, kind(value))
         if not self.ell >= 2:
             raise ValueError(f"ℓ must be at least 2, got {self.ell}")
-        if self.strategy not in STRATEGIES:
-            raise ValueError(f"strategy must be one of {STRATEGIES}, got {self.strategy!r}")
-        if self.strategy == "constant" and (self.k_prime is None or self.k_prime < 1):
+        if self.strategy is Strategy.CONSTANT and (self.k_prime is None or self.k_prime < 1):
             raise ValueError(f"the constant-ratio strategy needs k' >= 1, got {self.k_prime}")
-        if self.strategy == "geometric" and (self.alpha is None or not self.alpha > 1):
+        if self.strategy is Strategy.GEOMETRIC and (self.alpha is None or not self.alpha > 1):
             raise ValueError(f"the geometric strategy needs α > 1, got {self.alpha}")
-        if self.guarantee not in GUARANTEES:
-            raise ValueError(f"guarantee must be one of {GUARANTEES}, got {self.guarantee!r}")
-        if self.suppression_model not in SUPPRESSION_MODELS:
-            raise ValueError(
-                f"suppression_model must be one of {SUPPRESSION_MODELS}, got {self.suppression_model!r}"
-            )
-        if self.after_k_prime not in AFTER_K_PRIME:
-            raise ValueError(f"after_k_prime must be one of {AFTER_K_PRIME}, got {self.after_k_prime!r}")
-        if self.algorithm not in ALGORITHMS:
-            raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {self.algorithm!r}")
 
 
 @dataclass(frozen=True)
@@ -188,7 +177,7 @@ class ReleaseResult:
 def class_targets(params: PrivacyParams, history: History) -> FloatArray:
     """Target ratio per (history class, protected value), shape (K, V)."""
     ell_b = np.broadcast_to(history.ell[:, None], history.survival.shape)
-    if params.guarantee == "localized":
+    if params.guarantee is Guarantee.LOCALIZED:
         return np.array(ell_b, dtype=np.float64)
     return privacy.strategy_targets(
         history.survival.ravel(),
@@ -197,7 +186,7 @@ def class_targets(params: PrivacyParams, history: History) -> FloatArray:
         params.strategy,
         params.k_prime,
         params.alpha,
-        renew=params.after_k_prime == "renew",
+        renew=params.after_k_prime is AfterKPrime.RENEW,
     ).reshape(history.survival.shape)
 
 
@@ -240,12 +229,19 @@ def advance_history(
     return new, old_class, via
 
 
-def _leaf_codes(keys: IntArray, hierarchies: Sequence[Hierarchy]) -> IntArray:
-    """One int64 per row of leaf ids (mixed radix over the leaf counts)."""
-    radix = [h.n_leaves for h in hierarchies]
-    if float(np.prod(np.asarray(radix, dtype=np.float64))) < 2.0**62:
-        return np.asarray(keys @ np.cumprod([1, *radix[:-1]]).astype(np.int64), dtype=np.int64)
-    return np.asarray(np.unique(keys, axis=0, return_inverse=True)[1].reshape(-1), dtype=np.int64)
+@dataclass(frozen=True)
+class SnapshotCodes:
+    """A snapshot as the search sees it (docs/design.md section 3).
+
+    Attributes:
+        individual: register row of every snapshot record, shape (R,), unique.
+        value_set: protected value (set) index of every record, -1 when unprotected, shape (R,).
+        n_sets: V, the number of protected values (disjoint sets).
+    """
+
+    individual: IntArray
+    value_set: IntArray
+    n_sets: int
 
 
 def anonymize_release(
@@ -263,40 +259,36 @@ def anonymize_release(
     seed: int,
 ) -> ReleaseResult:
     """:func:`anonymize_history` for a state given as dense per-individual arrays
-    ``survival``, ``linked`` of shape (N, V) and ``ell`` of shape (N,)."""
+    ``survival``, ``linked`` of shape (N, V) and ``ell`` of shape (N,) (the tests' and the
+    paper's examples' form)."""
     return anonymize_history(
         register_keys,
-        record_individual,
-        record_set,
-        n_sets,
+        SnapshotCodes(record_individual, record_set, n_sets),
         History.from_dense(survival, linked, ell),
         params,
         hierarchies,
         presence,
-        budget,
-        seed,
+        budget=budget,
+        seed=seed,
     )
 
 
 def anonymize_history(
     register_keys: IntArray,
-    record_individual: IntArray,
-    record_set: IntArray,
-    n_sets: int,
+    snapshot: SnapshotCodes,
     history: History,
     params: PrivacyParams,
     hierarchies: Sequence[Hierarchy],
     presence: bool,
-    budget: int,
-    seed: int,
+    *,
+    budget: int = 0,
+    seed: int = 0,
 ) -> ReleaseResult:
     """Anonymize one snapshot and compute the state after publishing it.
 
     Args:
         register_keys: leaf id per QI of every register individual, shape (N, d).
-        record_individual: register row of every snapshot record, shape (R,), unique.
-        record_set: protected value (set) index of every record, -1 when unprotected, shape (R,).
-        n_sets: V, the number of protected values (disjoint sets).
+        snapshot: the snapshot's records as register rows and protected-value indexes.
         history: the state before the release.
         params: strategy and guarantee.
         hierarchies: one per QI, in column order.
@@ -311,23 +303,23 @@ def anonymize_history(
             budget, for the bottom-up search).
         ValueError: a positive budget under the mechanism-aware model or with the top-down search.
     """
-    if params.suppression_model == "mechanism" and budget != 0:
+    if params.suppression_model is SuppressionModel.MECHANISM and budget != 0:
         raise ValueError(
             f"a suppression budget of {budget} records under the mechanism-aware model: a suppressed record "
             "is still charged (paper model only)"
         )
-    if params.algorithm == "topdown" and budget != 0:
+    if params.algorithm is Algorithm.TOPDOWN and budget != 0:
         raise ValueError(
             f"a suppression budget of {budget} records with the top-down search, which never suppresses; "
             "use algorithm bottomup for the paper model's suppression"
         )
+    record_individual, record_set, n_sets = snapshot.individual, snapshot.value_set, snapshot.n_sets
     n_ind = register_keys.shape[0]
     n_classes = history.survival.shape[0]
     targets = class_targets(params, history)
     # cells: distinct leaf combinations of the individuals that can be candidates
     members = record_individual if presence else np.arange(n_ind)
-    codes = _leaf_codes(register_keys, hierarchies)
-    cell_of_member, first = factorize(codes[members])
+    cell_of_member, first = factorize(row_keys(register_keys[members], [h.n_leaves for h in hierarchies]))
     n_cells = first.size
     # requirement: the largest target over the (cell, history class) pairs present
     pair_of_member, pair_first = factorize(cell_of_member * n_classes + history.class_of[members])
@@ -350,7 +342,7 @@ def anonymize_history(
         counts=counts.astype(np.int64),
         requirement=requirement,
     )
-    if params.algorithm == "topdown":
+    if params.algorithm is Algorithm.TOPDOWN:
         gen = topdown.partition(cells, hierarchies, presence)
     else:
         gen = generalize(cells, hierarchies, presence, budget)

@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from serialpub.audit import audit_workspace
+from serialpub.analysis.audit import audit_workspace
 
 
 def main() -> None:

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from anonymizer.hierarchy import Hierarchy
-from checks.input_suites import explain, reference_key, register_suite, snapshot_suite
+from checks.input_suites import DatasetColumns, PeriodOrder, explain, reference_key, register_suite, snapshot_suite
 
 DISEASES = ["flu", "cold", "fever", "gastritis", "hiv", "cancer"]
 
@@ -74,15 +74,9 @@ def main() -> None:
         t = time.perf_counter()
         result = snapshot_suite(
             snapshot,
-            "id",
-            ["sex", "age", "zipcode"],
-            "disease",
-            h,
+            DatasetColumns("id", ["sex", "age", "zipcode"], h, "disease", DISEASES),
             fresh,
-            DISEASES,
-            period="2024-02",
-            last_period="2024-01",
-            previous_rows=args.rows,
+            PeriodOrder("2024-02", "2024-01", args.rows),
         )
         times.append(time.perf_counter() - t)
     assert result is not None
@@ -98,7 +92,7 @@ def main() -> None:
         }
     )
     t = time.perf_counter()
-    reg_result = register_suite(register, "id", ["sex", "age", "zipcode"], h)
+    reg_result = register_suite(register, DatasetColumns("id", ["sex", "age", "zipcode"], h))
     register_time = time.perf_counter() - t
     print(explain(reg_result))
     print(

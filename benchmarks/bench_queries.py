@@ -15,7 +15,7 @@ import pandas as pd
 
 from anonymizer.queries import average_relative_error
 from serialpub.datasets import adult
-from serialpub.hierarchies import read_hierarchies
+from serialpub.io.hierarchies import read_hierarchies
 
 OUT = Path(__file__).resolve().parent / "out"
 

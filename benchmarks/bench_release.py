@@ -36,7 +36,7 @@ OUT = Path(__file__).resolve().parent / "out"
 
 def run_demo() -> dict[str, object]:
     from serialpub import demo
-    from serialpub.pipeline import Publisher
+    from serialpub.workflow.publisher import Publisher
 
     ws = demo.create_workspace(OUT / "demo-ws")
     publisher = Publisher(ws)
@@ -91,7 +91,7 @@ def scale_one(snapshot: Path) -> dict[str, object]:
     from serialpub.config import load_config
 
     root = snapshot.parent.parent
-    from serialpub.pipeline import Publisher
+    from serialpub.workflow.publisher import Publisher
 
     for stale in (root / "state.sqlite", root / "state.sqlite-wal", root / "state.sqlite-shm"):
         stale.unlink(missing_ok=True)

@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from checks.breach import compute_breach, region_spans
+from checks.breach import Draft, Population, PriorState, compute_breach, region_spans
 from checks.release_suites import release_suite
-from serialpub.hierarchies import read_hierarchy
+from serialpub.io.hierarchies import read_hierarchy
 
 
 def _rss() -> float:
@@ -50,48 +50,35 @@ def main() -> None:
     t = time.perf_counter()
     spans = region_spans(draft, qis, hierarchies)
     print(f"region_spans: {time.perf_counter() - t:.2f} s, {len(spans)} groups")
+    d = Draft(draft, qis, sensitive, hierarchies)
+    population = Population(keys, ids, manifest["dilution"] == "presence", None)
+    prior = PriorState(protected, survival, ell, history_class)
+    # before issue 17: validation expanded the table to individuals and the report computed
+    # it again per unit; now one per-unit computation serves both
     t = time.perf_counter()
-    computed = compute_breach(
-        draft,
-        qis,
-        sensitive,
-        hierarchies,
-        keys,
-        ids,
-        protected,
-        survival,
-        manifest["dilution"] == "presence",
-        None,
-        ell,
-        history_class=history_class,
-    )
+    computed = compute_breach(d, population, prior)
     print(
-        f"breach table: {time.perf_counter() - t:.2f} s, {len(computed.table)} rows, "
-        f"max p {computed.table['p'].max():.6f}, peak RSS {_rss():.2f} GiB"
+        f"breach table per individual (validation before): {time.perf_counter() - t:.2f} s, "
+        f"{len(computed.table)} rows, max p {computed.table['p'].max():.6f}, peak RSS {_rss():.2f} GiB"
     )
     del computed
+    t = time.perf_counter()
+    computed = compute_breach(d, population, prior, per_unit=True, unit_classes=history_class)
+    print(
+        f"breach table per unit (validation and report now): {time.perf_counter() - t:.2f} s, "
+        f"{len(computed.table)} rows, max p {computed.table['p'].max():.6f}, peak RSS {_rss():.2f} GiB"
+    )
 
     t = time.perf_counter()
     results = release_suite(
-        draft,
-        qis,
-        sensitive,
-        hierarchies,
-        keys,
-        ids,
-        protected,
-        survival,
-        ell,
-        manifest["dilution"] == "presence",
-        None,
+        d, computed, ell,
         {"max_suppression_rate": 0.05, "max_avg_group_size": None, "max_group_size": None},
         metrics={"suppression_rate": manifest["suppressed"] / (manifest["records"] + manifest["suppressed"])},
-        history_class=history_class,
-    )
+    )  # fmt: skip
     total = time.perf_counter() - t
     for r in results:
         print(f"  {r.suite}: {'PASS' if r.success else 'FAIL'} {r.failures}")
-    print(f"release_suite: {total:.2f} s, peak RSS {_rss():.2f} GiB")
+    print(f"release_suite (given the breach computation): {total:.2f} s, peak RSS {_rss():.2f} GiB")
 
 
 if __name__ == "__main__":

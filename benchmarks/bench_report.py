@@ -30,12 +30,15 @@ import pandas as pd
 from bench_release import OUT, make_scale_workspace
 from machine_info import machine
 
-from anonymizer.release import History, anonymize_history
+from anonymizer.release import History, SnapshotCodes, anonymize_history
+from checks.breach import Draft, Population, PriorState, compute_breach
 from serialpub.config import ReportConfig, load_config
-from serialpub.pipeline import Publisher
+from serialpub.io.manifest import Validation
 from serialpub.report.privacy import PrivacyInputs, privacy_figures
 from serialpub.report.render import measure_records, write_release_report
 from serialpub.report.utility import utility_measures
+from serialpub.workflow.drafting import new_manifest, query_settings
+from serialpub.workflow.publisher import Publisher
 
 
 def _rss() -> float:
@@ -59,8 +62,8 @@ def main() -> None:
     history = History.empty(np.full(n_ind, float(cfg.ell)), len(pub.protected))
     record_set = pd.Index(pub.protected).get_indexer(pd.Index(snap.value)).astype(np.int64)
     hs = pub.search_hierarchies
-    result = anonymize_history(pub.register.keys, snap.individual, record_set, len(pub.protected), history,
-                               pub.params, hs, False, budget=0, seed=1)  # fmt: skip
+    snapshot = SnapshotCodes(snap.individual, record_set, len(pub.protected))
+    result = anonymize_history(pub.register.keys, snapshot, history, pub.params, hs, False, seed=1)
     table = pub.published_table(snap, result)
     setup = time.perf_counter() - t
     print(f"setup (register, snapshot, anonymize): {setup:.1f} s; {len(table):,} records in "
@@ -68,22 +71,28 @@ def main() -> None:
 
     timings: dict[str, float] = {}
     t = time.perf_counter()
-    utility = utility_measures(result, pub.register.keys[snap.individual], hs, None, pub._query_settings(),
+    utility = utility_measures(result, pub.register.keys[snap.individual], hs, None, query_settings(pub),
                                pd.factorize(snap.value)[0].astype(np.int64))
     timings["utility"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    inputs = PrivacyInputs(
-        table=table, qis=pub.qis, sensitive=cfg.sensitive, hierarchies=pub.read_hierarchies(table),
-        sensitive_hierarchy=pub.sensitive_hierarchy, sensitive_domain=pub.sensitive_domain or [],
-        protected=pub.protected, register_keys=pub.register.keys, register_ids=pub.register.ids.to_numpy(),
-        history=history, ell=cfg.ell, presence=False, present_rows=None, strategy=cfg.strategy, k_prime=cfg.k_prime,
+    draft = Draft(table, pub.qis, cfg.sensitive, pub.read_hierarchies(table))
+    breach = compute_breach(  # shared with the guarantee suite in the pipeline (serialpub.workflow.validating)
+        draft, Population(pub.register.keys, pub.register.ids.to_numpy()),
+        PriorState(pub.protected, history.survival, cfg.ell, history.class_of), per_unit=True,
+        unit_classes=history.class_of,
     )  # fmt: skip
+    timings["breach"] = time.perf_counter() - t
+    t = time.perf_counter()
+    inputs = PrivacyInputs(
+        draft=draft, breach=breach, history=history, params=pub.params, presence=False, protected=pub.protected,
+        sensitive_hierarchy=pub.sensitive_hierarchy, sensitive_domain=pub.sensitive_domain or [],
+    )
     figures = privacy_figures(inputs, ReportConfig())
     timings["privacy"] = time.perf_counter() - t
 
-    manifest = pub._manifest(1, "bench", None, result, None, utility)
-    manifest["validation"] = {"success": True, "sha256": "-", "global_guarantee_checked": True, "suites": {}}
+    manifest = new_manifest(pub, 1, "bench", None, result, None, utility)
+    manifest.validation = Validation(success=True, sha256="-", global_guarantee_checked=True, suites={})
     t = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         sums = write_release_report(Path(tmp), manifest, "benchmark", figures, False)

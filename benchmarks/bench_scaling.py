@@ -127,7 +127,7 @@ def write_config(root: Path, scenario: str, dilution: str) -> None:
 def run_case(root: Path, scenario: str, dilution: str, snapshots: list[Path]) -> dict[str, object]:
     """Publish ``snapshots`` as releases 1, 2, .. of a fresh state (run in its own process)."""
     from serialpub.config import load_config
-    from serialpub.pipeline import Publisher
+    from serialpub.workflow.publisher import Publisher
 
     for stale in root.glob("state.sqlite*"):
         stale.unlink()

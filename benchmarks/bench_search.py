@@ -8,7 +8,7 @@ update) for release 1 and release 2 (a fresh snapshot, with the history of relea
 for each algorithm. Parameters are the demo's: ℓ = 2, constant ratio k' = 20, register
 dilution, mechanism-aware counts, no suppression; the top-down search cuts the QIs the
 demo declares numeric (age) into intervals, as the pipeline does
-(:meth:`serialpub.pipeline.Publisher.hierarchies_for_search`).
+(:meth:`serialpub.workflow.publisher.Publisher.hierarchies_for_search`).
 
 Usage::
 
@@ -35,9 +35,9 @@ for _path in (ROOT, ROOT / "benchmarks"):
 from machine_info import machine  # noqa: E402
 
 from anonymizer.intervals import quantile_hierarchy  # noqa: E402
-from anonymizer.release import History, PrivacyParams, anonymize_history  # noqa: E402
+from anonymizer.release import History, PrivacyParams, SnapshotCodes, anonymize_history  # noqa: E402
 from serialpub.datasets import adult  # noqa: E402
-from serialpub.hierarchies import read_hierarchy  # noqa: E402
+from serialpub.io.hierarchies import read_hierarchy  # noqa: E402
 
 
 def main() -> int:
@@ -68,8 +68,8 @@ def main() -> int:
         history = History.empty(np.full(args.register, 2.0), len(values))
         for seq, present in enumerate(snaps, start=1):
             started = time.perf_counter()
-            result = anonymize_history(keys, present, value[present], len(values), history, params, searched,
-                                       False, 0, seq)  # fmt: skip
+            snapshot = SnapshotCodes(present, value[present], len(values))
+            result = anonymize_history(keys, snapshot, history, params, searched, False, seed=seq)
             seconds = time.perf_counter() - started
             history = result.history
             print(json.dumps({

@@ -1,6 +1,6 @@
 """What one workflow step pays before it starts, on a 5,000,000-person register.
 
-Every Airflow task builds a :class:`serialpub.pipeline.Publisher`. Drafting and
+Every Airflow task builds a :class:`serialpub.workflow.publisher.Publisher`. Drafting and
 validating need the register (read, parsed, integer-coded and hashed); approving,
 publishing and closing a release do not, and since issue 17 they no longer read it.
 Reported: constructing the Publisher (what approve/publish/close pay now) and then
@@ -28,7 +28,7 @@ from bench_state import OUT, build  # noqa: E402
 from machine_info import machine  # noqa: E402
 
 from serialpub.config import load_config  # noqa: E402
-from serialpub.pipeline import Publisher  # noqa: E402
+from serialpub.workflow.publisher import Publisher  # noqa: E402
 
 
 def main() -> int:

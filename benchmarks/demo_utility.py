@@ -28,7 +28,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from serialpub.config import load_config  # noqa: E402
-from serialpub.pipeline import Publisher  # noqa: E402
+from serialpub.workflow.publisher import Publisher  # noqa: E402
 
 
 def measure(root: Path) -> dict[str, object]:

@@ -2,7 +2,7 @@
 
 For one figure and one or more scenarios, runs the series of releases once per parameter
 value and records, per round: the average relative error of 5,000 random range-count
-queries (docs/design.md section 8, exactly as ``serialpub.pipeline.Publisher._stage`` calls it: qd 3,
+queries (docs/design.md section 8, exactly as ``serialpub.workflow.drafting`` calls it: qd 3,
 selectivity 0.05, the workspace's query seed 0), the average and largest group size in
 candidates n_j (the paper's "anonymized group size": with virtual dilution a group holds
 its register candidates) and in published records, the largest breach probability over
@@ -76,10 +76,10 @@ from machine_info import machine  # noqa: E402
 
 from anonymizer.bottomup import InfeasibleError  # noqa: E402
 from anonymizer.queries import average_relative_error  # noqa: E402
-from anonymizer.release import History, PrivacyParams, anonymize_history  # noqa: E402
+from anonymizer.release import History, PrivacyParams, SnapshotCodes, anonymize_history  # noqa: E402
 from serialpub.config import Workspace  # noqa: E402
-from serialpub.inputs import Snapshot, read_csv, snapshot_from_table  # noqa: E402
-from serialpub.pipeline import QUERY_COUNT, QUERY_DIMENSIONS, QUERY_SELECTIVITY, Publisher  # noqa: E402
+from serialpub.io.inputs import Snapshot, read_csv, snapshot_from_table  # noqa: E402
+from serialpub.workflow.publisher import QUERY_COUNT, QUERY_DIMENSIONS, QUERY_SELECTIVITY, Publisher  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "out" / "experiments"
 IMAGES = ROOT / "docs" / "images" / "experiments"
@@ -133,7 +133,7 @@ class Scenario:
 
     Attributes:
         name: ``adult`` or ``diagnosis`` (or a test's label).
-        publisher: the workspace's :class:`serialpub.pipeline.Publisher` (its readers).
+        publisher: the workspace's :class:`serialpub.workflow.publisher.Publisher` (its readers).
         snapshots: the checked snapshots in period order.
         record_set: per snapshot, the protected-value index of every record (-1 when
             unprotected), shape (R_j,) each.
@@ -261,8 +261,8 @@ def run_series(
         started = time.perf_counter()
         try:
             result = anonymize_history(
-                pub.register.keys, snap.individual, record_set, scenario.n_protected, history, params, hierarchies,
-                presence, budget=int(np.floor(fraction * len(snap.individual))), seed=seq,
+                pub.register.keys, SnapshotCodes(snap.individual, record_set, scenario.n_protected), history, params,
+                hierarchies, presence, budget=int(np.floor(fraction * len(snap.individual))), seed=seq,
             )  # fmt: skip
         except InfeasibleError as exc:
             rows.append({"round": seq, "feasible": False, "reason": str(exc),

@@ -14,10 +14,10 @@ hierarchies and the state *before* the draft (per-individual survival products):
   ``p = 1 - P_before(o, s) · (1 - n_s / n_j)`` (Lemma 4 of paper 004).
 
 Nothing here imports the anonymizer's search or release code (only
-:class:`anonymizer.hierarchy.Hierarchy` and the exact arithmetic of
-:mod:`anonymizer.privacy`). All work is vectorized over distinct register QI combinations
-(and distinct (survival, n_j, n_s, ℓ) figures for the exact verdict); individuals appear
-only in the final expansion of the table.
+:class:`anonymizer.hierarchy.Hierarchy`, the writer side's region geometry
+:mod:`anonymizer.regions` and the exact arithmetic of :mod:`anonymizer.privacy`). All work
+is vectorized over distinct register QI combinations (and distinct (survival, n_j, n_s, ℓ)
+figures for the exact verdict); individuals appear only in the final expansion of the table.
 """
 
 from __future__ import annotations
@@ -31,16 +31,84 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from anonymizer.arrays import factorize, row_keys
+from anonymizer.arrays import expand_csr, factorize
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.privacy import UNDECIDED_BAND, exact_breach
+from anonymizer.regions import NodeSpans, RegisterCombos, cover_pairs, group_release, record_nodes
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
-#: Columns of the breach table, in order.
+#: Columns of the breach table, in order (per unit: and ``weight``).
 BREACH_COLUMNS = ["individual", "value", "p", "n_j", "n_s", "group", "exceeds"]
+
+
+@dataclass(frozen=True)
+class Draft:
+    """A draft release as read back from its staging folder.
+
+    Attributes:
+        table: one string column per QI (hierarchy node labels) and the sensitive column.
+        qis, sensitive: column names; ``qis`` in the order of the register keys' columns.
+        hierarchies: one per QI, by name (a release's intervals as nodes).
+    """
+
+    table: pd.DataFrame
+    qis: Sequence[str]
+    sensitive: str
+    hierarchies: Mapping[str, Hierarchy]
+
+
+@dataclass(frozen=True)
+class Population:
+    """Who can be a candidate (paper 004 §5; docs/design.md section 2).
+
+    Attributes:
+        keys: leaf id per QI of every register individual, shape (N, d).
+        ids: the id of every register individual, shape (N,), unique.
+        presence: candidates are the present individuals (no virtual dilution); ``n_j``
+            is then the group's published record count, or every present individual of
+            its region under mechanism-aware counting.
+        present_rows: register rows of the individuals present in the snapshot (presence
+            mode), shape (P,); None means every register individual.
+    """
+
+    keys: npt.ArrayLike
+    ids: npt.ArrayLike
+    presence: bool = False
+    present_rows: npt.ArrayLike | None = None
+
+
+@dataclass(frozen=True)
+class PriorState:
+    """The state before the draft: what is protected and what earlier releases linked.
+
+    Attributes:
+        protected: the protected values, in the column order of ``survival``.
+        survival: survival product Π(1 - n_{j,s}/n_j) per individual and value before the
+            draft, shape (N, V) (ones before the first release); or, with
+            ``history_class``, one row per history class, shape (C, V).
+        ell: ℓ, scalar or one per register individual, shape (N,); decides ``exceeds``.
+        history_class: the row of ``survival`` of every register individual, shape (N,),
+            ints in [0, C): the statistics file's compact form. At 5M individuals and 200
+            protected values the (N, V) form alone is 8 GB.
+    """
+
+    protected: Sequence[str]
+    survival: npt.ArrayLike
+    ell: float | npt.ArrayLike = 2.0
+    history_class: npt.ArrayLike | None = None
+
+
+@dataclass(frozen=True)
+class SnapshotRecords:
+    """The snapshot the draft anonymizes, for mechanism-aware counting
+    (docs/threat-model.md): the register row of every record, shape (R,), and the index
+    of its value in the protected values or -1, shape (R,)."""
+
+    rows: npt.ArrayLike
+    value: npt.ArrayLike
 
 
 @dataclass(frozen=True)
@@ -63,16 +131,6 @@ class DraftGroups:
     unknown_records: int
 
 
-def _label_nodes(column: pd.Series, h: Hierarchy) -> IntArray:
-    """Node id of every value of a column, -1 for values that are not labels of ``h``."""
-    codes, uniques = pd.factorize(column, use_na_sentinel=True)
-    mapped = np.array([h.node(str(u)) if h.has_label(str(u)) else -1 for u in uniques], dtype=np.int64)
-    codes = np.asarray(codes, dtype=np.int64)
-    if not mapped.size:
-        return np.full(codes.size, -1, dtype=np.int64)
-    return np.where(codes >= 0, mapped[np.maximum(codes, 0)], -1)
-
-
 def draft_groups(
     draft: pd.DataFrame,
     qis: Sequence[str],
@@ -86,95 +144,24 @@ def draft_groups(
     contract suite reports them); they are counted in ``unknown_records``.
     """
     r = len(draft)
-    nodes = np.empty((r, len(qis)), dtype=np.int64)
-    for a, qi in enumerate(qis):
-        nodes[:, a] = _label_nodes(draft[qi], hierarchies[qi])
-    known = (nodes >= 0).all(axis=1) if qis else np.ones(r, dtype=bool)
-    group_known, first = factorize(row_keys(nodes[known], [hierarchies[q].n_nodes for q in qis]))
-    g = first.size
-    group_of_record = np.full(r, -1, dtype=np.int64)
-    group_of_record[known] = group_known
+    hs = [hierarchies[q] for q in qis]
+    nodes = record_nodes(draft, qis, hs)
+    known = (nodes >= 0).all(axis=1)
     value_index = {v: i for i, v in enumerate(protected)}
     s_codes, s_uniques = pd.factorize(draft[sensitive], use_na_sentinel=True)
     s_map = np.array([value_index.get(str(u), -1) for u in s_uniques], dtype=np.int64)
     s_codes = np.asarray(s_codes, dtype=np.int64)
     rec_value = np.where(s_codes >= 0, s_map[np.maximum(s_codes, 0)], -1) if s_map.size else np.full(r, -1)
-    hit = known & (rec_value >= 0)
-    v = len(protected)
-    counts = np.bincount(group_of_record[hit] * v + rec_value[hit], minlength=g * v).reshape(g, v)
+    groups = group_release(nodes[known], rec_value[known], len(protected), hs)
+    group_of_record = np.full(r, -1, dtype=np.int64)
+    group_of_record[known] = groups.of_record
     return DraftGroups(
-        nodes=nodes[known][first] if g else np.empty((0, len(qis)), dtype=np.int64),
-        records=np.bincount(group_known, minlength=g).astype(np.int64),
-        counts=counts.astype(np.int64),
+        nodes=groups.nodes,
+        records=groups.records,
+        counts=groups.counts,
         group_of_record=group_of_record,
         unknown_records=int((~known).sum()),
     )
-
-
-def _used_ancestors(h: Hierarchy, used: BoolArray) -> tuple[IntArray, IntArray]:
-    """CSR of the used nodes above (or at) every leaf: (start (n_leaves + 1,), nodes)."""
-    rows_leaf: list[IntArray] = []
-    rows_node: list[IntArray] = []
-    leaves = np.arange(h.n_leaves, dtype=np.int64)
-    for k in range(h.depth):  # one pass per hierarchy level
-        node = h.leaf_nodes[k].astype(np.int64)
-        fresh = np.ones(h.n_leaves, dtype=bool) if k == 0 else node != h.leaf_nodes[k - 1]
-        keep = fresh & used[node]
-        rows_leaf.append(leaves[keep])
-        rows_node.append(node[keep])
-    leaf = np.concatenate(rows_leaf)
-    node = np.concatenate(rows_node)
-    order = np.argsort(leaf, kind="stable")
-    start = np.zeros(h.n_leaves + 1, dtype=np.int64)
-    np.cumsum(np.bincount(leaf, minlength=h.n_leaves), out=start[1:])
-    return start, node[order]
-
-
-def _expand_csr(rows: IntArray, start: IntArray, items: IntArray) -> tuple[IntArray, IntArray]:
-    """For every position i of ``rows``, every item of CSR row ``rows[i]``: (i repeated, item)."""
-    lo, hi = start[rows], start[rows + 1]
-    cnt = hi - lo
-    total = int(cnt.sum())
-    rep = np.repeat(np.arange(rows.size, dtype=np.int64), cnt)
-    offset = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(cnt) - cnt, cnt)
-    return rep, items[np.repeat(lo, cnt) + offset]
-
-
-def cover_pairs(
-    group_nodes: IntArray, combo_leaves: IntArray, hierarchies: Sequence[Hierarchy]
-) -> tuple[IntArray, IntArray]:
-    """Every (combination, group) whose region holds the combination's leaves.
-
-    Attribute by attribute, each combination is paired with the used nodes above its leaf
-    and kept only while the partial node tuple is a prefix of some group's tuple; partial
-    tuples are ranked among the groups' prefixes, so keys never overflow. With pairwise
-    disjoint regions every combination has at most one group.
-
-    Returns:
-        (combo index, group index), both int64 of the same length.
-    """
-    g = group_nodes.shape[0]
-    c = combo_leaves.shape[0]
-    ci = np.arange(c, dtype=np.int64)
-    rank = np.zeros(c, dtype=np.int64)
-    g_rank = np.zeros(g, dtype=np.int64)
-    for a, h in enumerate(hierarchies):
-        radix = h.n_nodes
-        g_key = g_rank * radix + group_nodes[:, a]
-        prefixes = np.unique(g_key)
-        g_rank = np.searchsorted(prefixes, g_key)
-        used = np.zeros(h.n_nodes, dtype=bool)
-        used[group_nodes[:, a]] = True
-        start, items = _used_ancestors(h, used)
-        rep, node = _expand_csr(combo_leaves[ci, a], start, items)
-        key = rank[rep] * radix + node
-        pos = np.searchsorted(prefixes, key)
-        found = pos < prefixes.size
-        found[found] = prefixes[pos[found]] == key[found]
-        ci, rank = ci[rep[found]], pos[found]
-    group_of_rank = np.empty(g, dtype=np.int64)
-    group_of_rank[g_rank] = np.arange(g, dtype=np.int64)
-    return ci, group_of_rank[rank] if g else rank
 
 
 def _history_classes(surv: FloatArray, ell: FloatArray, members: IntArray, row_of: IntArray | None) -> IntArray:
@@ -244,6 +231,9 @@ class BreachComputation:
         excess_records: with the snapshot given, draft records beyond what the snapshot
             holds in their group's region, overall or of one protected value (a draft that
             is not the snapshot's anonymization). 0 without it.
+        mechanism_aware: the counts are the snapshot's (the snapshot was given).
+        per_unit: ``table`` has one row per unit with its ``weight`` (see
+            :func:`compute_breach`), not one per individual.
     """
 
     table: pd.DataFrame
@@ -251,6 +241,8 @@ class BreachComputation:
     unknown_records: int
     uncovered_records: int = 0
     excess_records: int = 0
+    mechanism_aware: bool = False
+    per_unit: bool = False
 
 
 def _survival_rows(surv: FloatArray, history_class: npt.ArrayLike | None, n_ind: int, v: int) -> IntArray | None:
@@ -273,27 +265,17 @@ def _survival_rows(surv: FloatArray, history_class: npt.ArrayLike | None, n_ind:
 
 
 def compute_breach(
-    draft: pd.DataFrame,
-    qis: Sequence[str],
-    sensitive: str,
-    hierarchies: Mapping[str, Hierarchy],
-    register_keys: npt.ArrayLike,
-    register_ids: npt.ArrayLike,
-    protected: Sequence[str],
-    history_survival: npt.ArrayLike,
-    presence: bool,
-    present_rows: npt.ArrayLike | None,
-    ell: float | npt.ArrayLike,
+    draft: Draft,
+    population: Population,
+    prior: PriorState,
+    snapshot: SnapshotRecords | None = None,
+    *,
     per_unit: bool = False,
     unit_classes: npt.ArrayLike | None = None,
-    history_class: npt.ArrayLike | None = None,
-    snapshot: tuple[npt.ArrayLike, npt.ArrayLike] | None = None,
 ) -> BreachComputation:
-    """Breach table and group figures of a draft; see :func:`breach_table` (and its
-    ``history_class`` for the compact form of the history).
+    """Breach table and group figures of a draft; see :func:`breach_table`.
 
-    With ``snapshot`` = (register row of every snapshot record, shape (R,); index of its
-    protected value in ``protected`` or -1, shape (R,)) the counts are mechanism-aware
+    With ``snapshot`` the counts are mechanism-aware
     (docs/threat-model.md): ``n_s`` of a group is every snapshot record of s whose QI
     values lie in its region, published or not, and under presence ``n_j`` is every
     present individual in the region; ``present_rows`` is then ignored (the snapshot's
@@ -306,26 +288,32 @@ def compute_breach(
     register individuals the expansion is most of the cost. ``unit_classes`` (one int per
     register individual, shape (N,)) splits units further, so that every member of a unit
     also shares the caller's class (the report keeps per-class linked-release counts,
-    which the survival product alone does not determine).
+    which the survival product alone does not determine). Validation and the report share
+    one such computation per release.
+
+    Raises:
+        ValueError: inconsistent shapes, or duplicate register ids.
     """
-    keys = np.asarray(register_keys, dtype=np.int64)
+    qis, sensitive, hierarchies, protected = draft.qis, draft.sensitive, draft.hierarchies, prior.protected
+    presence, present_rows = population.presence, population.present_rows
+    keys = np.asarray(population.keys, dtype=np.int64)
     n_ind = keys.shape[0]
-    surv = np.asarray(history_survival, dtype=np.float64)
+    surv = np.asarray(prior.survival, dtype=np.float64)
     v = len(protected)
-    row_of = _survival_rows(surv, history_class, n_ind, v)
-    ell_ind = np.broadcast_to(np.asarray(ell, dtype=np.float64), (n_ind,))
-    ids = pd.Index(np.asarray(register_ids))
+    row_of = _survival_rows(surv, prior.history_class, n_ind, v)
+    ell_ind = np.broadcast_to(np.asarray(prior.ell, dtype=np.float64), (n_ind,))
+    ids = pd.Index(np.asarray(population.ids))
     if len(ids) != n_ind:
         raise ValueError("register_ids must hold one id per register row")
     id_type = pd.CategoricalDtype(ids)  # raises ValueError on duplicate ids
     hs = [hierarchies[q] for q in qis]
-    dg = draft_groups(draft, qis, sensitive, hierarchies, protected)
+    dg = draft_groups(draft.table, qis, sensitive, hierarchies, protected)
     g = dg.records.size
 
     # candidates: distinct QI combinations of the members (present individuals or everyone)
     if snapshot is not None:
-        snap_rows = np.asarray(snapshot[0], dtype=np.int64)
-        snap_value = np.asarray(snapshot[1], dtype=np.int64)
+        snap_rows = np.asarray(snapshot.rows, dtype=np.int64)
+        snap_value = np.asarray(snapshot.value, dtype=np.int64)
         if snap_rows.shape != snap_value.shape:
             raise ValueError("snapshot: one protected-value index per record is needed")
         present_rows = snap_rows
@@ -334,9 +322,9 @@ def compute_breach(
         if not presence or present_rows is None
         else np.asarray(present_rows, dtype=np.int64)
     )
-    combo_of_member, first = factorize(row_keys(keys[members], [h.n_leaves for h in hs]))
-    combo_count = np.bincount(combo_of_member, minlength=first.size).astype(np.int64)
-    pc, pg = cover_pairs(dg.nodes, keys[members[first]], hs)
+    combos = RegisterCombos.of(keys[members], hs)
+    combo_of_member, first, combo_count = combos.of_individual, combos.first, combos.counts
+    pc, pg = cover_pairs(dg.nodes, combos.leaves, [NodeSpans.of(h) for h in hs])
     in_region = np.bincount(pg, weights=combo_count[pc], minlength=g).astype(np.int64)
     counts, uncovered, excess = dg.counts, 0, 0
     if snapshot is not None:
@@ -357,7 +345,7 @@ def compute_breach(
     per_group = np.bincount(nz_g, minlength=g).astype(np.int64)
     gstart = np.zeros(g + 1, dtype=np.int64)
     np.cumsum(per_group, out=gstart[1:])
-    rep, k = _expand_csr(pg, gstart, np.arange(nz_g.size, dtype=np.int64))
+    rep, k = expand_csr(pg, gstart, np.arange(nz_g.size, dtype=np.int64))
     row_combo, row_group, row_value = pc[rep], nz_g[k].astype(np.int64), nz_v[k].astype(np.int64)
 
     # units: members sharing a combination and a history (survival row and ℓ) share every
@@ -373,7 +361,7 @@ def compute_breach(
     unit_order = np.argsort(unit_combo, kind="stable")
     ustart = np.zeros(first.size + 1, dtype=np.int64)
     np.cumsum(np.bincount(unit_combo, minlength=first.size), out=ustart[1:])
-    rep, unit = _expand_csr(row_combo, ustart, unit_order)
+    rep, unit = expand_csr(row_combo, ustart, unit_order)
     grp, val = row_group[rep], row_value[rep]
     nj, ns = n_j[grp], counts[grp, val]
     rep_member = members[unit_first[unit]]
@@ -396,14 +384,14 @@ def compute_breach(
         )
         return BreachComputation(
             table=table, groups=groups, unknown_records=dg.unknown_records, uncovered_records=uncovered,
-            excess_records=excess,
+            excess_records=excess, mechanism_aware=snapshot is not None, per_unit=True,
         )
 
     # expand to individuals: members sorted by unit
     order = np.argsort(unit_of_member, kind="stable")
     mstart = np.zeros(unit_first.size + 1, dtype=np.int64)
     np.cumsum(unit_count, out=mstart[1:])
-    rep, member_pos = _expand_csr(unit, mstart, order)
+    rep, member_pos = expand_csr(unit, mstart, order)
     int_type = np.int32 if g_max_fits(np.r_[nj, ns, grp, members.size]) else np.int64
     table = pd.DataFrame(
         {
@@ -419,7 +407,7 @@ def compute_breach(
     )
     return BreachComputation(
         table=table, groups=groups, unknown_records=dg.unknown_records, uncovered_records=uncovered,
-        excess_records=excess,
+        excess_records=excess, mechanism_aware=snapshot is not None,
     )
 
 
@@ -438,48 +426,17 @@ def _snapshot_counts(
     cstart = np.zeros(int(combo_of_member.max(initial=-1)) + 2, dtype=np.int64)
     np.cumsum(np.bincount(pc, minlength=cstart.size - 1), out=cstart[1:])
     per_record = cstart[rec_combo + 1] - cstart[rec_combo]
-    rep, grp = _expand_csr(rec_combo, cstart, pg[order])
+    rep, grp = expand_csr(rec_combo, cstart, pg[order])
     records = np.bincount(grp, minlength=g).astype(np.int64)
     hit = value[rep] >= 0
     counts = np.bincount(grp[hit] * v + value[rep][hit], minlength=g * v).reshape(g, v).astype(np.int64)
     return counts, records, int((per_record == 0).sum())
 
 
-def breach_table(
-    draft: pd.DataFrame,
-    qis: Sequence[str],
-    sensitive: str,
-    hierarchies: Mapping[str, Hierarchy],
-    register_keys: npt.ArrayLike,
-    register_ids: npt.ArrayLike,
-    protected: Sequence[str],
-    history_survival: npt.ArrayLike,
-    presence: bool,
-    present_rows: npt.ArrayLike | None,
-    ell: float | npt.ArrayLike = 2.0,
-    history_class: npt.ArrayLike | None = None,
-) -> pd.DataFrame:
-    """One row per (register individual, protected value) that the draft links.
-
-    Args:
-        draft: the draft release, one string column per QI (hierarchy labels) and the
-            sensitive column.
-        qis, sensitive: column names; ``qis`` in the order of ``register_keys``' columns.
-        hierarchies: one per QI, by name.
-        register_keys: leaf id per QI of every register individual, shape (N, d).
-        register_ids: the id of every register individual, shape (N,), unique.
-        protected: the protected values, in the column order of ``history_survival``.
-        history_survival: survival product Π(1 - n_{j,s}/n_j) per individual and value
-            before the draft, shape (N, V) (ones before the first release); or, with
-            ``history_class``, one row per history class, shape (C, V).
-        presence: candidates are the present individuals (dilution off), ``n_j`` is then
-            the group's published record count.
-        present_rows: register rows of the individuals present in the snapshot (presence
-            mode); None means every register individual.
-        ell: ℓ, scalar or one per register individual; decides ``exceeds``.
-        history_class: the row of ``history_survival`` of every register individual,
-            shape (N,), ints in [0, C): the statistics file's compact form. At 5M
-            individuals and 200 protected values the (N, V) form alone is 8 GB.
+def breach_table(draft: Draft, population: Population, prior: PriorState) -> pd.DataFrame:
+    """One row per (register individual, protected value) that the draft links, under
+    paper 004's published-count model (:func:`compute_breach` with the snapshot gives the
+    mechanism-aware counts).
 
     Returns:
         DataFrame with columns ``individual`` (register id, categorical), ``value``
@@ -487,36 +444,16 @@ def breach_table(
         in order of first appearance, as :func:`region_spans`), ``exceeds`` (exact verdict
         ``p > 1/ℓ``). An individual covered by two overlapping groups (an invalid draft)
         gets one row per group.
+
+    Raises:
+        ValueError: inconsistent shapes, or duplicate register ids.
     """
-    return compute_breach(
-        draft, qis, sensitive, hierarchies, register_keys, register_ids, protected, history_survival,
-        presence, present_rows, ell, history_class=history_class,
-    ).table  # fmt: skip
-
-
-def dfs_intervals(h: Hierarchy) -> tuple[IntArray, IntArray]:
-    """Leaf interval ``[lo, hi]`` of every node in a depth-first order of the leaves.
-
-    Sorting the leaves by their root-to-leaf path puts the leaves of every node next to
-    each other, so a node's leaf set is exactly the positions lo..hi, and two nodes share a
-    leaf iff their intervals intersect.
-
-    Returns:
-        (lo, hi), int64 arrays of shape (n_nodes,).
-    """
-    order = np.lexsort(tuple(h.leaf_nodes[k] for k in range(h.depth)))  # primary key: the root level
-    pos = np.empty(h.n_leaves, dtype=np.int64)
-    pos[order] = np.arange(h.n_leaves, dtype=np.int64)
-    lo = np.full(h.n_nodes, h.n_leaves, dtype=np.int64)
-    hi = np.full(h.n_nodes, -1, dtype=np.int64)
-    for k in range(h.depth):
-        np.minimum.at(lo, h.leaf_nodes[k], pos)
-        np.maximum.at(hi, h.leaf_nodes[k], pos)
-    return lo, hi
+    return compute_breach(draft, population, prior).table
 
 
 def region_spans(draft: pd.DataFrame, qis: Sequence[str], hierarchies: Mapping[str, Hierarchy]) -> pd.DataFrame:
-    """Per draft group and QI, the leaf interval of its label in depth-first leaf order.
+    """Per draft group and QI, the leaf interval of its label in depth-first leaf order
+    (:class:`anonymizer.regions.NodeSpans`).
 
     Returns:
         one row per group (numbered as in :func:`breach_table`): ``group``, the QI labels,
@@ -532,7 +469,7 @@ def region_spans(draft: pd.DataFrame, qis: Sequence[str], hierarchies: Mapping[s
         h = hierarchies[qi]
         out[qi] = np.asarray(h.labels, dtype=object)[dg.nodes[:, a]]
     for a, qi in enumerate(qis):
-        lo, hi = dfs_intervals(hierarchies[qi])
-        out[f"{qi}_lo"] = lo[dg.nodes[:, a]]
-        out[f"{qi}_hi"] = hi[dg.nodes[:, a]]
+        spans = NodeSpans.of(hierarchies[qi])
+        out[f"{qi}_lo"] = spans.lo[dg.nodes[:, a]]
+        out[f"{qi}_hi"] = spans.hi[dg.nodes[:, a]]
     return pd.DataFrame(out)

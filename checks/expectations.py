@@ -13,7 +13,8 @@ GX plus an expectation class; subclassing registers both), run like any other th
   values within 1e-9 of the bound, so floating point never turns a violation into a pass.
 - :class:`ExpectGroupRegionsPairwiseDisjoint`: table-level; over one row per group with
   ``<qi>_lo``/``<qi>_hi`` leaf intervals (:func:`checks.breach.region_spans`); reports the
-  number of overlapping pairs (regions intersecting on every QI) and the first few.
+  number of overlapping pairs (regions intersecting on every QI) and the first few
+  (:func:`anonymizer.regions.overlapping_pairs`).
 - :class:`ExpectGroupsLDiverse`: column-pair map over one row per group; a group is
   unexpected when ``max_n_s · ℓ > n_j`` (a protected value's share above 1/ℓ).
 """
@@ -26,7 +27,6 @@ from typing import Any, ClassVar
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
 
 import numpy as np
-import numpy.typing as npt
 import pandas as pd
 from great_expectations.core.metric_domain_types import MetricDomainTypes
 from great_expectations.execution_engine import ExecutionEngine, PandasExecutionEngine
@@ -44,13 +44,8 @@ from great_expectations.expectations.metrics.map_metric_provider import (
 from great_expectations.expectations.metrics.metric_provider import metric_value
 from great_expectations.expectations.metrics.table_metric_provider import TableMetricProvider
 
-from anonymizer.arrays import expand_ranges
 from anonymizer.privacy import UNDECIDED_BAND
-
-IntArray = npt.NDArray[np.int64]
-
-#: Pairs examined per numpy step when listing overlapping regions.
-PAIR_CHUNK = 1 << 22
+from anonymizer.regions import overlapping_pairs
 
 # ------------------------------------------------------------------ the guarantee
 
@@ -168,83 +163,6 @@ class ExpectGroupsLDiverse(ColumnPairMapExpectation):
 
 
 # ------------------------------------------------------------------ disjointness
-
-
-def _codes(mat: IntArray) -> IntArray:
-    """Dense codes of the rows of an int matrix (n, k), k >= 0."""
-    key = np.zeros(mat.shape[0], dtype=np.int64)
-    for col in mat.T:
-        radix = int(col.max()) + 1 if col.size else 1
-        key = key * radix + col
-        key = np.asarray(pd.factorize(key)[0], dtype=np.int64)
-    return key
-
-
-def _is_cut(lo: IntArray, hi: IntArray) -> bool:
-    """Whether the distinct intervals are pairwise disjoint (equal intervals share a code)."""
-    if lo.size == 0:
-        return True
-    pairs = np.unique(np.stack([lo, hi], axis=1), axis=0)  # sorted by lo, then hi
-    return bool(np.all(pairs[1:, 0] > pairs[:-1, 1]))
-
-
-def overlapping_pairs(lo: IntArray, hi: IntArray, max_examples: int = 5) -> tuple[int, IntArray]:
-    """Pairs of rows whose boxes ``[lo, hi]`` (inclusive, shape (G, d)) intersect on every column.
-
-    Columns whose distinct intervals are pairwise disjoint (a "cut", the usual case) can
-    only intersect by being equal, so rows are first bucketed by their intervals on those
-    columns. Among the remaining columns, the one giving the fewest candidate pairs is
-    swept: after sorting by (bucket, lo), the rows whose lo falls inside row i's interval are
-    one contiguous range (two intervals intersect iff one's lo lies in the other). The
-    candidates are then filtered on every other column, chunk by chunk.
-
-    Returns:
-        (number of overlapping unordered pairs, the first ``max_examples`` as an int array
-        (k, 2) of row positions, i < j).
-    """
-    lo = np.asarray(lo, dtype=np.int64)
-    hi = np.asarray(hi, dtype=np.int64)
-    g, d = lo.shape
-    if g < 2:
-        return 0, np.empty((0, 2), dtype=np.int64)
-    cut = [a for a in range(d) if _is_cut(lo[:, a], hi[:, a])]
-    free = [a for a in range(d) if a not in cut]
-    bucket = _codes(lo[:, cut])
-    span = int(max(hi.max(), 0)) + 2
-    sweep_lo = np.zeros(g, dtype=np.int64)
-    best = None
-    choices: list[int | None] = list(free) if free else [None]
-    for a in choices:
-        s_lo = lo[:, a] if a is not None else np.zeros(g, dtype=np.int64)
-        s_hi = hi[:, a] if a is not None else np.zeros(g, dtype=np.int64)
-        key = bucket * span + s_lo
-        order = np.argsort(key, kind="stable")
-        sk = key[order]
-        left = np.searchsorted(sk, bucket * span + s_lo, side="left")
-        right = np.searchsorted(sk, bucket * span + s_hi, side="right")
-        total = int((right - left).sum())
-        if best is None or total < best[0]:
-            best = (total, a, order, left, right)
-            sweep_lo = s_lo
-    assert best is not None
-    _, chosen, order, left, right = best
-    others = [a for a in free if a != chosen]
-    count = 0
-    examples: list[IntArray] = []
-    for i, k in expand_ranges(left.astype(np.int64), right.astype(np.int64), PAIR_CHUNK):
-        j = order[k]
-        # each unordered pair once: j's lo inside i's interval; equal lo only with i < j
-        keep = (j != i) & ((sweep_lo[j] > sweep_lo[i]) | (j > i))
-        for a in others:
-            keep &= (lo[j, a] <= hi[i, a]) & (lo[i, a] <= hi[j, a])
-        hits = np.flatnonzero(keep)
-        count += hits.size
-        if hits.size and sum(e.shape[0] for e in examples) < max_examples:
-            pairs = np.stack([np.minimum(i[hits], j[hits]), np.maximum(i[hits], j[hits])], axis=1)
-            examples.append(pairs)
-    listed = np.concatenate(examples) if examples else np.empty((0, 2), dtype=np.int64)
-    listed = listed[np.lexsort((listed[:, 1], listed[:, 0]))][:max_examples] if listed.size else listed
-    return count, listed
 
 
 class TableRegionOverlaps(TableMetricProvider):

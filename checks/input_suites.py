@@ -32,6 +32,7 @@ import math
 import threading
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import great_expectations.expectations as gxe
@@ -216,14 +217,45 @@ def _leaves(column: str, hierarchy: Hierarchy, what: str, source: str) -> Expect
     )
 
 
-def register_suite(
-    register: pd.DataFrame,
-    id_column: str,
-    qis: list[str],
-    hierarchies: dict[str, Hierarchy],
-    hierarchy_sources: Mapping[str, str] | None = None,
-    row_label: str = "row",
-) -> SuiteResult:
+@dataclass(frozen=True)
+class DatasetColumns:
+    """The columns an input file must have and what their values must be.
+
+    Attributes:
+        id_column: the individual id column.
+        qis: the quasi-identifier columns.
+        hierarchies: hierarchy of every QI (its leaves are the admissible values).
+        sensitive: the sensitive column (snapshots only; None for the register).
+        sensitive_domain: the declared sensitive values, or None for no domain check.
+        hierarchy_sources: file named in the descriptions per QI; default ``hierarchies/<qi>.csv``.
+    """
+
+    id_column: str
+    qis: Sequence[str]
+    hierarchies: Mapping[str, Hierarchy]
+    sensitive: str | None = None
+    sensitive_domain: Collection[str] | None = None
+    hierarchy_sources: Mapping[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class PeriodOrder:
+    """Where a snapshot stands in the series.
+
+    Attributes:
+        period: the snapshot's period label.
+        last_period: the last published period label, or None before the first release.
+        previous_rows: row count of the previous snapshot, or None for no count check.
+        row_bounds: (lo, hi): the row count must lie in [ceil(lo * previous), floor(hi * previous)].
+    """
+
+    period: str
+    last_period: str | None = None
+    previous_rows: int | None = None
+    row_bounds: tuple[float, float] = (0.5, 2.0)
+
+
+def register_suite(register: pd.DataFrame, columns: DatasetColumns, row_label: str = "row") -> SuiteResult:
     """Validate the population register (suite ``"register"``).
 
     Expectations: the id column and every QI exist (other columns are allowed); ids are
@@ -233,12 +265,11 @@ def register_suite(
 
     Args:
         register: the register as read (every column as text).
-        id_column: the individual id column.
-        qis: the quasi-identifier columns.
-        hierarchies: hierarchy of every QI.
-        hierarchy_sources: file named in the descriptions per QI; default ``hierarchies/<qi>.csv``.
+        columns: the id column, the QIs and their hierarchies (``sensitive`` is not used).
         row_label: what the table's index values are (see :func:`checks.gx.run_suite`).
     """
+    id_column, qis, hierarchies = columns.id_column, list(columns.qis), columns.hierarchies
+    hierarchy_sources = columns.hierarchy_sources
     what = "population register"
     expectations: list[Expectation] = [
         gxe.ExpectTableColumnsToMatchSet(
@@ -267,17 +298,9 @@ def register_suite(
 
 def snapshot_suite(
     snapshot: pd.DataFrame,
-    id_column: str,
-    qis: list[str],
-    sensitive: str,
-    hierarchies: dict[str, Hierarchy],
+    columns: DatasetColumns,
     register_ids: Collection[str] | pd.Index,
-    sensitive_domain: Sequence[str] | Collection[str] | None,
-    period: str,
-    last_period: str | None,
-    previous_rows: int | None,
-    row_bounds: tuple[float, float] = (0.5, 2.0),
-    hierarchy_sources: Mapping[str, str] | None = None,
+    order: PeriodOrder,
     row_label: str = "row",
 ) -> SuiteResult:
     """Validate one period's snapshot (suite ``"snapshot"``).
@@ -291,18 +314,21 @@ def snapshot_suite(
 
     Args:
         snapshot: the snapshot as read (every column as text).
-        id_column, qis, sensitive: the column roles.
-        hierarchies: hierarchy of every QI.
+        columns: the column roles, the hierarchies and the sensitive domain.
         register_ids: ids of the population register (any collection; a ``pd.Index`` of
             unique ids is used as is, which is fastest).
-        sensitive_domain: the declared sensitive values, or None for no domain check.
-        period: the snapshot's period label.
-        last_period: the last published period label, or None before the first release.
-        previous_rows: row count of the previous snapshot, or None for no count check.
-        row_bounds: (lo, hi): the row count must lie in [ceil(lo * previous), floor(hi * previous)].
-        hierarchy_sources: file named in the descriptions per QI; default ``hierarchies/<qi>.csv``.
+        order: the period, the last published one and the previous snapshot's row count.
         row_label: what the table's index values are (see :func:`checks.gx.run_suite`).
+
+    Raises:
+        ValueError: ``columns`` has no sensitive column.
     """
+    if columns.sensitive is None:
+        raise ValueError("a snapshot suite needs the sensitive column (DatasetColumns.sensitive)")
+    id_column, qis, sensitive = columns.id_column, list(columns.qis), columns.sensitive
+    hierarchies, sensitive_domain = columns.hierarchies, columns.sensitive_domain
+    hierarchy_sources = columns.hierarchy_sources
+    period, last_period, previous_rows = order.period, order.last_period, order.previous_rows
     what = "snapshot"
     expected = [id_column, *qis, sensitive]
     expectations: list[Expectation] = [
@@ -351,7 +377,7 @@ def snapshot_suite(
         )
     )
     if previous_rows is not None:
-        lo, hi = row_bounds
+        lo, hi = order.row_bounds
         low, high = math.ceil(round(lo * previous_rows, 9)), math.floor(round(hi * previous_rows, 9))
         expectations.append(
             gxe.ExpectTableRowCountToBeBetween(

@@ -8,9 +8,12 @@
 - ``disjointness``: group regions pairwise disjoint
   (:class:`checks.expectations.ExpectGroupRegionsPairwiseDisjoint` over
   :func:`checks.breach.region_spans`);
-- ``guarantee``: the breach table (:func:`checks.breach.breach_table`, recomputed from the
-  draft, the register, the hierarchies and the state before) has no pair with p > 1/ℓ
+- ``guarantee``: the breach table (:func:`checks.breach.compute_breach`, recomputed from
+  the draft, the register, the hierarchies and the state before, one row per unit of
+  individuals that share every figure) has no row with p > 1/ℓ
   (:class:`checks.expectations.ExpectBreachProbabilityAtMost`);
+- ``coverage`` (mechanism-aware counting only): every snapshot record lies in a published
+  region and no group publishes more than the snapshot holds there;
 - ``localized``: every group's largest share of one protected value is at most 1/ℓ
   (:class:`checks.expectations.ExpectGroupsLDiverse`), a cheap second line of defence;
 - ``utility``: a one-row table of utility figures checked with the built-in
@@ -24,13 +27,12 @@ from typing import Any
 
 import great_expectations.expectations as gxe
 import numpy as np
-import numpy.typing as npt
 import pandas as pd
 from great_expectations.expectations.expectation import Expectation
 
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.privacy import UNDECIDED_BAND
-from checks.breach import compute_breach, region_spans
+from checks.breach import BreachComputation, Draft, region_spans
 from checks.expectations import (
     ExpectBreachProbabilityAtMost,
     ExpectColumnValuesToBeText,
@@ -95,7 +97,8 @@ def name_breaches(result: SuiteResult, table: pd.DataFrame, ell: float, examples
     """``result`` (a failed guarantee suite) with one more failure line naming the first
     violating pairs of the breach table by register id and value, with p and the group's
     figures: GX names unexpected rows by their position in the breach table, which means
-    nothing to a reader.
+    nothing to a reader. A table with one row per unit (``weight`` individuals sharing
+    every figure) names one of them and counts them all.
 
     The rows are those the expectation rejects: the exact verdict ``exceeds``, or p more
     than :data:`anonymizer.privacy.UNDECIDED_BAND` above 1/ℓ.
@@ -103,14 +106,20 @@ def name_breaches(result: SuiteResult, table: pd.DataFrame, ell: float, examples
     bad = table[table["exceeds"].to_numpy(dtype=bool) | (table["p"].to_numpy() > 1.0 / ell + UNDECIDED_BAND)]
     if bad.empty:
         return result
+    weight = bad["weight"].to_numpy() if "weight" in bad.columns else np.ones(len(bad), dtype=np.int64)
     shown = bad.sort_values("p", ascending=False, kind="stable").head(examples)
+    shown_weight = shown["weight"].to_numpy() if "weight" in shown.columns else np.ones(len(shown), dtype=np.int64)
     pairs = "; ".join(
-        f"individual {str(r.individual)!r} and {str(r.value)!r}: p = {r.p:.6f} in group {r.group} "
-        f"(n_j = {r.n_j}, n_s = {r.n_s})"
-        for r in shown.itertuples(index=False)
+        f"individual {str(r.individual)!r}"
+        + (f" (and {int(w) - 1} more with the same figures)" if w > 1 else "")
+        + f" and {str(r.value)!r}: p = {r.p:.6f} in group {r.group} (n_j = {r.n_j}, n_s = {r.n_s})"
+        for r, w in zip(shown.itertuples(index=False), shown_weight, strict=True)
     )
+    # every member of a unit has the same pairs, so individuals = distinct units' weights
+    units = bad.drop_duplicates("individual")
+    individuals = int(units["weight"].to_numpy().sum()) if "weight" in bad.columns else len(units)
     line = (
-        f"{len(bad)} (individual, protected value) pair(s) of {bad['individual'].nunique()} individual(s) above "
+        f"{int(weight.sum())} (individual, protected value) pair(s) of {individuals} individual(s) above "
         f"1/{ell:g}, largest first: {pairs}"
     )
     return SuiteResult(
@@ -120,28 +129,22 @@ def name_breaches(result: SuiteResult, table: pd.DataFrame, ell: float, examples
 
 
 def release_suite(
-    draft: pd.DataFrame,
-    qis: Sequence[str],
-    sensitive: str,
-    hierarchies: Mapping[str, Hierarchy],
-    register_keys: npt.ArrayLike,
-    register_ids: npt.ArrayLike,
-    protected: Sequence[str],
-    history_survival: npt.ArrayLike,
+    draft: Draft,
+    breach: BreachComputation,
     ell: float,
-    presence: bool,
-    present_rows: npt.ArrayLike | None,
     thresholds: Mapping[str, float | None],
     metrics: Mapping[str, float | None] | None = None,
     id_column: str = "id",
     sensitive_domain: Sequence[str] | None = None,
-    history_class: npt.ArrayLike | None = None,
-    snapshot: tuple[npt.ArrayLike, npt.ArrayLike] | None = None,
 ) -> list[SuiteResult]:
     """Run the release suites on a draft; see the module docstring.
 
     Args:
-        draft .. present_rows: as :func:`checks.breach.breach_table` (``ell`` a scalar).
+        draft: the draft as read back from its staging folder.
+        breach: :func:`checks.breach.compute_breach` of the draft (per individual or per
+            unit); mechanism-aware when computed with the snapshot, which adds the
+            ``coverage`` suite.
+        ell: ℓ (the bound is 1/ℓ).
         thresholds: ``max_suppression_rate``, ``max_query_error``, ``max_avg_group_size``,
             ``max_group_size``; a missing or None threshold is not checked.
         metrics: figures computed by the caller: ``suppression_rate`` (suppressed records /
@@ -149,22 +152,18 @@ def release_suite(
             Group sizes are computed here from the draft (published records per group).
         id_column: the register's id column, named in the contract's failure message.
         sensitive_domain: the admissible sensitive values; None skips that check.
-        history_class: as :func:`checks.breach.breach_table` (``history_survival`` per
-            history class).
-        snapshot: the snapshot's records as (register row, protected-value index or -1),
-            for mechanism-aware counting (:func:`checks.breach.compute_breach`); it adds
-            the ``coverage`` suite: every snapshot record lies in a published region, where
-            it is charged, and no group publishes more than the snapshot holds there.
-            None: the paper's published-count model, no coverage suite.
 
     Returns:
         one :class:`checks.gx.SuiteResult` per suite, in the order contract, disjointness,
-        guarantee, coverage (with ``snapshot`` only), localized, utility.
+        guarantee, coverage (mechanism-aware only), localized, utility.
     """
+    qis, sensitive, hierarchies = draft.qis, draft.sensitive, draft.hierarchies
     results = [
-        run_suite("contract", draft, contract_expectations(qis, sensitive, hierarchies, id_column, sensitive_domain))
+        run_suite(
+            "contract", draft.table, contract_expectations(qis, sensitive, hierarchies, id_column, sensitive_domain)
+        )
     ]
-    spans = region_spans(draft, qis, hierarchies)
+    spans = region_spans(draft.table, qis, hierarchies)
     results.append(
         run_suite(
             "disjointness",
@@ -176,10 +175,7 @@ def release_suite(
             ],
         )
     )
-    computed = compute_breach(
-        draft, qis, sensitive, hierarchies, register_keys, register_ids, protected, history_survival,
-        presence, present_rows, ell, history_class=history_class, snapshot=snapshot,
-    )  # fmt: skip
+    computed = breach
     guarantee = run_suite(
         "guarantee",
         computed.table,
@@ -191,7 +187,7 @@ def release_suite(
         ],
     )
     results.append(guarantee if guarantee.success else name_breaches(guarantee, computed.table, float(ell)))
-    if snapshot is not None:
+    if computed.mechanism_aware:
         results.append(
             run_suite(
                 "coverage",

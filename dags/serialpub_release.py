@@ -1,6 +1,6 @@
 """Airflow DAGs of serialpub: one release DAG per configured dataset (issue 6).
 
-The DAG only wires the steps of :mod:`serialpub.orchestration` (docs/design.md section 6):
+The DAG only wires the steps of :mod:`serialpub.workflow.orchestration` (docs/design.md section 6):
 
     ingest -> validate_inputs -> anonymize -> validate_release -> report -> sign_off
            -> publish -> emit_release_published -> finalize
@@ -46,11 +46,11 @@ if TYPE_CHECKING:
 
 
 def _steps() -> ModuleType:
-    """:mod:`serialpub.orchestration`, imported when a task runs, not when the file is
+    """:mod:`serialpub.workflow.orchestration`, imported when a task runs, not when the file is
     parsed: it pulls in the pipeline (pandas, pyarrow, Great Expectations, SQLAlchemy),
     about 5 s the DAG processor would otherwise pay on every parse
     (benchmarks/bench_dag_parse.py)."""
-    from serialpub import orchestration
+    from serialpub.workflow import orchestration
 
     return orchestration
 
@@ -95,11 +95,14 @@ class SignOffGate(ApprovalOperator):
         answer = HITLOperator.execute_complete(self, context=context, event=event)  # raises on a timeout
         facts = context["ti"].xcom_pull(task_ids="report")
         user = answer.get("responded_by_user") or {}
-        _steps().decide(
-            self.workspace, facts["release"], (answer.get("chosen_options") or [None])[0] == self.APPROVE,
-            str(user.get("name") or user.get("id") or "unknown"),
+        approved = (answer.get("chosen_options") or [None])[0] == self.APPROVE
+        recorded = _steps().decide(
+            self.workspace, facts["release"], approved, str(user.get("name") or user.get("id") or "unknown"),
             str((answer.get("params_input") or {}).get("comment", "")), facts["report_sha256"],
         )  # fmt: skip
+        # read by finalize: a rejected release ends the run as failed, so that nobody reads
+        # a green run as a publication
+        context["ti"].xcom_push(key="decision", value=recorded)
         return super().execute_complete(context=context, event=event)
 
 
@@ -155,7 +158,9 @@ def build_release_dag(root: str) -> Any:
         def anonymize(decision: dict[str, Any]) -> dict[str, Any]:
             context = get_current_context()
             owner = f"airflow:{context['dag'].dag_id}/{context['run_id']}"
-            return _steps().anonymize(root, decision["snapshot"], decision["period"], owner)
+            # who triggered the run prepared the release (four eyes); None for a scheduled run
+            preparer = getattr(context["dag_run"], "triggering_user_name", None)
+            return _steps().anonymize(root, decision["snapshot"], decision["period"], owner, preparer)
 
         @task
         def validate_release(drafted: dict[str, Any]) -> dict[str, Any]:
@@ -180,6 +185,9 @@ def build_release_dag(root: str) -> Any:
                 body="{{ ti.xcom_pull(task_ids='report')['markdown'] }}",
                 params={"comment": Param("", type="string", description="recorded with the decision")},
                 response_timeout=timeout,
+                # only the approvers may answer (Airflow checks the user's id, which is the
+                # user name under the simple auth manager); serialpub checks again on record
+                assigned_users=[{"id": a, "name": a} for a in ws.config.sign_off.approvers] or None,
             )
 
         @task(retries=2, retry_delay=timedelta(seconds=30))
@@ -199,10 +207,24 @@ def build_release_dag(root: str) -> Any:
             context = get_current_context()
             owner = f"airflow:{context['dag'].dag_id}/{context['run_id']}"
             failure = _failure_of(context)
+            ingested = context["ti"].xcom_pull(task_ids="ingest") or {}
             if failure is not None:
                 closed = _steps().close_run(root, owner, f"Airflow run {context['run_id']}: {failure}")
                 note = f"; release {closed['closed']} closed as failed" if closed["closed"] else ""
+                # say what is true: the period may have been published meanwhile (serialpub
+                # approve --force from the command line)
+                if ingested.get("period") and _steps().is_published(root, ingested["period"]):
+                    raise AirflowFailException(
+                        f"{failure}{note}; period {ingested['period']!r} is published nonetheless "
+                        "(decided outside this run)"
+                    )
                 raise AirflowFailException(f"{failure}{note}: nothing was published and the state did not move")
+            decision = context["ti"].xcom_pull(task_ids="sign_off", key="decision")
+            if decision and decision.get("decision") == "rejected":
+                raise AirflowFailException(
+                    f"release {decision['seq']} (period {ingested.get('period')!r}) was rejected by "
+                    f"{decision['approver']} at the sign-off: nothing was published and the state did not move"
+                )
             return "done"
 
         decision = ingest()

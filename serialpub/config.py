@@ -16,9 +16,15 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from anonymizer.settings import AfterKPrime, Algorithm, Dilution, Guarantee, Strategy, SuppressionModel
 from serialpub.errors import InputError
+from serialpub.io.periods import PeriodFormat
 
 CONFIG_NAME = "serialpub.yaml"
+#: every settings model: no unknown setting, no coercion (the string "2" is not a number, nor
+#: "yes" a boolean), no infinite or NaN number. Values are validated as JSON (load_config), so
+#: paths and enumerations are still given as strings.
+STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 DATABASE_ENV = "SERIALPUB_DATABASE_URL"
 
 
@@ -26,7 +32,7 @@ class ValidationThresholds(BaseModel):
     """Utility expectations of the release suite and the snapshot's row-count bounds; a
     threshold left out or null is not checked."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
 
     # a snapshot's rows must lie within these multiples of the previous snapshot's
     min_snapshot_rows_ratio: float | None = Field(default=0.5, ge=0, le=1)
@@ -41,7 +47,7 @@ class ValidationThresholds(BaseModel):
 class SignOffSettings(BaseModel):
     """The compliance sign-off gate before publication."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
 
     # approve every validated release automatically: test and demo environments only; the
     # manifest of each release says when it was used
@@ -49,12 +55,17 @@ class SignOffSettings(BaseModel):
     # hours an approver has to decide in Airflow before the run fails (and the release
     # with it); the command line waits for 'serialpub approve' or 'serialpub reject'
     timeout_hours: float = Field(default=72.0, gt=0)
+    # who may approve or reject: operating-system accounts (the command line) and Airflow
+    # user names (the gate is assigned to them); serialpub.workflow.identity
+    approvers: list[str] = []
+    # the account that prepared a release cannot approve it
+    four_eyes: bool = True
 
 
 class ReportConfig(BaseModel):
     """Parameters of the report's measures (the reader's choices, not the guarantee's)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
 
     # a pair counts as near the bound when its breach probability is at least this x 1/l
     near_bound_fraction: float = Field(default=0.9, gt=0, le=1)
@@ -71,7 +82,7 @@ class ReportConfig(BaseModel):
 class Config(BaseModel):
     """One dataset's publication settings (see :data:`TEMPLATE` for the documented file)."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(**STRICT, populate_by_name=True)
 
     dataset: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     register_file: Path = Field(default=Path("register.csv"), alias="register")
@@ -87,18 +98,23 @@ class Config(BaseModel):
     sensitive_domain_file: Path | None = Field(default=None, alias="sensitive_domain")
     protected_values: Literal["all"] | list[str] = "all"
     ell: float = Field(alias="l", ge=2)
-    strategy: Literal["constant", "geometric"] = "constant"
+    strategy: Strategy = Strategy.CONSTANT
     k_prime: int | None = Field(default=20, ge=1)
-    after_k_prime: Literal["renew", "stop"] = "renew"
+    after_k_prime: AfterKPrime = AfterKPrime.RENEW
     alpha: float | None = Field(default=None, gt=1)
-    guarantee: Literal["global", "localized"] = "global"
-    dilution: Literal["register", "presence"] = "register"
-    suppression_model: Literal["mechanism", "paper"] = "mechanism"
-    algorithm: Literal["topdown", "bottomup"] = "topdown"
+    guarantee: Guarantee = Guarantee.GLOBAL
+    dilution: Dilution = Dilution.REGISTER
+    suppression_model: SuppressionModel = SuppressionModel.MECHANISM
+    algorithm: Algorithm = Algorithm.TOPDOWN
     suppression_budget: float = Field(default=0.0, ge=0, le=1)
     query_seed: int = 0
+    # how period labels are written (serialpub.io.periods): a period that skips one is refused
+    period_format: PeriodFormat = PeriodFormat.AUTO
     validation: ValidationThresholds = Field(default_factory=ValidationThresholds)
     sign_off: SignOffSettings = Field(default_factory=SignOffSettings)
+    # the publisher's Ed25519 private key (PEM): every published manifest is signed with it
+    # (docs/release-contract.md, "Integrity"); null publishes unsigned manifests
+    signing_key: Path | None = None
     report: ReportConfig = Field(default_factory=ReportConfig)
 
     @field_validator("quasi_identifiers")
@@ -110,9 +126,9 @@ class Config(BaseModel):
 
     @model_validator(mode="after")
     def _strategy_parameter(self) -> Config:
-        if self.strategy == "constant" and self.k_prime is None:
+        if self.strategy is Strategy.CONSTANT and self.k_prime is None:
             raise ValueError("strategy 'constant' needs k_prime")
-        if self.strategy == "geometric" and self.alpha is None:
+        if self.strategy is Strategy.GEOMETRIC and self.alpha is None:
             raise ValueError("strategy 'geometric' needs alpha (> 1)")
         if self.sensitive in self.quasi_identifiers or self.id_column in self.quasi_identifiers:
             raise ValueError("the sensitive and id columns cannot be quasi-identifiers")
@@ -124,7 +140,7 @@ class Config(BaseModel):
             )
         if len(set(self.numeric)) != len(self.numeric):
             raise ValueError("numeric lists a column twice")
-        if self.suppression_model == "mechanism" and self.suppression_budget > 0:
+        if self.suppression_model is SuppressionModel.MECHANISM and self.suppression_budget > 0:
             # docs/threat-model.md: a suppressed record is still charged, so suppressing it
             # buys no privacy and loses the record
             raise ValueError(
@@ -133,7 +149,7 @@ class Config(BaseModel):
                 "who knows the algorithm can infer it); set suppression_budget: 0, or suppression_model: "
                 "paper to reproduce paper 004's weaker published-count model"
             )
-        if self.algorithm == "topdown" and self.suppression_budget > 0:
+        if self.algorithm is Algorithm.TOPDOWN and self.suppression_budget > 0:
             raise ValueError(
                 f"suppression_budget {self.suppression_budget:g} with algorithm 'topdown', which never suppresses; "
                 "set suppression_budget: 0, or algorithm: bottomup (with suppression_model: paper) to reproduce "
@@ -165,6 +181,11 @@ class Workspace(BaseModel):
         return self.path(self.config.landing_zone)
 
     @property
+    def signing_key_path(self) -> Path | None:
+        """The publisher's Ed25519 private key file, or None (unsigned manifests)."""
+        return None if self.config.signing_key is None else self.path(self.config.signing_key)
+
+    @property
     def dataset_dir(self) -> Path:
         return self.path(self.config.release_store) / self.config.dataset
 
@@ -172,6 +193,21 @@ class Workspace(BaseModel):
     def database_url(self) -> str:
         url = os.environ.get(DATABASE_ENV) or self.config.database_url
         return url or f"sqlite:///{(self.root / 'state.sqlite').resolve()}"
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key given twice in one mapping (YAML would keep the last)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[object, object]:
+        seen: set[object] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"setting {key!r} is given twice; keep one", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
 
 
 def load_config(path: Path) -> Workspace:
@@ -184,15 +220,21 @@ def load_config(path: Path) -> Workspace:
     if path.is_dir():
         path = path / CONFIG_NAME
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)
     except FileNotFoundError:
         raise InputError(f"{path}: configuration file not found; create one with 'serialpub demo' as a model") from None
+    except yaml.MarkedYAMLError as exc:
+        # one line: the problem and where it is (PyYAML's own text spans several lines)
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        raise InputError(f"{path}: not valid YAML ({where}{exc.problem or exc.context})") from None
     except yaml.YAMLError as exc:
-        raise InputError(f"{path}: not valid YAML ({exc})") from None
+        raise InputError(f"{path}: not valid YAML ({' '.join(str(exc).split())})") from None
     if not isinstance(raw, dict):
         raise InputError(f"{path}: expected a mapping of settings, e.g. 'dataset: adult'")
     try:
-        config = Config.model_validate(raw)
+        # as JSON: strict parsing then refuses coercions, while paths and enumerations are strings
+        config = Config.model_validate_json(json.dumps(raw, default=str))
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(x) for x in err["loc"]) or "(file)"
@@ -286,6 +328,13 @@ landing_zone: landing
 # Seed of the 5,000 random range-count queries that measure utility.
 query_seed: 0
 
+# How period labels are written: sequence (0001, 0002, ...), year (2025), half-year
+# (2025-H1), quarter (2025-Q3), month (2025-07), free (any label that sorts in time;
+# gaps cannot be seen), or auto (the format of the first published period). A period is
+# given with --period or by the snapshot's name, snapshot-<period>.csv. A period that
+# skips one is refused unless 'serialpub release --skip-periods REASON' records why.
+period_format: auto
+
 # Utility expectations checked before a release can be published (besides the global
 # guarantee, disjoint regions and the release contract, which are always checked).
 # A threshold left out or null is not checked.
@@ -306,6 +355,19 @@ validation:
 sign_off:
   auto_approve: {auto_approve}
   timeout_hours: 72
+  # Who may approve or reject: operating-system accounts for 'serialpub approve/reject'
+  # (the decision is recorded under the account that runs the command) and Airflow user
+  # names for the Airflow gate (assigned to them). Nobody else can sign off.
+  approvers: []
+  # The account that prepared a release cannot approve it (four-eyes rule).
+  four_eyes: true
+
+# The publisher's Ed25519 private key ('serialpub keygen --out keys/publisher.key' makes
+# one, with keys/publisher.pub to hand to data users). Each published manifest is signed
+# with it (manifest.sig) and names the previous release's manifest by its sha256, so
+# 'serialpub audit --public-key keys/publisher.pub' detects an edited, forged or deleted
+# release. Keep the private key out of the release store; null: unsigned manifests.
+signing_key: {signing_key}
 
 # The release report (report.html next to each release; 'serialpub report' for
 # the whole series). These only choose how measures are read, never what is published.
@@ -342,6 +404,7 @@ def render_config(
     algorithm: str | None = None,
     protected: Sequence[str] | None = None,
     auto_approve: str | None = None,
+    signing_key: str | None = None,
 ) -> str:
     """The text of a ``serialpub.yaml`` from :data:`TEMPLATE` (every option with its comment).
 
@@ -355,6 +418,7 @@ def render_config(
         auto_approve: None writes ``auto_approve: false`` (a person signs off); a text
             writes ``true`` with that text as the comment saying why (a demo, test or
             benchmark environment).
+        signing_key: the private key's path, relative to the file; None writes ``null``.
     """
     return TEMPLATE.format(
         dataset=dataset,
@@ -373,4 +437,5 @@ def render_config(
         algorithm=algorithm or ("bottomup" if budget > 0 else "topdown"),
         protected="all" if protected is None else "[" + ", ".join(json.dumps(v) for v in protected) + "]",
         auto_approve="false" if auto_approve is None else f"true  # {auto_approve}",
+        signing_key="null" if signing_key is None else signing_key,
     )

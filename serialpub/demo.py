@@ -9,9 +9,12 @@ from pathlib import Path
 from serialpub.config import CONFIG_NAME, Workspace, load_config, render_config
 from serialpub.datasets import adult
 from serialpub.errors import InputError
+from serialpub.io import signing
 from serialpub.simulate import PRESETS, SeriesSpec, write_series
 
 MARKER = ".serialpub-demo"
+#: the demo publisher's Ed25519 private key, relative to the workspace (public: .pub beside it)
+DEMO_KEY = "keys/publisher.key"
 
 
 def replace_generated_folder(out: Path, marker: str, marker_text: str, refusal: str) -> None:
@@ -74,6 +77,7 @@ def create_workspace(
     (out / "hierarchies").mkdir()
     for col in [*adult.QUASI_IDENTIFIERS, adult.SENSITIVE]:
         shutil.copyfile(adult.hierarchy_dir() / f"{col}.csv", out / "hierarchies" / f"{col}.csv")
+    signing.create_key_pair(out / DEMO_KEY)  # keys/publisher.pub is what a data user audits with
     (out / CONFIG_NAME).write_text(
         render_config(
             "adult", adult.QUASI_IDENTIFIERS, adult.SENSITIVE, numeric=adult.NUMERIC, ell=ell, strategy=strategy,
@@ -82,6 +86,7 @@ def create_workspace(
             suppression_model=suppression_model, protected=protected,
             algorithm=algorithm or ("topdown" if suppression_model == "mechanism" else "bottomup"),  # paper: suppresses
             auto_approve="the demo is a test environment",
+            signing_key=DEMO_KEY,
         ),
         encoding="utf-8",
     )  # fmt: skip

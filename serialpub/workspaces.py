@@ -1,6 +1,6 @@
 """The workspaces Airflow serves: ``SERIALPUB_WORKSPACES`` read into dataset -> folder.
 
-Kept apart from :mod:`serialpub.orchestration` so that the DAG file can list its DAGs
+Kept apart from :mod:`serialpub.workflow.orchestration` so that the DAG file can list its DAGs
 when it is parsed without importing the pipeline (pandas, pyarrow, Great Expectations,
 SQLAlchemy): the DAG processor parses the file every few seconds (docs/airflow.md).
 """

@@ -35,12 +35,48 @@ class StateError(Exception):
     """The state database cannot be used as it is; the message says why and what to do."""
 
 
-def masked(url: str) -> str:
-    """The URL with its password replaced by ***."""
+#: query parameters of a database URL that carry a secret (libpq's password, sslpassword,
+#: and the token-style names some drivers take): masked like the URL's own password
+SECRET_QUERY_KEYS = ("password", "passwd", "pwd", "secret", "token")
+
+
+def _secrets(url: str) -> list[str]:
     try:
-        return make_url(url).render_as_string(hide_password=True)
+        parsed = make_url(url)
     except ArgumentError:
-        return "<unparseable database URL>"
+        return []
+    found = [parsed.password] if parsed.password else []
+    for key, value in parsed.query.items():
+        if any(word in key.lower() for word in SECRET_QUERY_KEYS):
+            found.extend([value] if isinstance(value, str) else value)
+    return [str(s) for s in found if s]
+
+
+#: secrets of every database URL this process opened (see :func:`scrubbed`)
+_OPENED_SECRETS: set[str] = set()
+
+
+def scrubbed(text: str) -> str:
+    """``text`` (e.g. a driver's error caught far from the URL) with the secrets of every
+    database URL this process opened replaced by ***."""
+    for secret in sorted(_OPENED_SECRETS, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
+
+
+def masked(url: str, text: str | None = None) -> str:
+    """The URL (or ``text``, e.g. a driver's error about it) with every secret of the URL
+    replaced by ***: the password in ``user:password@`` and in any query parameter named like
+    one (``?password=``, ``?sslpassword=``, :data:`SECRET_QUERY_KEYS`)."""
+    if text is None:
+        try:
+            text = make_url(url).render_as_string(hide_password=True)
+        except ArgumentError:
+            return "<unparseable database URL>"
+    # longest first, so a secret that contains another is masked whole
+    for secret in sorted(_secrets(url), key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
 
 
 def _alembic_config(connection: Any) -> Config:
@@ -62,6 +98,7 @@ def create(url: str) -> Engine:
     Raises:
         StateError: the URL is malformed or names a driver that is not installed.
     """
+    _OPENED_SECRETS.update(_secrets(url))
     try:
         parsed = make_url(url)
     except ArgumentError:
@@ -86,7 +123,7 @@ def create(url: str) -> Engine:
             return engine
         return create_engine(parsed, pool_pre_ping=True)
     except ImportError as exc:
-        raise StateError(f"no driver for {masked(url)}: {exc}") from None
+        raise StateError(f"no driver for {masked(url)}: {masked(url, str(exc))}") from None
 
 
 def current_revision(engine: Engine) -> tuple[str | None, bool]:
@@ -112,7 +149,8 @@ def current_revision(engine: Engine) -> tuple[str | None, bool]:
                 time.sleep(pause)
                 pause = min(pause * 2, 1.0)
                 continue
-            raise StateError(f"cannot reach the state database {masked(str(engine.url))}: {reason}") from None
+            url = engine.url.render_as_string(hide_password=False)
+            raise StateError(f"cannot reach the state database {masked(url)}: {masked(url, reason)}") from None
 
 
 def upgrade(engine: Engine) -> tuple[str | None, str]:

@@ -111,6 +111,8 @@ class OpenRelease:
     staging: str | None
     created: datetime
     params: dict[str, Any] = field(default_factory=dict)
+    #: sha256 of the staged data.parquet, recorded when the draft was staged
+    data_sha256: str | None = None
 
 
 class StateStore:
@@ -159,7 +161,9 @@ class StateStore:
             r = s.scalar(select(Release).where(Release.dataset_id == ds.id, Release.status.in_(OPEN_STATUSES)))
             if r is None:
                 return None
-            return OpenRelease(r.id, r.seq, r.period, r.status, r.owner, r.staging, r.created, dict(r.params or {}))
+            return OpenRelease(
+                r.id, r.seq, r.period, r.status, r.owner, r.staging, r.created, dict(r.params or {}), r.data_sha256
+            )
 
     def latest_statistics(self, dataset: str) -> tuple[pa.Table, pa.Table] | None:
         """The statistics file (members, classes) after the newest published release, or
@@ -264,7 +268,7 @@ class StateStore:
         actor: str,
     ) -> None:
         """Mark an open release published and store the statistics after it, in one
-        transaction (step 2 of serialpub.release_files' publication order)."""
+        transaction (step 2 of serialpub.io.release_files' publication order)."""
         with Session(self.engine) as s, s.begin():
             rel = self._transition(s, release_id, "published")
             dataset = s.get(Dataset, rel.dataset_id)
@@ -310,7 +314,7 @@ class StateStore:
 
     def publish_staged(self, release_id: int, manifest_sha256: str, directory: str, actor: str) -> None:
         """Mark an approved release published, counting what :meth:`stage` stored (step 2 of
-        serialpub.release_files' publication order).
+        serialpub.io.release_files' publication order).
 
         Raises:
             StateError: the release is not approved, or nothing was staged for it.

@@ -174,7 +174,7 @@ def reference_series(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]
     from helpers import make_workspace, snapshot
 
     from serialpub.config import DATABASE_ENV, load_config
-    from serialpub.pipeline import Publisher
+    from serialpub.workflow.publisher import Publisher
 
     root = make_workspace(tmp_path_factory.mktemp("reference") / "ws")
     with pytest.MonkeyPatch.context() as mp:
@@ -222,7 +222,7 @@ class PublishedWorkspaces:
         from helpers import make_workspace, snapshot
 
         from serialpub.config import DATABASE_ENV, load_config
-        from serialpub.pipeline import Publisher
+        from serialpub.workflow.publisher import Publisher
 
         key = (releases, tuple(sorted((k, repr(v)) for k, v in overrides.items())))
         if key not in self.templates:

@@ -29,6 +29,7 @@ import pandas as pd
 import yaml
 
 from serialpub.config import load_config
+from serialpub.io import signing
 from state.store import StateStore, open_engine
 
 
@@ -59,12 +60,16 @@ def _environment(changes: Mapping[str, str | None]) -> Iterator[None]:
                 os.environ[k] = v
 
 
-def cli(*args: str | Path, cwd: Path | None = None, env: Mapping[str, str | None] | None = None) -> Result:
+def cli(
+    *args: str | Path, cwd: Path | None = None, env: Mapping[str, str | None] | None = None, login: str | None = None
+) -> Result:
     """``serialpub ARGS`` in this process.
 
     Args:
         args: the command line after ``serialpub``.
         cwd: working directory for the command (restored afterwards).
+        login: run it as this operating-system account (the identity of a sign-off,
+            ``serialpub.workflow.identity.os_login``); None: the real one.
         env: variables to set (None removes one) for the command; ``SERIALPUB_DATABASE_URL``
             and ``SERIALPUB_CRASH_AT`` are removed unless given, as for a user's shell.
 
@@ -78,7 +83,7 @@ def cli(*args: str | Path, cwd: Path | None = None, env: Mapping[str, str | None
     old_argv, old_cwd = sys.argv, os.getcwd()
     code = 0
     try:
-        with _environment(changes), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        with _environment(changes), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), as_login(login):
             if cwd is not None:
                 os.chdir(cwd)
             sys.argv = ["serialpub", *map(str, args)]
@@ -90,6 +95,20 @@ def cli(*args: str | Path, cwd: Path | None = None, env: Mapping[str, str | None
         sys.argv = old_argv
         os.chdir(old_cwd)
     return Result(code, out.getvalue(), err.getvalue())
+
+
+@contextlib.contextmanager
+def as_login(login: str | None) -> Iterator[None]:
+    """Within the block, serialpub sees ``login`` as the operating-system account running it
+    (None: no change). The tests run as one account; sign-offs need approvers other than
+    the preparer."""
+    if login is None:
+        yield
+        return
+    from unittest import mock
+
+    with mock.patch("serialpub.workflow.identity.os_login", return_value=login):
+        yield
 
 
 # ---------------------------------------------------------------------------------------
@@ -121,6 +140,8 @@ CONTRACT_KEYS = {
     "suppressed",
     "sha256",
     "previous_release",
+    "previous_manifest_sha256",
+    "signing_key",
     "validation",
     "sign_off",
 }
@@ -155,8 +176,11 @@ def make_workspace(root: Path, seed: int = 0, n: int = 60, periods: int = 3, **o
         "k_prime": 3,
         "dilution": "register",
         "sign_off": {"auto_approve": True},  # tests of the sign-off gate turn it off
+        "signing_key": "keys/publisher.key",  # every manifest signed, as a publisher would
     }
     config.update(overrides)
+    if config.get("signing_key") == "keys/publisher.key":
+        signing.create_key_pair(root / "keys" / "publisher.key")
     write_config(root, config)
     return root
 
@@ -210,7 +234,9 @@ def airflow_workspace(template: Path, where: Path, dataset: str, **settings: Any
     root = where / dataset
     shutil.copytree(template, root)
     config = yaml.safe_load((root / "serialpub.yaml").read_text())
-    config.update(dataset=dataset, sign_off={"auto_approve": False, "timeout_hours": 1}, **settings)
+    approvers = ["alice", "bob", "carol", "dana", "olga"]  # Airflow users of the tests
+    config.update(dataset=dataset, sign_off={"auto_approve": False, "timeout_hours": 1, "approvers": approvers},
+                  **settings)  # fmt: skip
     (root / "serialpub.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     return root
 

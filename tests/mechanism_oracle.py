@@ -38,6 +38,7 @@ from anonymizer.release import (
     History,
     PrivacyParams,
     ReleaseResult,
+    SnapshotCodes,
     _choose_published,
     anonymize_history,
     class_targets,
@@ -82,10 +83,10 @@ def record_sets(inst: Instance, world: World) -> np.ndarray:
 
 def anonymize(inst: Instance, history: History, world: World, seed: int) -> ReleaseResult:
     """The real anonymizer on one world (raises InfeasibleError as it does)."""
+    snapshot = SnapshotCodes(np.asarray(world.rows, dtype=np.int64), record_sets(inst, world), len(inst.protected))
     return anonymize_history(
-        inst.keys, np.asarray(world.rows, dtype=np.int64), record_sets(inst, world), len(inst.protected), history,
-        inst.params, list(inst.hierarchies), inst.presence, inst.budget, seed,
-    )  # fmt: skip
+        inst.keys, snapshot, history, inst.params, list(inst.hierarchies), inst.presence, budget=inst.budget, seed=seed
+    )
 
 
 def _canonical(group_keys: Sequence[tuple[int, ...]], group_values: Sequence[list[str]], suppressed: int) -> Hashable:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from helpers import ROOT, airflow_env, airflow_workspace
 
 from serialpub.config import load_config
@@ -105,11 +106,64 @@ def _run_report(rest: Rest, run_path: str, log: Path) -> str:
     return "\n".join([*lines, "--- standalone log tail ---", log.read_text()[-3000:]])
 
 
+#: the half years 'airflow backfill create --from-date 2024-07-01 --to-date 2026-01-01' publishes
+BACKFILLED = ["2024-H1", "2024-H2", "2025-H1", "2025-H2"]
+
+
+def _parked_gate(rest: Rest, dag_id: str, log: Path) -> tuple[dict[str, Any], str]:
+    """Wait until a sign-off of ``dag_id`` waits for an answer and can take one; returns its
+    HITL detail and its run's API path."""
+
+    def awaiting() -> Any:
+        found = rest.call("GET", f"/api/v2/dags/{dag_id}/dagRuns/~/hitlDetails",
+                          query={"response_received": "false", "task_id": "sign_off"})["hitl_details"]  # fmt: skip
+        return found[0] if found else None
+
+    detail = rest.wait(f"a sign-off of {dag_id} waiting for an answer", awaiting, 420)
+    run_id = detail["task_instance"]["dag_run_id"]
+    run_path = f"/api/v2/dags/{dag_id}/dagRuns/{urllib.parse.quote(run_id, safe='')}"
+    # the gate writes its request, then parks its task ('awaiting_input' on Airflow 3.3,
+    # 'deferred' before); an answer that arrives in between races the scheduler's handling
+    # of the parked task (Airflow 3.3 then marks the gate failed): answer once it is
+    # parked, as a person always would
+    rest.wait(
+        "the sign-off task parked awaiting input",
+        lambda: rest.call("GET", f"{run_path}/taskInstances/sign_off")["state"] in ("awaiting_input", "deferred"),
+        300,
+    )
+    # On Airflow 3.3 the worker that parked the gate exits after the state changes, and
+    # the scheduler then processes that workload's executor event. An answer that
+    # re-queues the task before that event is processed makes the scheduler read the
+    # event as the *resumed* try finishing and mark it failed (seen under load: the
+    # parking worker took 5 s to exit). A person answers long after; so does the test,
+    # once the scheduler has logged the parked try as finished in its parked state.
+    marker = f"task_id=sign_off, run_id={run_id}"
+    rest.wait(
+        "the scheduler to process the parked gate's workload",
+        lambda: any(
+            "TaskInstance Finished:" in line and marker in line and "state=awaiting_input" in line
+            for line in log.read_text(errors="replace").splitlines()
+        ) or rest.call("GET", f"{run_path}/taskInstances/sign_off")["state"] == "deferred",
+        300,
+    )
+    return detail, run_path
+
+
 def test_standalone_airflow_publishes_after_rest_approval(
     tmp_path: Path, adult_template: Path
 ) -> None:
     root = airflow_workspace(adult_template, tmp_path, "adult_live")
     ws = load_config(root)
+    # issue 18: a second dataset whose sign-off nobody answers, with an 18 s timeout (only a
+    # real scheduler times deferred tasks out: dag.test never does)
+    quiet = airflow_workspace(adult_template, tmp_path, "adult_timeout")
+    quiet_config = yaml.safe_load((quiet / "serialpub.yaml").read_text())
+    quiet_config["sign_off"]["timeout_hours"] = 0.005
+    (quiet / "serialpub.yaml").write_text(yaml.safe_dump(quiet_config, sort_keys=False))
+    # issue 18: a third dataset published by 'airflow backfill create' over four half years
+    backfilled = airflow_workspace(adult_template, tmp_path, "adult_backfill")
+    bf_landing = load_config(backfilled).landing_dir
+    shutil.copyfile(bf_landing / "snapshot-2025-H1.csv", bf_landing / "snapshot-2025-H2.csv")
     landing = ws.landing_dir
     pending = tmp_path / "pending"
     pending.mkdir()
@@ -117,7 +171,7 @@ def test_standalone_airflow_publishes_after_rest_approval(
         shutil.move(str(f), pending / f.name)
     home = tmp_path / "airflow"
     port = _free_port()
-    env = airflow_env(home, [root])
+    env = airflow_env(home, [root, quiet, backfilled])
     env.update(
         AIRFLOW__API__PORT=str(port),
         AIRFLOW__API__BASE_URL=f"http://localhost:{port}",
@@ -126,6 +180,9 @@ def test_standalone_airflow_publishes_after_rest_approval(
         AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL="5",
         AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC="2",
         AIRFLOW__CORE__PARALLELISM="4",
+        # four processes share one SQLite file: a writer waits up to 60 s for another's write
+        # lock instead of the driver's 5 s, which a loaded 2-core machine exceeds
+        AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=f"sqlite:///{home / 'airflow.db'}?timeout=60",
         PATH=os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]),  # standalone runs `airflow`
     )
     migrate = subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], env=env, capture_output=True,
@@ -146,6 +203,11 @@ def test_standalone_airflow_publishes_after_rest_approval(
         rest.token = rest.call("POST", "/auth/token", {"username": "olga", "password": password})["access_token"]
         rest.wait("the release DAG parsed", lambda: rest.call("GET", f"/api/v2/dags/{dag_id}"), 180)
         rest.call("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": False})
+        quiet_id = "serialpub_release_adult_timeout"
+        rest.wait("the second DAG parsed", lambda: rest.call("GET", f"/api/v2/dags/{quiet_id}"), 180)
+        rest.call("PATCH", f"/api/v2/dags/{quiet_id}", {"is_paused": False})
+        quiet_run = rest.call("POST", f"/api/v2/dags/{quiet_id}/dagRuns",
+                              {"logical_date": None, "conf": {"period": "2024-H1"}})["dag_run_id"]  # fmt: skip
 
         # the snapshot lands; the extract announces it
         snapshot = landing / "snapshot-2024-H1.csv"
@@ -155,39 +217,23 @@ def test_standalone_airflow_publishes_after_rest_approval(
         rest.call("POST", "/api/v2/assets/events",
                   {"asset_id": asset["id"], "extra": {"snapshot": str(snapshot), "period": "2024-H1"}})  # fmt: skip
 
-        def awaiting() -> Any:
-            found = rest.call("GET", f"/api/v2/dags/{dag_id}/dagRuns/~/hitlDetails",
-                              query={"response_received": "false", "task_id": "sign_off"})["hitl_details"]  # fmt: skip
-            return found[0] if found else None
-
-        detail = rest.wait("the sign-off waiting for an answer", awaiting, 420)
+        detail, run_path = _parked_gate(rest, dag_id, tmp_path / "standalone.log")
         run_id = detail["task_instance"]["dag_run_id"]
         assert "adult_live release 1" in detail["body"] and "guarantee passed" in detail["body"]
-        run_path = f"/api/v2/dags/{dag_id}/dagRuns/{urllib.parse.quote(run_id, safe='')}"
-        # the gate writes its request, then parks its task ('awaiting_input' on Airflow 3.3,
-        # 'deferred' before); an answer that arrives in between races the scheduler's handling
-        # of the parked task (Airflow 3.3 then marks the gate failed): answer once it is
-        # parked, as a person always would
-        rest.wait(
-            "the sign-off task parked awaiting input",
-            lambda: rest.call("GET", f"{run_path}/taskInstances/sign_off")["state"] in ("awaiting_input", "deferred"),
-            300,
-        )
-        # On Airflow 3.3 the worker that parked the gate exits after the state changes, and
-        # the scheduler then processes that workload's executor event. An answer that
-        # re-queues the task before that event is processed makes the scheduler read the
-        # event as the *resumed* try finishing and mark it failed (seen under load: the
-        # parking worker took 5 s to exit). A person answers long after; so does the test,
-        # once the scheduler has logged the parked try as finished in its parked state.
-        marker = f"task_id=sign_off, run_id={run_id}"
-        rest.wait(
-            "the scheduler to process the parked gate's workload",
-            lambda: any(
-                "TaskInstance Finished:" in line and marker in line and "state=awaiting_input" in line
-                for line in (tmp_path / "standalone.log").read_text(errors="replace").splitlines()
-            ) or rest.call("GET", f"{run_path}/taskInstances/sign_off")["state"] == "deferred",
-            300,
-        )
+        # issue 18: 'admin' is an Airflow user but not on sign_off.approvers: the gate is
+        # assigned to the approvers only, so Airflow refuses the answer and the gate waits on
+        admin = Rest(rest.base)
+        admin_password = json.loads(passwords.read_text())["admin"]
+        admin.token = admin.call("POST", "/auth/token", {"username": "admin", "password": admin_password})[
+            "access_token"
+        ]
+        with pytest.raises(RuntimeError, match=r"-> 403: .*not a respondent for the task"):
+            admin.call(
+                "PATCH",
+                f"{run_path}/taskInstances/sign_off/-1/hitlDetails",
+                {"chosen_options": ["Approve"], "params_input": {"comment": "not mine to approve"}},
+            )
+        assert rest.call("GET", f"{run_path}/taskInstances/sign_off")["state"] in ("awaiting_input", "deferred")
         rest.call(
             "PATCH",
             f"{run_path}/taskInstances/sign_off/-1/hitlDetails",
@@ -201,6 +247,51 @@ def test_standalone_airflow_publishes_after_rest_approval(
         run = rest.wait("the run to finish", finished, 300)
         assert run["state"] == "success", _run_report(rest, run_path, tmp_path / "standalone.log")
         assert run["run_type"] == "asset_triggered"
+
+        # the backfill: four historic half years, oldest first, each signed off in turn
+        bf_id = "serialpub_release_adult_backfill"
+        rest.wait("the backfill DAG parsed", lambda: rest.call("GET", f"/api/v2/dags/{bf_id}"), 180)
+        rest.call("PATCH", f"/api/v2/dags/{bf_id}", {"is_paused": False})
+        # created through the REST API (what `airflow backfill create` and the UI's backfill dialog
+        # send): the CLI opens its own connection to the SQLite metadata database and fails outright
+        # ("database is locked") when the scheduler holds the write lock. The POST runs in one
+        # transaction, so a refused one left nothing behind and is sent again; one that was
+        # committed but whose answer was lost shows up in the DAG's list of backfills.
+        # admin starts it, so olga, its approver, is not also its preparer (sign_off.four_eyes)
+        def backfill_created() -> Any:
+            listed = admin.call("GET", "/api/v2/backfills", query={"dag_id": bf_id})["backfills"]
+            if listed:
+                return listed[0]
+            body = {"dag_id": bf_id, "from_date": "2024-07-01T00:00:00Z", "to_date": "2026-01-01T00:00:00Z"}
+            return admin.call("POST", "/api/v2/backfills", {**body, "max_active_runs": 1})
+
+        backfill = rest.wait("the backfill created", backfill_created, 120)
+        assert backfill["dag_id"] == bf_id and backfill["max_active_runs"] == 1, backfill
+        for n, period in enumerate(BACKFILLED, start=1):
+            detail, bf_path = _parked_gate(rest, bf_id, tmp_path / "standalone.log")
+            assert f"adult_backfill release {n}" in detail["body"], detail["body"][:500]
+            rest.call("PATCH", f"{bf_path}/taskInstances/sign_off/-1/hitlDetails",
+                      {"chosen_options": ["Approve"], "params_input": {"comment": f"backfill {period}"}})  # fmt: skip
+
+            def bf_ended(path: str = bf_path) -> Any:
+                found = rest.call("GET", path)
+                return found if found["state"] in ("success", "failed") else None
+
+            bf_run = rest.wait(f"backfill run {n} to end", bf_ended, 420)
+            assert bf_run["state"] == "success", _run_report(rest, bf_path, tmp_path / "standalone.log")
+            assert bf_run["run_type"] == "backfill"
+
+        # the unanswered sign-off timed out: the run failed and closed its release
+        quiet_path = f"/api/v2/dags/{quiet_id}/dagRuns/{urllib.parse.quote(quiet_run, safe='')}"
+
+        def quiet_ended() -> Any:
+            found = rest.call("GET", quiet_path)
+            return found if found["state"] in ("success", "failed") else None
+
+        quiet_done = rest.wait("the unanswered run to end", quiet_ended, 420)
+        tasks = {ti["task_id"]: ti["state"] for ti in rest.call("GET", f"{quiet_path}/taskInstances")["task_instances"]}
+        assert quiet_done["state"] == "failed", _run_report(rest, quiet_path, tmp_path / "standalone.log")
+        assert tasks["sign_off"] == "failed" and tasks["finalize"] == "failed" and tasks["publish"] != "success", tasks
     finally:
         os.kill(proc.pid, signal.SIGINT)  # standalone stops its components on SIGINT (not SIGTERM)
         try:
@@ -213,6 +304,16 @@ def test_standalone_airflow_publishes_after_rest_approval(
             pass
         log.close()
 
+    bf_store = StateStore(open_engine(load_config(backfilled).database_url))
+    assert [(r.seq, r.period) for r in bf_store.published("adult_backfill")] == list(enumerate(BACKFILLED, start=1))
+    assert [s.comment for n in (1, 2, 3, 4) for s in bf_store.sign_offs("adult_backfill", n)] == [
+        f"backfill {p}" for p in BACKFILLED
+    ]
+    quiet_store = StateStore(open_engine(load_config(quiet).database_url))
+    assert quiet_store.published("adult_timeout") == [] and quiet_store.open_release("adult_timeout") is None
+    [closed] = [r for r in quiet_store.audit_log("adult_timeout") if r["action"] == "failed"]
+    assert "step sign_off failed" in closed["detail"]["reason"], closed
+    assert not list(load_config(quiet).dataset_dir.glob(".staging-*"))
     store = StateStore(open_engine(ws.database_url))
     [published] = store.published("adult_live")
     assert published.period == "2024-H1"

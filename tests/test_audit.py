@@ -1,4 +1,4 @@
-"""The independent auditor (serialpub.audit) against the paper's example, hand-built
+"""The independent auditor (serialpub.analysis.audit) against the paper's example, hand-built
 defects and a brute-force per-individual recomputation on random workspaces."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from serialpub.audit import audit_releases, audit_workspace, format_report
+from serialpub.analysis.audit import audit_releases, audit_workspace, format_report
 from serialpub.errors import InputError
-from serialpub.hierarchies import read_hierarchies
+from serialpub.io.hierarchies import read_hierarchies
 
 # ----------------------------------------------------------------------------- builders
 
@@ -347,21 +347,13 @@ def test_register_value_outside_the_hierarchy_is_an_input_error(tmp_path: Path) 
     reg.loc[4, "zipcode"] = "99999"
     ws = write_workspace(tmp_path / "ws", REGISTER, PAPER_H, paper_releases(T1_FIG4, T2_FIG4, "presence"))
     hier = read_hierarchies(ws / "hierarchies", ["sex", "zipcode"])
-    manifest = {
-        "release": 1,
-        "quasi_identifiers": ["sex", "zipcode"],
-        "sensitive": "disease",
-        "l": 2,
-        "protected_values": ["chlamydia"],
-        "dilution": "presence",
-        "sha256": {},
-    }
+    manifest = json.loads((ws / "releases" / "clinic" / "release-0001" / "manifest.json").read_text(encoding="utf-8"))
     releases = [(tmp_path / "nowhere", manifest, T1_FIG4)]
     with pytest.raises(InputError, match=r"register: value '99999' of column 'zipcode' \(data row 5\)"):
         audit_releases(reg, "id", hier, releases)
-    bad_manifest = [(tmp_path / "nowhere", {"release": 1}, T1_FIG4)]
-    with pytest.raises(InputError, match="'quasi_identifiers' is missing"):
-        audit_releases(REGISTER, "id", hier, bad_manifest)
+    del manifest["quasi_identifiers"]  # the release contract's parsing (serialpub.io.manifest) refuses it
+    with pytest.raises(InputError, match=r"nowhere/manifest\.json: key 'quasi_identifiers' is missing"):
+        audit_releases(REGISTER, "id", hier, releases)
 
 
 # ----------------------------------------------------------------------------- brute force

@@ -1,7 +1,7 @@
 """The catalogue of bad inputs (issue 5): each case is one small mutation of a good
 workspace (a snapshot, the register, a hierarchy, the configuration, or the draft release
 between anonymization and validation) run through the real pipeline
-(``serialpub.pipeline.Publisher``). Each must fail with its own readable message (the file,
+(``serialpub.workflow.publisher.Publisher``). Each must fail with its own readable message (the file,
 the line or column, what is wrong) and leave the state and the release store exactly as
 they were: published releases, the statistics file and the folder listing
 (``test_pipeline.state_of``), and no staging folder.
@@ -27,7 +27,8 @@ from helpers import cli, read_config, snapshot, state_of, write_config
 
 from serialpub.config import load_config
 from serialpub.errors import InputChecksFailed, InputError, ValidationFailed
-from serialpub.pipeline import Publisher
+from serialpub.workflow import drafting
+from serialpub.workflow.publisher import Publisher
 
 Edit = Callable[[pd.DataFrame], pd.DataFrame]
 
@@ -132,7 +133,7 @@ SNAPSHOT_FILE_CASES: dict[str, tuple[Callable[[Path], Path], str | None, list[st
                   ["not UTF-8"]),
     "header only": (_write(b"id,sex,zipcode,age,disease\n"), "0002", ["header but no rows"]),
     "column named twice": (_write(b"id,sex,sex,age,disease\np001,M,M,21,flu\n"), "0002", ["line 1", "twice"]),
-    "file missing": (lambda root: root / "snapshots" / "snapshot-0009.csv", "0009", ["file not found"]),
+    "file missing": (lambda root: root / "snapshots" / "snapshot-0002-lost.csv", "0002", ["file not found"]),
     "period already published": (lambda root: snapshot(root, 2), "0001", ["'0001'", "already published"]),
     "period before the last": (lambda root: snapshot(root, 2), "0000", ["'0000'", "not later than the last"]),
 }
@@ -224,6 +225,10 @@ CONFIG_CASES: dict[str, tuple[Callable[[Path], None], list[str]]] = {
     "negative utility threshold": (_config_case("validation", {"max_query_error": -1}), ["validation.max_query_error"]),
     "row bound above 1": (_config_case("validation", {"min_snapshot_rows_ratio": 1.5}), ["min_snapshot_rows_ratio"]),
     "not YAML": (_config_text("dataset: [clinic\n"), ["not valid YAML"]),
+    "setting given twice": (_config_text("dataset: clinic\nl: 2\nl: 3\n"), ["'l' is given twice", "line 3"]),
+    "l as a string": (_config_case("l", "2"), ["setting 'l'", "number"]),
+    "infinite l": (_config_case("l", float("inf")), ["setting 'l'", "finite"]),
+    "auto_approve as a word": (_config_case("sign_off", {"auto_approve": "yes"}), ["sign_off.auto_approve", "boolean"]),
     "hierarchy file missing": (_remove_hierarchy, ["age.csv"]),
     "hierarchy with an empty level": (_hierarchy_gap, ["zipcode.csv", "line 3"]),
 }
@@ -293,8 +298,8 @@ def test_damaged_release_fails_validation(
     published_once: Path, monkeypatch: pytest.MonkeyPatch, case: str
 ) -> None:
     damage, suite, expected = RELEASE_CASES[case]
-    original = Publisher.published_table
-    monkeypatch.setattr(Publisher, "published_table", lambda self, snap, result: damage(original(self, snap, result)))
+    original = drafting.published_table
+    monkeypatch.setattr(drafting, "published_table", lambda ctx, snap, result: damage(original(ctx, snap, result)))
     before = state_of(published_once)
     publisher = Publisher(load_config(published_once))
     with pytest.raises(ValidationFailed) as err:

@@ -32,9 +32,10 @@ from conftest import ENGINES, StateDatabases, cli_env, freeze_stats
 from helpers import make_workspace, snapshot
 from sqlalchemy import func, select
 
-from serialpub import faults, release_files
+from serialpub import faults
 from serialpub.config import DATABASE_ENV, load_config
-from serialpub.pipeline import Publisher
+from serialpub.io import release_files
+from serialpub.workflow.publisher import Publisher
 from state.models import AuditLog, Release, Statistics
 from state.store import StateStore, open_engine, owner_is_gone
 
@@ -42,6 +43,8 @@ POINTS = faults.POINTS
 #: crashes before the state commit: the release must end up invisible
 INVISIBLE = POINTS[: POINTS.index("after_commit")]
 STAGED = ["data.parquet", "manifest.json", "report.html", "report.json", "validation.html", "validation.json"]
+#: staged once the sign-off is written into the manifest: its signature too (tests sign)
+SIGNED = sorted([*STAGED, "manifest.sig"])
 #: before recovery, per point: statuses of the release-2 rows, files in its staging
 #: folder (None: no folder), whether release-0002 exists
 BEFORE: dict[str, tuple[list[str], list[str] | None, bool]] = {
@@ -53,8 +56,8 @@ BEFORE: dict[str, tuple[list[str], list[str] | None, bool]] = {
     "after_manifest_written": (["draft"], ["data.parquet", "manifest.json"], False),
     "after_flush": (["draft"], ["data.parquet", "manifest.json"], False),
     "after_validation": (["validated"], STAGED, False),  # suites passed and stored
-    "before_commit": (["approved"], STAGED, False),  # signed off automatically
-    "after_commit": (["published"], STAGED, False),  # committed, still in staging
+    "before_commit": (["approved"], SIGNED, False),  # signed off automatically
+    "after_commit": (["published"], SIGNED, False),  # committed, still in staging
     "after_rename": (["published"], None, True),
     "after_publish": (["published"], None, True),
     "during_recovery": (["published"], None, True),  # recovery of an after_commit crash

@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 from helpers import PERIODS, airflow_env, airflow_workspace
 
-from serialpub import orchestration
 from serialpub.config import load_config
-from serialpub.release_files import sha256_file
+from serialpub.io.release_files import sha256_file
+from serialpub.workflow import orchestration
 from state.store import StateStore, open_engine
 
 RUNNER = Path(__file__).with_name("airflow_runner.py")
@@ -123,10 +123,12 @@ def test_rejected_sign_off_publishes_nothing(airflow_home: Path, adult_template:
     root = airflow_workspace(adult_template, tmp_path, "adult_rejected")
     ws = load_config(root)
     store = _store(root)
-    result, _log = run_dag(airflow_home, root, {"period": "2024-H1"}, respond="Reject", by="dana",
+    result, log = run_dag(airflow_home, root, {"period": "2024-H1"}, respond="Reject", by="dana",
                           comment="query error too high")  # fmt: skip
     assert result["tasks"]["sign_off"] == "success" and result["tasks"]["publish"] == "skipped", result["tasks"]
-    assert result["tasks"]["finalize"] == "success" and result["events"] == []
+    # issue 18: a rejection ends the run failed, so that a green run always means published
+    assert result["state"] == "failed" and result["tasks"]["finalize"] == "failed" and result["events"] == []
+    assert "release 1 (period '2024-H1') was rejected by dana at the sign-off: nothing was published" in log
     assert store.published(ws.config.dataset) == [] and store.latest_statistics(ws.config.dataset) is None
     assert store.open_release(ws.config.dataset) is None
     [decision] = store.sign_offs(ws.config.dataset, 1)
@@ -182,12 +184,15 @@ def test_parsing_the_dag_file_imports_no_pipeline_library(adult_template: Path, 
     """The DAG processor parses the file every few seconds: it lists the DAGs from the
     configurations alone and imports the steps (pandas, pyarrow, Great Expectations, the
     anonymizer, the state store) only inside the tasks (benchmarks/bench_dag_parse.py
-    measures the time). SQLAlchemy is not checked: Airflow imports it itself."""
+    measures the time). SQLAlchemy is not checked: Airflow imports it itself. The
+    configuration's settings are enumerations of ``anonymizer.settings``, which imports
+    only the standard library."""
     code = (
         "import runpy, sys; ns = runpy.run_path(sys.argv[1]); "
         "print(sorted(k for k in ns if k.startswith('serialpub_release_'))); "
-        "print(sorted({m.split('.')[0] for m in sys.modules} & "
-        "{'pandas', 'pyarrow', 'great_expectations', 'anonymizer', 'checks', 'state'}))"
+        "print(sorted(({m.split('.')[0] for m in sys.modules} & "
+        "{'pandas', 'pyarrow', 'great_expectations', 'checks', 'state'}) | "
+        "{m for m in sys.modules if m.startswith('anonymizer.') and m != 'anonymizer.settings'}))"
     )
     env = airflow_env(tmp_path / "home", [adult_template])
     dag_file = Path(__file__).resolve().parent.parent / "dags" / "serialpub_release.py"
@@ -197,3 +202,4 @@ def test_parsing_the_dag_file_imports_no_pipeline_library(adult_template: Path, 
     dags, heavy = proc.stdout.strip().splitlines()[-2:]
     assert dags == f"['serialpub_release_{load_config(adult_template).config.dataset}']"
     assert heavy == "[]", heavy
+

@@ -19,8 +19,8 @@ import pytest
 from anonymizer.release import PrivacyParams
 from serialpub.config import load_config
 from serialpub.datasets import adult, diagnosis
-from serialpub.hierarchies import read_hierarchy
-from serialpub.pipeline import Publisher
+from serialpub.io.hierarchies import read_hierarchy
+from serialpub.workflow.publisher import Publisher
 
 ROOT = Path(__file__).resolve().parent.parent
 ROUNDS = 3
@@ -128,7 +128,7 @@ def published(small_ws: Path) -> list[dict]:
     Release 1 runs every validation suite. Releases 2..ROUNDS replace the snapshot and
     release suites by passing stubs: Great Expectations takes 5-20 s a release with a
     2,000-value domain, and the suites only check a draft, they never change it (the
-    figures compared below are computed before validation, by ``Publisher._stage``).
+    figures compared below are computed before validation, by ``serialpub.workflow.drafting``).
     """
     from checks.gx import SuiteResult
 
@@ -137,8 +137,8 @@ def published(small_ws: Path) -> list[dict]:
     paths = diagnosis.snapshots(ws)[:ROUNDS]
     outcomes = [publisher.publish(paths[0])]
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr("serialpub.pipeline.snapshot_suite", lambda *a, **k: SuiteResult("snapshot", True))
-        mp.setattr("serialpub.pipeline.release_suite", lambda *a, **k: [SuiteResult("stub", True)])
+        mp.setattr("serialpub.workflow.input_checks.snapshot_suite", lambda *a, **k: SuiteResult("snapshot", True))
+        mp.setattr("serialpub.workflow.validating.release_suite", lambda *a, **k: [SuiteResult("stub", True)])
         outcomes += [publisher.publish(p) for p in paths[1:]]
     return [json.loads((o.directory / "manifest.json").read_text(encoding="utf-8")) for o in outcomes]
 
@@ -187,7 +187,7 @@ def test_runner_records_an_infeasible_point_and_writes_json_and_plots(
     real = ex.anonymize_history
 
     def second_round_infeasible_for_k1(*args: Any, **kwargs: Any) -> Any:
-        if kwargs["seed"] == 2 and args[5].k_prime == 1:
+        if kwargs["seed"] == 2 and args[3].k_prime == 1:  # (keys, snapshot, history, params, ...)
             raise InfeasibleError("12 records would have to be suppressed but the budget is 9")
         return real(*args, **kwargs)
 

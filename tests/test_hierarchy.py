@@ -1,4 +1,4 @@
-"""anonymizer.hierarchy and serialpub.hierarchies.read_hierarchy (ARX CSV hierarchies)."""
+"""anonymizer.hierarchy and serialpub.io.hierarchies.read_hierarchy (ARX CSV hierarchies)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from anonymizer.hierarchy import Hierarchy, HierarchyError
 from serialpub.datasets import adult
 from serialpub.errors import InputError
-from serialpub.hierarchies import check_domain, read_hierarchies, read_hierarchy
+from serialpub.io.hierarchies import check_domain, read_hierarchies, read_hierarchy
 
 ATTRIBUTES = [*adult.QUASI_IDENTIFIERS, adult.SENSITIVE]
 

@@ -1,4 +1,4 @@
-"""``serialpub import-release`` (serialpub.importing): releases published with another tool
+"""``serialpub import-release`` (serialpub.workflow.importing): releases published with another tool
 enter the state exactly as if serialpub had published them (paper 004 §7; docs/design.md sections 1 and 4),
 and bad input is refused without a trace.
 
@@ -26,14 +26,14 @@ from sqlalchemy import text
 from typer.testing import CliRunner
 
 from serialpub import demo
-from serialpub.audit import audit_workspace
+from serialpub.analysis.audit import audit_workspace
+from serialpub.analysis.verify import verify_state
 from serialpub.cli import app
 from serialpub.config import load_config
 from serialpub.errors import InputError
-from serialpub.importing import import_release
-from serialpub.pipeline import Publisher
-from serialpub.release_files import sha256_file
-from serialpub.verify import verify_state
+from serialpub.io.release_files import sha256_file
+from serialpub.workflow.importing import import_release
+from serialpub.workflow.publisher import Publisher
 from state.store import StateStore, open_engine, table_from_bytes
 
 REPO = Path(__file__).resolve().parent.parent

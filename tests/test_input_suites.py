@@ -19,7 +19,7 @@ import pytest
 
 from anonymizer.hierarchy import Hierarchy
 from checks import input_suites
-from checks.input_suites import explain, register_suite, snapshot_suite
+from checks.input_suites import DatasetColumns, PeriodOrder, explain, register_suite, snapshot_suite
 
 ID = "id"
 QIS = ["sex", "zipcode", "age"]
@@ -58,7 +58,7 @@ REGISTER_IDS = set(good_register()[ID])
 
 
 def run_register(reg: pd.DataFrame) -> Any:
-    return register_suite(reg, ID, QIS, HIERARCHIES)
+    return register_suite(reg, DatasetColumns(ID, QIS, HIERARCHIES))
 
 
 def run_snapshot(snap: pd.DataFrame, **overrides: Any) -> Any:
@@ -70,7 +70,9 @@ def run_snapshot(snap: pd.DataFrame, **overrides: Any) -> Any:
         "previous_rows": 12,
     }
     kwargs.update(overrides)
-    return snapshot_suite(snap, ID, QIS, SENSITIVE, HIERARCHIES, **kwargs)
+    columns = DatasetColumns(ID, QIS, HIERARCHIES, SENSITIVE, kwargs.pop("sensitive_domain"))
+    register_ids = kwargs.pop("register_ids")
+    return snapshot_suite(snap, columns, register_ids, PeriodOrder(**kwargs))
 
 
 def _set(df: pd.DataFrame, row: int, column: str, value: Any) -> pd.DataFrame:

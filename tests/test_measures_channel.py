@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.measures import channel as C
+from anonymizer.measures import entropy_utility as EU
+from anonymizer.measures import kanonymity_channel as KC
 
 # Appendix A, eq 26: p(T'|T), rows T_1..T_4, columns T'_1..T'_4
 CH = np.array(
@@ -138,26 +140,26 @@ def brute_u_max(table: np.ndarray, i: int, k: int) -> float:
 def test_attribute_utilities_against_dictionaries(rows: list[list[int]]) -> None:
     t = np.array(rows, dtype=np.int64)
     k = [3] * t.shape[1]
-    u = C.attribute_utilities(t, k)
+    u = EU.attribute_utilities(t, k)
     assert u == pytest.approx([brute_u_max(t, i, 3) for i in range(t.shape[1])], abs=1e-12)
     w = np.arange(1, t.shape[1] + 1, dtype=float)
     w /= w.sum()
-    assert C.table_utility(t, k, w) == pytest.approx(float(np.dot(w, u)), abs=1e-12)
+    assert EU.table_utility(t, k, w) == pytest.approx(float(np.dot(w, u)), abs=1e-12)
 
 
 def test_utility_hand_example() -> None:
     # A_1 is determined by A_2: H(A_1|A_2) = 0, so U_max(A_1) = log2 4 = 2 bits (eq 13)
     t = np.array([[0, 0], [1, 1], [2, 2], [3, 3]])
-    assert C.attribute_utilities(t, [4, 4]).tolist() == [2.0, 2.0]
+    assert EU.attribute_utilities(t, [4, 4]).tolist() == [2.0, 2.0]
     # A_1 generalized to '*' (code 9 covering 4 leaves): read as uniform over 4 leaves, H'(A_1|A_2) = 2
     # bits and A_2 given '*' is uniform over 4: both utilities drop to 0, degradation 2 bits
     tp = np.array([[9, 0], [9, 1], [9, 2], [9, 3]])
     counts = np.ones(10)
     counts[9] = 4
-    assert C.attribute_utilities(tp, [4, 4], [counts, None]).tolist() == [0.0, 0.0]
-    assert C.utility_degradation(t, tp, [4, 4], published_leaf_counts=[counts, None]) == pytest.approx(2.0)
+    assert EU.attribute_utilities(tp, [4, 4], [counts, None]).tolist() == [0.0, 0.0]
+    assert EU.utility_degradation(t, tp, [4, 4], published_leaf_counts=[counts, None]) == pytest.approx(2.0)
     # without the leaf reading the constant column would look maximally useful (ambiguity §B.3 (i))
-    assert C.attribute_utilities(tp, [4, 4])[0] == 2.0
+    assert EU.attribute_utilities(tp, [4, 4])[0] == 2.0
     # eq 16 by loops
     ch = np.array([[0.5, 0.5], [0.25, 0.75]])
     got = C.mechanism_utility(ch, [3.0, 1.0], [0.5, 2.0], prior=[0.2, 0.8])
@@ -181,7 +183,7 @@ def test_generalized_utility_against_spread_table(rows: list[tuple[int, int, int
     levels = np.array(lv[: len(rows)])
     tp = np.column_stack([AGE.leaf_nodes[levels, t[:, 0]], TRI.leaf_nodes[np.minimum(levels, 2), t[:, 1]], t[:, 2]])
     counts = [AGE.leaf_counts(), TRI.leaf_counts(), None]
-    u = C.attribute_utilities(tp, [4, 3, 2], counts)
+    u = EU.attribute_utilities(tp, [4, 3, 2], counts)
     anc = [AGE.ancestor_matrix(), TRI.ancestor_matrix()]
     for i in range(2):
         joint: Counter[tuple[int, ...]] = Counter()
@@ -198,29 +200,29 @@ def test_generalized_utility_against_spread_table(rows: list[tuple[int, int, int
     # degradation ≥ 0 holds for global recoding (one level per attribute), where the published rest
     # is a function of the original rest; mixed levels (local recoding) can split groups and go below 0
     g = np.column_stack([AGE.leaf_nodes[lv[0], t[:, 0]], TRI.leaf_nodes[lv[1], t[:, 1]], t[:, 2]])
-    assert C.utility_degradation(t, g, [4, 3, 2], published_leaf_counts=counts) >= -1e-12
+    assert EU.utility_degradation(t, g, [4, 3, 2], published_leaf_counts=counts) >= -1e-12
 
 
 # --------------------------------------------------------------------------- k-anonymity channel (§5)
 
 
 def test_b61_input_set_size() -> None:
-    assert C.input_table_count([4, 2, 3], 5) == math.comb(28, 5) == 98280
+    assert KC.input_table_count([4, 2, 3], 5) == math.comb(28, 5) == 98280
 
 
 @pytest.mark.parametrize(("attrs", "r", "k"), [([AGE], 4, 2), ([AGE], 3, 2), ([AGE, SEX], 3, 1), ([TRI, SEX], 4, 2)])
 def test_kanonymity_channel_counts(attrs: list[Hierarchy], r: int, k: int) -> None:
-    ch = C.kanonymity_channel(attrs, r, k)
+    ch = KC.kanonymity_channel(attrs, r, k)
     sizes = [h.n_leaves for h in attrs]
-    assert len(ch.inputs) == C.input_table_count(sizes, r) == len(set(ch.inputs))
+    assert len(ch.inputs) == KC.input_table_count(sizes, r) == len(set(ch.inputs))
     assert np.allclose(ch.matrix.sum(axis=1), 1.0)
     levels = [[len(set(row.tolist())) for row in h.leaf_nodes] for h in attrs]
-    assert len(ch.outputs) == C.kanonymous_table_count(levels, r, k)  # all attributes QIs here
+    assert len(ch.outputs) == KC.kanonymous_table_count(levels, r, k)  # all attributes QIs here
     if k == 1:
-        assert len(ch.outputs) == C.output_table_count(levels, r)
+        assert len(ch.outputs) == KC.output_table_count(levels, r)
     # eq 25 as printed matches when k divides r
     if r % k == 0:
-        assert C.kanonymous_table_count(levels, r, k, as_printed=True) == len(ch.outputs)
+        assert KC.kanonymous_table_count(levels, r, k, as_printed=True) == len(ch.outputs)
     # every feasible output is k-anonymous and generalizes its input, with 1/x each
     anc = [h.ancestor_matrix() for h in attrs]
     for t, row in zip(ch.inputs, ch.matrix, strict=True):
@@ -238,13 +240,13 @@ def test_kanonymity_channel_counts(attrs: list[Hierarchy], r: int, k: int) -> No
 def test_eq25_as_printed_drops_the_remainder() -> None:
     """ERRATUM §B.9 item 5: r = 5, k = 2 over sex: groups (5,0), (0,5), (2,3), (3,2) at the leaf
     level and one at '*' = 5 tables; eq 25 as printed counts 4."""
-    ch = C.kanonymity_channel([SEX], 5, 2)
-    assert len(ch.outputs) == 5 == C.kanonymous_table_count([[2, 1]], 5, 2)
-    assert C.kanonymous_table_count([[2, 1]], 5, 2, as_printed=True) == 4
+    ch = KC.kanonymity_channel([SEX], 5, 2)
+    assert len(ch.outputs) == 5 == KC.kanonymous_table_count([[2, 1]], 5, 2)
+    assert KC.kanonymous_table_count([[2, 1]], 5, 2, as_printed=True) == 4
 
 
 def test_kanonymity_channel_keeps_sensitive_intact_and_groups_on_qis() -> None:
-    ch = C.kanonymity_channel([SEX, 2], 2, 2)
+    ch = KC.kanonymity_channel([SEX, 2], 2, 2)
     # input {(m, 0), (f, 1)}: only the root level of sex makes one QI-group of 2
     t = ch.inputs.index(((0, 0), (1, 1)))
     outs = [ch.outputs[j] for j in np.flatnonzero(ch.matrix[t])]
@@ -256,11 +258,11 @@ def test_kanonymity_channel_keeps_sensitive_intact_and_groups_on_qis() -> None:
 
 def test_channel_size_limits() -> None:
     with pytest.raises(ValueError, match="exceed the limit of 20000"):
-        C.kanonymity_channel([AGE, SEX, 3], 6, 2)
+        KC.kanonymity_channel([AGE, SEX, 3], 6, 2)
     with pytest.raises(ValueError, match="cells"):
-        C.kanonymity_channel([AGE], 4, 1, max_cells=10)
+        KC.kanonymity_channel([AGE], 4, 1, max_cells=10)
     with pytest.raises(ValueError, match="1 ≤ k ≤ r"):
-        C.kanonymity_channel([AGE], 2, 3)
+        KC.kanonymity_channel([AGE], 2, 3)
 
 
 # --------------------------------------------------------------------------- factorized approximation
@@ -278,7 +280,7 @@ def test_factorized_privacy_is_exact_for_a_fixed_generalization() -> None:
         ch[i, outs.index(g)] = 1.0
     _, post = C.posterior(ch)
     for j, out in enumerate(outs):
-        fp = C.factorized_privacy(np.array(out), [AGE, SEX])
+        fp = KC.factorized_privacy(np.array(out), [AGE, SEX])
         assert post[:, j].max() == pytest.approx(2.0**-fp.log2_preimages, rel=1e-12)
         assert 1 - post[:, j].max() == pytest.approx(fp.table_error, rel=1e-12)
         # per-cell marginal MAP success = 1/n_cell
@@ -295,7 +297,7 @@ def test_factorized_privacy_is_exact_for_a_fixed_generalization() -> None:
 
 def test_factorized_privacy_is_not_exact_for_the_kanonymity_channel() -> None:
     """§5.5's data-dependent choice makes some preimages of an output likelier than others."""
-    ch = C.kanonymity_channel([AGE], 2, 2)
+    ch = KC.kanonymity_channel([AGE], 2, 2)
     _, post = C.posterior(ch.matrix)
     a01 = AGE.node("a01")
     j = ch.outputs.index(((a01,), (a01,)))
@@ -304,21 +306,26 @@ def test_factorized_privacy_is_not_exact_for_the_kanonymity_channel() -> None:
     assert pre == pytest.approx({((0,), (0,)): 2 / 7, ((0,), (1,)): 3 / 7, ((1,), (1,)): 2 / 7}, rel=1e-12)
 
 
-# --------------------------------------------------------------------------- summary
+# --------------------------------------------------------------------------- release figures
 
 
-def test_summary_small_instance_computes_bayes_risk() -> None:
+def test_figures_small_instance_computes_bayes_risk() -> None:
     orig = np.array([[0], [1], [2]])
     pub = AGE.leaf_nodes[1][orig]
-    ms = {m.name: m for m in C.summary(orig, pub, [AGE], np.array([0, 1, 0]), n_values=2, k=1)}
-    bayes = ms["MAP error of the mechanism (Bayes risk)"]
-    ch = C.kanonymity_channel([AGE, 2], 3, 1)
-    assert bayes.value == pytest.approx(float(C.privacy_error(ch.matrix)), abs=1e-15) and bayes.value > 0
-    assert ms["per-cell MAP error (factorized)"].value == pytest.approx(0.5)
-    assert ms["table-guess uncertainty (factorized)"].value == pytest.approx(3.0)
+    f = KC.channel_figures(orig, pub, [AGE], np.array([0, 1, 0]), n_values=2, k=1)
+    ch = KC.kanonymity_channel([AGE, 2], 3, 1)
+    assert f.bayes_risk == pytest.approx(float(C.privacy_error(ch.matrix)), abs=1e-15) and f.bayes_risk > 0
+    assert (f.input_tables, f.output_tables) == (len(ch.inputs), len(ch.outputs))
+    assert f.input_tables == KC.input_table_count([4, 2], 3)  # age leaves × sensitive values, eq 21
+    assert f.factorized.mean_cell_error == pytest.approx(0.5)
+    assert f.factorized.log2_preimages == pytest.approx(3.0)
+    # the Bayes risk is left out without k and when k exceeds the records
+    assert KC.channel_figures(orig, pub, [AGE], np.array([0, 1, 0]), n_values=2).bayes_risk is None
+    big_k = KC.channel_figures(orig, pub, [AGE], np.array([0, 1, 0]), n_values=2, k=4)
+    assert big_k.bayes_risk is None and big_k.input_tables is None and big_k.k == 4 and big_k.records == 3
 
 
-def test_summary_full_release_is_fast_and_names_the_limit() -> None:
+def test_figures_of_a_full_release_are_fast_and_leave_the_bayes_risk_out() -> None:
     rng = np.random.default_rng(1)
     r = 1_000_000
     orig = np.column_stack([rng.integers(0, 4, r), rng.integers(0, 3, r), rng.integers(0, 2, r)])
@@ -328,16 +335,19 @@ def test_summary_full_release_is_fast_and_names_the_limit() -> None:
     )
     value = rng.integers(0, 2000, r)
     t0 = time.perf_counter()
-    ms = {m.name: m for m in C.summary(orig, pub, [AGE, TRI, SEX], value, k=5)}
+    f = KC.channel_figures(orig, pub, [AGE, TRI, SEX], value, k=5)
     assert time.perf_counter() - t0 < 15
-    bayes = ms["MAP error of the mechanism (Bayes risk)"]
-    assert bayes.value is None and "limited to 20000 input tables" in bayes.note and "10^" in bayes.note
-    deg = ms["utility degradation"].value
-    assert deg is not None and deg > 0
-    assert ms["utility of the original table"].value == pytest.approx(
-        C.table_utility(np.column_stack([orig, value]), [4, 3, 2, 2000]), rel=1e-12
+    assert f.bayes_risk is None and f.input_tables is None and f.output_tables is None
+    # eq 21: C(4·3·2·2000 + r − 1, r) tables, far above MAX_INPUT_TABLES
+    d = 4 * 3 * 2 * 2000
+    want = (math.lgamma(d + r) - math.lgamma(r + 1) - math.lgamma(d)) / math.log(10)
+    assert f.log10_input_tables == pytest.approx(want, rel=1e-12) and f.log10_input_tables > 5
+    deg = f.utility_degradation
+    assert deg > 0
+    assert f.utility_original == pytest.approx(
+        EU.table_utility(np.column_stack([orig, value]), [4, 3, 2, 2000]), rel=1e-12
     )
-    assert ms["utility of the original table"].value - ms["utility of the published table"].value == deg
+    assert f.utility_original - f.utility_published == deg
 
 
 def test_bad_arguments() -> None:
@@ -348,10 +358,10 @@ def test_bad_arguments() -> None:
     with pytest.raises(ValueError, match="negative"):
         C.privacy_error(np.array([[1.5, -0.5]]))
     with pytest.raises(ValueError, match="domain_sizes"):
-        C.attribute_utilities(np.zeros((2, 2), dtype=int), [2])
+        EU.attribute_utilities(np.zeros((2, 2), dtype=int), [2])
     with pytest.raises(ValueError, match="equal shapes"):
-        C.utility_degradation(np.zeros((2, 2), dtype=int), np.zeros((3, 2), dtype=int), [2, 2])
+        EU.utility_degradation(np.zeros((2, 2), dtype=int), np.zeros((3, 2), dtype=int), [2, 2])
     with pytest.raises(ValueError, match="node ids"):
-        C.factorized_privacy(np.array([[99]]), [AGE])
+        KC.factorized_privacy(np.array([[99]]), [AGE])
     with pytest.raises(ValueError, match="n_values"):
-        C.summary(np.array([[0]]), np.array([[0]]), [AGE], np.array([3]), n_values=2)
+        KC.channel_figures(np.array([[0]]), np.array([[0]]), [AGE], np.array([3]), n_values=2)

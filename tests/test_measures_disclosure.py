@@ -14,6 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from anonymizer.measures import disclosure as D
+from anonymizer.measures import permanent as P
+from anonymizer.measures import reidentification as R
 
 # rows Flu, Viral Fever, Cold, Asthma, Tuberculosis; columns u v x y z (displayed labels)
 M0 = [2, 3, 4, 0, 1]  # Flu→x, VF→y, Cold→z, Asthma→u, TB→v (§2.4)
@@ -75,7 +77,7 @@ def brute_psi(a: np.ndarray, m0: list[int]) -> F:
 
 
 def test_a41_permanent_d_epsilon_and_histogram() -> None:
-    assert D.permanent(A41) == 18  # out of 5! = 120
+    assert P.permanent(A41) == 18  # out of 5! = 120
     assert D.degree_of_anonymity(A41) == pytest.approx(math.log(18) / math.log(120), rel=1e-12)
     assert round(D.degree_of_anonymity(A41), 4) == 0.6037
     eps = D.expected_cracks(A41, M0)
@@ -89,15 +91,15 @@ def test_a41_permanent_d_epsilon_and_histogram() -> None:
 
 
 def test_a42_d_and_epsilon_disagree() -> None:
-    assert D.permanent(A24B) == 4 and D.expected_cracks(A24B, M0) == F(7, 4)
-    assert D.permanent(A24C) == 7 and D.expected_cracks(A24C, M0) == 3
+    assert P.permanent(A24B) == 4 and D.expected_cracks(A24B, M0) == F(7, 4)
+    assert P.permanent(A24C) == 7 and D.expected_cracks(A24C, M0) == 3
     # d ranks (c) safer (higher), ε ranks (b) safer (lower)
     assert D.degree_of_anonymity(A24C) > D.degree_of_anonymity(A24B)
     assert D.expected_cracks(A24B, M0) < D.expected_cracks(A24C, M0)
     # eq 2.3's partition form agrees with the average form eq 4.1
     for a in (A24B, A24C, A41):
         h = D.crack_histogram(a, M0)
-        assert h.sum() == D.permanent(a)
+        assert h.sum() == P.permanent(a)
         assert F(int(np.dot(np.arange(6), h)), int(h.sum())) == D.expected_cracks(a, M0)
 
 
@@ -105,12 +107,12 @@ def test_a43_dataflow_matrix() -> None:  # [DERIVED] values of the notes
     s, n, t, nn, n9 = F(1, 6), F(0), F(1, 3), F(2, 9), F(1, 9)
     top, bottom = [n, s, s, t, t], [t, nn, nn, n9, n9]
     p = np.array([top, top, bottom, bottom, bottom], dtype=object)
-    assert D.permanent(p) == F(11, 243)
+    assert P.permanent(p) == F(11, 243)
     assert D.psi(p, M0) == F(7, 6) == D.heuristic(p, M0)
 
 
 def test_a44_flat_matrix() -> None:
-    assert D.permanent(FLAT) == F(4, 81)
+    assert P.permanent(FLAT) == F(4, 81)
     perms, w = D.diagonal_weights(FLAT)
     assert sum(w == 0) == 84 and sum(w == F(1, 36)) == 36
     index = {tuple(p): i for i, p in enumerate(perms.tolist())}
@@ -122,8 +124,8 @@ def test_a44_flat_matrix() -> None:
 def test_a45_truly_uneven_q_with_errata() -> None:
     with pytest.raises(ValueError, match="doubly stochastic"):
         D.heuristic(Q_PRINTED, M0)  # as printed, TB row and y column sum to 1.03
-    assert D.permanent(Q) == F(4750747, 78125000)  # source's 326/5361 is an approximation
-    assert float(D.permanent(Q)) == pytest.approx(326 / 5361, abs=2e-8)
+    assert P.permanent(Q) == F(4750747, 78125000)  # source's 326/5361 is an approximation
+    assert float(P.permanent(Q)) == pytest.approx(326 / 5361, abs=2e-8)
     perms, w = D.diagonal_weights(Q)
     nz = w[w > 0]
     assert len(nz) == 36 and sum(w) == 1  # erratum: "72 feasible matchings" should be 36
@@ -132,7 +134,7 @@ def test_a45_truly_uneven_q_with_errata() -> None:
     index = {tuple(p): i for i, p in enumerate(perms.tolist())}
     # M_3, M_4, M_5 in displayed columns after the relabeling u→x, v→y, x→z, y→u, z→v
     m3, m4, m5 = (2, 4, 3, 1, 0), (3, 2, 1, 0, 4), (4, 3, 2, 0, 1)
-    total = D.permanent(Q)
+    total = P.permanent(Q)
     assert w[index[m3]] == F(3865797, 250000000) / total and w[index[m3]] == max(nz)
     assert w[index[m4]] == F(2523, 625000) / total
     assert w[index[m5]] == F(114057, 10**10) / total and w[index[m5]] == min(nz)
@@ -146,8 +148,8 @@ def test_a46_flat_f_for_sparse_graph() -> None:
     r5 = math.sqrt(5)
     g, h = (r5 - 1) / 2, (3 - r5) / 2
     f = np.array([[g, 0, h, 0, 0], [0, 0.5, 0, 0.5, 0], [0, 0, h, 0, g], [0, 0.5, 0, 0.5, 0], [h, 0, r5 - 2, 0, h]])
-    assert D.permanent(a) == 6
-    assert D.permanent(f) == pytest.approx(3 * (5 * r5 - 11) / 4, rel=1e-12)
+    assert P.permanent(a) == 6
+    assert P.permanent(f) == pytest.approx(3 * (5 * r5 - 11) / 4, rel=1e-12)
     _, w = D.diagonal_weights(f)
     assert np.count_nonzero(w > 1e-15) == 6 and np.allclose(w[w > 1e-15], 1 / 6, rtol=1e-12)  # flat
     # Theorem 4.1.1 on it: ε(G) = Ψ(A_G) = Ψ(F) for any M_0 ∈ 𝓜(G)
@@ -190,7 +192,7 @@ def test_a6_block_decomposition() -> None:
     a[:2, :2] = 1
     a[2:, 2:] = 1
     m0 = [1, 0, 2, 4, 3]
-    assert D.permanent(a) == 2 * 6
+    assert P.permanent(a) == 2 * 6
     assert D.degree_of_anonymity(a) == pytest.approx((math.log(2) + math.log(6)) / math.log(120), rel=1e-12)
     assert D.expected_cracks(a, m0) == 2
     b1 = fr([["1/4", "3/4"], ["3/4", "1/4"]])
@@ -219,9 +221,9 @@ small_matrix = st.integers(1, 6).flatmap(
 @given(small_matrix)
 def test_permanent_matches_enumeration(rows: list[list[F]]) -> None:
     a = np.array(rows, dtype=object)
-    assert D.permanent(a) == brute_permanent(a)
+    assert P.permanent(a) == brute_permanent(a)
     # the float path agrees too
-    assert D.permanent(a.astype(float)) == pytest.approx(float(brute_permanent(a)), rel=1e-9, abs=1e-9)
+    assert P.permanent(a.astype(float)) == pytest.approx(float(brute_permanent(a)), rel=1e-9, abs=1e-9)
 
 
 @settings(max_examples=40, deadline=None)
@@ -234,7 +236,7 @@ def test_permanent_01_counts_matchings(rows: list[list[bool]]) -> None:
     a = np.array(rows, dtype=bool)
     n = a.shape[0]
     count = sum(all(a[i, p[i]] for i in range(n)) for p in itertools.permutations(range(n)))
-    assert D.permanent(a) == count
+    assert P.permanent(a) == count
 
 
 @settings(max_examples=40, deadline=None)
@@ -298,8 +300,8 @@ def test_epsilon_and_histogram_match_enumeration(case: tuple[list[list[bool]], l
 def test_float_ryser_against_exact_at_n12() -> None:
     rng = np.random.default_rng(7)
     x = rng.random((12, 12))
-    exact = D.permanent(np.array([[F(v) for v in r] for r in x], dtype=object))
-    assert D.permanent(x) == pytest.approx(float(exact), rel=1e-12)
+    exact = P.permanent(np.array([[F(v) for v in r] for r in x], dtype=object))
+    assert P.permanent(x) == pytest.approx(float(exact), rel=1e-12)
 
 
 # --------------------------------------------------------------------------- release
@@ -337,17 +339,19 @@ def test_release_matches_enumeration(case: tuple[list[tuple[int, int]], list[int
     value = np.array([r[1] for r in recs], dtype=np.int64)
     cand = np.bincount(group, minlength=len(extra)) + np.array(extra)
     cand = np.maximum(cand, 1)
-    rd = D.release_disclosure(group, value, cand)
+    rd = R.release_disclosure(group, value, cand)
     psi_t, val_t, count = brute_release(group, value, cand)
     assert rd.psi.sum() == pytest.approx(float(psi_t), rel=1e-12)
     assert rd.value_cracks.sum() == pytest.approx(float(val_t), rel=1e-12)
     assert rd.log_matchings == pytest.approx(math.log(count), abs=1e-9)
+    assert rd.expected_reidentifications == pytest.approx(float(psi_t), rel=1e-12)
+    assert rd.expected_value_cracks == pytest.approx(float(val_t), rel=1e-12)
 
 
 def test_release_without_dilution_equals_malik_block_matrix() -> None:
     group = np.array([0, 0, 1, 1, 1, 2, 2])
     value = np.array([3, 3, 0, 1, 1, 5, 2])
-    rd = D.release_disclosure(group, value)
+    rd = R.release_disclosure(group, value)
     a = np.zeros((7, 7), dtype=int)
     for j in range(3):
         idx = np.flatnonzero(group == j)
@@ -355,34 +359,47 @@ def test_release_without_dilution_equals_malik_block_matrix() -> None:
     assert rd.psi.sum() == pytest.approx(float(D.expected_cracks(a, list(range(7)))), rel=1e-12) == 3.0
     assert rd.degree_of_anonymity == pytest.approx(D.degree_of_anonymity(a), rel=1e-12)
     assert rd.value_cracks.tolist() == pytest.approx([2.0, (1 + 4) / 3, 1.0], rel=1e-12)
-    names = {m.name: m.value for m in D.summary(group, value)}
-    assert names["expected re-identifications Ψ"] == pytest.approx(3.0)
-    assert names["re-identification rate Ψ/R"] == pytest.approx(3 / 7)
-    assert names["max per-record re-identification probability"] == pytest.approx(1 / 2)
+    assert rd.published == 7 and rd.groups_with_records == 3
+    assert rd.expected_reidentifications == pytest.approx(3.0)
+    assert rd.reidentification_rate == pytest.approx(3 / 7)
+    assert rd.max_reidentification_probability == pytest.approx(1 / 2)
+    assert rd.expected_value_cracks == pytest.approx(2.0 + 5 / 3 + 1.0)
+    assert rd.value_crack_rate == pytest.approx((2.0 + 5 / 3 + 1.0) / 7)
 
 
-def test_summary_full_release_is_fast() -> None:
+def test_full_release_is_fast() -> None:
     rng = np.random.default_rng(3)
     groups, r = 50_000, 1_000_000
     group = rng.integers(0, groups, r)
     value = rng.integers(0, 2000, r)
     cand = np.bincount(group, minlength=groups) + rng.integers(0, 4, groups)
     t0 = time.perf_counter()
-    ms = {m.name: m.value for m in D.summary(group, value, cand)}
+    rd = R.release_disclosure(group, value, cand)
+    figures = [
+        rd.expected_reidentifications,
+        rd.reidentification_rate,
+        rd.max_reidentification_probability,
+        rd.degree_of_anonymity,
+        rd.expected_value_cracks,
+        rd.value_crack_rate,
+    ]
     assert time.perf_counter() - t0 < 5
-    assert ms["expected re-identifications Ψ"] == pytest.approx(float((np.bincount(group) / cand).sum()), rel=1e-12)
-    assert all(v is not None for v in ms.values())
+    assert rd.expected_reidentifications == pytest.approx(float((np.bincount(group) / cand).sum()), rel=1e-12)
+    assert rd.max_reidentification_probability == pytest.approx(
+        1 / cand[np.bincount(group, minlength=groups) > 0].min()
+    )
+    assert all(math.isfinite(v) and 0 <= v for v in figures)
 
 
 def test_bad_arguments() -> None:
     with pytest.raises(ValueError, match="square"):
-        D.permanent(np.ones((2, 3)))
+        P.permanent(np.ones((2, 3)))
     with pytest.raises(ValueError, match="negative"):
-        D.permanent(np.array([[1.0, -1.0], [0.0, 1.0]]))
+        P.permanent(np.array([[1.0, -1.0], [0.0, 1.0]]))
     with pytest.raises(ValueError, match="n ≤ 20"):
-        D.permanent(np.ones((21, 21)))
+        P.permanent(np.ones((21, 21)))
     with pytest.raises(ValueError, match="n ≤ 14"):
-        D.permanent(np.ones((15, 15), dtype=int))
+        P.permanent(np.ones((15, 15), dtype=int))
     with pytest.raises(ValueError, match="permutation"):
         D.psi(A34, [0, 0, 1, 2, 3])
     with pytest.raises(ValueError, match="not contained"):
@@ -390,8 +407,8 @@ def test_bad_arguments() -> None:
     with pytest.raises(ValueError, match="n ≤ 8"):
         D.nmape(np.full((9, 9), 1 / 9))
     with pytest.raises(ValueError, match="candidates must be ≥ records"):
-        D.release_disclosure(np.array([0, 0, 1]), np.array([0, 1, 0]), np.array([1, 1]))
+        R.release_disclosure(np.array([0, 0, 1]), np.array([0, 1, 0]), np.array([1, 1]))
     with pytest.raises(ValueError, match="no records"):
-        D.summary(np.array([], dtype=np.int64), np.array([], dtype=np.int64))
+        R.release_disclosure(np.array([], dtype=np.int64), np.array([], dtype=np.int64))
     with pytest.raises(ValueError, match="equal shape"):
-        D.release_disclosure(np.array([0, 1]), np.array([0]))
+        R.release_disclosure(np.array([0, 1]), np.array([0]))

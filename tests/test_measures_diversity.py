@@ -1,5 +1,7 @@
-"""anonymizer.measures.diversity: worked examples of Hsu 2008 (paper 000, notes/seed000.md §5) and
-brute-force oracles (explicit loops, exhaustive set cover / max coverage, the transportation LP)."""
+"""anonymizer.measures.{qi_groups, diversity, closeness, categorical}: worked examples of Hsu 2008
+(paper 000, notes/seed000.md §5) and brute-force oracles (explicit loops, exhaustive set cover /
+max coverage, the transportation LP). Their wording in the report is tested in
+tests/test_report_wording.py."""
 
 from __future__ import annotations
 
@@ -15,7 +17,10 @@ from hypothesis import strategies as st
 from scipy.optimize import linprog
 
 from anonymizer.hierarchy import Hierarchy
+from anonymizer.measures import categorical as cat
+from anonymizer.measures import closeness as cl
 from anonymizer.measures import diversity as dv
+from anonymizer.measures import qi_groups as qg
 
 EXACT = 1e-12  # absolute tolerance for floating figures that the paper gives as fractions
 
@@ -35,30 +40,32 @@ T212_VALUE = [0, 0, 1, 1, 2, 0, 1, 1, 2, 2, 2, 2]
 
 
 def test_table_2_1_2_k_distinct_entropy_emd() -> None:
-    gc = dv.group_counts(T212_GROUP, T212_VALUE, 3)
+    gc = qg.group_counts(T212_GROUP, T212_VALUE, 3)
     assert dv.k_anonymity(gc) == 4  # "the table is 4-anonymous"
     assert dv.distinct_values(gc).tolist() == [2, 3, 1]  # [DERIVED] distinct-ℓ per block
     assert dv.entropy_bits(gc).tolist() == [1.0, 1.5, 0.0]  # [DERIVED] bits, exact in binary
     # D_T = {HD 1/4, VI 1/3, Cancer 5/12}
-    assert dv.global_distribution(gc).tolist() == pytest.approx([1 / 4, 1 / 3, 5 / 12], abs=EXACT)
+    assert qg.global_distribution(gc).tolist() == pytest.approx([1 / 4, 1 / 3, 5 / 12], abs=EXACT)
     # [DERIVED] EMD with 0/1 ground distance per block: 5/12, 1/6, 7/12
     want = [Fraction(5, 12), Fraction(1, 6), Fraction(7, 12)]
-    assert dv.emd_equal(gc).tolist() == pytest.approx([_frac(w) for w in want], abs=EXACT)
+    assert cl.emd_equal(gc).tolist() == pytest.approx([_frac(w) for w in want], abs=EXACT)
 
 
-def test_table_2_1_2_summary() -> None:
-    ms = {m.name: m for m in dv.summary(T212_GROUP, T212_VALUE, 3)}
-    assert ms["k-anonymity"].value == 4
-    assert ms["distinct ℓ-diversity"].value == 1
-    assert ms["entropy ℓ-diversity"].value == 1.0  # 2^0: block 9-12 is homogeneous
-    assert ms["t-closeness (equal ground distance)"].value == pytest.approx(7 / 12, abs=EXACT)
-    assert ms["recursive (c,ℓ)-diversity, smallest c at ℓ = 2"].value == math.inf
-    assert ms["recursive (c,ℓ)-diversity, largest ℓ at c = 3.0"].value == 1
-    for name in ("k-anonymity over candidates", "t-closeness (hierarchical ground distance)", "μ-dilution"):
-        assert not ms[name].computed
-    assert ms["t-closeness (hierarchical ground distance)"].note == "no sensitive-attribute hierarchy given"
-    assert "no sensitive categories configured" in ms["ℓ-categorical diversity"].note
-    assert all(m.source.startswith(("Hsu 2008 (paper 000) §", "Li, Li")) for m in ms.values())
+def test_table_2_1_2_figures() -> None:
+    gc = qg.group_counts(T212_GROUP, T212_VALUE, 3)
+    f = dv.diversity_figures(gc)
+    assert (f.n_groups, f.n_records, f.k) == (3, 12, 4)
+    assert f.min_distinct == 1 and f.homogeneous_groups == 1
+    assert f.entropy_ell == 1.0 and f.min_entropy_bits == 0.0  # 2^0: block 9-12 is homogeneous
+    # D_T = {1/4, 1/3, 5/12}: H = −Σ p log2 p
+    want_h = -sum(p * math.log2(p) for p in (1 / 4, 1 / 3, 5 / 12))
+    assert f.release_entropy_bits == pytest.approx(want_h, abs=EXACT)
+    assert f.recursive_c == math.inf and f.recursive_failing == 1  # (3, 2): only the homogeneous block fails
+    assert f.recursive_max_ell == 1
+    assert f.min_candidates is None
+    cf = cl.closeness_figures(gc)
+    assert cf.emd_equal == pytest.approx(7 / 12, abs=EXACT)
+    assert cf.emd_hierarchical is None and cf.hierarchy_height is None
 
 
 # --- Example 3.5.1 / Table 3.5-1 (seed000.md §5.3) ----------------------------------------------
@@ -69,30 +76,30 @@ EX351_VALUE = [0] * 10 + [1] * 9 + [2] + [3] * 6 + [4] * 2 + [2] * 2
 
 
 def test_example_3_5_1_anonymity_and_diversity() -> None:
-    gc = dv.group_counts(EX351_GROUP, EX351_VALUE, 5)
+    gc = qg.group_counts(EX351_GROUP, EX351_VALUE, 5)
     assert dv.k_anonymity(gc) == 10  # 10-anonymity: every block kept
     assert (dv.distinct_values(gc) >= 2).tolist() == [False, True, True]  # 2-diversity: only (i) lost
 
 
 def test_example_3_5_1_recursive_boundary_errata_e5() -> None:
-    gc = dv.group_counts(EX351_GROUP, EX351_VALUE, 5)
+    gc = qg.group_counts(EX351_GROUP, EX351_VALUE, 5)
     # (1.5, 2)-recursive: (i) 10 vs 1.5·0, (ii) 9 vs 1.5·1, (iii) 6 vs 1.5·4 = 6
     assert dv.recursive_diverse(gc, 1.5, 2, strict=True).tolist() == [False, False, False]  # Def 3.3.3 "<"
     assert dv.recursive_diverse(gc, 1.5, 2, strict=False).tolist() == [False, False, True]  # Table 3.5-1 "Kept"
     assert dv.recursive_ratio(gc, 2).tolist() == [math.inf, 9.0, 1.5]
     assert dv.recursive_max_ell(gc, 1.5, strict=True).tolist() == [1, 1, 1]
     assert dv.recursive_max_ell(gc, 1.5, strict=False).tolist() == [1, 1, 2]
-    ms = {m.name: m for m in dv.summary(EX351_GROUP, EX351_VALUE, 5, c=1.5, ell=2, strict=False)}
-    assert ms["k-anonymity"].value == 10
-    assert ms["distinct ℓ-diversity"].value == 1
-    assert "2 of 3 groups fail" in ms["recursive (c,ℓ)-diversity, smallest c at ℓ = 2"].note
-    strict = {m.name: m for m in dv.summary(EX351_GROUP, EX351_VALUE, 5, c=1.5, ell=2)}
-    assert "3 of 3 groups fail" in strict["recursive (c,ℓ)-diversity, smallest c at ℓ = 2"].note
+    f = dv.diversity_figures(gc, c=1.5, ell=2, strict=False)
+    assert f.k == 10
+    assert f.min_distinct == 1
+    assert f.recursive_failing == 2 and f.recursive_c == math.inf
+    assert f.recursive_max_ell == 1
+    assert dv.diversity_figures(gc, c=1.5, ell=2).recursive_failing == 3
 
 
 def test_recursive_base_case_errata_e6() -> None:
     # (c,1)-diversity is always satisfied, even for a homogeneous block and a tiny c
-    gc = dv.group_counts([0, 0, 0], [1, 1, 1], 2)
+    gc = qg.group_counts([0, 0, 0], [1, 1, 1], 2)
     assert dv.recursive_diverse(gc, 0.01, 1).tolist() == [True]
     assert dv.recursive_ratio(gc, 1).tolist() == [0.0]
 
@@ -103,11 +110,11 @@ def test_recursive_base_case_errata_e6() -> None:
 def test_section_3_4_local_distributions() -> None:
     # group 0: age 70, one record with cancer; group 1: age 50, 2 cancer, 1 flu, 2 cold
     cancer, flu, cold = 0, 1, 2
-    gc = dv.group_counts([0, 1, 1, 1, 1, 1], [cancer, cancer, cancer, flu, cold, cold], 3)
-    local = {(int(g), int(v)): p for g, v, p in zip(gc.group, gc.value, dv.local_distribution(gc), strict=True)}
+    gc = qg.group_counts([0, 1, 1, 1, 1, 1], [cancer, cancer, cancer, flu, cold, cold], 3)
+    local = {(int(g), int(v)): p for g, v, p in zip(gc.group, gc.value, qg.local_distribution(gc), strict=True)}
     assert local == {(0, cancer): 1.0, (1, cancer): 0.4, (1, flu): 0.2, (1, cold): 0.4}
     # [DERIVED] against D_T = {cancer 1/2, flu 1/6, cold 1/3}: EMD 1/2 and (1/5−1/6)+(2/5−1/3) = 1/10
-    assert dv.emd_equal(gc).tolist() == pytest.approx([1 / 2, 1 / 10], abs=EXACT)
+    assert cl.emd_equal(gc).tolist() == pytest.approx([1 / 2, 1 / 10], abs=EXACT)
 
 
 # --- Brute-force oracles -------------------------------------------------------------------------
@@ -135,7 +142,7 @@ def _blocks(group: np.ndarray, value: np.ndarray) -> list[Counter[int]]:
 @given(releases(), st.sampled_from([0.5, 1.0, 1.5, 2.0, 3.0]), st.integers(1, 4))
 def test_l_diversity_family_matches_loops(rel: tuple[np.ndarray, np.ndarray, int], c: float, ell: int) -> None:
     group, value, n_values = rel
-    gc = dv.group_counts(group, value, n_values)
+    gc = qg.group_counts(group, value, n_values)
     blocks = _blocks(group, value)
     assert dv.k_anonymity(gc) == min(sum(b.values()) for b in blocks)
     assert dv.distinct_values(gc).tolist() == [len(b) for b in blocks]
@@ -186,9 +193,9 @@ def _dense(group: np.ndarray, value: np.ndarray, n_values: int) -> tuple[np.ndar
 @given(releases())
 def test_emd_equal_matches_lp_and_total_variation(rel: tuple[np.ndarray, np.ndarray, int]) -> None:
     group, value, n_values = rel
-    gc = dv.group_counts(group, value, n_values)
+    gc = qg.group_counts(group, value, n_values)
     local, glob = _dense(group, value, n_values)
-    got = dv.emd_equal(gc)
+    got = cl.emd_equal(gc)
     dist = 1.0 - np.eye(n_values)
     for g in range(local.shape[0]):
         assert got[g] == pytest.approx(0.5 * np.abs(local[g] - glob).sum(), abs=1e-12)
@@ -257,34 +264,35 @@ def _li_recursion(h: Hierarchy, p: np.ndarray, q: np.ndarray) -> float:
 def test_emd_hierarchical_matches_lp_and_li_recursion(h: Hierarchy, data: st.DataObject) -> None:
     group, value, _ = data.draw(releases(n_values=h.n_leaves))
     dist = _lca_distance(h)
-    assert dv.hierarchical_distance(h) == pytest.approx(dist, abs=1e-15)
-    gc = dv.group_counts(group, value, h.n_leaves)
+    assert cl.hierarchical_distance(h) == pytest.approx(dist, abs=1e-15)
+    gc = qg.group_counts(group, value, h.n_leaves)
     local, glob = _dense(group, value, h.n_leaves)
-    got = dv.emd_hierarchical(gc, h)
+    got = cl.emd_hierarchical(gc, h)
     for g in range(local.shape[0]):
         assert got[g] == pytest.approx(_emd_lp(local[g], glob, dist), abs=1e-9)
         assert got[g] == pytest.approx(_li_recursion(h, local[g], glob), abs=1e-12)
 
 
 def test_emd_hierarchical_flat_tree_is_equal_distance() -> None:
-    gc = dv.group_counts(T212_GROUP, T212_VALUE, 3)
+    gc = qg.group_counts(T212_GROUP, T212_VALUE, 3)
     flat = _hier([["HD", "*"], ["VI", "*"], ["C", "*"]])
-    assert dv.emd_hierarchical(gc, flat).tolist() == pytest.approx(dv.emd_equal(gc).tolist(), abs=EXACT)
+    assert cl.emd_hierarchical(gc, flat).tolist() == pytest.approx(cl.emd_equal(gc).tolist(), abs=EXACT)
 
 
 def test_emd_hierarchical_hand_example() -> None:
     # [DERIVED] Li et al.'s two-level disease tree: respiratory {flu, pneumonia}, digestive {ulcer, gastritis}
     h = _hier([["flu", "resp", "*"], ["pneu", "resp", "*"], ["ulcer", "dig", "*"], ["gastr", "dig", "*"]])
     # group 0 = {flu, pneumonia}, group 1 = {ulcer, gastritis}: D_T uniform (1/4 each)
-    gc = dv.group_counts([0, 0, 1, 1], [0, 1, 2, 3], 4)
+    gc = qg.group_counts([0, 0, 1, 1], [0, 1, 2, 3], 4)
     # leaf level TV = 1/2, category level TV = 1/2, H = 2: EMD = (1/2 + 1/2)/2 = 1/2
-    assert dv.emd_hierarchical(gc, h).tolist() == pytest.approx([0.5, 0.5], abs=EXACT)
+    assert cl.emd_hierarchical(gc, h).tolist() == pytest.approx([0.5, 0.5], abs=EXACT)
     # group 0 = {flu, ulcer}: leaf TV 1/2, category TV 0: EMD = 1/4, below the equal-distance 1/2
-    gc = dv.group_counts([0, 0, 1, 1], [0, 2, 1, 3], 4)
-    assert dv.emd_hierarchical(gc, h).tolist() == pytest.approx([0.25, 0.25], abs=EXACT)
-    assert dv.emd_equal(gc).tolist() == pytest.approx([0.5, 0.5], abs=EXACT)
-    ms = {m.name: m for m in dv.summary([0, 0, 1, 1], [0, 2, 1, 3], 4, sensitive_hierarchy=h)}
-    assert ms["t-closeness (hierarchical ground distance)"].value == pytest.approx(0.25, abs=EXACT)
+    gc = qg.group_counts([0, 0, 1, 1], [0, 2, 1, 3], 4)
+    assert cl.emd_hierarchical(gc, h).tolist() == pytest.approx([0.25, 0.25], abs=EXACT)
+    assert cl.emd_equal(gc).tolist() == pytest.approx([0.5, 0.5], abs=EXACT)
+    cf = cl.closeness_figures(gc, h)
+    assert cf.emd_hierarchical == pytest.approx(0.25, abs=EXACT)
+    assert cf.emd_equal == pytest.approx(0.5, abs=EXACT) and cf.hierarchy_height == 2
 
 
 # --- Categorical controls (Hsu §3.5) ------------------------------------------------------------
@@ -295,36 +303,38 @@ def test_categories_hand_example() -> None:
     cats = [{0, 1}, {0, 2}]
     group = [0, 0, 0, 0, 1, 1, 1, 2, 2, 2, 2]
     value = [0, 3, 3, 3, 0, 1, 2, 1, 2, 3, 3]
-    gc = dv.group_counts(group, value, 4)
-    sc = dv.sensitive_categories(cats, {3}, 4)
+    gc = qg.group_counts(group, value, 4)
+    sc = cat.sensitive_categories(cats, {3}, 4)
     # group 0 {AIDS, cold}: 2 sets; group 1 {AIDS, cancer, TB}: terminal + infectious = 2; group 2: 3
-    assert dv.categorical_diversity(gc, sc).tolist() == [2, 2, 3]
-    assert dv.dont_care_mass(gc, sc).tolist() == pytest.approx([3 / 4, 0.0, 2 / 4], abs=EXACT)
+    assert cat.categorical_diversity(gc, sc).tolist() == [2, 2, 3]
+    assert cat.dont_care_mass(gc, sc).tolist() == pytest.approx([3 / 4, 0.0, 2 / 4], abs=EXACT)
     # densities: g0 max(Y 3/4, terminal 1/4, infectious 1/4); g1 terminal 2/3; g2 Y 2/4
-    assert dv.density(gc, sc).tolist() == pytest.approx([3 / 4, 2 / 3, 2 / 4], abs=EXACT)
+    assert cat.density(gc, sc).tolist() == pytest.approx([3 / 4, 2 / 3, 2 / 4], abs=EXACT)
     # MC(1): g0 1/4, g1 2/3, g2 1/4; r = max category: same; ratio r/(1 − MC(1))
-    assert dv.max_coverage(gc, sc, 1).tolist() == pytest.approx([1 / 4, 2 / 3, 1 / 4], abs=EXACT)
-    assert dv.categorical_recursive_ratio(gc, sc, 1).tolist() == pytest.approx([1 / 3, 2.0, 1 / 3], abs=EXACT)
+    assert cat.max_coverage(gc, sc, 1).tolist() == pytest.approx([1 / 4, 2 / 3, 1 / 4], abs=EXACT)
+    assert cat.categorical_recursive_ratio(gc, sc, 1).tolist() == pytest.approx([1 / 3, 2.0, 1 / 3], abs=EXACT)
     # MC(2): g0 1/4, g1 1 (every record is in a category: no c suffices), g2 2/4 -> (1/4)/(2/4)
-    assert dv.categorical_recursive_ratio(gc, sc, 2).tolist() == pytest.approx([1 / 3, math.inf, 1 / 2], abs=EXACT)
+    assert cat.categorical_recursive_ratio(gc, sc, 2).tolist() == pytest.approx([1 / 3, math.inf, 1 / 2], abs=EXACT)
     # (c,2)-density control, E8 reading: categories met sorted desc, D_1 / Σ_{i≥2} D_i
     # g0: terminal 1, infectious 1 -> 1; g1: 2, 2 -> 1; g2: 1, 1 -> 1
-    assert dv.density_recursive_ratio(gc, sc, 2).tolist() == pytest.approx([1.0, 1.0, 1.0], abs=EXACT)
-    ms = {m.name: m for m in dv.summary(group, value, 4, categories=cats, dont_care={3}, c=1.0, ell=1)}
-    assert ms["ℓ-categorical diversity"].value == 2
-    assert ms["d-density control"].value == pytest.approx(3 / 4, abs=EXACT)
-    assert ms["μ-dilution"].value == 0.0
-    assert ms["(c,ℓ)-categorical recursive diversity, smallest c at ℓ = 1"].value == pytest.approx(2.0, abs=EXACT)
+    assert cat.density_recursive_ratio(gc, sc, 2).tolist() == pytest.approx([1.0, 1.0, 1.0], abs=EXACT)
+    f = cat.categorical_figures(gc, sc, c=1.0, ell=1)
+    assert f.min_cover == 2
+    assert f.max_density == pytest.approx(3 / 4, abs=EXACT)
+    assert f.min_dont_care == 0.0
+    assert f.recursive_c == pytest.approx(2.0, abs=EXACT) and f.recursive_failing == 1  # group 1: 2 > c = 1
+    # (c,1)-density control: D_1 / Σ_{i≥1} D_i; g0 1/2, g1 2/4, g2 1/2
+    assert f.density_c == pytest.approx(0.5, abs=EXACT) and f.density_failing == 0
 
 
 def test_density_control_errata_e8() -> None:
     # one block, categories with 6, 2, 2 records: literal Σ from i = 1 is satisfied for c = 1 whatever the skew
     cats = [{0}, {1}, {2}]
-    gc = dv.group_counts([0] * 10, [0] * 6 + [1] * 2 + [2] * 2, 3)
-    sc = dv.sensitive_categories(cats, None, 3)
-    assert dv.density_recursive_ratio(gc, sc, 1).tolist() == pytest.approx([0.6], abs=EXACT)  # 6/10 ≤ 1: trivial
-    assert dv.density_recursive_ratio(gc, sc, 2).tolist() == pytest.approx([1.5], abs=EXACT)  # 6/(2+2)
-    assert dv.density_recursive_ratio(gc, sc, 4).tolist() == [math.inf]
+    gc = qg.group_counts([0] * 10, [0] * 6 + [1] * 2 + [2] * 2, 3)
+    sc = cat.sensitive_categories(cats, None, 3)
+    assert cat.density_recursive_ratio(gc, sc, 1).tolist() == pytest.approx([0.6], abs=EXACT)  # 6/10 ≤ 1: trivial
+    assert cat.density_recursive_ratio(gc, sc, 2).tolist() == pytest.approx([1.5], abs=EXACT)  # 6/(2+2)
+    assert cat.density_recursive_ratio(gc, sc, 4).tolist() == [math.inf]
 
 
 @st.composite
@@ -343,8 +353,8 @@ def test_categorical_measures_match_brute_force(
     rel: tuple[np.ndarray, np.ndarray, int, list[set[int]], set[int] | None], ell: int
 ) -> None:
     group, value, n_values, cats, dont_care = rel
-    gc = dv.group_counts(group, value, n_values)
-    sc = dv.sensitive_categories(cats, dont_care, n_values)
+    gc = qg.group_counts(group, value, n_values)
+    sc = cat.sensitive_categories(cats, dont_care, n_values)
     y = set(range(n_values)) - set().union(*cats)
     sets = [*cats, y] if y else list(cats)
     blocks = _blocks(group, value)
@@ -368,31 +378,31 @@ def test_categorical_measures_match_brute_force(
         met = sorted((mass(s) for s in cats if mass(s) > 0), reverse=True)
         tail = sum(met[ell - 1 :])
         drr.append(0.0 if not met else (met[0] / tail if tail else math.inf))
-    assert dv.categorical_diversity(gc, sc).tolist() == cover
-    assert dv.density(gc, sc).tolist() == pytest.approx([float(x) for x in dens], abs=EXACT)
-    assert dv.dont_care_mass(gc, sc).tolist() == pytest.approx([float(x) for x in dil], abs=EXACT)
-    assert dv.max_coverage(gc, sc, ell).tolist() == pytest.approx([float(x) for x in mc], abs=EXACT)
-    assert dv.categorical_recursive_ratio(gc, sc, ell).tolist() == pytest.approx(crr, abs=EXACT)
-    assert dv.density_recursive_ratio(gc, sc, ell).tolist() == pytest.approx(drr, abs=EXACT)
+    assert cat.categorical_diversity(gc, sc).tolist() == cover
+    assert cat.density(gc, sc).tolist() == pytest.approx([float(x) for x in dens], abs=EXACT)
+    assert cat.dont_care_mass(gc, sc).tolist() == pytest.approx([float(x) for x in dil], abs=EXACT)
+    assert cat.max_coverage(gc, sc, ell).tolist() == pytest.approx([float(x) for x in mc], abs=EXACT)
+    assert cat.categorical_recursive_ratio(gc, sc, ell).tolist() == pytest.approx(crr, abs=EXACT)
+    assert cat.density_recursive_ratio(gc, sc, ell).tolist() == pytest.approx(drr, abs=EXACT)
 
 
 def test_exact_categorical_measures_have_a_size_limit() -> None:
-    n = dv.MAX_EXACT_CATEGORIES + 1
+    n = cat.MAX_EXACT_CATEGORIES + 1
     cats = [{i} for i in range(n)]
     group, value = [0] * n, list(range(n))
-    gc = dv.group_counts(group, value, n)
-    sc = dv.sensitive_categories(cats, None, n)
-    with pytest.raises(dv.SizeLimitExceeded, match=f"limit of {dv.MAX_EXACT_CATEGORIES}"):
-        dv.categorical_diversity(gc, sc)
-    with pytest.raises(dv.SizeLimitExceeded, match=f"limit of {dv.MAX_EXACT_CATEGORIES}"):
-        dv.max_coverage(gc, sc, 2)
-    ms = {m.name: m for m in dv.summary(group, value, n, categories=cats)}
-    assert not ms["ℓ-categorical diversity"].computed
-    assert str(dv.MAX_EXACT_CATEGORIES) in ms["ℓ-categorical diversity"].note
-    assert not ms["(c,ℓ)-categorical recursive diversity, smallest c at ℓ = 2"].computed
+    gc = qg.group_counts(group, value, n)
+    sc = cat.sensitive_categories(cats, None, n)
+    with pytest.raises(cat.SizeLimitExceeded, match=f"limit of {cat.MAX_EXACT_CATEGORIES}"):
+        cat.categorical_diversity(gc, sc)
+    with pytest.raises(cat.SizeLimitExceeded, match=f"limit of {cat.MAX_EXACT_CATEGORIES}"):
+        cat.max_coverage(gc, sc, 2)
+    f = cat.categorical_figures(gc, sc, c=3.0, ell=2)
+    assert isinstance(f.min_cover, cat.SizeLimitExceeded)
+    assert str(cat.MAX_EXACT_CATEGORIES) in str(f.min_cover)
+    assert isinstance(f.recursive_c, cat.SizeLimitExceeded) and f.recursive_failing is None
     # the scalable density controls are still computed
-    assert ms["d-density control"].value == pytest.approx(1 / n, abs=EXACT)
-    assert ms["(c,ℓ)-density control, smallest c at ℓ = 2"].value == pytest.approx(1 / (n - 1), abs=EXACT)
+    assert f.max_density == pytest.approx(1 / n, abs=EXACT)
+    assert f.density_c == pytest.approx(1 / (n - 1), abs=EXACT)
 
 
 # --- Errors and scale ----------------------------------------------------------------------------
@@ -412,28 +422,31 @@ def test_exact_categorical_measures_have_a_size_limit() -> None:
 )
 def test_bad_records(group: list, value: list, n_values: int, match: str) -> None:
     with pytest.raises(ValueError, match=match):
-        dv.group_counts(group, value, n_values)
+        qg.group_counts(group, value, n_values)
 
 
 def test_bad_parameters() -> None:
-    gc = dv.group_counts(T212_GROUP, T212_VALUE, 3)
+    gc = qg.group_counts(T212_GROUP, T212_VALUE, 3)
     with pytest.raises(ValueError, match="c must be"):
         dv.recursive_diverse(gc, 0.0, 2)
     with pytest.raises(ValueError, match="ℓ must be"):
         dv.recursive_ratio(gc, 0)
     with pytest.raises(ValueError, match="3 value codes"):
-        dv.emd_hierarchical(gc, _hier([["a", "*"], ["b", "*"]]))
+        cl.emd_hierarchical(gc, _hier([["a", "*"], ["b", "*"]]))
     with pytest.raises(ValueError, match="disjoint"):
-        dv.sensitive_categories([{0, 1}], {1, 2}, 3)
+        cat.sensitive_categories([{0, 1}], {1, 2}, 3)
     with pytest.raises(ValueError, match="no category and not in the don't-care"):
-        dv.sensitive_categories([{0}], {1}, 3)
+        cat.sensitive_categories([{0}], {1}, 3)
     with pytest.raises(ValueError, match="empty"):
-        dv.sensitive_categories([set()], None, 3)
+        cat.sensitive_categories([set()], None, 3)
     with pytest.raises(ValueError, match="outside"):
-        dv.sensitive_categories([{5}], None, 3)
+        cat.sensitive_categories([{5}], None, 3)
     with pytest.raises(ValueError, match="candidates must have shape"):
-        dv.summary(T212_GROUP, T212_VALUE, 3, candidates=[4, 4])
+        dv.diversity_figures(gc, candidates=[4, 4])
     with pytest.raises(ValueError, match="≥ the group size"):
-        dv.summary(T212_GROUP, T212_VALUE, 3, candidates=[4, 3, 9])
-    ms = {m.name: m for m in dv.summary(T212_GROUP, T212_VALUE, 3, candidates=[6, 4, 9])}
-    assert ms["k-anonymity over candidates"].value == 4
+        dv.diversity_figures(gc, candidates=[4, 3, 9])
+    with pytest.raises(ValueError, match="c must be"):
+        dv.diversity_figures(gc, c=-1.0)
+    with pytest.raises(ValueError, match="ℓ must be"):
+        cat.categorical_figures(gc, cat.sensitive_categories([{0}], None, 3), c=1.0, ell=0)
+    assert dv.diversity_figures(gc, candidates=[6, 4, 9]).min_candidates == 4

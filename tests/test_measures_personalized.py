@@ -341,31 +341,39 @@ def test_lower_bound_n_counts_distinct_individuals() -> None:
     assert p.tolist() == [1.0, 1.0]
 
 
+def _figures(
+    group: np.ndarray,
+    value: np.ndarray,
+    gn: np.ndarray,
+    n: np.ndarray,
+    hierarchy: Hierarchy | None,
+    *,
+    primary: bool,
+    p_breach: float,
+) -> pz.BreachSummary:
+    """Xiao & Tao's figures of a release, as the report computes them."""
+    p = pz.personalized_breach(group, value, gn, n, hierarchy, primary=primary)
+    return pz.summarize(p, gn, p_breach)
+
+
 def test_summary_figure_3() -> None:
     value, gn, n = _ids(FIG3_SA), _ids(GN_1A), _s_ext(FIG3_REGIONS)
-    measures = pz.summary(FIG3_GROUP, value, gn, n, DISEASE, primary=True, p_breach=0.4)
-    assert [m.name for m in measures] == [
-        "max personalized breach probability",
-        "records above p_breach",
-        "mean personalized breach probability",
-    ]
-    mx, above, mean = measures
-    assert mx.value == 0.5 and mx.unit == "fraction" and "paper 001" in mx.source and "Theorem 1" in mx.source
+    s = _figures(np.asarray(FIG3_GROUP), value, gn, n, DISEASE, primary=True, p_breach=0.4)
+    assert (s.records, s.guarded, s.p_breach) == (10, 9, 0.4)  # Linda asks for no protection
+    assert s.max_p == 0.5
     # above 0.4: Jane and Sarah (1/2); Andy and Ken sit exactly at 2/5 and are not counted
-    assert above.value == 2 and above.unit == "records"
+    assert s.above == 2
     expected_mean = sum(Fraction(x) for x in FIG3_TABLE["prim_ext"]) / 10
-    assert mean.value == pytest.approx(float(expected_mean), rel=1e-12)
-    assert "9 of 10 records" in mx.note
-    measures = pz.summary(FIG3_GROUP, value, gn, n, DISEASE, primary=False, p_breach=0.25)
-    assert measures[0].value == 0.5 and "Theorem 2" in measures[0].source
-    assert measures[1].value == 7  # all but Bill (1/5), Nash (29/225) and Linda (0)
+    assert s.mean_p == pytest.approx(float(expected_mean), rel=1e-12)
+    s = _figures(np.asarray(FIG3_GROUP), value, gn, n, DISEASE, primary=False, p_breach=0.25)
+    assert s.max_p == 0.5
+    assert s.above == 7  # all but Bill (1/5), Nash (29/225) and Linda (0)
 
 
 def test_summary_empty_release_and_flat_domain() -> None:
     empty = np.zeros(0, dtype=np.int64)
-    mx, above, mean = pz.summary(empty, empty, empty, np.array([3]), None, primary=True, p_breach=0.5)
-    assert mx.value is None and mean.value is None and "no records" in mx.note
-    assert above.value == 0
+    s = _figures(empty, empty, empty, np.array([3]), None, primary=True, p_breach=0.5)
+    assert (s.records, s.guarded, s.max_p, s.mean_p, s.above) == (0, 0, 0.0, 0.0, 0)
     # no hierarchy: values are leaf codes, guarding = value or -1
     group, value = np.array([0, 0, 0, 1]), np.array([2, 2, 0, 1])
     p = pz.personalized_breach(group, value, np.array([2, -1, 0, 1]), np.array([4, 1]), None, primary=True)
@@ -408,4 +416,6 @@ def test_bad_arguments(kwargs: dict[str, object], match: str) -> None:
 
 def test_bad_p_breach() -> None:
     with pytest.raises(ValueError, match="p_breach"):
-        pz.summary(np.array([0]), np.array([0]), np.array([0]), np.array([1]), DISEASE, primary=True, p_breach=1.5)
+        pz.summarize(np.array([0.5]), np.array([0]), p_breach=1.5)
+    with pytest.raises(ValueError, match="one entry per record"):
+        pz.summarize(np.array([0.5, 0.1]), np.array([0]), p_breach=0.5)

@@ -14,6 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from anonymizer.hierarchy import Hierarchy
+from anonymizer.measures import certainty_penalty as cp
+from anonymizer.measures import group_size as gs
+from anonymizer.measures import information_loss as il
 from anonymizer.measures import utility as u
 
 Rows = list[list[str]]
@@ -25,14 +28,14 @@ def hier(name: str, rows: Rows) -> Hierarchy:
     return Hierarchy.from_rows(name, [(i + 1, r) for i, r in enumerate(rows)], f"<{name}>")
 
 
-def one_cell_release(h: Hierarchy, counts: list[int], leaf: str, node: str) -> u.InformationLoss:
+def one_cell_release(h: Hierarchy, counts: list[int], leaf: str, node: str) -> il.InformationLoss:
     """A snapshot with ``counts`` records per leaf, all published as they are except one
     record of ``leaf`` published as ``node``: every measure is that one cell's cost."""
     leaves = np.repeat(np.arange(h.n_leaves), counts)[:, None]
     published = leaves.copy()
     r = int(np.flatnonzero(leaves[:, 0] == h.node(leaf))[0])
     published[r, 0] = h.node(node)
-    return u.information_loss([h], published, leaves, [np.array(counts)])
+    return il.information_loss([h], published, leaves, [np.array(counts)])
 
 
 # --------------------------------------------------------------------------------------
@@ -44,7 +47,7 @@ LEMMA_COUNTS = [97, 1, 1, 1]  # (1 − 3ε, ε, ε, ε) with ε = 0.01 over n = 
 
 
 def test_entropy_of_the_attribute() -> None:
-    t = u.entropy_tables(LEMMA, LEMMA_COUNTS)
+    t = il.entropy_tables(LEMMA, LEMMA_COUNTS)
     assert t.entropy[LEMMA.root] == pytest.approx(0.241941, abs=5e-7)  # H(X)
     assert t.entropy[LEMMA.node("x")] == pytest.approx(0.082143, abs=5e-7)  # H(X|x)
     assert t.entropy[LEMMA.node("y")] == 1.0
@@ -139,7 +142,7 @@ def test_table_4_3_2_earlier_measures_cannot_tell_the_generalizations_apart() ->
     for which in (1, 2):
         leaves, nodes, _ = table_43(which)
         counts = [np.bincount(leaves[:, j], minlength=2) for j in range(2)]
-        loss = u.information_loss(hs, nodes, leaves, counts)
+        loss = il.information_loss(hs, nodes, leaves, counts)
         groups = Counter(map(tuple, nodes.tolist()))
         figures.append(
             (
@@ -148,8 +151,8 @@ def test_table_4_3_2_earlier_measures_cannot_tell_the_generalizations_apart() ->
                 float(loss.entropy.sum()),
                 float(loss.monotone_entropy.sum()),
                 float(loss.non_uniform_entropy.sum()),
-                u.ncp(hs, nodes),
-                u.discernibility(list(groups.values()), 0),
+                cp.ncp(hs, nodes),
+                gs.discernibility(list(groups.values()), 0),
             )
         )
     # 8 '*' cells, each a full suppression of a fair binary attribute: 1 bit, NCP ½ per record
@@ -164,8 +167,8 @@ def test_table_4_3_2_tuple_wise_variance(attributes: tuple[int, ...], var_t: int
     hs = [GENDER, NAT2]
     leaves, nodes1, s = table_43(1)
     _, nodes2, _ = table_43(2)
-    tv1 = u.tuple_wise_variance(hs, leaves, nodes1, s, attributes)
-    tv2 = u.tuple_wise_variance(hs, leaves, nodes2, s, attributes)
+    tv1 = il.tuple_wise_variance(hs, leaves, nodes1, s, attributes)
+    tv2 = il.tuple_wise_variance(hs, leaves, nodes2, s, attributes)
     assert (tv1.original, tv1.release, tv2.original, tv2.release) == (var_t, var_1, var_t, var_2)
     # seed000 §5.6 [DERIVED]: Π_tv −2 (Q = QI, the release splits original blocks) or 0, and 2 for (2)
     assert tv1.loss == var_t - var_1
@@ -190,7 +193,7 @@ def test_tuple_wise_variance_equals_the_transport_lp() -> None:
     h = hier("Q", [["in", "*"], ["out", "*"]])
     d_t = np.bincount(s) / 20
     expected = 4 * emd(np.bincount(s[:4], minlength=4) / 4, d_t) + 16 * emd(np.bincount(s[4:], minlength=4) / 16, d_t)
-    tv = u.tuple_wise_variance([h], leaves, leaves, s)
+    tv = il.tuple_wise_variance([h], leaves, leaves, s)
     assert tv.original == pytest.approx(expected, abs=1e-9)
     assert tv.release == tv.original  # published as collected
 
@@ -202,12 +205,12 @@ def test_tuple_wise_variance_equals_the_transport_lp() -> None:
 
 def test_discernibility_and_average_group_size() -> None:
     # groups of 3, 2 and 5, 2 records suppressed, |D| = 12: 9 + 4 + 25 + 2 · 12
-    assert u.discernibility([3, 2, 5], 2) == 62
-    assert u.discernibility([], 4) == 16  # everything suppressed: |D|²
-    assert u.average_group_size([3, 2, 5]) == pytest.approx(10 / 3, abs=1e-15)
-    assert u.normalized_average_group_size([3, 2, 5], 2) == pytest.approx(5 / 3, abs=1e-15)
-    assert u.suppression_rate(2, 12) == pytest.approx(1 / 6, abs=1e-15)
-    assert u.suppression_rate(0, 0) == 0.0
+    assert gs.discernibility([3, 2, 5], 2) == 62
+    assert gs.discernibility([], 4) == 16  # everything suppressed: |D|²
+    assert gs.average_group_size([3, 2, 5]) == pytest.approx(10 / 3, abs=1e-15)
+    assert gs.normalized_average_group_size([3, 2, 5], 2) == pytest.approx(5 / 3, abs=1e-15)
+    assert gs.suppression_rate(2, 12) == pytest.approx(1 / 6, abs=1e-15)
+    assert gs.suppression_rate(0, 0) == 0.0
 
 
 AGE = hier(
@@ -218,10 +221,10 @@ AGE = hier(
 
 def test_ncp_hand_example() -> None:
     # numeric: (hi − lo) / (max − min) over the domain 20..60; categorical: |leaves| / 4, 0 for a leaf
-    age = u.node_ncp(AGE)
+    age = cp.node_ncp(AGE)
     labels = ["20", "25", "30", "40", "60", "20-30", "40-60", "*"]
     assert [age[AGE.node(x)] for x in labels] == [0, 0, 0, 0, 0, 0.25, 0.5, 1.0]
-    nation = u.node_ncp(NATION)
+    nation = cp.node_ncp(NATION)
     assert [nation[NATION.node(x)] for x in [*NATION.leaves, "Asia", "Americas", "*"]] == [0, 0, 0, 0, 0.5, 0.5, 1.0]
     hs = [AGE, NATION]
     published = np.array(
@@ -231,22 +234,22 @@ def test_ncp_hand_example() -> None:
             [AGE.node("40-60"), NATION.node("*")],  # (0.5 + 1) / 2 = 0.75
         ]
     )
-    assert u.ncp(hs, published) == pytest.approx((0.375 + 0 + 0.75) / 3, abs=1e-15)
+    assert cp.ncp(hs, published) == pytest.approx((0.375 + 0 + 0.75) / 3, abs=1e-15)
     # a suppressed record counts 1
-    assert u.ncp(hs, published, suppressed=1) == pytest.approx((0.375 + 0.75 + 1) / 4, abs=1e-15)
+    assert cp.ncp(hs, published, suppressed=1) == pytest.approx((0.375 + 0.75 + 1) / 4, abs=1e-15)
     # Xu et al.'s weights: all weight on Age
-    assert u.ncp(hs, published, weights=[1.0, 0.0]) == pytest.approx((0.25 + 0.5) / 3, abs=1e-15)
+    assert cp.ncp(hs, published, weights=[1.0, 0.0]) == pytest.approx((0.25 + 0.5) / 3, abs=1e-15)
 
 
 def test_tree_levels_of_a_chain() -> None:
     # the thesis's balancing chain *→Oceania→New Zealand→New Zealand (§2.1)
     h = hier("N", [["Canada", "North America", "Americas", "*"], ["New Zealand", "New Zealand", "Oceania", "*"]])
-    levels = u.tree_levels(h)
+    levels = il.tree_levels(h)
     assert levels[h.node("New Zealand")] == 0
     assert levels[h.node("North America")] == 1
     assert levels[h.node("Oceania")] == 2 and levels[h.root] == 3
     assert h.leaf_counts()[h.node("Oceania")] == 1 and h.leaf_counts()[h.root] == 2
-    t = u.entropy_tables(h, [3, 1])
+    t = il.entropy_tables(h, [3, 1])
     assert t.count[h.node("Oceania")] == 1 and t.count[h.root] == 4
 
 
@@ -262,45 +265,45 @@ def test_bad_arguments() -> None:
     with pytest.raises(ValueError, match="does not generalize"):
         bad = nodes.copy()
         bad[0, 1] = NAT2.node("Canada")  # row 1 is U.S.
-        u.information_loss(hs, bad, leaves, counts)
+        il.information_loss(hs, bad, leaves, counts)
     with pytest.raises(ValueError, match="columns"):
-        u.information_loss(hs, nodes[:, :1], leaves, counts)
+        il.information_loss(hs, nodes[:, :1], leaves, counts)
     with pytest.raises(ValueError, match="whole snapshot"):
-        u.information_loss(hs, nodes, leaves, [c - 1 for c in counts])
+        il.information_loss(hs, nodes, leaves, [c - 1 for c in counts])
     with pytest.raises(ValueError, match="one snapshot"):
-        u.information_loss(hs, nodes, leaves, [counts[0], counts[1] + 1])
+        il.information_loss(hs, nodes, leaves, [counts[0], counts[1] + 1])
     with pytest.raises(ValueError, match="outside"):
-        u.ncp(hs, nodes + 5)
+        cp.ncp(hs, nodes + 5)
     with pytest.raises(ValueError, match="integers"):
-        u.ncp(hs, nodes.astype(float))
+        cp.ncp(hs, nodes.astype(float))
     with pytest.raises(ValueError, match="weights"):
-        u.ncp(hs, nodes, weights=[0.5, 0.6])
+        cp.ncp(hs, nodes, weights=[0.5, 0.6])
     with pytest.raises(ValueError, match="at least one record"):
-        u.discernibility([3, 0], 1)
+        gs.discernibility([3, 0], 1)
     with pytest.raises(ValueError, match="non-negative"):
-        u.discernibility([3], -1)
+        gs.discernibility([3], -1)
     with pytest.raises(ValueError, match="no QI-groups"):
-        u.average_group_size([])
+        gs.average_group_size([])
     with pytest.raises(ValueError, match="positive"):
-        u.normalized_average_group_size([2], 0)
+        gs.normalized_average_group_size([2], 0)
     with pytest.raises(ValueError, match="suppressed records out of"):
-        u.suppression_rate(3, 2)
+        gs.suppression_rate(3, 2)
     with pytest.raises(ValueError, match="attributes"):
-        u.tuple_wise_variance(hs, leaves, nodes, s, [0, 0])
+        il.tuple_wise_variance(hs, leaves, nodes, s, [0, 0])
     with pytest.raises(ValueError, match="records"):
-        u.tuple_wise_variance(hs, leaves, nodes, s[:-1])
+        il.tuple_wise_variance(hs, leaves, nodes, s[:-1])
     with pytest.raises(ValueError, match="codes in"):
         u.snapshot_nodes(hs, [0, 5], nodes[:2])
     with pytest.raises(ValueError, match="at least one"):
-        u.ncp([], nodes)
+        cp.ncp([], nodes)
 
 
 # --------------------------------------------------------------------------------------
-# summary
+# release figures
 # --------------------------------------------------------------------------------------
 
 
-def test_summary_of_table_4_3_2_with_a_suppressed_record() -> None:
+def test_figures_of_table_4_3_2_with_a_suppressed_record() -> None:
     hs = [GENDER, NAT2]
     leaves, nodes, s = table_43(2)
     keys = [tuple(r) for r in nodes.tolist()]
@@ -308,35 +311,46 @@ def test_summary_of_table_4_3_2_with_a_suppressed_record() -> None:
     group = np.array([group_ids[k] for k in keys])
     group_nodes = np.array(list(group_ids))
     group[7] = -1  # suppress the last record: its group {6, 8} keeps one record
-    ms = {m.name: m for m in u.summary(hs, leaves, group, group_nodes, s)}
-    assert all(m.family == "utility" for m in ms.values())
-    assert ms["suppression rate"].value == 1 / 8
-    assert ms["discernibility metric C_DM"].value == 3 * 4 + 1 + 8
-    assert ms["average QI-group size"].value == 7 / 4
-    assert ms["normalized average QI-group size C_AVG"].value == 7 / 4  # k = smallest group = 1
+    f = u.utility_figures(hs, leaves, group, group_nodes, s)
+    assert (f.records, f.published, f.suppressed, f.qis, f.groups) == (8, 7, 1, 2, 4)
+    assert f.suppression_rate == 1 / 8
+    assert f.discernibility == 3 * 4 + 1 + 8
+    assert f.average_group_size == 7 / 4
+    assert f.normalized_average_group_size == 7 / 4 and (f.k, f.k_given) == (1.0, False)  # k = smallest group
     # the suppressed record is an all-'*' tuple: 1 + 2 extra '*' cells of the 8 already there
-    assert ms["redactions"].value == 9
-    assert ms["non-uniform entropy measure Π_ne"].value == 9.0
-    assert ms["normalized certainty penalty NCP"].value == pytest.approx((7 * 0.5 + 1) / 8, abs=1e-15)
+    assert f.loss is not None and f.loss.redactions.sum() == 9
+    assert f.loss.non_uniform_entropy.sum() == 9.0
+    assert f.ncp == pytest.approx((7 * 0.5 + 1) / 8, abs=1e-15)
     # Var_T* : blocks (M,*) {1,2}, (F,*) {3,4}, (*,U.S.) {5,7}, (*,Canada) {6} and (*,*) {8}
-    assert ms["tuple-wise variance loss Π_tv"].value == pytest.approx(2 - (0.5 + 0.5), abs=1e-15)
-    without = {m.name: m for m in u.summary(hs, leaves, group, group_nodes, None, k=2)}
-    assert without["tuple-wise variance loss Π_tv"].value is None
-    assert "sensitive" in without["tuple-wise variance loss Π_tv"].note
-    assert without["normalized average QI-group size C_AVG"].value == 7 / 8
+    assert f.tuple_variance is not None
+    assert f.tuple_variance.loss == pytest.approx(2 - (0.5 + 0.5), abs=1e-15)
+    without = u.utility_figures(hs, leaves, group, group_nodes, None, k=2)
+    assert without.tuple_variance is None
+    assert without.normalized_average_group_size == 7 / 8 and (without.k, without.k_given) == (2.0, True)
+    with pytest.raises(ValueError, match="k must be a positive number"):
+        u.utility_figures(hs, leaves, group, group_nodes, None, k=0)
 
 
-def test_summary_when_nothing_is_published() -> None:
+def test_figures_when_nothing_is_published() -> None:
     hs = [GENDER, NAT2]
     leaves, _, s = table_43(1)
-    ms = {m.name: m for m in u.summary(hs, leaves, np.full(8, -1), np.zeros((0, 2), dtype=np.int64), s)}
-    assert ms["suppression rate"].value == 1.0
-    assert ms["discernibility metric C_DM"].value == 64
-    assert ms["average QI-group size"].value is None
-    assert ms["normalized certainty penalty NCP"].value == 1.0
-    assert ms["redactions"].value == 16
+    f = u.utility_figures(hs, leaves, np.full(8, -1), np.zeros((0, 2), dtype=np.int64), s)
+    assert f.suppression_rate == 1.0
+    assert f.discernibility == 64
+    assert f.groups == 0 and f.average_group_size is None and f.normalized_average_group_size is None
+    assert f.k is None
+    assert f.ncp == 1.0
+    assert f.loss is not None and f.loss.redactions.sum() == 16
     # T* is one block, the whole table, with no variance left: Π_tv = Var_T = 2
-    assert ms["tuple-wise variance loss Π_tv"].value == 2.0
+    assert f.tuple_variance is not None and f.tuple_variance.loss == 2.0
+
+
+def test_figures_of_an_empty_snapshot() -> None:
+    hs = [GENDER, NAT2]
+    empty = np.zeros((0, 2), dtype=np.int64)
+    f = u.utility_figures(hs, empty, np.zeros(0, dtype=np.int64), empty, np.zeros(0, dtype=np.int64))
+    assert (f.records, f.published, f.suppression_rate, f.discernibility) == (0, 0, 0.0, 0)
+    assert f.ncp is None and f.loss is None and f.tuple_variance is None and f.average_group_size is None
 
 
 # --------------------------------------------------------------------------------------
@@ -455,18 +469,19 @@ def test_brute_force(case: Case) -> None:
     group = np.full(len(nodes), -1)
     group[published] = [ids[k] for k in keys]
     group_nodes = np.array(list(ids), dtype=np.int64).reshape(len(ids), len(hs))
-    ms = {m.name: m.value for m in u.summary(hs, leaves, group, group_nodes, sensitive)}
-    assert ms["discernibility metric C_DM"] == ref["dm"]
-    assert ms["redactions"] == ref["redactions"]
-    for name, key in [
-        ("normalized certainty penalty NCP", "ncp"),
-        ("tree measure", "tree"),
-        ("entropy measure Π_e", "pi_e"),
-        ("monotone entropy measure Π_me", "pi_me"),
-        ("non-uniform entropy measure Π_ne", "pi_ne"),
-        ("tuple-wise variance loss Π_tv", "tv"),
+    f = u.utility_figures(hs, leaves, group, group_nodes, sensitive)
+    assert f.discernibility == ref["dm"]
+    assert f.loss is not None and f.loss.redactions.sum() == ref["redactions"]
+    assert f.tuple_variance is not None
+    for got, key in [
+        (f.ncp, "ncp"),
+        (f.loss.tree.sum(), "tree"),
+        (f.loss.entropy.sum(), "pi_e"),
+        (f.loss.monotone_entropy.sum(), "pi_me"),
+        (f.loss.non_uniform_entropy.sum(), "pi_ne"),
+        (f.tuple_variance.loss, "tv"),
     ]:
-        assert ms[name] == pytest.approx(ref[key], rel=1e-9, abs=1e-9), name
+        assert got == pytest.approx(ref[key], rel=1e-9, abs=1e-9), key
 
 
 @settings(max_examples=40, deadline=None)
@@ -482,10 +497,10 @@ def test_generalizing_one_cell_never_lowers_the_monotone_measures(case: Case, da
     up = nodes.copy()
     up[r, j] = parent
     counts = [np.bincount(leaves[:, q], minlength=h.n_leaves) for q, h in enumerate(hs)]
-    before = u.information_loss(hs, nodes, leaves, counts)
-    after = u.information_loss(hs, up, leaves, counts)
+    before = il.information_loss(hs, nodes, leaves, counts)
+    after = il.information_loss(hs, up, leaves, counts)
     assert after.monotone_entropy.sum() >= before.monotone_entropy.sum() - 1e-12
     assert after.non_uniform_entropy.sum() >= before.non_uniform_entropy.sum() - 1e-12
     assert after.tree.sum() > before.tree.sum()
     assert after.redactions.sum() >= before.redactions.sum()
-    assert u.ncp(hs, up) >= u.ncp(hs, nodes) - 1e-12  # a one-child node has its child's NCP
+    assert cp.ncp(hs, up) >= cp.ncp(hs, nodes) - 1e-12  # a one-child node has its child's NCP

@@ -8,15 +8,16 @@ audit reads it back from disk.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 from helpers import DISEASES, make_workspace, read_config, snapshot, write_config
 
-from serialpub.audit import audit_workspace, format_report
+from serialpub.analysis.audit import audit_workspace, format_report
 from serialpub.config import load_config
 from serialpub.errors import InputChecksFailed, InputError
-from serialpub.pipeline import Publisher
+from serialpub.workflow.publisher import Publisher
 
 
 def _publish(root: Path, releases: int = 3) -> list[dict]:
@@ -212,20 +213,21 @@ def test_audit_refuses_a_snapshot_it_cannot_read_or_find(published_once: Path, t
     (folder / "snapshot-0001.csv").write_bytes(b"id,disease\n\xff\xfe,flu\n")
     with pytest.raises(InputError, match="not UTF-8 text"):
         audit_workspace(published_once, snapshots=folder)
-    manifest_path = published_once / "releases" / "clinic" / "release-0001" / "manifest.json"
+    ws = tmp_path / "copy"  # the published workspace is shared with other tests
+    shutil.copytree(published_once, ws)
+    manifest_path = ws / "releases" / "clinic" / "release-0001" / "manifest.json"
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    del manifest["period"]
-    from serialpub.audit import _parse_manifest, _read_snapshot
-
-    with pytest.raises(InputError, match="names no period"):
-        _read_snapshot(folder, _parse_manifest(manifest, str(manifest_path)), "id")
+    del manifest["period"]  # the snapshot's file name comes from the period
+    manifest_path.write_text(json.dumps(manifest), encoding="utf-8")
+    with pytest.raises(InputError, match=r"release-0001/manifest\.json: key 'period' is missing"):
+        audit_workspace(ws, snapshots=folder)
 
 
 def test_audit_releases_needs_one_snapshot_per_release(published_once: Path) -> None:
     import pandas as pd
 
-    from serialpub.audit import audit_releases
-    from serialpub.hierarchies import read_hierarchies
+    from serialpub.analysis.audit import audit_releases
+    from serialpub.io.hierarchies import read_hierarchies
 
     directory = published_once / "releases" / "clinic" / "release-0001"
     manifest = json.loads((directory / "manifest.json").read_text(encoding="utf-8"))

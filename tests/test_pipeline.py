@@ -1,4 +1,4 @@
-"""The publication pipeline on real files: ``serialpub.pipeline.Publisher`` on a small
+"""The publication pipeline on real files: ``serialpub.workflow.publisher.Publisher`` on a small
 hand-written workspace (register, hierarchies, serialpub.yaml, snapshots), the release
 contract of docs/release-contract.md, rejection of bad input without a trace, the command
 line (``python -m serialpub.cli``) and crash recovery of ``release_files``.
@@ -16,12 +16,12 @@ import pandas as pd
 import pytest
 from helpers import CONTRACT_KEYS, DISEASES, QIS, SENSITIVE, Result, cli, make_workspace, snapshot, state_of
 
-from serialpub import release_files
-from serialpub.audit import audit_workspace
+from serialpub.analysis.audit import audit_workspace
 from serialpub.config import load_config
 from serialpub.errors import InputError
-from serialpub.hierarchies import read_hierarchy
-from serialpub.pipeline import Publisher
+from serialpub.io import release_files
+from serialpub.io.hierarchies import read_hierarchy
+from serialpub.workflow.publisher import Publisher
 from state.store import StateStore, open_engine
 
 
@@ -45,7 +45,8 @@ def test_three_releases_follow_the_contract_and_pass_the_audit(ws_root: Path) ->
         directory = dataset_dir / f"release-{t:04d}"
         assert outcome.directory == directory and outcome.seq == t and outcome.period == f"{t:04d}"
         assert sorted(p.name for p in directory.iterdir()) == [
-            "data.parquet", "manifest.json", "report.html", "report.json", "validation.html", "validation.json"
+            "data.parquet", "manifest.json", "manifest.sig", "report.html", "report.json", "validation.html",
+            "validation.json",
         ]
         data = pd.read_parquet(directory / "data.parquet")
         manifest = json.loads((directory / "manifest.json").read_text(encoding="utf-8"))
@@ -59,7 +60,7 @@ def test_three_releases_follow_the_contract_and_pass_the_audit(ws_root: Path) ->
         assert len(data) == len(raw) - manifest["suppressed"]
 
         assert CONTRACT_KEYS <= set(manifest)
-        assert manifest["format_version"] == 1
+        assert manifest["format_version"] == 2
         assert (manifest["dataset"], manifest["release"], manifest["period"]) == ("clinic", t, f"{t:04d}")
         assert manifest["previous_release"] == (t - 1 if t > 1 else None)
         assert manifest["l"] == 2 and manifest["strategy"] == "constant" and manifest["k_prime"] == 3

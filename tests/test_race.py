@@ -17,9 +17,9 @@ from conftest import cli_env, freeze_stats, run_cli
 from helpers import snapshot, state_of
 from sqlalchemy import func, select
 
-from serialpub import pipeline
 from serialpub.config import load_config
-from serialpub.pipeline import Publisher
+from serialpub.workflow import publishing
+from serialpub.workflow.publisher import Publisher
 from state.models import AuditLog, Release, Statistics
 from state.store import StateStore, open_engine, this_process
 
@@ -31,7 +31,7 @@ pytestmark = pytest.mark.slow
 BARRIER = """\
 import os, sys, time
 from pathlib import Path
-import serialpub.cli, serialpub.pipeline
+import serialpub.cli, serialpub.workflow.publisher
 go = Path(sys.argv[1])
 Path(f"{go}.ready-{os.getpid()}").touch()
 deadline = time.monotonic() + 300
@@ -140,7 +140,7 @@ def test_recovery_between_commit_and_rename_of_another_process(
                 warnings.simplefilter("ignore")
                 other.recover()
 
-    monkeypatch.setattr(pipeline, "checkpoint", hook)
+    monkeypatch.setattr(publishing, "checkpoint", hook)
     outcome = Publisher(load_config(state_ws)).publish(snapshot(state_ws, 2))
     assert outcome.seq == 2
     dataset_dir = state_ws / "releases" / "clinic"
@@ -164,7 +164,7 @@ def test_recovery_does_not_remove_the_staging_of_a_draft_opened_meanwhile(
             staged.set()
             assert go_on.wait(60)
 
-    monkeypatch.setattr(pipeline, "checkpoint", hook)
+    monkeypatch.setattr(publishing, "checkpoint", hook)
     outcome: list[Any] = []
     a_thread = threading.Thread(target=lambda: outcome.append(a.publish(snapshot(state_ws, 2))))
     original = b.store.open_release

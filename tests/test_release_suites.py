@@ -16,13 +16,22 @@ import pandas as pd
 import pytest
 
 from anonymizer.hierarchy import Hierarchy
+from anonymizer.regions import NodeSpans, overlapping_pairs
 from anonymizer.release import PrivacyParams, anonymize_release
-from checks.breach import breach_table, compute_breach, dfs_intervals, region_spans
+from checks.breach import (
+    BreachComputation,
+    Draft,
+    Population,
+    PriorState,
+    SnapshotRecords,
+    breach_table,
+    compute_breach,
+    region_spans,
+)
 from checks.expectations import (
     ExpectBreachProbabilityAtMost,
     ExpectGroupRegionsPairwiseDisjoint,
     ExpectGroupsLDiverse,
-    overlapping_pairs,
 )
 from checks.gx import run_suite
 from checks.release_suites import release_suite
@@ -102,43 +111,37 @@ class Case:
         )
         self.suppression_rate = result.suppressed / self.present.size
 
-    def suites(self, draft: pd.DataFrame | None = None, **over: Any) -> dict[str, Any]:
+    def draft_of(self, draft: pd.DataFrame | None = None) -> Draft:
+        return Draft(self.draft if draft is None else draft, QIS, SENSITIVE, self.h)
+
+    def population(self) -> Population:
+        return Population(self.keys, self.register["id"].to_numpy(), self.presence,
+                          self.present if self.presence else None)  # fmt: skip
+
+    def prior(self) -> PriorState:
+        return PriorState(PROTECTED, self.survival, ELL)
+
+    def computation(
+        self, draft: pd.DataFrame | None = None, snapshot: SnapshotRecords | None = None, per_unit: bool = False
+    ) -> BreachComputation:
+        return compute_breach(self.draft_of(draft), self.population(), self.prior(), snapshot, per_unit=per_unit)
+
+    def suites(
+        self, draft: pd.DataFrame | None = None, snapshot: SnapshotRecords | None = None, per_unit: bool = False,
+        **over: Any,
+    ) -> dict[str, Any]:  # fmt: skip
         args: dict[str, Any] = {
             "thresholds": THRESHOLDS,
             "metrics": {"suppression_rate": self.suppression_rate},
             "sensitive_domain": DISEASES,
         }
         args.update(over)
-        results = release_suite(
-            self.draft if draft is None else draft,
-            QIS,
-            SENSITIVE,
-            self.h,
-            self.keys,
-            self.register["id"].to_numpy(),
-            PROTECTED,
-            self.survival,
-            ELL,
-            self.presence,
-            self.present if self.presence else None,
-            **args,
-        )
+        breach = self.computation(draft, snapshot, per_unit)
+        results = release_suite(self.draft_of(draft), breach, ELL, **args)
         return {r.suite: r for r in results}
 
     def breach(self, draft: pd.DataFrame | None = None) -> pd.DataFrame:
-        return breach_table(
-            self.draft if draft is None else draft,
-            QIS,
-            SENSITIVE,
-            self.h,
-            self.keys,
-            self.register["id"].to_numpy(),
-            PROTECTED,
-            self.survival,
-            self.presence,
-            self.present if self.presence else None,
-            ELL,
-        )
+        return breach_table(self.draft_of(draft), self.population(), self.prior())
 
 
 @pytest.fixture(scope="module")
@@ -331,12 +334,11 @@ def test_paper_figures(size: int, p: Fraction, ok: bool) -> None:
     draft, h, survival = _paper_case(size)
     keys = np.arange(8)[:, None]
     ids = np.array([f"o{i + 1}" for i in range(8)])
-    table = breach_table(draft, ["age"], "disease", h, keys, ids, ["chlamydia"], survival, True, np.arange(8), 2.0)
+    d, population = Draft(draft, ["age"], "disease", h), Population(keys, ids, True, np.arange(8))
+    table = breach_table(d, population, PriorState(["chlamydia"], survival, 2.0))
     o2 = table[table["individual"] == "o2"]
     assert len(o2) == 1 and o2["p"].iloc[0] == pytest.approx(float(p), abs=1e-15)
-    results = release_suite(
-        draft, ["age"], "disease", h, keys, ids, ["chlamydia"], survival, 2.0, True, np.arange(8), {}
-    )
+    results = release_suite(d, compute_breach(d, population, PriorState(["chlamydia"], survival, 2.0)), 2.0, {})
     by = {r.suite: r for r in results}
     assert by["guarantee"].success is ok
     assert by["localized"].success  # each release alone is 2-diverse (Principle 1)
@@ -362,11 +364,10 @@ def test_breach_exact_decision_at_the_bound() -> None:
     h = {"a": _hierarchy("a", [["x", "*"], ["y", "*"], ["z", "*"]])}
     draft = pd.DataFrame({"a": ["*"] * 3, "s": ["hiv", "flu", "flu"]})
     surv = np.full((3, 1), 0.75)
-    t = breach_table(draft, ["a"], "s", h, np.arange(3)[:, None], np.arange(3), ["hiv"], surv, False, None, 2.0)
+    d, population = Draft(draft, ["a"], "s", h), Population(np.arange(3)[:, None], np.arange(3))
+    t = breach_table(d, population, PriorState(["hiv"], surv, 2.0))
     assert len(t) == 3 and not t["exceeds"].any()
-    t = breach_table(
-        draft, ["a"], "s", h, np.arange(3)[:, None], np.arange(3), ["hiv"], surv * (1 - 2**-40), False, None, 2.0
-    )
+    t = breach_table(d, population, PriorState(["hiv"], surv * (1 - 2**-40), 2.0))
     assert t["exceeds"].all()
 
 
@@ -408,7 +409,8 @@ def test_ldiverse_expectation_on_crafted_tables() -> None:
 def test_region_spans_are_dfs_intervals(case: Case) -> None:
     for q in QIS:
         h = case.h[q]
-        lo, hi = dfs_intervals(h)
+        node_spans = NodeSpans.of(h)
+        lo, hi = node_spans.lo, node_spans.hi
         anc = h.ancestor_matrix()
         assert ((hi - lo + 1) == h.leaf_counts()).all()
         # two nodes share a leaf iff their intervals intersect
@@ -428,30 +430,45 @@ def test_mechanism_aware_counts_charge_what_the_draft_left_out(presence: bool) -
     not: a draft that drops protected records (value-selective suppression) is charged as
     if it had published them, and a draft that drops a whole group fails 'coverage'."""
     c = Case(presence=presence)
-    snapshot = (c.present, c.record_set)
+    snapshot = SnapshotRecords(c.present, c.record_set)
     full = c.suites(snapshot=snapshot)
     assert list(full) == ["contract", "disjointness", "guarantee", "coverage", "localized", "utility"]
     assert _failed(full) == set(), {k: r.failures for k, r in full.items()}
-    before = compute_breach(c.draft, QIS, SENSITIVE, c.h, c.keys, c.register["id"].to_numpy(), PROTECTED,
-                            c.survival, presence, c.present if presence else None, ELL, snapshot=snapshot)  # fmt: skip
+    before = c.computation(snapshot=snapshot)
     protected_rows = np.flatnonzero(c.draft[SENSITIVE].isin(PROTECTED).to_numpy())
     thinned = c.draft.drop(index=c.draft.index[protected_rows[::2]])
-    after = compute_breach(thinned, QIS, SENSITIVE, c.h, c.keys, c.register["id"].to_numpy(), PROTECTED,
-                           c.survival, presence, c.present if presence else None, ELL, snapshot=snapshot)  # fmt: skip
+    after = c.computation(thinned, snapshot)
     key = ["individual", "value"]
     merged = before.table.merge(after.table, on=key, suffixes=("", "_after"))
     assert len(merged) == len(before.table) == len(after.table)
     assert (merged["n_s"] == merged["n_s_after"]).all() and (merged["n_j"] == merged["n_j_after"]).all()
     assert (merged["p"] == merged["p_after"]).all()
     # the published-count model sees fewer records and a smaller p
-    published = compute_breach(thinned, QIS, SENSITIVE, c.h, c.keys, c.register["id"].to_numpy(), PROTECTED,
-                               c.survival, presence, c.present if presence else None, ELL)  # fmt: skip
+    published = c.computation(thinned)
     assert published.table["n_s"].sum() < after.table["n_s"].sum()
     # a whole group left out: its records lie in no published region
     first_group = c.draft[QIS].apply(tuple, axis=1) == tuple(c.draft[QIS].iloc[0])
     dropped = c.draft[~first_group.to_numpy()]
     results = c.suites(draft=dropped, snapshot=snapshot)
     assert "coverage" in _failed(results)
-    assert compute_breach(dropped, QIS, SENSITIVE, c.h, c.keys, c.register["id"].to_numpy(), PROTECTED,
-                          c.survival, presence, c.present if presence else None, ELL,
-                          snapshot=snapshot).uncovered_records == int(first_group.sum())  # fmt: skip
+    assert c.computation(dropped, snapshot).uncovered_records == int(first_group.sum())
+
+
+@pytest.mark.parametrize("presence", [False, True])
+def test_one_row_per_unit_decides_and_names_as_one_row_per_individual(presence: bool) -> None:
+    """Validation and the report share one per-unit computation (individuals sharing their
+    QI cell and history share every figure): the suites decide the same, and a failure
+    names as many pairs and individuals as the expanded table does."""
+    c = Case(presence=presence)
+    c.survival = np.random.default_rng(7).uniform(0.55, 1.0, c.survival.shape)
+    row = _group_with(c, "hiv")
+    in_group = (c.draft[QIS] == row[QIS].tolist()).all(axis=1)
+    added = pd.concat([c.draft, pd.DataFrame([row] * (3 * int(in_group.sum())))], ignore_index=True)
+    for draft in (c.draft, added):
+        wide, units = c.suites(draft), c.suites(draft, per_unit=True)
+        assert {k: r.success for k, r in wide.items()} == {k: r.success for k, r in units.items()}
+        per_unit = c.computation(draft, per_unit=True).table
+        assert int(per_unit["weight"].sum()) == len(c.breach(draft))
+    assert not units["guarantee"].success
+    count = lambda line: line.split(" above ")[0]  # noqa: E731 ("N pair(s) of M individual(s)")
+    assert count(wide["guarantee"].failures[-1]) == count(units["guarantee"].failures[-1])

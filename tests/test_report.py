@@ -18,11 +18,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from anonymizer.measures.guarantee import BINS, breach_distribution, ratio_budget
-from serialpub import release_files
-from serialpub.audit import audit_workspace
+from serialpub.analysis.audit import audit_workspace
 from serialpub.config import load_config
-from serialpub.pipeline import Publisher
+from serialpub.io import release_files
 from serialpub.report.series import SERIES_HTML, SERIES_JSON, write_series_report
+from serialpub.workflow.publisher import Publisher
 
 # -- the guarantee's figures against the pairs written out one by one ---------------------
 
@@ -197,7 +197,7 @@ def test_breach_table_per_unit_is_the_individual_table_compressed(series: Path) 
     share every figure and the history class (equal survival products do not imply equal
     linked counts: without ``unit_classes`` a presence-mode import made the report count
     more linked pairs than a class had members)."""
-    from checks.breach import compute_breach
+    from checks.breach import Draft, Population, PriorState, compute_breach
 
     ws = load_config(series)
     publisher = Publisher(ws)
@@ -205,8 +205,9 @@ def test_breach_table_per_unit_is_the_individual_table_compressed(series: Path) 
     drafts = [release_files.read_release(ws.dataset_dir / release_files.release_name(k))[1] for k in (1, 2, 3)]
     draft = max(drafts, key=lambda d: int(d["disease"].isin(publisher.protected).sum()))  # one that links someone
     survival = history.survival[history.class_of]
-    args = (draft, publisher.qis, "disease", publisher.hierarchies, publisher.register.keys,
-            publisher.register.ids.to_numpy(), publisher.protected, survival, False, None, 2.0)  # fmt: skip
+    args = (Draft(draft, publisher.qis, "disease", publisher.hierarchies),
+            Population(publisher.register.keys, publisher.register.ids.to_numpy()),
+            PriorState(publisher.protected, survival, 2.0))  # fmt: skip
     full = compute_breach(*args).table
     units = compute_breach(*args, per_unit=True, unit_classes=history.class_of).table
     assert len(full) > len(units) > 0 and units["weight"].sum() == len(full)
@@ -264,7 +265,7 @@ def test_reports_in_other_configurations(tmp_path: Path, overrides: dict, withou
 
 
 def test_series_baseline_stops_at_an_imported_release(tmp_path: Path) -> None:
-    from serialpub.importing import import_release
+    from serialpub.workflow.importing import import_release
 
     source = make_workspace(tmp_path / "A")
     Publisher(load_config(source)).publish(snapshot(source, 1))
@@ -287,7 +288,7 @@ def test_breach_from_history_classes_equals_the_dense_history(series: Path, pres
     """The validation and the report pass the statistics file's compact form (survival per
     history class + class per individual) instead of an (N, V) array (8 GB at 5M
     individuals and 200 protected values); the verdicts and figures must not change."""
-    from checks.breach import breach_table, compute_breach
+    from checks.breach import Draft, Population, PriorState, breach_table, compute_breach
 
     ws = load_config(series)
     publisher = Publisher(ws)
@@ -296,18 +297,19 @@ def test_breach_from_history_classes_equals_the_dense_history(series: Path, pres
     drafts = [release_files.read_release(ws.dataset_dir / release_files.release_name(k))[1] for k in (1, 2, 3)]
     draft = max(drafts, key=lambda d: int(d["disease"].isin(publisher.protected).sum()))  # one that links someone
     present = np.arange(0, 60, 2) if presence else None
-    args = (draft, publisher.qis, "disease", publisher.hierarchies, publisher.register.keys,
-            publisher.register.ids.to_numpy(), publisher.protected)  # fmt: skip
-    dense = breach_table(*args, history.survival[history.class_of], presence, present, 2.0)
-    compact = breach_table(*args, history.survival, presence, present, 2.0, history_class=history.class_of)
+    d = Draft(draft, publisher.qis, "disease", publisher.hierarchies)
+    population = Population(publisher.register.keys, publisher.register.ids.to_numpy(), presence, present)
+    protected = publisher.protected
+    dense = breach_table(d, population, PriorState(protected, history.survival[history.class_of], 2.0))
+    compact = breach_table(d, population, PriorState(protected, history.survival, 2.0, history.class_of))
     assert len(dense) > 0
     key = ["individual", "value", "group"]
     pd.testing.assert_frame_equal(
         compact.sort_values(key).reset_index(drop=True), dense.sort_values(key).reset_index(drop=True)
     )
     with pytest.raises(ValueError, match=r"history_class must hold rows of history_survival"):
-        compute_breach(*args, history.survival[:1], presence, present, 2.0, history_class=history.class_of)
+        compute_breach(d, population, PriorState(protected, history.survival[:1], 2.0, history.class_of))
     with pytest.raises(ValueError, match=r"history_class must hold integer rows"):
-        compute_breach(*args, history.survival, presence, present, 2.0, history_class=history.class_of + 0.5)
+        compute_breach(d, population, PriorState(protected, history.survival, 2.0, history.class_of + 0.5))
     with pytest.raises(ValueError, match=r"history_class must have shape \(60,\)"):
-        compute_breach(*args, history.survival, presence, present, 2.0, history_class=history.class_of[:5])
+        compute_breach(d, population, PriorState(protected, history.survival, 2.0, history.class_of[:5]))

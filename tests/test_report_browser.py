@@ -17,10 +17,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from serialpub import release_files
 from serialpub.demo import create_workspace, snapshots
-from serialpub.pipeline import Publisher
+from serialpub.io import release_files
 from serialpub.report.series import write_series_report
+from serialpub.workflow.publisher import Publisher
 
 CHROMIUM = next((p for n in ("chromium", "chromium-browser", "google-chrome") if (p := shutil.which(n))), None)
 

@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 from conftest import freeze_stats
-from helpers import Result, cli, make_workspace, snapshot, state_of
+from helpers import Result, as_login, cli, make_workspace, read_config, snapshot, state_of, write_config
 from sqlalchemy import func, inspect, select, text
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session
 
-from serialpub import release_files
 from serialpub.config import DATABASE_ENV, load_config
-from serialpub.pipeline import AUTO_APPROVER, Publisher
+from serialpub.io import release_files
+from serialpub.workflow.publisher import AUTO_APPROVER, Publisher
 from state.engine import head_revision, upgrade
 from state.models import TRANSITIONS, AuditLog, Base, Release, SignOff, Statistics
 from state.store import StateError, StateStore, open_engine, owner_is_gone, this_process
@@ -125,8 +125,11 @@ def test_reject_removes_the_staging_and_records_the_sign_off(state_ws: Path, sta
     store.set_staging(draft.id, str(staging))
     published, stats = state_of(state_ws)[:2]
 
-    proc = _cli("reject", "--config", state_ws, "--release", "2", "--by", "alice", "--comment", "no",
-                   url=state_url, cwd=state_ws)
+    config = read_config(state_ws)
+    config["sign_off"] |= {"approvers": ["alice"]}
+    write_config(state_ws, config)
+    with as_login("alice"):
+        proc = _cli("reject", "--config", state_ws, "--release", "2", "--comment", "no", url=state_url, cwd=state_ws)
     assert proc.returncode == 0, proc.stderr
     assert "release 2" in proc.stdout and "rejected by alice" in proc.stdout
     assert not staging.exists()
@@ -142,7 +145,8 @@ def test_reject_removes_the_staging_and_records_the_sign_off(state_ws: Path, sta
     assert (last["action"], last["release"], last["actor"]) == ("rejected", 2, "alice")
     assert last["detail"] == {"comment": "no"}
 
-    again = _cli("reject", "--config", state_ws, "--release", "2", "--by", "alice", url=state_url, cwd=state_ws)
+    with as_login("alice"):
+        again = _cli("reject", "--config", state_ws, "--release", "2", url=state_url, cwd=state_ws)
     assert "has no open release 2 to reject" in _one_line_error(again)
     with pytest.raises(StateError, match="no open release 1"):
         store.reject("clinic", 1, "bob", "published already", None)
@@ -198,18 +202,29 @@ def test_db_upgrade_creates_the_schema_of_an_empty_database(state_ws: Path, stat
     assert _publish_first(state_ws).store.published("clinic")[0].seq == 1
 
 
+@pytest.mark.parametrize(
+    ("url", "masked_url"),
+    [
+        (UNREACHABLE, "postgresql+psycopg://postgres:***@127.0.0.1:1/test"),
+        # libpq also takes the password (and a client key's) as query parameters
+        (
+            "postgresql+psycopg://postgres@127.0.0.1:1/test?password=secret&sslpassword=secret2",
+            "postgresql+psycopg://postgres@127.0.0.1:1/test?password=***&sslpassword=***",
+        ),
+    ],
+    ids=["in the authority", "as query parameters"],
+)
 def test_unreachable_database_is_one_line_with_the_password_masked(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, url: str, masked_url: str
 ) -> None:
     root = make_workspace(tmp_path / "ws")
-    monkeypatch.setenv(DATABASE_ENV, UNREACHABLE)
-    masked_url = "postgresql+psycopg://postgres:***@127.0.0.1:1/test"
+    monkeypatch.setenv(DATABASE_ENV, url)
     with pytest.raises(StateError) as err:
         Publisher(load_config(root))
     assert masked_url in str(err.value) and "secret" not in str(err.value)
     for command in ("history", "release"):
         args = ["--snapshot", str(snapshot(root, 1))] if command == "release" else []
-        line = _one_line_error(_cli(command, "--config", root, *args, url=UNREACHABLE, cwd=root))
+        line = _one_line_error(_cli(command, "--config", root, *args, url=url, cwd=root))
         assert masked_url in line and "secret" not in line, line
     assert not (root / "releases").exists()
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from anonymizer.bottomup import Cells, InfeasibleError
 from anonymizer.hierarchy import Hierarchy
-from anonymizer.release import History, PrivacyParams, anonymize_history, class_targets
+from anonymizer.release import History, PrivacyParams, SnapshotCodes, anonymize_history, class_targets
 from anonymizer.topdown import SPLIT_RULES, partition
 
 
@@ -66,7 +66,7 @@ def test_regions_tile_the_members_and_every_group_meets_its_requirement(
     for seq, (rows, sets) in enumerate(releases, start=1):
         targets = class_targets(params, history)
         try:
-            result = anonymize_history(keys, rows, sets, n_sets, history, params, HS, presence, 0, seq)
+            result = anonymize_history(keys, SnapshotCodes(rows, sets, n_sets), history, params, HS, presence, seed=seq)
         except InfeasibleError:
             # refused only when some cell (one leaf tuple) breaks its requirement on its own:
             # then no partition at all can publish every record

@@ -12,8 +12,8 @@ from helpers import cli, make_workspace, read_config, snapshot, state_of, write_
 from checks.evidence import HTML_FILE, JSON_FILE
 from serialpub.config import load_config
 from serialpub.errors import ValidationFailed
-from serialpub.pipeline import Publisher
-from serialpub.release_files import sha256_file
+from serialpub.io.release_files import sha256_file
+from serialpub.workflow.publisher import Publisher
 
 
 def test_published_release_carries_its_evidence(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""``serialpub state verify`` (serialpub.verify): the state rebuilt from the register, the
+"""``serialpub state verify`` (serialpub.analysis.verify): the state rebuilt from the register, the
 hierarchies and the published release files must equal the database's, and every kind of
 tampering must be reported (docs/design.md section 4; paper 004 §7).
 
@@ -21,10 +21,10 @@ from helpers import make_workspace, snapshot
 from sqlalchemy import text
 from typer.testing import CliRunner
 
+from serialpub.analysis.verify import UNVERIFIABLE, VerifyReport, verify_state
 from serialpub.cli import app
 from serialpub.config import load_config
-from serialpub.pipeline import Publisher
-from serialpub.verify import UNVERIFIABLE, VerifyReport, verify_state
+from serialpub.workflow.publisher import Publisher
 from state.store import open_engine, table_from_bytes, table_to_bytes
 
 

@@ -52,7 +52,9 @@ n = candidates n_j, b is the number n_{j,s} of the group's records carrying s, a
   exceed the primary figure; that is their point against k-anonymity and ℓ-diversity, §3.3.)
 
 Everything is vectorized over records (sorting and binary search over (group, node) keys); the
-only loops run over the levels of the taxonomy. No dense group × value matrix is built.
+only loops run over the levels of the taxonomy. No dense group × value matrix is built. The
+functions return numbers (per record, or :class:`BreachSummary` for a release); the report's
+wording of them is :mod:`serialpub.report.wording.personalized`'s.
 """
 
 from __future__ import annotations
@@ -64,7 +66,6 @@ import numpy.typing as npt
 
 from anonymizer.arrays import factorize
 from anonymizer.hierarchy import Hierarchy
-from anonymizer.measures.base import Measure, not_computed
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -76,8 +77,6 @@ NO_GUARD = -1
 #: (absolute). Theorems 1-2 evaluated in floating point are within a few ulps of the exact
 #: fraction, so a record exactly at the threshold (allowed: P ≤ p_breach) is not miscounted.
 TIE_TOLERANCE = 1e-12
-
-_SOURCE = "Xiao & Tao 2006 (paper 001)"
 
 
 @dataclass(frozen=True)
@@ -453,63 +452,3 @@ def summarize(p: npt.ArrayLike, guarding: npt.ArrayLike, p_breach: float) -> Bre
         above=int(np.count_nonzero(pa > float(p_breach) + TIE_TOLERANCE)),
         p_breach=float(p_breach),
     )
-
-
-def summary(
-    group: npt.ArrayLike,
-    value: npt.ArrayLike,
-    guarding: npt.ArrayLike,
-    candidates: npt.ArrayLike,
-    sensitive_hierarchy: Hierarchy | None,
-    *,
-    primary: bool,
-    p_breach: float,
-) -> list[Measure]:
-    """The report's personalized-privacy figures of one release.
-
-    Args:
-        group: QI-group code of every record, 0..G-1, shape (R,).
-        value: published sensitive value per record (leaf id = node id of the hierarchy), shape (R,).
-        guarding: guarding node per record, -1 = ∅, shape (R,); e.g. from :func:`guarding_nodes`.
-        candidates: n_j per group, shape (G,): register individuals in the group's region (S_ext).
-        sensitive_hierarchy: the sensitive taxonomy, or None for a flat domain.
-        primary: Primary Case (at most one record per individual, as in every serialpub release)
-            or Non-primary Case.
-        p_breach: Xiao & Tao's threshold, in [0, 1].
-
-    Returns:
-        Measures, in this order: maximum P_breach (fraction), records with P_breach > p_breach
-        (records), mean P_breach over all records (fraction). Max and mean are not computed for
-        a release without records.
-
-    Raises:
-        ValueError: as :func:`personalized_breach` and :func:`summarize`.
-
-    Source: Xiao & Tao 2006 (paper 001) §3.2 Theorem 1 / Theorem 2, §2 (requirement).
-    """
-    theorem = "Theorem 1 (Primary Case)" if primary else "Theorem 2 (Non-primary Case)"
-    source = f"{_SOURCE} §3.2 {theorem}"
-    p = personalized_breach(group, value, guarding, candidates, sensitive_hierarchy, primary=primary)
-    s = summarize(p, guarding, p_breach)
-    case = "at most one record per individual" if primary else "individuals may own several records"
-    setting = (
-        f"{case}; n = candidates n_j (register individuals in the group's region, S_ext); "
-        f"{s.guarded} of {s.records} records have a guarding node (the others need no protection, P = 0)"
-    )
-    name_max = "max personalized breach probability"
-    name_mean = "mean personalized breach probability"
-    if s.records == 0:
-        reason = "the release has no records"
-        max_m = not_computed(name_max, "fraction", source, reason)
-        mean_m = not_computed(name_mean, "fraction", source, reason)
-    else:
-        max_m = Measure(name_max, s.max_p, "fraction", source, f"largest P_breach(t) over records; {setting}")
-        mean_m = Measure(name_mean, s.mean_p, "fraction", source, f"mean P_breach(t) over all records; {setting}")
-    above_m = Measure(
-        "records above p_breach",
-        float(s.above),
-        "records",
-        f"{_SOURCE} §2 (requirement P_breach(t) ≤ p_breach, after Def 3); {theorem}",
-        f"records with P_breach(t) > p_breach = {s.p_breach:g} (by more than {TIE_TOLERANCE:g}); {setting}",
-    )
-    return [max_m, above_m, mean_m]

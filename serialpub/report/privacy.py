@@ -4,20 +4,24 @@ Everything is read from the staged ``data.parquet``, the population register and
 before the release, as the validation suites do: the breach probabilities come from
 :func:`checks.breach.compute_breach` (the independent recomputation), the group figures
 from the published table itself. The classical per-release measures (k-anonymity,
-ℓ-diversity, t-closeness, ...) come from :mod:`anonymizer.measures`.
+ℓ-diversity, t-closeness, ...) come from :mod:`anonymizer.measures`; every figure is worded
+(named, explained, cited) by :mod:`serialpub.report.wording`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
 from anonymizer.hierarchy import Hierarchy
-from anonymizer.measures import Measure, disclosure, diversity, personalized
+from anonymizer.measures import personalized
+from anonymizer.measures.categorical import categorical_figures, sensitive_categories
+from anonymizer.measures.closeness import closeness_figures
+from anonymizer.measures.diversity import diversity_figures
 from anonymizer.measures.guarantee import (
     TIE_TOLERANCE,
     BreachDistribution,
@@ -25,13 +29,21 @@ from anonymizer.measures.guarantee import (
     breach_distribution,
     ratio_budget,
 )
-from anonymizer.release import History
-from checks.breach import compute_breach, draft_groups
+from anonymizer.measures.qi_groups import group_counts
+from anonymizer.measures.reidentification import release_disclosure
+from anonymizer.release import History, PrivacyParams
+from anonymizer.settings import Guarantee, Strategy
+from checks.breach import BreachComputation, Draft, draft_groups
 from serialpub.config import ReportConfig
+from serialpub.report.measure import Measure
+from serialpub.report.wording.categorical import categorical_measures
+from serialpub.report.wording.closeness import closeness_measures
+from serialpub.report.wording.disclosure import disclosure_measures
+from serialpub.report.wording.diversity import diversity_measures
+from serialpub.report.wording.guarantee import guarantee_measures
+from serialpub.report.wording.personalized import personalized_measures
 
 IntArray = npt.NDArray[np.int64]
-
-PAPER_004 = "Paper 004 (global guarantee over serial releases)"
 
 
 @dataclass(frozen=True)
@@ -39,31 +51,26 @@ class PrivacyInputs:
     """What the privacy figures are computed from.
 
     Attributes:
-        table: the staged release (one row per published record, QI labels and the value).
+        draft: the staged release as read back (one row per published record).
+        breach: its breach computation, the one validation checked: per unit, with the
+            history's classes as ``unit_classes`` (:func:`checks.breach.compute_breach`).
+        history: the state before this release.
+        params: ℓ, the strategy and its parameter, the guarantee.
+        presence: presence mode (n_j counts present individuals, not the register's).
+        protected: the protected values, in the state's order.
+        sensitive_hierarchy: the sensitive attribute's hierarchy, if declared.
         sensitive_domain: every value of the sensitive attribute (its hierarchy's leaves, or
             the values seen), fixing the codes of the diversity measures.
-        register_keys: leaf id per QI of every register individual, shape (N, d).
-        register_ids: register ids, shape (N,).
-        history: the state before this release.
-        present_rows: register rows of the snapshot's individuals (presence mode), else None.
     """
 
-    table: pd.DataFrame
-    qis: Sequence[str]
-    sensitive: str
-    hierarchies: Mapping[str, Hierarchy]
+    draft: Draft
+    breach: BreachComputation
+    history: History
+    params: PrivacyParams
+    presence: bool
+    protected: Sequence[str]
     sensitive_hierarchy: Hierarchy | None
     sensitive_domain: Sequence[str]
-    protected: Sequence[str]
-    register_keys: IntArray
-    register_ids: npt.NDArray[np.object_] | IntArray
-    history: History
-    ell: float
-    presence: bool
-    present_rows: IntArray | None
-    strategy: str
-    k_prime: int | None
-    guarantee: str = "global"
 
 
 @dataclass(frozen=True)
@@ -106,7 +113,7 @@ def _pairs_after(
     before = 1.0 - h.survival.ravel()
     p = np.concatenate([before, p_after])
     linked = np.concatenate([h.linked.ravel(), h.linked[cls, linked_val] + 1])
-    exceeds = np.concatenate([before > 1.0 / inp.ell + TIE_TOLERANCE, linked_exceeds])
+    exceeds = np.concatenate([before > 1.0 / inp.params.ell + TIE_TOLERANCE, linked_exceeds])
     return np.clip(p, 0.0, 1.0), linked, np.concatenate([weight, linked_weight]), exceeds
 
 
@@ -118,48 +125,24 @@ def privacy_figures(inp: PrivacyInputs, settings: ReportConfig) -> PrivacyFigure
 
     Source: paper 004 sections 4 and 6.1 for the breach figures; the measure modules cite theirs.
     """
-    h = inp.history
-    bc = compute_breach(
-        inp.table, inp.qis, inp.sensitive, inp.hierarchies, inp.register_keys, inp.register_ids,
-        inp.protected, h.survival, inp.presence, inp.present_rows, inp.ell, per_unit=True,
-        unit_classes=h.class_of, history_class=h.class_of,
-    )  # fmt: skip
+    bc = inp.breach
+    if not bc.per_unit:
+        raise ValueError("privacy_figures needs the per-unit breach computation (compute_breach(per_unit=True))")
     t = bc.table
     ind = np.asarray(t["individual"].cat.codes, dtype=np.int64)
     val = np.asarray(t["value"].cat.codes, dtype=np.int64)
     p, linked, weight, exceeds = _pairs_after(
         inp, ind, val, t["p"].to_numpy(np.float64), t["weight"].to_numpy(np.int64), t["exceeds"].to_numpy(bool)
     )
-    dist = breach_distribution(p, weight, inp.ell, settings.near_bound_fraction, exceeds)
+    dist = breach_distribution(p, weight, inp.params.ell, settings.near_bound_fraction, exceeds)
     budget = None
-    if inp.guarantee == "global" and inp.strategy == "constant" and inp.k_prime:
+    params = inp.params
+    if params.guarantee is Guarantee.GLOBAL and params.strategy is Strategy.CONSTANT and params.k_prime:
         # the budget only binds under the global guarantee (the localized baseline ignores k')
-        budget = ratio_budget(linked, weight, inp.k_prime)
-    measures = [
-        Measure(
-            "maximum breach probability, all releases", dist.max_p, "probability", f"{PAPER_004}, §4 eq. (5)",
-            f"bound 1/ℓ = {1 / inp.ell:.4g}; the guarantee suite decides the bound exactly",
-        ),
-        Measure("(individual, protected value) pairs ever linked", dist.pairs, "pairs", f"{PAPER_004}, §4"),
-        Measure("mean breach probability of linked pairs", dist.mean_p, "probability", f"{PAPER_004}, §4"),
-        Measure(
-            "pairs near the bound", dist.near_bound, "pairs", f"{PAPER_004}, §4",
-            f"p ≥ {settings.near_bound_fraction:g} × 1/ℓ = {settings.near_bound_fraction / inp.ell:.4g}",
-        ),
-        Measure(
-            "pairs above the bound", dist.above_bound, "pairs", f"{PAPER_004}, §4",
-            "exact verdicts for the pairs this release links, as the guarantee suite decides them",
-        ),
-    ]  # fmt: skip
-    if budget is not None:
-        measures += [
-            Measure(
-                "releases left in the constant-ratio budget", budget.releases_left, "releases",
-                f"{PAPER_004}, §6.1", f"k' = {budget.k_prime} linked releases per pair; most used: {budget.max_linked}",
-            ),
-            Measure("pairs that used the whole budget", budget.pairs_at_budget, "pairs", f"{PAPER_004}, §6.1"),
-        ]  # fmt: skip
-    dg = draft_groups(inp.table, inp.qis, inp.sensitive, inp.hierarchies, inp.protected)
+        budget = ratio_budget(linked, weight, params.k_prime)
+    measures = guarantee_measures(dist, budget, ell=inp.params.ell, near_fraction=settings.near_bound_fraction)
+    d = inp.draft
+    dg = draft_groups(d.table, d.qis, d.sensitive, d.hierarchies, inp.protected)
     measures += _classical(inp, settings, dg.group_of_record, bc.groups["n_j"].to_numpy(np.int64))
     return PrivacyFigures(
         distribution=dist,
@@ -171,12 +154,13 @@ def privacy_figures(inp: PrivacyInputs, settings: ReportConfig) -> PrivacyFigure
 
 
 def _classical(inp: PrivacyInputs, settings: ReportConfig, group: IntArray, n_j: IntArray) -> list[Measure]:
-    """The per-release measures of the source papers, from the measure modules."""
+    """The per-release measures of the source papers: the figures from the measure modules,
+    worded by :mod:`serialpub.report.wording`."""
     known = group >= 0
     domain = pd.Index(list(inp.sensitive_domain))
-    codes = domain.get_indexer(pd.Index(inp.table[inp.sensitive].astype(str)))
+    codes = domain.get_indexer(pd.Index(inp.draft.table[inp.draft.sensitive].astype(str)))
     if (codes[known] < 0).any():
-        bad = inp.table[inp.sensitive][known & (codes < 0)].iloc[0]
+        bad = inp.draft.table[inp.draft.sensitive][known & (codes < 0)].iloc[0]
         raise ValueError(f"sensitive value {bad!r} is not in the sensitive domain")
     group, value = group[known], codes[known].astype(np.int64)
     categories = None
@@ -186,37 +170,18 @@ def _classical(inp: PrivacyInputs, settings: ReportConfig, group: IntArray, n_j:
             idx = domain.get_indexer(pd.Index(list(values)))
             if (idx < 0).any():
                 raise ValueError(f"report.categories[{name!r}] names {values[int(np.flatnonzero(idx < 0)[0])]!r}, "
-                                 f"which is not a value of {inp.sensitive!r}")  # fmt: skip
+                                 f"which is not a value of {inp.draft.sensitive!r}")  # fmt: skip
             categories.append(set(idx.tolist()))
-    measures = diversity.summary(
-        group, value, len(domain), candidates=n_j, sensitive_hierarchy=inp.sensitive_hierarchy,
-        categories=categories, c=settings.recursive_c, ell=max(int(inp.ell), 2),
-    )  # fmt: skip
+    c, ell = settings.recursive_c, max(int(inp.params.ell), 2)
+    gc = group_counts(group, value, len(domain))
+    cats = None if categories is None else sensitive_categories(categories, None, gc.n_values)
+    measures = diversity_measures(diversity_figures(gc, candidates=n_j, c=c, ell=ell), presence=inp.presence)
+    measures += closeness_measures(closeness_figures(gc, inp.sensitive_hierarchy))
+    measures += categorical_measures(None if cats is None else categorical_figures(gc, cats, c=c, ell=ell), ell=ell)
     measures += _personalized(inp, settings, group, value, n_j)
-    measures += disclosure.summary(group, value, n_j)
-    return [_presence_wording(m) for m in measures] if inp.presence else measures
-
-
-#: Phrases of the measure modules that describe n_j under register dilution, and their
-#: reading under presence dilution, where n_j is the group's record count.
-_PRESENCE_WORDING = {
-    "register candidates n_j (paper 004, virtual dilution)": "n_j = the group's records (presence dilution)",
-    "smallest number of register individuals whose QIs fall in a group's region": (
-        "smallest n_j; under presence dilution n_j is the group's record count, so this equals k-anonymity"
-    ),
-    "register individuals in the group's region, S_ext": "the group's present records under presence dilution, S_ext",
-    "n_j candidates (virtual dilution; matches to non-released candidates are no cracks)": (
-        "n_j = r_j records (presence dilution: the candidates are the present individuals)"
-    ),
-}
-
-
-def _presence_wording(m: Measure) -> Measure:
-    """The measure with its notes worded for presence dilution (see _PRESENCE_WORDING)."""
-    note, source = m.note, m.source
-    for old, new in _PRESENCE_WORDING.items():
-        note, source = note.replace(old, new), source.replace(old, new)
-    return replace(m, note=note, source=source)
+    # n_j is always given: the candidates under register dilution, the records under presence
+    measures += disclosure_measures(release_disclosure(group, value, n_j), diluted=True, presence=inp.presence)
+    return measures
 
 
 def _personalized(
@@ -234,4 +199,6 @@ def _personalized(
     else:
         guard = value.copy()  # a flat domain: the value is its own (only) guarding node
     guard = np.where(protected[value], guard, -1)
-    return personalized.summary(group, value, guard, n_j, h, primary=True, p_breach=1.0 / inp.ell)
+    p = personalized.personalized_breach(group, value, guard, n_j, h, primary=True)
+    figures = personalized.summarize(p, guard, 1.0 / inp.params.ell)
+    return personalized_measures(figures, primary=True, presence=inp.presence)

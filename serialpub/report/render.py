@@ -17,9 +17,10 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-from anonymizer.measures import Measure
 from serialpub import __version__
+from serialpub.io.manifest import Manifest
 from serialpub.report import plots
+from serialpub.report.measure import Measure
 from serialpub.report.privacy import PrivacyFigures
 
 HTML_FILE = "report.html"
@@ -82,7 +83,7 @@ def write_text(folder: Path, name: str, text: str) -> str:
 
 
 def write_release_report(
-    folder: Path, manifest: dict[str, Any], status: str, privacy: PrivacyFigures, presence: bool
+    folder: Path, manifest: Manifest, status: str, privacy: PrivacyFigures, presence: bool
 ) -> dict[str, str]:
     """Write ``report.html`` and ``report.json`` for one release into ``folder``.
 
@@ -95,12 +96,13 @@ def write_release_report(
     Returns:
         sha256 of each file written, by file name.
     """
-    at_draft = measures_from_records(manifest.get("measures", []))
+    m = manifest.to_dict()  # as the file has it: the page shows the keys the release has
+    at_draft = measures_from_records(m.get("measures", []))
     utility = [m for m in at_draft if m.family == "utility"]
     guarantee = [m for m in privacy.measures if m.source.startswith("Paper 004")]
     classical = [m for m in privacy.measures if not m.source.startswith("Paper 004")]
     classical += [m for m in at_draft if m.family != "utility"]
-    validation = manifest["validation"]
+    validation = m["validation"]
     ok = bool(validation.get("success"))  # the suites' exact verdict, not a float comparison
     figures = {
         "breach": plots.to_svg(plots.breach_histogram(privacy.distribution)),
@@ -110,7 +112,7 @@ def write_release_report(
         environment()
         .get_template("release.html.j2")
         .render(
-            m=manifest, status=status, version=__version__, ok=ok, validation=validation,
+            m=m, status=status, version=__version__, ok=ok, validation=validation,
             dist=privacy.distribution, budget=privacy.budget, figures=figures,
             privacy_guarantee=guarantee, privacy_classical=classical, utility=utility,
         )
@@ -118,9 +120,9 @@ def write_release_report(
     dist = privacy.distribution
     record = {
         "format_version": 1,
-        "dataset": manifest["dataset"],
-        "release": manifest["release"],
-        "period": manifest["period"],
+        "dataset": manifest.dataset,
+        "release": manifest.release,
+        "period": manifest.period,
         "breach_distribution": {
             "pairs": dist.pairs, "max_p": dist.max_p, "mean_p": dist.mean_p, "near_bound": dist.near_bound,
             "near_fraction": dist.near_fraction, "above_bound": dist.above_bound, "ell": dist.ell,

@@ -21,10 +21,13 @@ import pandas as pd
 
 from anonymizer.bottomup import InfeasibleError
 from anonymizer.measures.guarantee import TIE_TOLERANCE
-from anonymizer.release import History, PrivacyParams, anonymize_history
-from serialpub import __version__, release_files
+from anonymizer.release import History, PrivacyParams, SnapshotCodes, anonymize_history
+from anonymizer.settings import AfterKPrime, Algorithm, Guarantee, Strategy, SuppressionModel
+from serialpub import __version__
 from serialpub.errors import InputError
-from serialpub.inputs import read_csv, snapshot_from_table
+from serialpub.io import release_files
+from serialpub.io.inputs import read_csv, snapshot_from_table
+from serialpub.io.manifest import Manifest
 from serialpub.report import plots
 from serialpub.report.render import JSON_FILE, environment, write_text
 
@@ -60,7 +63,7 @@ def localized_baseline(publisher: Any, published: list[Any]) -> Baseline:
     changed since (checksum).
 
     Args:
-        publisher: a :class:`serialpub.pipeline.Publisher` (register, hierarchies, values).
+        publisher: a :class:`serialpub.workflow.publisher.Publisher` (register, hierarchies, values).
         published: the :class:`state.store.PublishedRelease` rows, in publication order.
     """
     started = time.perf_counter()
@@ -84,21 +87,21 @@ def localized_baseline(publisher: Any, published: list[Any]) -> Baseline:
         protected = list(params.get("protected_values") or publisher.protected)
         if history is None:
             history = History.empty(np.full(n_ind, float(params["l"])), len(protected))
-        pp = PrivacyParams(ell=float(params["l"]), strategy=params["strategy"], k_prime=params.get("k_prime"),
-                           alpha=params.get("alpha"), guarantee="localized",
+        pp = PrivacyParams(ell=float(params["l"]), strategy=Strategy(params["strategy"]),
+                           k_prime=params.get("k_prime"), alpha=params.get("alpha"), guarantee=Guarantee.LOCALIZED,
                            # releases made before the model existed used the paper's
-                           suppression_model=params.get("suppression_model", "paper"),
+                           suppression_model=SuppressionModel(params.get("suppression_model", "paper")),
                            # the baseline at equal algorithm; releases before the field: bottom-up
-                           algorithm=params.get("algorithm", "bottomup"),
+                           algorithm=Algorithm(params.get("algorithm", "bottomup")),
                            # releases before renewal existed stopped at k'
-                           after_k_prime=params.get("after_k_prime") or "stop")  # fmt: skip
+                           after_k_prime=AfterKPrime(params.get("after_k_prime") or "stop"))  # fmt: skip
         table = read_csv(path, "snapshot")
         snap = snapshot_from_table(table, path, cfg.id_column, publisher.qis, cfg.sensitive, publisher.register,
                                    publisher.hierarchies, domain)  # fmt: skip
         record_set = pd.Index(protected).get_indexer(pd.Index(snap.value)).astype(np.int64)
         try:
             result = anonymize_history(
-                publisher.register.keys, snap.individual, record_set, len(protected), history, pp,
+                publisher.register.keys, SnapshotCodes(snap.individual, record_set, len(protected)), history, pp,
                 publisher.hierarchies_for_search(pp.algorithm, params.get("numeric_quasi_identifiers") or []),
                 params["dilution"] == "presence",
                 budget=int(np.floor(float(params["suppression_budget"]) * len(snap.individual))), seed=r.seq,
@@ -122,31 +125,31 @@ def localized_baseline(publisher: Any, published: list[Any]) -> Baseline:
 
 
 def _release_row(directory: Path) -> dict[str, Any]:
-    manifest = json.loads((directory / release_files.MANIFEST_FILE).read_text(encoding="utf-8"))
+    manifest = Manifest.read(directory / release_files.MANIFEST_FILE)
     report_path = directory / JSON_FILE
     report = json.loads(report_path.read_text(encoding="utf-8")) if report_path.is_file() else None
-    sign_off = manifest.get("sign_off") or {}
+    sign_off = manifest.sign_off
     groups = (report or {}).get("groups", {})
     dist = (report or {}).get("breach_distribution", {})
     budget = (report or {}).get("ratio_budget") or {}
-    records, n_groups = manifest["records"], manifest["groups"]
+    records, n_groups = manifest.records, manifest.groups
     return {
-        "release": manifest["release"],
-        "period": manifest["period"],
+        "release": manifest.release,
+        "period": manifest.period,
         "records": records,
         "groups": n_groups,
-        "suppressed": manifest["suppressed"],
+        "suppressed": manifest.suppressed,
         "avg_records": records / n_groups if n_groups else 0.0,
         "avg_n_j": groups.get("n_j_mean"),
-        "max_p": manifest["max_breach_probability"],
+        "max_p": manifest.max_breach_probability,
         "near_bound": dist.get("near_bound"),
         "releases_left": budget.get("releases_left"),
-        "query_error": (manifest.get("utility") or {}).get("average_relative_error"),
-        "validation": (manifest.get("validation") or {}).get("success"),
-        "approver": sign_off.get("approver"),
-        "automatic": sign_off.get("automatic"),
+        "query_error": manifest.utility.average_relative_error if manifest.utility else None,
+        "validation": manifest.validation.success if manifest.validation else None,
+        "approver": sign_off.approver if sign_off else None,
+        "automatic": sign_off.automatic if sign_off else None,
         "report": f"{directory.name}/report.html" if report else None,
-        "l": manifest["l"],
+        "l": manifest.l,
     }
 
 
@@ -154,7 +157,7 @@ def write_series_report(publisher: Any, baseline: bool = True, png_dir: Path | N
     """Write ``series-report.html`` and ``.json`` next to the dataset's release folders.
 
     Args:
-        publisher: a :class:`serialpub.pipeline.Publisher` of the workspace.
+        publisher: a :class:`serialpub.workflow.publisher.Publisher` of the workspace.
         baseline: replay the localized baseline (about as long as publishing the series).
         png_dir: also write the figures there as ``series-breach.png`` and
             ``series-utility.png`` (for documents).

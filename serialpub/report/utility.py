@@ -5,22 +5,24 @@ Measures such as non-uniform entropy charge each record for its own original val
 against its published generalization, so they need to know which snapshot record went
 into which group; the published files deliberately do not say (no identifier, no input
 order). They are therefore computed from the anonymizer's result while the draft is made
-and recorded in the manifest's ``measures`` list, beside the query error.
+and recorded in the manifest's ``measures`` list, beside the query error. The figures come
+from :mod:`anonymizer.measures`; their wording from :mod:`serialpub.report.wording`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 
 import numpy as np
 
 from anonymizer.hierarchy import Hierarchy
-from anonymizer.measures import Measure, channel, utility
+from anonymizer.measures.kanonymity_channel import channel_figures
+from anonymizer.measures.utility import utility_figures
 from anonymizer.queries import QueryErrorResult
 from anonymizer.release import ReleaseResult
-
-DESIGN_8 = "Xiao & Tao 2006 (paper 001) §5.2, as docs/design.md section 8"
+from serialpub.report.measure import Measure
+from serialpub.report.wording.channel import channel_measures
+from serialpub.report.wording.utility import information_loss_measures, query_error_measure
 
 
 def utility_measures(
@@ -42,15 +44,9 @@ def utility_measures(
         sensitive: sensitive-value code per snapshot record, shape (R,), for the
             tuple-wise variance loss (not computed without it).
     """
-    query_measure = Measure(
-        "average relative error of range-count queries",
-        None if query is None else float(query.mean),
-        "fraction",
-        DESIGN_8,
-        "{queries} queries, qd = {qd}, selectivity {selectivity}, seed {seed}".format(**query_settings),
-        family="utility",
-    )
-    others = utility.summary(hierarchies, leaf_keys, result.group_of_record, result.group_nodes, sensitive)
+    query_measure = query_error_measure(None if query is None else float(query.mean), query_settings)
+    loss = utility_figures(hierarchies, leaf_keys, result.group_of_record, result.group_nodes, sensitive)
+    others = information_loss_measures(loss)
     return [query_measure, *others, *_channel(result, leaf_keys, hierarchies, sensitive)]
 
 
@@ -65,7 +61,5 @@ def _channel(
         return []
     nodes = result.group_nodes[result.group_of_record[keep]]
     k = int(result.group_records.min()) if result.group_records.size else None
-    measures = channel.summary(leaf_keys[keep], nodes, hierarchies, sensitive[keep], k=k)
-    # unlike the thesis's measures above, these see only what is published
-    scope = f"computed on the {keep.size:,} published records (the {result.suppressed:,} suppressed ones left out)"
-    return [replace(m, note=f"{m.note}; {scope}" if m.note else scope) for m in measures]
+    figures = channel_figures(leaf_keys[keep], nodes, hierarchies, sensitive[keep], k=k)
+    return channel_measures(figures, suppressed=result.suppressed)

@@ -26,7 +26,8 @@ from typing import Any
 
 from serialpub.config import Workspace, load_config
 from serialpub.errors import InputError
-from serialpub.pipeline import Publisher, reject_release
+from serialpub.io import periods
+from serialpub.workflow.publisher import Publisher, reject_release
 from state.store import StateError, StateStore, open_engine
 
 #: keys a run's configuration may hold
@@ -73,7 +74,7 @@ def ingest(
     snapshot = Path(source["snapshot"]) if source.get("snapshot") else None
     period = source.get("period")
     if period is None and snapshot is not None:
-        period = snapshot.stem.rsplit("-", 1)[-1]
+        period = periods.period_of_file(snapshot)
     if period is None and logical_date is not None:
         period = half_year_before(logical_date)
     if period is None:
@@ -111,9 +112,14 @@ def validate_inputs(root: str | Path, snapshot: str, period: str) -> dict[str, A
     return {"suites": {r.suite: r.success for r in checked.suites}}
 
 
-def anonymize(root: str | Path, snapshot: str, period: str, owner: str) -> dict[str, Any]:
-    """Draft and stage the release, handed to ``owner`` (the DAG run), not yet validated."""
+def anonymize(
+    root: str | Path, snapshot: str, period: str, owner: str, preparer: str | None = None
+) -> dict[str, Any]:
+    """Draft and stage the release, handed to ``owner`` (the DAG run), not yet validated.
+    ``preparer``: the Airflow user who triggered the run (recorded as ``prepared_by``, so
+    that under four eyes they cannot approve it); None for scheduled and asset runs."""
     publisher = Publisher(_workspace(root))
+    publisher.preparer = preparer
     current = publisher.store.open_release(publisher.ws.config.dataset)
     if current is not None and current.period == period and current.owner == owner:
         return {"seq": current.seq, "period": period}  # a retry of this run's step: already drafted
@@ -173,6 +179,12 @@ def publish(root: str | Path, seq: int) -> dict[str, Any]:
     row = next(r for r in publisher.store.published(publisher.ws.config.dataset) if r.seq == seq)
     return {"dataset": publisher.ws.config.dataset, "release": seq, "period": row.period, "directory": str(final),
             "manifest_sha256": row.manifest_sha256, "data_sha256": row.data_sha256}
+
+
+def is_published(root: str | Path, period: str) -> bool:
+    """Whether ``period`` of the workspace's dataset is published (read from the state)."""
+    ws = _workspace(root)
+    return any(r.period == period for r in StateStore(open_engine(ws.database_url)).published(ws.config.dataset))
 
 
 def close_run(root: str | Path, owner: str, reason: str) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import pandas as pd
 import pyarrow as pa
 
 from anonymizer.release import History
-from serialpub.inputs import Register
+from serialpub.io.inputs import Register
 from state.engine import StateError
 
 

@@ -8,6 +8,7 @@ offending row is named.
 from __future__ import annotations
 
 import csv
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +20,7 @@ import pyarrow.csv as pa_csv
 
 from anonymizer.hierarchy import Hierarchy
 from serialpub.errors import InputError
-from serialpub.hierarchies import spelling_hint
+from serialpub.io.hierarchies import spelling_hint
 
 
 def read_csv(path: Path, what: str) -> pd.DataFrame:
@@ -170,16 +171,10 @@ def snapshot_from_table(
             f"{path}, line {_line(absent)}: individual {df[id_column].iloc[int(np.flatnonzero(absent)[0])]!r} "
             "is not in the population register; add them to the register first"
         )
-    for a, q in enumerate(qis):
-        codes = leaf_codes(df, q, hierarchies[q], path)
-        differs = codes != register.keys[rows, a]
-        if differs.any():
-            i = int(np.flatnonzero(differs)[0])
-            raise InputError(
-                f"{path}, line {i + 2}, column {q!r}: value {df[q].iloc[i]!r} differs from the register's "
-                f"{hierarchies[q].labels[register.keys[rows[i], a]]!r} for individual {df[id_column].iloc[i]!r}; "
-                "the register must hold each individual's current quasi-identifiers"
-            )
+    _check_same_as_register(
+        df, path, id_column, qis, register, hierarchies, rows,
+        "; the register must hold each individual's current quasi-identifiers",
+    )  # fmt: skip
     values = df[sensitive].to_numpy(dtype=str)
     empty = values == ""
     if empty.any():
@@ -192,3 +187,53 @@ def snapshot_from_table(
                 f"sensitive domain{spelling_hint(str(values[unknown][0]), sorted(sensitive_domain))}"
             )
     return Snapshot(table=df, individual=rows, value=values)
+
+
+def _check_same_as_register(
+    df: pd.DataFrame, path: Path, id_column: str, qis: Sequence[str], register: Register,
+    hierarchies: Mapping[str, Hierarchy], rows: npt.NDArray[np.int64], fix: str = "",
+) -> None:
+    """InputError naming the first record whose value of a QI (among those ``df`` has)
+    differs from the register's for that individual (register row ``rows``)."""
+    for a, q in enumerate(qis):
+        if q not in df.columns:
+            continue
+        differs = leaf_codes(df, q, hierarchies[q], path) != register.keys[rows, a]
+        if differs.any():
+            i = int(np.flatnonzero(differs)[0])
+            raise InputError(
+                f"{path}, line {i + 2}, column {q!r}: value {df[q].iloc[i]!r} differs from the register's "
+                f"{hierarchies[q].labels[register.keys[rows[i], a]]!r} for individual {df[id_column].iloc[i]!r}{fix}"
+            )
+
+
+def present_rows(
+    path: Path, id_column: str, qis: Sequence[str], register: Register, hierarchies: Mapping[str, Hierarchy]
+) -> npt.NDArray[np.int64]:
+    """Register rows of the individuals a snapshot lists (the present individuals), shape (R,).
+
+    Used where candidates are the present individuals (presence dilution, docs/design.md
+    section 1): ``serialpub import-release --snapshot`` and ``serialpub state verify``. The
+    file is a CSV with the id column; QI columns it also has must agree with the register,
+    other columns are ignored.
+
+    Raises:
+        InputError: unreadable file, no id column, an empty or repeated id, an id not in the
+            register, or a QI value differing from the register's (file, line and value named).
+    """
+    df = read_csv(path, "snapshot")
+    if id_column not in df.columns:
+        raise InputError(f"{path}: no {id_column!r} column; the snapshot must list the present individuals' ids")
+    ids = df[id_column]
+    bad = (ids.str.strip() == "").to_numpy() | ids.duplicated().to_numpy()
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(
+            f"{path}, line {i + 2}: id {ids.iloc[i]!r} is empty or appears twice; list each individual once"
+        )
+    rows = register.rows_of(ids)
+    if (rows < 0).any():
+        i = int(np.flatnonzero(rows < 0)[0])
+        raise InputError(f"{path}, line {i + 2}: individual {ids.iloc[i]!r} is not in the population register")
+    _check_same_as_register(df, path, id_column, qis, register, hierarchies, rows)
+    return rows

@@ -20,21 +20,24 @@ know is never produced by this order and is reported, not touched.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import shutil
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from checks.evidence import HTML_FILE, JSON_FILE, write_evidence
-from checks.gx import SuiteResult
+from checks.evidence import HTML_FILE, JSON_FILE
 from serialpub.faults import checkpoint
+from serialpub.io import signing
+from serialpub.io.manifest import Manifest
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 DATA_FILE = "data.parquet"
 MANIFEST_FILE = "manifest.json"
@@ -75,22 +78,15 @@ def _fsync(path: Path) -> None:
 
 
 def write_staging(
-    dataset_dir: Path,
-    seq: int,
-    release_id: int,
-    table: pd.DataFrame,
-    manifest: dict[str, Any],
-    evidence: tuple[str, list[SuiteResult]] | None = None,
-) -> tuple[Path, str]:
-    """Write a release into its staging folder and flush it.
+    dataset_dir: Path, seq: int, release_id: int, table: pd.DataFrame, manifest: Manifest,
+    key: Ed25519PrivateKey | None = None,
+) -> tuple[Path, str]:  # fmt: skip
+    """Step 1: write a release into its staging folder and flush it.
 
     Args:
         table: the published records, string columns only.
-        manifest: every manifest key except ``sha256["data.parquet"]`` and, with evidence,
-            ``validation["sha256"]``, which are filled here.
-        evidence: (title, suite results) written as ``validation.json`` and
-            ``validation.html`` (checks.evidence) before the manifest, which records the
-            JSON file's sha256.
+        manifest: the release's manifest; its ``sha256["data.parquet"]`` is filled here.
+        key: sign the manifest (``manifest.sig``); for a release published at once (import).
 
     Returns:
         the staging folder and the sha256 of the manifest as written.
@@ -103,24 +99,31 @@ def write_staging(
     arrow = pa.Table.from_pandas(table, preserve_index=False)
     pq.write_table(arrow.replace_schema_metadata(None), data_path, compression="zstd")
     checkpoint("after_data_written")
-    manifest["sha256"]["data.parquet"] = sha256_file(data_path)
-    extra = []
-    if evidence is not None:
-        manifest["validation"]["sha256"] = write_evidence(staging, *evidence)
-        extra = [staging / JSON_FILE, staging / HTML_FILE]
-    text = json.dumps(manifest, indent=2, sort_keys=False) + "\n"
+    manifest.sha256.data_parquet = sha256_file(data_path)
+    text = manifest.to_json()
+    if key is not None:
+        (staging / signing.SIGNATURE_FILE).write_text(signing.sign(key, text.encode("utf-8")), encoding="ascii")
+        _fsync(staging / signing.SIGNATURE_FILE)
     (staging / MANIFEST_FILE).write_text(text, encoding="utf-8")
     checkpoint("after_manifest_written")
-    for p in (data_path, *extra, staging / MANIFEST_FILE, staging, dataset_dir):
+    for p in (data_path, staging / MANIFEST_FILE, staging, dataset_dir):
         _fsync(p)
     checkpoint("after_flush")
     return staging, hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def write_manifest(staging: Path, manifest: dict[str, Any]) -> str:
+def write_manifest(staging: Path, manifest: Manifest, key: Ed25519PrivateKey | None = None) -> str:
     """Rewrite the manifest of a staged release (validation evidence, then the sign-off
-    are added to it before it is published) and flush it; returns its sha256."""
-    text = json.dumps(manifest, indent=2, sort_keys=False) + "\n"
+    are added to it before it is published) and flush it; returns its sha256. With
+    ``key``, also write its signature (``manifest.sig``, :mod:`serialpub.io.signing`)."""
+    text = manifest.to_json()
+    if key is not None:
+        # the signature first: a crash between the two leaves an uncommitted staging
+        # folder, which recovery removes, so a published pair is always written together
+        sig_tmp = staging / f".{signing.SIGNATURE_FILE}.tmp"
+        sig_tmp.write_text(signing.sign(key, text.encode("utf-8")), encoding="ascii")
+        _fsync(sig_tmp)
+        os.replace(sig_tmp, staging / signing.SIGNATURE_FILE)
     tmp = staging / f".{MANIFEST_FILE}.tmp"
     tmp.write_text(text, encoding="utf-8")
     _fsync(tmp)
@@ -187,7 +190,10 @@ def recover(
             warnings.warn(f"{final} is not recorded in the state database; it is not part of the series", stacklevel=2)
 
 
-def read_release(directory: Path) -> tuple[dict[str, Any], pd.DataFrame]:
-    """Manifest and data of a published release."""
-    manifest = json.loads((directory / MANIFEST_FILE).read_text(encoding="utf-8"))
-    return manifest, pd.read_parquet(directory / DATA_FILE)
+def read_release(directory: Path) -> tuple[Manifest, pd.DataFrame]:
+    """Manifest and data of a release folder (published or staged).
+
+    Raises:
+        InputError: the manifest is missing or breaks the release contract.
+    """
+    return Manifest.read(directory / MANIFEST_FILE), pd.read_parquet(directory / DATA_FILE)

@@ -1,4 +1,10 @@
-"""The record every measure module returns to the report."""
+"""The record in which the report lists a figure (docs/reports.md).
+
+No measure module (:mod:`anonymizer.measures`) builds one: they return numbers, and
+:mod:`serialpub.report.wording` names, explains and cites them in this record. The
+manifest's ``measures`` list (:func:`serialpub.report.render.measure_records`) and the
+report pages are written from it.
+"""
 
 from __future__ import annotations
 
@@ -28,8 +34,3 @@ class Measure:
     @property
     def computed(self) -> bool:
         return self.value is not None
-
-
-def not_computed(name: str, unit: str, source: str, reason: str, family: str = "privacy") -> Measure:
-    """A measure left out, with the reason (typically the instance exceeds a stated size limit)."""
-    return Measure(name=name, value=None, unit=unit, source=source, note=reason, family=family)

@@ -12,18 +12,18 @@ the factors 1 - n_{j,s}/n_j of the releases that linked o to s; docs/design.md s
 then goes through the publisher's own path (draft → staging → commit → rename), so it
 enters the state database and the release store as the next ``release-NNNN``.
 
-The region-to-register machinery here (:class:`RegisterCombos`, :func:`locate_groups`,
-:func:`group_release`, :func:`advance_history`) is shared with
-:mod:`serialpub.verify`, which rebuilds the state from the published files. It works on
-the distinct register QI combinations and reuses the auditor's join helpers
-(:mod:`serialpub.audit`), so a 5,000,000-person register costs a few array passes.
+The region geometry (labels to nodes, groups, the register's combinations in each region,
+disjointness) is the writer side's :mod:`anonymizer.regions`, which
+:mod:`serialpub.analysis.verify` uses too; it works on the distinct register QI
+combinations, so a 5,000,000-person register costs a few array passes. The independent
+audit keeps its own geometry (docs/design.md section 9).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -35,218 +35,23 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from anonymizer.arrays import factorize, row_keys
 from anonymizer.hierarchy import Hierarchy
+from anonymizer.regions import NodeSpans, RegisterCombos, ReleaseGroups, group_release, locate_groups, record_nodes
 from anonymizer.release import PrivacyParams, advance_history
-from serialpub import release_files
-from serialpub.audit import _codes, _distinct, _join, _Tree
+from anonymizer.settings import Dilution, Strategy, SuppressionModel
 from serialpub.config import Workspace
 from serialpub.errors import InputError
-from serialpub.inputs import Register, leaf_codes, read_csv
-from serialpub.pipeline import Publisher
+from serialpub.io import release_files
+from serialpub.io.inputs import present_rows, read_csv
+from serialpub.io.manifest import FORMAT_VERSION, Checksums, GroupRow, Manifest
+from serialpub.workflow import identity
+from serialpub.workflow.publisher import Publisher
+from serialpub.workflow.publishing import seal
 from state.store import this_process
 
 IntArray = npt.NDArray[np.int64]
-BoolArray = npt.NDArray[np.bool_]
 
 DILUTIONS = ("register", "presence")
-#: Overlapping group pairs kept for the message (all are counted).
-MAX_LISTED_OVERLAPS = 20
-
-
-# --------------------------------------------------------------------------- machinery
-
-
-@dataclass(frozen=True)
-class RegisterCombos:
-    """The distinct QI leaf combinations ("combos") of the register.
-
-    Individuals with the same QI values are candidates of the same group in every
-    release, so regions are matched against combos, never against individuals.
-
-    Attributes:
-        of_individual: combo of every register row, shape (N,), int64 in [0, C).
-        leaves: leaf id per QI of every combo, shape (C, d).
-    """
-
-    of_individual: IntArray
-    leaves: IntArray
-
-    @classmethod
-    def of(cls, keys: IntArray, hierarchies: Sequence[Hierarchy]) -> RegisterCombos:
-        """Combos of a register given as leaf ids per QI, shape (N, d), one hierarchy per column."""
-        codes, first = factorize(row_keys(keys, [h.n_leaves for h in hierarchies]))
-        return cls(codes, np.asarray(keys[first], dtype=np.int64).reshape(-1, keys.shape[1]))
-
-
-@dataclass(frozen=True)
-class Located:
-    """Where the register's combos fall among one release's groups.
-
-    Attributes:
-        group_of_combo: the group whose region holds each combo, -1 if none, shape (C,).
-            If regions overlap, one of the covering groups (the release is invalid anyway).
-        overlap_pairs: number of group pairs whose regions share a QI combination
-            (as boxes of hierarchy nodes, whether or not the register has someone there).
-        overlaps: up to :data:`MAX_LISTED_OVERLAPS` of those pairs, (i, j) with i < j.
-    """
-
-    group_of_combo: IntArray
-    overlap_pairs: int
-    overlaps: list[tuple[int, int]] = field(default_factory=list)
-
-
-def locate_groups(leaves: IntArray, group_nodes: IntArray, trees: Sequence[_Tree]) -> Located:
-    """Match combos to group regions and find overlapping regions.
-
-    A group's region is the box of its nodes' leaf sets. Attributes whose used nodes are
-    pairwise disjoint (a global-recoding cut, the normal case) are matched by a sort-merge
-    join on the node each leaf falls under; the other attributes are tested by ancestry
-    (the method of :mod:`serialpub.audit`).
-
-    Args:
-        leaves: leaf id per QI of every combo, shape (C, d).
-        group_nodes: node id per QI of every group, shape (G, d), rows distinct.
-        trees: ancestor tables, one per QI in column order.
-
-    Returns:
-        a :class:`Located`.
-    """
-    n_groups, _ = group_nodes.shape
-    radices = [t.hierarchy.n_nodes for t in trees]
-    cut_attrs: list[int] = []
-    lookups: list[IntArray] = []
-    other_attrs: list[int] = []
-    for a, tree in enumerate(trees):
-        is_cut, lookup = tree.cut_lookup(_distinct(group_nodes[:, a]))
-        if is_cut:
-            cut_attrs.append(a)
-            lookups.append(lookup)
-        else:
-            other_attrs.append(a)
-    cut_radices = [radices[a] for a in cut_attrs]
-
-    # disjointness: equal nodes on the cut attributes, comparable nodes on all the others
-    overlap_pairs = 0
-    overlaps: list[tuple[int, int]] = []
-    if other_attrs and n_groups > 1:
-        key = row_keys(group_nodes[:, cut_attrs], cut_radices)
-        for i, j in _join(key, key):
-            keep = i < j
-            for a in other_attrs:
-                keep &= trees[a].comparable(group_nodes[i, a], group_nodes[j, a])
-            hits = np.flatnonzero(keep)
-            overlap_pairs += hits.size
-            room = max(0, MAX_LISTED_OVERLAPS - len(overlaps))
-            overlaps.extend((int(i[h]), int(j[h])) for h in hits[:room])
-
-    # candidates: the combos each region holds
-    n_combos = leaves.shape[0]
-    c_nodes = np.empty((n_combos, len(cut_attrs)), dtype=np.int64)
-    for k, (a, lookup) in enumerate(zip(cut_attrs, lookups, strict=True)):
-        c_nodes[:, k] = lookup[leaves[:, a]]
-    covered = np.flatnonzero((c_nodes >= 0).all(axis=1))
-    both = row_keys(np.vstack([group_nodes[:, cut_attrs], c_nodes[covered]]), cut_radices)
-    group_of_combo = np.full(n_combos, -1, dtype=np.int64)
-    for ci, gi in _join(both[n_groups:], both[:n_groups]):
-        combo = covered[ci]
-        keep = np.ones(ci.size, dtype=bool)
-        for a in other_attrs:
-            keep &= trees[a].contains(group_nodes[gi, a], leaves[combo, a])
-        group_of_combo[combo[keep]] = gi[keep]
-    return Located(group_of_combo, overlap_pairs, overlaps)
-
-
-def label_nodes(column: pd.Series, hierarchy: Hierarchy) -> IntArray:
-    """Node id of every value of a column of generalized labels, -1 where the value is not
-    a label of the hierarchy or is missing. Shape (R,). Categorical columns are fast."""
-    codes, labels = _codes(column)
-    mapped = np.array([hierarchy.node(x) if hierarchy.has_label(x) else -1 for x in labels], dtype=np.int64)
-    if mapped.size == 0:
-        return np.full(codes.size, -1, dtype=np.int64)
-    return np.where(codes >= 0, mapped[np.maximum(codes, 0)], -1)
-
-
-@dataclass(frozen=True)
-class ReleaseGroups:
-    """The groups of one release as published.
-
-    Groups are numbered by first appearance in the file: for a release written by
-    serialpub (rows sorted by group) this is the publisher's own group order.
-
-    Attributes:
-        of_record: group of every record, shape (R,).
-        nodes: node id per QI of every group, shape (G, d).
-        records: published records per group, shape (G,).
-        counts: records per protected value (n_{j,s}), shape (G, V).
-    """
-
-    of_record: IntArray
-    nodes: IntArray
-    records: IntArray
-    counts: IntArray
-
-
-def group_release(nodes: IntArray, value: IntArray, n_values: int, trees: Sequence[_Tree]) -> ReleaseGroups:
-    """Group records by their QI nodes.
-
-    Args:
-        nodes: node id per QI of every record, shape (R, d), all >= 0.
-        value: protected value index of every record, -1 when not protected, shape (R,).
-        n_values: V.
-        trees: one per QI (for the node counts).
-    """
-    key = row_keys(nodes, [t.hierarchy.n_nodes for t in trees])
-    of_record, first = factorize(key)
-    n_groups = first.size
-    records = np.bincount(of_record, minlength=n_groups).astype(np.int64)
-    prot = value >= 0
-    counts = (
-        np.bincount(of_record[prot] * n_values + value[prot], minlength=n_groups * n_values)
-        .reshape(n_groups, n_values)
-        .astype(np.int64)
-    )
-    return ReleaseGroups(
-        of_record, np.asarray(nodes[first], dtype=np.int64).reshape(-1, nodes.shape[1]), records, counts
-    )
-
-
-def present_rows(
-    path: Path, id_column: str, qis: Sequence[str], register: Register, hierarchies: dict[str, Hierarchy]
-) -> IntArray:
-    """Register rows of the individuals a snapshot lists (the present individuals).
-
-    The file is a CSV with the id column; QI columns it also has must agree with the
-    register, other columns are ignored.
-
-    Raises:
-        InputError: unreadable file, no id column, an empty or repeated id, an id not in the
-            register, or a QI value differing from the register's (file, line and value named).
-    """
-    df = read_csv(path, "snapshot")
-    if id_column not in df.columns:
-        raise InputError(f"{path}: no {id_column!r} column; the snapshot must list the present individuals' ids")
-    ids = df[id_column]
-    bad = (ids.str.strip() == "").to_numpy() | ids.duplicated().to_numpy()
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise InputError(
-            f"{path}, line {i + 2}: id {ids.iloc[i]!r} is empty or appears twice; list each individual once"
-        )
-    rows = register.rows_of(ids)
-    if (rows < 0).any():
-        i = int(np.flatnonzero(rows < 0)[0])
-        raise InputError(f"{path}, line {i + 2}: individual {ids.iloc[i]!r} is not in the population register")
-    for a, q in enumerate(qis):
-        if q in df.columns:
-            differs = leaf_codes(df, q, hierarchies[q], path) != register.keys[rows, a]
-            if differs.any():
-                i = int(np.flatnonzero(differs)[0])
-                raise InputError(
-                    f"{path}, line {i + 2}, column {q!r}: value {df[q].iloc[i]!r} differs from the register's "
-                    f"{hierarchies[q].labels[register.keys[rows[i], a]]!r} for individual {ids.iloc[i]!r}"
-                )
-    return rows
 
 
 # --------------------------------------------------------------------------- the command
@@ -367,8 +172,12 @@ def _strategy(
         raise InputError("--alpha belongs to the geometric strategy; the constant one takes --k-prime")
     if strategy == "geometric" and k_prime is not None:
         raise InputError("--k-prime belongs to the constant strategy; the geometric one takes --alpha")
+    if strategy not in set(Strategy):
+        raise InputError(f"--strategy must be 'constant' or 'geometric', got {strategy!r}")
     try:
-        return PrivacyParams(ell=ell, strategy=strategy, k_prime=k_prime, alpha=alpha, guarantee=cfg.guarantee)
+        return PrivacyParams(
+            ell=ell, strategy=Strategy(strategy), k_prime=k_prime, alpha=alpha, guarantee=cfg.guarantee
+        )
     except ValueError as exc:
         raise InputError(f"import parameters: {exc}") from None
 
@@ -462,12 +271,16 @@ def import_release(
             hierarchy (file, line/row, column and value named); overlapping regions (two
             groups named); a sensitive value outside its domain; presence dilution without
             a snapshot; a group with more records than candidates; the period already
-            published or not later than the last. Nothing is changed.
+            published or not later than the last; without ``sign_off.auto_approve``, an
+            account not on ``sign_off.approvers``. Nothing is changed.
         StateError: another release of the dataset is being prepared, or the state
             database cannot be used. Nothing is changed.
     """
     started = time.perf_counter()
     cfg = ws.config
+    if not cfg.sign_off.auto_approve:
+        # an import publishes into the series at once: only an approver may record one
+        identity.authorize(ws, identity.os_login())
     if dilution not in DILUTIONS:
         raise InputError(f"--dilution must be 'register' or 'presence', got {dilution!r}")
     if dilution == "presence" and snapshot is None:
@@ -489,9 +302,8 @@ def import_release(
     # a numeric QI's intervals are nodes of the hierarchy this release is read with
     read_with = publisher.read_hierarchies(table)
     hierarchies = [read_with[q] for q in qis]
-    nodes = np.empty((len(table), len(qis)), dtype=np.int64)
+    nodes = record_nodes(table, qis, hierarchies)
     for a, q in enumerate(qis):
-        nodes[:, a] = label_nodes(table[q], hierarchies[a])
         bad = nodes[:, a] < 0
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
@@ -517,11 +329,10 @@ def import_release(
     # index into the state's values; -1 for the values the other tool did not protect
     value = pd.Index(publisher.protected).get_indexer(pd.Index(sens_values)).astype(np.int64)
     value[~np.isin(sens_values, values)] = -1
-    trees = [_Tree.of(h) for h in hierarchies]
-    groups = group_release(nodes, value, len(publisher.protected), trees)
+    groups = group_release(nodes, value, len(publisher.protected), hierarchies)
 
     combos = RegisterCombos.of(publisher.register.keys, hierarchies)
-    located = locate_groups(combos.leaves, groups.nodes, trees)
+    located = locate_groups(combos.leaves, groups.nodes, [NodeSpans.of(h) for h in hierarchies])
     if located.overlap_pairs:
         i, j = located.overlaps[0]
         more = f" (and {located.overlap_pairs - 1} more pair(s))" if located.overlap_pairs > 1 else ""
@@ -560,16 +371,16 @@ def import_release(
 
     suppressed = int(present.size - len(table)) if present is not None else None
     source_sha = release_files.sha256_file(data_path)
-    record = {
+    record: dict[str, Any] = {
         "l": float(ell),
         "strategy": params.strategy,
         "k_prime": params.k_prime,
         "alpha": params.alpha,
         "guarantee": cfg.guarantee,
-        "dilution": dilution,
+        "dilution": Dilution(dilution),
         # the state charges the published counts: that is mechanism-aware only when the
         # snapshot shows nothing was left out (docs/threat-model.md)
-        "suppression_model": "mechanism" if suppressed == 0 else "paper",
+        "suppression_model": SuppressionModel.MECHANISM if suppressed == 0 else SuppressionModel.PAPER,
         "suppression_budget": None,
         "numeric_quasi_identifiers": publisher.numeric,
         "protected_values": values,
@@ -588,36 +399,42 @@ def import_release(
         history = publisher.statistics.load(publisher.store.latest_statistics(cfg.dataset), ell_arr)
         new = advance_history(history, group_of_ind, n_j, groups.counts)[0]
         max_breach = new.max_breach()
-        manifest: dict[str, Any] = {
-            "format_version": 1,
-            "dataset": cfg.dataset,
-            "release": seq,
-            "period": period,
-            "created": datetime.now(UTC).isoformat(timespec="seconds"),
-            "quasi_identifiers": qis,
-            "sensitive": sens,
+        manifest = Manifest(
+            format_version=FORMAT_VERSION,
+            dataset=cfg.dataset,
+            release=seq,
+            period=period,
+            created=datetime.now(UTC).isoformat(timespec="seconds"),
+            quasi_identifiers=qis,
+            sensitive=sens,
             **record,
-            "records": len(table),
-            "groups": n_groups,
-            "suppressed": suppressed,
-            "max_breach_probability": max_breach,
-            "sha256": {"data.parquet": None, **publisher.file_sums},
-            "previous_release": published[-1].seq if published else None,
-            "validation": None,
-            "sign_off": None,
-            "imported": True,
-            "source_sha256": source_sha,
-        }
+            records=len(table),
+            groups=n_groups,
+            suppressed=suppressed,
+            max_breach_probability=max_breach,
+            sha256=Checksums(
+                data_parquet=None,
+                register_file=publisher.file_sums["register"],
+                hierarchies=publisher.file_sums["hierarchies"],
+            ),
+            previous_release=published[-1].seq if published else None,
+            validation=None,
+            sign_off=None,
+            imported=True,
+            source_sha256=source_sha,
+        )
         out = pd.DataFrame({c: table[c].to_numpy(dtype=str) for c in [*qis, sens]})
-        _, manifest_sha = release_files.write_staging(ws.dataset_dir, seq, draft.id, out, manifest)
+        seal(publisher, manifest)
+        key = publisher.signing_key
+        _, manifest_sha = release_files.write_staging(ws.dataset_dir, seq, draft.id, out, manifest, key)
         final = ws.dataset_dir / release_files.release_name(seq)
         group_rows = [
-            {
-                "labels": [hierarchies[a].labels[groups.nodes[g, a]] for a in range(len(qis))],
-                "candidates": int(n_j[g]),
-                "records": int(groups.records[g]),
-                "counts": {publisher.protected[v]: int(groups.counts[g, v]) for v in np.flatnonzero(groups.counts[g])},
-            }
+            GroupRow(
+                labels=[hierarchies[a].labels[groups.nodes[g, a]] for a in range(len(qis))],
+                candidates=int(n_j[g]),
+                records=int(groups.records[g]),
+                counts={publisher.protected[v]: int(groups.counts[g, v]) for v in np.flatnonzero(groups.counts[g])},
+            ).model_dump()
             for g in range(n_groups)  # one row per group (tens to thousands)
         ]
         publisher.store.publish(
@@ -627,7 +444,7 @@ def import_release(
                 "groups": n_groups,
                 "suppressed": suppressed,
                 "max_breach": max_breach,
-                "data_sha256": manifest["sha256"]["data.parquet"],
+                "data_sha256": manifest.sha256.data_parquet,
                 "manifest_sha256": manifest_sha,
                 "imported": True,
             },
@@ -638,7 +455,7 @@ def import_release(
         )
         release_files.move_into_place(ws.dataset_dir, seq, draft.id)
     except BaseException as exc:
-        publisher._abandon(draft, exc)
+        publisher.abandon(draft, exc)
         raise
     return ImportOutcome(
         seq=seq,
@@ -652,7 +469,7 @@ def import_release(
         max_breach=max_breach,
         exceeds_bound=max_breach > 1.0 / ell,
         source_sha256=source_sha,
-        data_sha256=manifest["sha256"]["data.parquet"],
+        data_sha256=str(manifest.sha256.data_parquet),
         seconds=time.perf_counter() - started,
     )
 

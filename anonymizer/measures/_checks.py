@@ -1,0 +1,118 @@
+"""Argument checks shared by the information-loss measures (:mod:`.group_size`,
+:mod:`.certainty_penalty`, :mod:`.information_loss`, :mod:`.utility`).
+
+Published values are node ids of each QI's :class:`~anonymizer.hierarchy.Hierarchy`, original
+values its leaf ids, one column per QI; every check raises ValueError naming the argument.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from anonymizer.hierarchy import Hierarchy
+
+IntArray = npt.NDArray[np.int64]
+
+
+def int_array(values: npt.ArrayLike, name: str, ndim: int) -> IntArray:
+    arr = np.asarray(values)
+    if arr.size == 0 and arr.dtype.kind not in "iu":
+        arr = arr.astype(np.int64)  # an empty list arrives as float64
+    if arr.dtype.kind not in "iu":
+        raise ValueError(f"{name} must hold integers, got dtype {arr.dtype}")
+    if arr.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-dimensional, got shape {arr.shape}")
+    return arr.astype(np.int64, copy=False)
+
+
+def check_hierarchies(hierarchies: Sequence[Hierarchy]) -> list[Hierarchy]:
+    hs = list(hierarchies)
+    if not hs:
+        raise ValueError("at least one quasi-identifier hierarchy is needed")
+    for h in hs:
+        if not isinstance(h, Hierarchy):
+            raise ValueError(f"hierarchies must be Hierarchy objects, got {type(h).__name__}")
+    return hs
+
+
+def check_ids(hs: list[Hierarchy], ids: npt.ArrayLike, name: str, leaves: bool) -> IntArray:
+    """An (R, d) array of node ids (or leaf ids with ``leaves``), one column per hierarchy.
+
+    Raises:
+        ValueError: wrong shape, or an id outside its hierarchy's nodes (leaves).
+    """
+    arr = int_array(ids, name, 2)
+    if arr.shape[1] != len(hs):
+        raise ValueError(f"{name} has {arr.shape[1]} columns but there are {len(hs)} QI hierarchies")
+    kind = "leaf" if leaves else "node"
+    for j, h in enumerate(hs):
+        col = arr[:, j]
+        bound = h.n_leaves if leaves else h.n_nodes
+        if col.size and (col.min() < 0 or col.max() >= bound):
+            raise ValueError(f"{name}: QI {h.attribute!r} has {kind} ids outside [0, {bound})")
+    return arr
+
+
+def check_nodes(hs: list[Hierarchy], nodes: npt.ArrayLike, name: str) -> IntArray:
+    return check_ids(hs, nodes, name, leaves=False)
+
+
+def check_leaves(hs: list[Hierarchy], leaves: npt.ArrayLike, name: str) -> IntArray:
+    return check_ids(hs, leaves, name, leaves=True)
+
+
+def check_generalizes(hs: list[Hierarchy], nodes: IntArray, leaves: IntArray) -> None:
+    """Every published node must be the record's leaf or an ancestor of it."""
+    if nodes.shape != leaves.shape:
+        raise ValueError(f"published nodes have shape {nodes.shape} but original leaves have shape {leaves.shape}")
+    for j, h in enumerate(hs):
+        ok = np.zeros(nodes.shape[0], dtype=bool)
+        for column in h.leaf_nodes:  # depth rows: no (depth × R) temporary
+            ok |= column[leaves[:, j]] == nodes[:, j]
+        if not ok.all():
+            r = int(np.flatnonzero(~ok)[0])
+            raise ValueError(
+                f"record {r}: published value {h.labels[nodes[r, j]]!r} of QI {h.attribute!r} does not "
+                f"generalize its original value {h.labels[leaves[r, j]]!r}"
+            )
+
+
+def check_counts(hs: list[Hierarchy], leaf_counts: Sequence[npt.ArrayLike], leaves: IntArray) -> list[IntArray]:
+    """Snapshot leaf frequencies: one (n_leaves,) count array per QI, equal totals, and at
+    least the published records' own counts (published records are part of the snapshot)."""
+    counts = list(leaf_counts)
+    if len(counts) != len(hs):
+        raise ValueError(f"leaf_counts has {len(counts)} arrays but there are {len(hs)} QI hierarchies")
+    out: list[IntArray] = []
+    total: int | None = None
+    for j, (h, c) in enumerate(zip(hs, counts, strict=True)):
+        arr = int_array(c, f"leaf_counts[{j}]", 1)
+        if arr.shape != (h.n_leaves,):
+            raise ValueError(
+                f"leaf_counts[{j}] must have shape ({h.n_leaves},) for QI {h.attribute!r}, got {arr.shape}"
+            )
+        if arr.size and arr.min() < 0:
+            raise ValueError(f"leaf_counts[{j}] has negative counts")
+        n = int(arr.sum())
+        if total is None:
+            total = n
+        elif n != total:
+            raise ValueError(f"leaf_counts[{j}] sums to {n} records but leaf_counts[0] to {total}; give one snapshot")
+        published = np.bincount(leaves[:, j], minlength=h.n_leaves)
+        if np.any(published > arr):
+            leaf = int(np.flatnonzero(published > arr)[0])
+            raise ValueError(
+                f"QI {h.attribute!r}: {int(published[leaf])} published records have value {h.labels[leaf]!r} but the "
+                f"snapshot counts only {int(arr[leaf])}; leaf_counts must count the whole snapshot"
+            )
+        out.append(arr)
+    return out
+
+
+def check_count(value: int, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
+        raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    return int(value)

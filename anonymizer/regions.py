@@ -1,0 +1,413 @@
+"""Region geometry of the writer side: hierarchy nodes as leaf sets, groups as boxes.
+
+A published group's region is the box of its QI nodes' leaf sets; a register individual is
+a candidate of the one group whose region holds its QI leaves, and the regions of one
+release must be pairwise disjoint (docs/design.md sections 1, 3 and 5). Everything that
+computes with regions before or at publication uses this module: the utility measure
+(:mod:`anonymizer.queries`), validation's breach check and disjointness suite
+(:mod:`checks.breach`, :mod:`checks.expectations`), the import of a release published with
+another tool (:mod:`serialpub.workflow.importing`) and ``serialpub state verify``
+(:mod:`serialpub.analysis.verify`). The independent audit (:mod:`serialpub.analysis.audit`)
+keeps its own geometry on purpose, so that a bug here cannot both make and pass a release
+(docs/design.md section 9).
+
+- :class:`NodeSpans`, label → leaf set: the leaves in a depth-first order, where every
+  node's leaves are one run ``lo..hi``. Any :class:`anonymizer.hierarchy.Hierarchy` works,
+  including the per-release hierarchies of :mod:`anonymizer.intervals`, whose ``[lo, hi]``
+  intervals are nodes.
+- :func:`label_nodes`, :func:`record_nodes`: the generalized labels of a table as node ids.
+- Row keys: :func:`anonymizer.arrays.row_keys` is the one mixed-radix encoder of a row of
+  per-QI codes; it stays in :mod:`anonymizer.arrays`, which the report measures import.
+- :class:`RegisterCombos`: the distinct register QI combinations ("combos").
+- :func:`group_release`: the groups of a release (records with equal node tuples) and
+  their counts.
+- :func:`cover_pairs`: every (combo, group) whose region holds the combo.
+- :func:`overlapping_pairs`: pairs of boxes that intersect (disjointness).
+- :func:`locate_groups`: both, for one release against the register.
+
+All work is vectorized over distinct combinations, groups and hierarchy levels; nothing
+loops over records or individuals in Python. No I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from anonymizer.arrays import expand_csr, expand_ranges, factorize, row_keys
+from anonymizer.hierarchy import Hierarchy
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+#: Candidate pairs examined per numpy step when listing overlapping regions (bounds memory).
+PAIR_CHUNK = 1 << 22
+#: Overlapping group pairs kept by :func:`locate_groups` (all of them are counted).
+MAX_LISTED_OVERLAPS = 20
+
+
+# --------------------------------------------------------------------------- nodes as leaf sets
+
+
+@dataclass(frozen=True, eq=False)
+class NodeSpans:
+    """The leaf set of every node of one hierarchy, as a run of a depth-first leaf order.
+
+    Sorting the leaves by their root-to-leaf path puts the leaves of every node next to
+    each other, so a node's leaf set is exactly the positions ``lo..hi`` of that order, and
+    two nodes share a leaf iff their runs intersect (docs/design.md section 5: a node's
+    leaves form one subtree).
+
+    Attributes:
+        hierarchy: the hierarchy.
+        order: leaf id at each depth-first position, shape (n_leaves,).
+        position: depth-first position of each leaf id, shape (n_leaves,).
+        lo, hi: first and last position (inclusive) of every node's leaves, shape (n_nodes,).
+        size: number of leaves below every node (itself, for a leaf), shape (n_nodes,).
+    """
+
+    hierarchy: Hierarchy
+    order: IntArray
+    position: IntArray
+    lo: IntArray
+    hi: IntArray
+    size: IntArray
+
+    @classmethod
+    def of(cls, h: Hierarchy) -> NodeSpans:
+        """The spans of ``h``.
+
+        Raises:
+            ValueError: a node's leaves do not form one run (impossible for a hierarchy
+                that :meth:`anonymizer.hierarchy.Hierarchy.from_rows` accepted).
+        """
+        # lexsort's primary key is the last row: the root column, then downwards to the leaf
+        order = np.lexsort(h.leaf_nodes).astype(np.int64)
+        position = np.empty(h.n_leaves, dtype=np.int64)
+        position[order] = np.arange(h.n_leaves, dtype=np.int64)
+        lo = np.full(h.n_nodes, h.n_leaves, dtype=np.int64)
+        hi = np.full(h.n_nodes, -1, dtype=np.int64)
+        for level in h.leaf_nodes:  # one pass per hierarchy column
+            np.minimum.at(lo, level, position)
+            np.maximum.at(hi, level, position)
+        size = np.asarray(h.leaf_counts(), dtype=np.int64)
+        if np.any(hi - lo + 1 != size):
+            raise ValueError(f"hierarchy of {h.attribute!r}: a node's leaves do not form one subtree")
+        return cls(h, order, position, lo, hi, size)
+
+    def leaves(self, node: int) -> IntArray:
+        """Leaf ids of one node, ascending, shape (size[node],)."""
+        return np.sort(self.order[self.lo[node] : self.hi[node] + 1])
+
+    def leaf_mask(self, nodes: npt.ArrayLike) -> BoolArray:
+        """Leaf membership of several nodes, shape (len(nodes), n_leaves), by leaf id."""
+        node = np.asarray(nodes, dtype=np.int64)
+        pos = self.position[None, :]
+        return np.asarray((pos >= self.lo[node][:, None]) & (pos <= self.hi[node][:, None]), dtype=bool)
+
+    def contains(self, outer: npt.ArrayLike, inner: npt.ArrayLike) -> BoolArray:
+        """Elementwise: whether the leaf set of ``outer`` includes that of ``inner``."""
+        a, b = np.asarray(outer, dtype=np.int64), np.asarray(inner, dtype=np.int64)
+        return np.asarray((self.lo[a] <= self.lo[b]) & (self.hi[b] <= self.hi[a]), dtype=bool)
+
+    def intersects(self, a: npt.ArrayLike, b: npt.ArrayLike) -> BoolArray:
+        """Elementwise: whether the leaf sets of ``a`` and ``b`` share a leaf."""
+        x, y = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+        return np.asarray((self.lo[x] <= self.hi[y]) & (self.lo[y] <= self.hi[x]), dtype=bool)
+
+    def used_above(self, used: BoolArray) -> tuple[IntArray, IntArray]:
+        """The ``used`` nodes at or above every leaf, as CSR rows by leaf id.
+
+        Args:
+            used: bool per node, shape (n_nodes,).
+
+        Returns:
+            (start, nodes): leaf x's used nodes are ``nodes[start[x]:start[x + 1]]``, from
+            the leaf's own column up to the root; start has shape (n_leaves + 1,).
+        """
+        h = self.hierarchy
+        rows_leaf: list[IntArray] = []
+        rows_node: list[IntArray] = []
+        leaves = np.arange(h.n_leaves, dtype=np.int64)
+        for k in range(h.depth):  # one pass per hierarchy column
+            node = h.leaf_nodes[k].astype(np.int64)
+            fresh = np.ones(h.n_leaves, dtype=bool) if k == 0 else node != h.leaf_nodes[k - 1]
+            keep = fresh & used[node]
+            rows_leaf.append(leaves[keep])
+            rows_node.append(node[keep])
+        leaf = np.concatenate(rows_leaf)
+        node = np.concatenate(rows_node)
+        order = np.argsort(leaf, kind="stable")
+        start = np.zeros(h.n_leaves + 1, dtype=np.int64)
+        np.cumsum(np.bincount(leaf, minlength=h.n_leaves), out=start[1:])
+        return start, node[order]
+
+
+def label_nodes(column: pd.Series, hierarchy: Hierarchy) -> IntArray:
+    """Node id of every value of a column of generalized labels, shape (R,).
+
+    A value is matched as text (``str(value)``) against the hierarchy's labels; -1 where it
+    is not a label or is missing. A categorical column is mapped through its categories
+    (only those that occur), so a release read with ``read_dictionary`` costs one lookup
+    per distinct label.
+    """
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        codes = np.asarray(column.cat.codes.to_numpy(), dtype=np.int64)
+        labels = [str(x) for x in column.cat.categories]
+    else:
+        found, uniques = pd.factorize(column, use_na_sentinel=True)
+        codes = np.asarray(found, dtype=np.int64)
+        labels = [str(x) for x in uniques]
+    mapped = np.array([hierarchy.node(x) if hierarchy.has_label(x) else -1 for x in labels], dtype=np.int64)
+    if mapped.size == 0:
+        return np.full(codes.size, -1, dtype=np.int64)
+    return np.where(codes >= 0, mapped[np.maximum(codes, 0)], -1)
+
+
+def record_nodes(table: pd.DataFrame, columns: Sequence[str], hierarchies: Sequence[Hierarchy]) -> IntArray:
+    """Node id per QI of every record, shape (R, d), -1 where :func:`label_nodes` finds no node.
+
+    Args:
+        table: the release, one column of generalized labels per name in ``columns``.
+        columns: the QI columns, in the order of ``hierarchies``.
+        hierarchies: the hierarchy each column is read with (for a numeric QI, the
+            release's own, :func:`anonymizer.intervals.release_hierarchies`).
+    """
+    nodes = np.empty((len(table), len(columns)), dtype=np.int64)
+    for a, (name, h) in enumerate(zip(columns, hierarchies, strict=True)):
+        nodes[:, a] = label_nodes(table[name], h)
+    return nodes
+
+
+# --------------------------------------------------------------------------- register and groups
+
+
+@dataclass(frozen=True)
+class RegisterCombos:
+    """The distinct QI leaf combinations ("combos") of a set of register individuals.
+
+    Individuals with the same QI values are candidates of the same group in every
+    release, so regions are matched against combos, never against individuals.
+
+    Attributes:
+        of_individual: combo of every given individual, shape (N,), int64 in [0, C), numbered
+            by first appearance.
+        leaves: leaf id per QI of every combo, shape (C, d).
+        first: the first individual (row of the given keys) of every combo, shape (C,).
+        counts: individuals per combo, shape (C,).
+    """
+
+    of_individual: IntArray
+    leaves: IntArray
+    first: IntArray
+    counts: IntArray
+
+    @classmethod
+    def of(cls, keys: IntArray, hierarchies: Sequence[Hierarchy]) -> RegisterCombos:
+        """Combos of individuals given as leaf ids per QI, shape (N, d), one hierarchy per column."""
+        codes, first = factorize(row_keys(keys, [h.n_leaves for h in hierarchies]))
+        leaves = np.asarray(keys[first], dtype=np.int64).reshape(-1, keys.shape[1])
+        return cls(codes, leaves, first, np.bincount(codes, minlength=first.size).astype(np.int64))
+
+
+@dataclass(frozen=True)
+class ReleaseGroups:
+    """The groups of one release as published.
+
+    Groups are numbered by first appearance in the records: for a release written by
+    serialpub (rows sorted by group) this is the publisher's own group order.
+
+    Attributes:
+        of_record: group of every record, shape (R,).
+        nodes: node id per QI of every group, shape (G, d).
+        records: published records per group, shape (G,).
+        counts: records per protected value (n_{j,s}), shape (G, V).
+    """
+
+    of_record: IntArray
+    nodes: IntArray
+    records: IntArray
+    counts: IntArray
+
+
+def group_release(nodes: IntArray, value: IntArray, n_values: int, hierarchies: Sequence[Hierarchy]) -> ReleaseGroups:
+    """Group records by their QI nodes (docs/design.md section 1: a group is the records
+    sharing one generalized QI tuple).
+
+    Args:
+        nodes: node id per QI of every record, shape (R, d), all >= 0.
+        value: protected value index of every record in [0, n_values), -1 when not
+            protected, shape (R,).
+        n_values: V.
+        hierarchies: one per QI column (for the node counts).
+    """
+    of_record, first = factorize(row_keys(nodes, [h.n_nodes for h in hierarchies]))
+    n_groups = first.size
+    prot = value >= 0
+    counts = np.bincount(of_record[prot] * n_values + value[prot], minlength=n_groups * n_values)
+    return ReleaseGroups(
+        of_record,
+        np.asarray(nodes[first], dtype=np.int64).reshape(-1, nodes.shape[1]),
+        np.bincount(of_record, minlength=n_groups).astype(np.int64),
+        counts.reshape(n_groups, n_values).astype(np.int64),
+    )
+
+
+def cover_pairs(group_nodes: IntArray, combo_leaves: IntArray, spans: Sequence[NodeSpans]) -> tuple[IntArray, IntArray]:
+    """Every (combo, group) whose region holds the combo's leaves.
+
+    Attribute by attribute, each combo is paired with the used nodes above its leaf and
+    kept only while the partial node tuple is a prefix of some group's tuple; partial
+    tuples are ranked among the groups' prefixes, so keys never overflow. With pairwise
+    disjoint regions every combo has at most one group.
+
+    Args:
+        group_nodes: node id per QI of every group, shape (G, d).
+        combo_leaves: leaf id per QI of every combo, shape (C, d).
+        spans: one per QI column.
+
+    Returns:
+        (combo index, group index), int64 arrays of equal length, combo index non-decreasing.
+    """
+    g = group_nodes.shape[0]
+    c = combo_leaves.shape[0]
+    ci = np.arange(c, dtype=np.int64)
+    rank = np.zeros(c, dtype=np.int64)
+    g_rank = np.zeros(g, dtype=np.int64)
+    for a, sp in enumerate(spans):
+        radix = sp.hierarchy.n_nodes
+        g_key = g_rank * radix + group_nodes[:, a]
+        prefixes = np.unique(g_key)
+        g_rank = np.searchsorted(prefixes, g_key)
+        used = np.zeros(radix, dtype=bool)
+        used[group_nodes[:, a]] = True
+        start, items = sp.used_above(used)
+        rep, node = expand_csr(combo_leaves[ci, a], start, items)
+        key = rank[rep] * radix + node
+        pos = np.searchsorted(prefixes, key)
+        found = pos < prefixes.size
+        found[found] = prefixes[pos[found]] == key[found]
+        ci, rank = ci[rep[found]], pos[found]
+    group_of_rank = np.empty(g, dtype=np.int64)
+    group_of_rank[g_rank] = np.arange(g, dtype=np.int64)
+    return ci, group_of_rank[rank] if g else rank
+
+
+# --------------------------------------------------------------------------- disjointness
+
+
+def _is_cut(lo: IntArray, hi: IntArray) -> bool:
+    """Whether the distinct intervals are pairwise disjoint (equal intervals count once)."""
+    if lo.size == 0:
+        return True
+    pairs = np.unique(np.stack([lo, hi], axis=1), axis=0)  # sorted by lo, then hi
+    return bool(np.all(pairs[1:, 0] > pairs[:-1, 1]))
+
+
+def overlapping_pairs(lo: npt.ArrayLike, hi: npt.ArrayLike, max_examples: int = 5) -> tuple[int, IntArray]:
+    """Pairs of rows whose boxes ``[lo, hi]`` (inclusive, shape (G, d)) intersect on every column.
+
+    With depth-first leaf positions (:class:`NodeSpans`) as bounds, these are the groups
+    whose regions share a QI combination, whether or not anybody lives there
+    (docs/design.md section 1: regions must be pairwise disjoint).
+
+    Columns whose distinct intervals are pairwise disjoint (a "cut", the usual case) can
+    only intersect by being equal, so rows are first bucketed by their intervals on those
+    columns. Among the remaining columns, the one giving the fewest candidate pairs is
+    swept: after sorting by (bucket, lo), the rows whose lo falls inside row i's interval are
+    one contiguous range (two intervals intersect iff one's lo lies in the other). The
+    candidates are then filtered on every other column, :data:`PAIR_CHUNK` at a time.
+
+    Returns:
+        (number of overlapping unordered pairs, the ``max_examples`` smallest of them in
+        (i, j) order as an int array (k, 2) of row positions, i < j).
+    """
+    lo = np.asarray(lo, dtype=np.int64)
+    hi = np.asarray(hi, dtype=np.int64)
+    g, d = lo.shape
+    listed = np.empty((0, 2), dtype=np.int64)
+    if g < 2:
+        return 0, listed
+    cut = [a for a in range(d) if _is_cut(lo[:, a], hi[:, a])]
+    free = [a for a in range(d) if a not in cut]
+    bucket = factorize(row_keys(lo[:, cut], [int(lo[:, a].max()) + 1 for a in cut]))[0]
+    span = int(max(hi.max(), 0)) + 2
+    sweep_lo = np.zeros(g, dtype=np.int64)
+    best = None
+    choices: list[int | None] = list(free) if free else [None]
+    for a in choices:
+        s_lo = lo[:, a] if a is not None else np.zeros(g, dtype=np.int64)
+        s_hi = hi[:, a] if a is not None else np.zeros(g, dtype=np.int64)
+        key = bucket * span + s_lo
+        order = np.argsort(key, kind="stable")
+        sk = key[order]
+        left = np.searchsorted(sk, bucket * span + s_lo, side="left")
+        right = np.searchsorted(sk, bucket * span + s_hi, side="right")
+        total = int((right - left).sum())
+        if best is None or total < best[0]:
+            best = (total, a, order, left, right)
+            sweep_lo = s_lo
+    assert best is not None
+    _, chosen, order, left, right = best
+    others = [a for a in free if a != chosen]
+    count = 0
+    for i, k in expand_ranges(left.astype(np.int64), right.astype(np.int64), PAIR_CHUNK):
+        j = order[k]
+        # each unordered pair once: j's lo inside i's interval; equal lo only with i < j
+        keep = (j != i) & ((sweep_lo[j] > sweep_lo[i]) | (j > i))
+        for a in others:
+            keep &= (lo[j, a] <= hi[i, a]) & (lo[i, a] <= hi[j, a])
+        hits = np.flatnonzero(keep)
+        count += hits.size
+        if hits.size and max_examples > 0:
+            pairs = np.stack([np.minimum(i[hits], j[hits]), np.maximum(i[hits], j[hits])], axis=1)
+            both = np.concatenate([listed, pairs])
+            listed = both[np.lexsort((both[:, 1], both[:, 0]))][:max_examples]
+    return count, listed
+
+
+@dataclass(frozen=True)
+class Located:
+    """Where the register's combos fall among one release's groups.
+
+    Attributes:
+        group_of_combo: the group whose region holds each combo, -1 if none, shape (C,).
+            If regions overlap, the highest-numbered covering group (the release is
+            invalid anyway).
+        overlap_pairs: number of group pairs whose regions share a QI combination
+            (as boxes of hierarchy nodes, whether or not the register has someone there).
+        overlaps: the first (at most :data:`MAX_LISTED_OVERLAPS`) of those pairs in
+            (i, j) order, i < j.
+    """
+
+    group_of_combo: IntArray
+    overlap_pairs: int
+    overlaps: list[tuple[int, int]] = field(default_factory=list)
+
+
+def locate_groups(combo_leaves: IntArray, group_nodes: IntArray, spans: Sequence[NodeSpans]) -> Located:
+    """Match combos to group regions and find overlapping regions.
+
+    Args:
+        combo_leaves: leaf id per QI of every combo, shape (C, d).
+        group_nodes: node id per QI of every group, shape (G, d), rows distinct.
+        spans: one per QI column (the hierarchies the release is read with).
+
+    Returns:
+        a :class:`Located`: :func:`cover_pairs` for the candidates, :func:`overlapping_pairs`
+        on the groups' depth-first boxes for the disjointness (docs/design.md section 1).
+    """
+    n_groups, d = group_nodes.shape
+    lo = np.empty((n_groups, d), dtype=np.int64)
+    hi = np.empty((n_groups, d), dtype=np.int64)
+    for a, sp in enumerate(spans):
+        lo[:, a], hi[:, a] = sp.lo[group_nodes[:, a]], sp.hi[group_nodes[:, a]]
+    count, pairs = overlapping_pairs(lo, hi, MAX_LISTED_OVERLAPS)
+    ci, gi = cover_pairs(group_nodes, combo_leaves, spans)
+    group_of_combo = np.full(combo_leaves.shape[0], -1, dtype=np.int64)
+    np.maximum.at(group_of_combo, ci, gi)
+    return Located(group_of_combo, count, [(int(i), int(j)) for i, j in pairs])

@@ -1,0 +1,46 @@
+"""Independent audit of a published release series: recompute every breach probability.
+
+The auditor reads only what an outsider has: the population register, the generalization
+hierarchies and the published release directories (``data.parquet`` + ``manifest.json``,
+docs/release-contract.md). It never reads the statistics file. For every register
+individual o and protected value s it recomputes
+
+    p(o, s) = 1 - Π_j (1 - n_{j,s} / n_j)
+
+over the releases j in which o is a candidate of a group holding s (paper 004, Lemma 4;
+docs/design.md section 1), decides ``p > 1/ℓ`` exactly (:func:`anonymizer.privacy.exceeds_threshold`),
+and checks that the regions of each release are pairwise disjoint, that every published
+label belongs to its hierarchy and that ``data.parquet`` is the file the manifest names.
+
+Candidates of a group G with region R (the box of its nodes' leaf sets):
+
+- dilution ``register``: the register individuals whose QI values lie in R; ``n_j`` is
+  their number.
+- dilution ``presence``: ``n_j`` is the number of G's records; without the snapshots the
+  auditor cannot tell who was present, so every register individual in R is taken as
+  linked. This can only overestimate p (docs/release-contract.md).
+
+Cost. Individuals with the same QI values share every factor, so all work is on the
+distinct register QI combinations ("combos", with their counts), never on individuals or
+records one by one: a release maps combos to groups by a sort-merge join on the nodes of
+the attributes whose used nodes form a cut (the normal case: serialpub's anonymizer
+recodes globally), and tests containment only on the other attributes. Memory and time
+grow with (distinct combos) x (protected values) x (releases).
+
+Independence. The audit keeps its own region geometry (:mod:`.geometry`) and imports
+neither the writer side's :mod:`anonymizer.regions` nor the search, the state, the
+workflow, ``serialpub state verify`` or the validation checks, so that a bug in shared
+geometry cannot both make and pass a release (docs/design.md section 9; import-linter
+contracts in ``pyproject.toml``).
+
+Modules: :mod:`.files` reads a workspace (:func:`audit_workspace`); :mod:`.manifest` the
+manifest keys; :mod:`.combos` the register and snapshots as QI combinations;
+:mod:`.recompute` one release; :mod:`.series` the series and its verdict
+(:func:`audit_releases`); :mod:`.result` the outcome and :func:`format_report`.
+"""
+
+from serialpub.analysis.audit.files import audit_workspace
+from serialpub.analysis.audit.result import MAX_LISTED_OVERLAPS, AuditResult, Overlap, format_report
+from serialpub.analysis.audit.series import audit_releases
+
+__all__ = ["MAX_LISTED_OVERLAPS", "AuditResult", "Overlap", "audit_releases", "audit_workspace", "format_report"]

@@ -1,0 +1,71 @@
+"""The manifest keys the audit reads (docs/release-contract.md) and the checksums it
+compares them with (computed here with the standard library, not with the publisher's
+release-file module).
+
+The manifest is parsed by the release contract's one model
+(:class:`serialpub.io.manifest.Manifest`, strict: the audit refuses what every other reader
+refuses); the audit then works on its own small view of the keys it needs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from serialpub.io.manifest import Manifest
+
+
+@dataclass(frozen=True)
+class _Manifest:
+    release: int
+    dataset: str
+    quasi_identifiers: list[str]
+    sensitive: str
+    ell: float
+    protected: list[str]
+    dilution: str
+    sha256: dict[str, Any]
+    previous: int | None
+    records: int
+    groups: int
+    guarantee: str
+    period: str
+    suppressed: int | None
+    suppression_model: str | None
+    numeric: list[str]
+
+
+def _parse_manifest(manifest: dict[str, Any], where: str) -> _Manifest:
+    """The keys the audit reads, after the release contract's strict parsing
+    (:class:`serialpub.io.manifest.Manifest`).
+
+    Raises:
+        InputError: ``where``: the first key that breaks the contract and why.
+    """
+    m = Manifest.parse(manifest, where)
+    return _Manifest(
+        release=m.release,
+        dataset=m.dataset,
+        quasi_identifiers=list(m.quasi_identifiers),
+        sensitive=m.sensitive,
+        ell=m.l,
+        protected=list(m.protected_values),
+        dilution=str(m.dilution),
+        sha256=m.sha256.model_dump(by_alias=True),
+        previous=m.previous_release,
+        records=m.records,
+        groups=m.groups,
+        guarantee=str(m.guarantee),
+        period=m.period,
+        suppressed=m.suppressed,
+        suppression_model=str(m.suppression_model) if m.suppression_model is not None else None,
+        numeric=list(m.numeric_quasi_identifiers),
+    )
+
+
+def _sha256(path: Path) -> str:
+    """Hex sha256 of a file's bytes, as the manifest records them."""
+    with path.open("rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()

@@ -1,0 +1,230 @@
+"""The audit of a release series: every release recomputed, p summarized and decided.
+
+For every register individual o and protected value s, p(o, s) = 1 - Π_j (1 - n_{j,s}/n_j)
+over the releases j in which o is a candidate of a group holding s (paper 004, Lemma 4;
+docs/design.md section 1), decided ``p > 1/ℓ`` exactly
+(:func:`anonymizer.privacy.exceeds_threshold`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from anonymizer.arrays import factorize
+from anonymizer.hierarchy import Hierarchy
+from anonymizer.intervals import release_hierarchies
+from anonymizer.privacy import exceeds_threshold, survival_factor, survival_products
+from serialpub.analysis.audit.combos import _Combos, _register_combos, _Snapshot, _snapshot_records
+from serialpub.analysis.audit.geometry import _distinct, _Tree
+from serialpub.analysis.audit.manifest import _parse_manifest
+from serialpub.analysis.audit.recompute import _audit_release, _History
+from serialpub.analysis.audit.result import AuditResult
+from serialpub.errors import InputError
+
+
+def audit_releases(
+    register: pd.DataFrame,
+    id_column: str,
+    hierarchies: dict[str, Hierarchy],
+    releases: list[tuple[Path, dict[str, Any], pd.DataFrame]],
+    snapshots: list[tuple[pd.DataFrame, str]] | None = None,
+) -> AuditResult:
+    """Recompute the global guarantee of a release series from public material alone, or,
+    with the snapshots, as the data holder's exact audit.
+
+    Args:
+        register: the population register, one row per individual: ``id_column`` and every
+            quasi-identifier of the releases, values as strings equal to hierarchy leaves.
+        id_column: the register's identifier column (reported, never published).
+        hierarchies: ``{attribute: Hierarchy}`` for every quasi-identifier of the releases.
+        releases: ``(directory, parsed manifest.json, data.parquet as a DataFrame)`` per
+            release, in publication order. ``directory / "data.parquet"`` is hashed and
+            compared with the manifest's ``sha256["data.parquet"]``.
+        snapshots: per release, its snapshot (id and sensitive columns, as text) and where
+            it was read from (for messages). With them the audit also computes the
+            mechanism-aware figure (n* = every snapshot record of s in a region, published
+            or not; under presence, candidates are the present individuals) and decides on
+            it (docs/threat-model.md).
+
+    Returns:
+        an :class:`AuditResult`. p is computed per (register individual, protected value)
+        over every release (paper 004, Lemma 4; docs/design.md section 1), with the union of the
+        releases' protected values counted in every release; the verdict p > 1/ℓ is exact
+        and uses the latest release's ℓ. If regions overlap, a QI combination gets a factor
+        from every group covering it (the release is invalid anyway and reported).
+
+    Raises:
+        InputError: no releases; a manifest lacks a required key or has one of the wrong
+            type; the register lacks a column, repeats an id, or holds a value that is not a
+            leaf of its hierarchy; a hierarchy is missing for a quasi-identifier.
+    """
+    if not releases:
+        raise InputError("nothing to audit: no published release was found")
+    parsed = [_parse_manifest(man, str(d / "manifest.json")) for d, man, _ in releases]
+    qis: list[str] = []
+    for pm in parsed:
+        qis.extend(q for q in pm.quasi_identifiers if q not in qis)
+    missing = [q for q in qis if q not in hierarchies]
+    if missing:
+        raise InputError(f"no hierarchy for quasi-identifier(s) {', '.join(missing)}; add hierarchies/<qi>.csv")
+    values: list[str] = []
+    for pm in parsed:
+        values.extend(v for v in pm.protected if v not in values)
+
+    latest = parsed[-1]
+    datasets = {pm.dataset for pm in parsed}
+    result = AuditResult(dataset=latest.dataset, releases=[pm.release for pm in parsed], ell=latest.ell)
+    ells = sorted({pm.ell for pm in parsed})
+    if len(ells) > 1:
+        result.notes.append(
+            f"ℓ differs across releases ({', '.join(f'{e:g}' for e in ells)}); "
+            f"the verdict uses the latest release's ℓ = {latest.ell:g}"
+        )
+    if any(set(pm.protected) != set(values) for pm in parsed):
+        result.notes.append(
+            "the protected values differ across releases; every value protected in any release "
+            f"({', '.join(values)}) is counted in every release"
+        )
+    localized = [pm.release for pm in parsed if pm.guarantee == "localized"]
+    if localized:
+        result.notes.append(
+            f"release(s) {', '.join(map(str, localized))} claim only the localized guarantee; "
+            "the audit checks the global one"
+        )
+    if len(datasets) > 1:
+        result.findings.append(f"the manifests name several datasets: {sorted(map(str, datasets))}")
+    for prev, cur in itertools.pairwise(parsed):
+        if cur.release <= prev.release:
+            result.findings.append(f"release {cur.release} comes after release {prev.release}; numbers must increase")
+        if cur.previous != prev.release:
+            result.findings.append(
+                f"release {cur.release}: previous_release is {cur.previous}, "
+                f"but the release before it is {prev.release}"
+            )
+
+    per_individual = snapshots is not None and any(pm.dilution != "register" for pm in parsed)
+    combos = _register_combos(register, id_column, qis, hierarchies, per_individual)
+    trees = {q: _Tree.of(hierarchies[q]) for q in qis}
+    snaps: list[_Snapshot | None] = [None] * len(parsed)
+    if snapshots is not None:
+        if len(snapshots) != len(parsed):
+            raise ValueError("snapshots: one per release is needed")
+        snaps = [
+            _snapshot_records(table, register, id_column, pm.sensitive, values, combos, where)
+            for (table, where), pm in zip(snapshots, parsed, strict=True)
+        ]
+
+    published: list[_History] = []
+    mechanism: list[_History] = []
+    for (directory, _, data), pm, snap in zip(releases, parsed, snaps, strict=True):
+        release_trees = trees
+        if pm.numeric:  # its intervals become nodes (anonymizer.intervals; docs/design.md)
+            try:
+                extended = release_hierarchies(hierarchies, [q for q in pm.numeric if q in data.columns], data)
+            except ValueError as exc:
+                raise InputError(f"{directory / 'manifest.json'}: numeric_quasi_identifiers: {exc}") from None
+            release_trees = {**trees, **{q: _Tree.of(extended[q]) for q in pm.numeric if q in data.columns}}
+        pub, mech = _audit_release(directory, pm, data, qis, release_trees, combos, values, result, snap)
+        published.append(pub)
+        if mech is not None:
+            mechanism.append(mech)
+
+    pub_summary = _summarize(published, combos, values, latest.ell)
+    result.published_count_max_p = pub_summary.max_p
+    decided = pub_summary
+    if snapshots is not None:
+        decided = _summarize(mechanism, combos, values, latest.ell)
+        result.mechanism_max_p = decided.max_p
+    else:
+        presence = [pm.release for pm in parsed if pm.dilution != "register"]
+        suppressed = [pm.release for pm in parsed if pm.suppressed]
+        if presence:
+            result.upper_bound = (
+                f"release(s) {_span(presence)} were published with presence known; without the snapshots the "
+                "audit cannot tell who was present, so it takes every register individual in a group's region as "
+                "present and linked, which can only raise p: the figure is an upper bound. Give --snapshots for "
+                "the exact figure"
+            )
+        if suppressed:
+            result.notes.append(
+                f"release(s) {_span(suppressed)} suppressed records (suppression model "
+                f"{'/'.join(sorted({pm.suppression_model or 'paper' for pm in parsed}))}): this figure counts the "
+                "published records only; an adversary who knows the algorithm can infer what suppression removed. "
+                "Give --snapshots for the mechanism-aware figure"
+            )
+    result.max_p_by_release = decided.by_release
+    if decided.best is None:
+        return result
+    best_combo, best_value, best_linked = decided.best
+    result.max_p = decided.max_p
+    result.max_p_individual = str(register[id_column].iloc[int(combos.first_row[best_combo])])
+    result.max_p_value = values[best_value]
+    result.max_p_releases = best_linked
+    result.max_p_individuals = int(combos.counts[best_combo])
+    result.violations = decided.violations
+    result.violating_individuals = decided.violating_individuals
+    return result
+
+
+def _span(numbers: list[int]) -> str:
+    return ", ".join(map(str, numbers)) if len(numbers) <= 6 else f"{numbers[0]}..{numbers[-1]} ({len(numbers)})"
+
+
+
+@dataclass(frozen=True)
+class _Summary:
+    """Max p, its pair (combo, value index, linked releases), the violations and the max
+    after each release, of one set of history rows."""
+
+    max_p: float
+    best: tuple[int, int, int] | None
+    violations: int
+    violating_individuals: int
+    by_release: list[float]
+
+
+def _summarize(hist: list[_History], combos: _Combos, values: list[str], ell: float) -> _Summary:
+    """p per (combo, protected value) over the releases' history rows (paper 004, Lemma 4),
+    the exact verdict p > 1/ℓ (:func:`anonymizer.privacy.exceeds_threshold`)."""
+    combo = np.concatenate([h.combo for h in hist])
+    value = np.concatenate([h.value for h in hist])
+    n = np.concatenate([h.n for h in hist])
+    n_s = np.concatenate([h.n_s for h in hist])
+    release_of = np.repeat(np.arange(len(hist)), [h.combo.size for h in hist])
+    if combo.size == 0:
+        return _Summary(0.0, None, 0, 0, [0.0] * len(hist))
+
+    pair_key = combo * len(values) + value
+    pair, pair_first = factorize(pair_key)
+    pair_keys = pair_key[pair_first]
+    n_pairs = pair_keys.size
+    pair_combo, pair_value = pair_keys // len(values), pair_keys % len(values)
+
+    # max p after each release (rows are in release order): running survival products;
+    # the reported max p and the verdict below come from privacy's own functions
+    factor = survival_factor(n, n_s)
+    running = np.ones(n_pairs)
+    bounds = np.cumsum([0, *(h.combo.size for h in hist)])
+    by_release = []
+    for lo, hi in itertools.pairwise(bounds):
+        np.multiply.at(running, pair[lo:hi], factor[lo:hi])
+        by_release.append(float(1.0 - running.min()))
+
+    p = 1.0 - survival_products(pair, n, n_s, n_pairs)
+    best = int(np.argmax(p))
+    linked = np.bincount(_distinct(pair * len(hist) + release_of) // len(hist), minlength=n_pairs)
+    breach = exceeds_threshold(pair, n, n_s, n_pairs, ell)
+    return _Summary(
+        max_p=float(p[best]),
+        best=(int(pair_combo[best]), int(pair_value[best]), int(linked[best])),
+        violations=int(combos.counts[pair_combo[breach]].sum()),
+        violating_individuals=int(combos.counts[_distinct(pair_combo[breach])].sum()),
+        by_release=by_release,
+    )
+

@@ -1,0 +1,161 @@
+"""The ``serialpub`` command line's application object and what its commands share.
+
+Bad input raises :class:`serialpub.errors.InputError`; :func:`main` prints it as one
+line on standard error and exits with code 2, without a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from serialpub.errors import InputError, ValidationFailed
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+app = typer.Typer(
+    help="Serial publishing of anonymized microdata under the global guarantee.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+# a pipe or CI log gets a width that fits the release table; a terminal keeps its own
+console = Console(width=None if sys.stdout.isatty() else 120)
+
+#: owner of a release that waits for a sign-off from the command line (recovery leaves it)
+AWAITING_SIGN_OFF = "awaiting sign-off (serialpub approve / reject)"
+
+
+def split_list(text: str) -> list[str]:
+    """The non-empty, stripped items of a comma-separated option."""
+    return [c.strip() for c in text.split(",") if c.strip()]
+
+
+def read_csv_table(path: Path) -> pd.DataFrame:
+    """A CSV file as text columns.
+
+    Raises:
+        InputError: missing, empty or unreadable, naming the file and the fix.
+    """
+    import pandas as pd
+
+    try:
+        return pd.read_csv(path, dtype=str, na_filter=False)
+    except FileNotFoundError:
+        raise InputError(f"{path}: file not found") from None
+    except pd.errors.EmptyDataError:
+        raise InputError(f"{path}: the file is empty; it needs a header row and data rows") from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: not a readable CSV file ({exc}); save it as UTF-8 CSV") from None
+
+
+def outcome_table(outcomes: list[Any], ell: float) -> Table:
+    """The table of published releases the demo and ``serialpub release`` print."""
+    table = Table(
+        title="Published releases",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        caption=(
+            f"group size in candidates (cand) and records (rec); max p: largest breach probability "
+            f"over all releases so far (bound 1/ℓ = {1 / ell:.3f}); q.err: average relative error of "
+            "5,000 random range-count queries; s: seconds"
+        ),
+        caption_justify="left",
+    )
+    for col in (
+        "rel",
+        "records",
+        "groups",
+        "supp",
+        "cand avg",
+        "cand max",
+        "rec avg",
+        "rec max",
+        "max p",
+        "q.err",
+        "s",
+    ):
+        table.add_column(col, justify="right")
+    for o in outcomes:
+        table.add_row(
+            str(o.seq),
+            str(o.records),
+            str(o.groups),
+            str(o.suppressed),
+            f"{o.avg_candidates:.0f}",
+            str(o.max_candidates),
+            f"{o.avg_records:.1f}",
+            str(o.max_records),
+            f"{o.max_breach:.4f}",
+            f"{o.query_error:.2f}",
+            f"{o.seconds:.1f}",
+        )
+    return table
+
+
+#: exit codes (docs/commands.md): bad input or a refused request, a failed release
+#: validation, and the environment failing under a run (disk, file permissions, database)
+EXIT_INPUT, EXIT_VALIDATION, EXIT_ENVIRONMENT = 2, 3, 4
+#: ``serialpub --debug ...`` or this variable set to 1: errors keep their Python traceback
+DEBUG_ENV = "SERIALPUB_DEBUG"
+_debug = {"on": False}
+
+
+@app.callback()
+def _options(
+    debug: bool = typer.Option(False, "--debug", help="On an error, print the Python traceback as well."),
+) -> None:
+    _debug["on"] = _debug["on"] or debug  # the flag or SERIALPUB_DEBUG=1 (read by main first)
+
+
+def main() -> None:
+    """Entry point of the ``serialpub`` command.
+
+    Every error is one line on standard error with the exit code of docs/commands.md; the
+    traceback only with ``--debug`` (or ``SERIALPUB_DEBUG=1``).
+    """
+    import os
+
+    _debug["on"] = os.environ.get(DEBUG_ENV, "") == "1"
+    try:
+        app()  # standalone mode: typer handles usage errors (exit 2) and --help itself
+    except Exception as exc:
+        if _debug["on"]:
+            raise
+        code, text = error_line(exc)
+        print(text, file=sys.stderr)
+        sys.exit(code)
+
+
+def error_line(exc: Exception) -> tuple[int, str]:
+    """The exit code and the message (one line, plus one per failed expectation) of an error."""
+    from sqlalchemy.exc import DBAPIError
+
+    from state.engine import StateError, scrubbed
+
+    if isinstance(exc, InputError | StateError):
+        failures = [f"  - {line}" for line in getattr(exc, "failures", [])]  # one per failed expectation
+        return EXIT_INPUT, "\n".join([f"serialpub: error: {exc}", *failures])
+    if isinstance(exc, ValidationFailed):
+        return EXIT_VALIDATION, "\n".join([f"serialpub: validation failed: {exc}", *(f"  - {x}" for x in exc.failures)])
+    # the run stopped part-way; publication is crash-safe (docs/operating.md), so what it
+    # left is finished or rolled back by the next command's recovery
+    after = "nothing half-done is published; fix the cause and rerun (the next command recovers)"
+    if isinstance(exc, DBAPIError):
+        what = "connection was lost" if exc.connection_invalidated else "refused the operation"
+        reason = str(exc.orig).strip().splitlines()[0] if exc.orig is not None else type(exc).__name__
+        return EXIT_ENVIRONMENT, f"serialpub: error: the state database {what}: {scrubbed(reason)}; {after}"
+    if isinstance(exc, OSError):
+        where = f"{exc.filename}: " if exc.filename else ""
+        return EXIT_ENVIRONMENT, f"serialpub: error: {where}{exc.strerror or exc}; {after}"
+    return 1, (
+        f"serialpub: internal error: {type(exc).__name__}: {scrubbed(str(exc))}; "
+        "rerun with --debug for the traceback and report it"
+    )

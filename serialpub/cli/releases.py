@@ -1,0 +1,242 @@
+"""Commands about one release: prepare it, approve or reject it, show its report, import
+one published by another tool."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from serialpub.cli.app import AWAITING_SIGN_OFF, app, console, outcome_table, split_list
+
+if TYPE_CHECKING:
+    from state.store import StateStore
+
+
+@app.command()
+def release(
+    snapshot: Annotated[Path, typer.Option("--snapshot", help="the period's snapshot CSV")],
+    config: Annotated[Path, typer.Option("--config", help="serialpub.yaml or its folder")] = Path("."),
+    period: Annotated[
+        str | None, typer.Option("--period", help="period label (default: from the name snapshot-<period>.csv)")
+    ] = None,
+    skip_periods: Annotated[
+        str | None,
+        typer.Option("--skip-periods", help="why the periods between the last published one and this are skipped"),
+    ] = None,
+) -> None:
+    """Prepare the next release from one snapshot: check the inputs, anonymize, validate.
+    It then waits for a sign-off ('serialpub approve' or 'serialpub reject'), unless the
+    configuration approves automatically (sign_off.auto_approve), when it is published."""
+    from serialpub.config import load_config
+    from serialpub.errors import InputError
+    from serialpub.workflow.publisher import Publisher
+
+    ws = load_config(config)
+    publisher = Publisher(ws)
+    if skip_periods is not None:
+        if not skip_periods.strip():
+            raise InputError("--skip-periods needs the reason the periods are skipped; it is recorded")
+        publisher.skip_reason = skip_periods.strip()
+    if ws.config.sign_off.auto_approve:
+        outcome = publisher.publish(snapshot, period)
+        console.print(outcome_table([outcome], ws.config.ell))
+        console.print(f"published {outcome.directory} (approved automatically: sign_off.auto_approve)")
+        return
+    staged = publisher.prepare(snapshot, period, owner=AWAITING_SIGN_OFF)
+    console.print(outcome_table([staged.outcome], ws.config.ell))
+    report = publisher.report(staged.seq)
+    console.print(
+        f"release {staged.seq} (period {staged.period!r}) passed validation and waits for its sign-off.\n"
+        f"read its report before deciding: {report['report_page']}\n"
+        f"approve: serialpub approve --config {ws.root} --release {staged.seq} [--comment TEXT]\n"
+        f"reject:  serialpub reject --config {ws.root} --release {staged.seq} --comment WHY\n"
+        "(run by an account on sign_off.approvers, not the one that prepared it: the decision is recorded "
+        "under the account that runs the command)"
+    )
+
+
+@app.command()
+def approve(
+    release_no: Annotated[int, typer.Option("--release", help="sequence number of the validated release")],
+    by: Annotated[str | None, typer.Option("--by", help="your account name, if given (it must be yours)")] = None,
+    comment: Annotated[str, typer.Option("--comment", help="recorded with the decision")] = "",
+    config: Annotated[Path, typer.Option("--config", help="serialpub.yaml or its folder")] = Path("."),
+    force: Annotated[
+        bool, typer.Option("--force", help="decide a release whose Airflow run waits at its gate (recorded)")
+    ] = False,
+) -> None:
+    """Approve the validated release and publish it. The decision, approver, time and the
+    checksum of the release report they read are stored in the state and the manifest."""
+    from serialpub.config import load_config
+    from serialpub.errors import InputError
+    from serialpub.workflow.publisher import Publisher
+
+    ws = load_config(config)
+    publisher = Publisher(ws)
+    publisher.recover()
+    who = _decider(by)
+    comment = _over_airflow(publisher.store, ws.config.dataset, release_no, comment, force)
+    sign_off = publisher.approve(release_no, who, comment)
+    try:
+        _ = publisher.signing_key  # the approver's account may not hold the publisher's key
+    except InputError as exc:
+        console.print(
+            f"release {release_no} of {ws.config.dataset!r} approved by {sign_off.approver}; not published yet: {exc}. "
+            f"The account holding the key publishes it: serialpub publish --config {ws.root} --release {release_no}",
+            markup=False,
+        )
+        return
+    final = publisher.finish(release_no)
+    console.print(f"release {release_no} of {ws.config.dataset!r} approved by {sign_off.approver}; published {final}")
+
+
+@app.command()
+def publish(
+    release_no: Annotated[int, typer.Option("--release", help="sequence number of the approved release")],
+    config: Annotated[Path, typer.Option("--config", help="serialpub.yaml or its folder")] = Path("."),
+) -> None:
+    """Publish a release an approver has approved (run by the account holding the signing
+    key, when the approver's does not): re-check the staged files, sign, publish."""
+    from serialpub.config import load_config
+    from serialpub.workflow.publisher import Publisher
+
+    ws = load_config(config)
+    publisher = Publisher(ws)
+    publisher.recover()
+    final = publisher.finish(release_no)
+    console.print(f"release {release_no} of {ws.config.dataset!r} published {final}")
+
+
+@app.command()
+def report(
+    config: Annotated[Path, typer.Option("--config", help="serialpub.yaml or its folder")] = Path("."),
+    release_no: Annotated[
+        int | None, typer.Option("--release", help="show this release's report instead of writing the series report")
+    ] = None,
+    baseline: Annotated[
+        bool, typer.Option("--baseline/--no-baseline", help="replay the localized baseline for comparison")
+    ] = True,
+    figures: Annotated[
+        Path | None, typer.Option("--figures", help="also write the series figures as PNG files into this folder")
+    ] = None,
+) -> None:
+    """Write the series report (every published release, with the localized baseline), or
+    with --release print where that release's report is (written when it was validated)."""
+    from serialpub.config import load_config
+    from serialpub.report.series import write_series_report
+    from serialpub.workflow.publisher import Publisher
+
+    ws = load_config(config)
+    publisher = Publisher(ws)
+    if release_no is not None:
+        console.print(str(publisher.report_page(release_no)))
+        return
+    console.print(f"series report: {write_series_report(publisher, baseline=baseline, png_dir=figures)}")
+
+
+@app.command()
+def reject(
+    release_no: Annotated[int, typer.Option("--release", help="sequence number of the open release")],
+    by: Annotated[str | None, typer.Option("--by", help="your account name, if given (it must be yours)")] = None,
+    comment: Annotated[str, typer.Option("--comment", help="why (recorded)")] = "",
+    config: Annotated[Path, typer.Option("--config", help="serialpub.yaml or its folder")] = Path("."),
+    force: Annotated[
+        bool, typer.Option("--force", help="decide a release whose Airflow run waits at its gate (recorded)")
+    ] = False,
+) -> None:
+    """Reject the release being prepared: its staged files are removed, the state is unchanged."""
+    from serialpub.config import load_config
+    from serialpub.workflow.publisher import reject_release
+    from state.store import StateStore, open_engine
+
+    ws = load_config(config)
+    who = _decider(by)
+    store = StateStore(open_engine(ws.database_url))
+    comment = _over_airflow(store, ws.config.dataset, release_no, comment, force)
+    rejected = reject_release(ws, release_no, who, comment)
+    console.print(f"release {rejected.seq} (period {rejected.period!r}) of {ws.config.dataset!r} rejected by {who}")
+
+
+def _decider(by: str | None) -> str:
+    """The identity of a command-line sign-off: the operating-system account running the
+    command (serialpub.workflow.identity). ``--by`` may only repeat it.
+
+    Raises:
+        InputError: ``--by`` names someone else.
+    """
+    from serialpub.errors import InputError
+    from serialpub.workflow.identity import normalize_name, os_login
+
+    login = os_login()
+    if by is not None and normalize_name(by, "--by") != login:
+        raise InputError(
+            f"--by {by!r}: a sign-off is recorded under the account that runs the command ({login!r}); "
+            "the approver runs it under their own account (leave out --by)"
+        )
+    return login
+
+
+@app.command("import-release")
+def import_release_command(
+    data: Annotated[
+        Path, typer.Option("--data", help="the release as published: Parquet or CSV, QI node labels + sensitive")
+    ],
+    period: Annotated[str, typer.Option("--period", help="its period label (later than the last published)")],
+    ell: Annotated[float, typer.Option("--l", help="ℓ the other tool enforced")],
+    protected: Annotated[str, typer.Option("--protected", help="'all' or comma-separated protected values")],
+    dilution: Annotated[str, typer.Option("--dilution", help="register or presence")],
+    config: Annotated[Path, typer.Option("--config", help="serialpub.yaml or its folder")] = Path("."),
+    snapshot: Annotated[
+        Path | None, typer.Option("--snapshot", help="CSV of the present individuals (needed for presence)")
+    ] = None,
+    strategy_name: Annotated[
+        str | None, typer.Option("--strategy", help="constant or geometric (default: the configuration's)")
+    ] = None,
+    k_prime: Annotated[int | None, typer.Option("--k-prime", help="k' of the constant-ratio strategy")] = None,
+    alpha: Annotated[float | None, typer.Option("--alpha", help="α of the geometric strategy")] = None,
+) -> None:
+    """Record a release published with another tool as the dataset's next release."""
+    from serialpub.config import load_config
+    from serialpub.workflow.importing import import_release
+
+    ws = load_config(config)
+    values: str | list[str] = "all" if protected.strip() == "all" else split_list(protected)
+    o = import_release(ws, data, period, ell, values, dilution, snapshot, strategy_name, k_prime, alpha)
+    console.print(
+        f"imported {data} as release {o.seq} (period {o.period!r}): {o.records} records in {o.groups} groups, "
+        f"{o.avg_candidates:.0f} candidates per group on average (max {o.max_candidates}), "
+        f"max p = {o.max_breach:.4f} (bound 1/ℓ = {1 / ell:.4f})",
+        markup=False,
+        highlight=False,
+    )
+    console.print(f"published {o.directory}", markup=False, highlight=False)
+    if o.exceeds_bound:
+        console.print(
+            "warning: after this release some individual's breach probability exceeds 1/ℓ; the tables are "
+            "public already, so the state records it; later releases cannot lower it",
+            markup=False,
+            highlight=False,
+        )
+
+
+def _over_airflow(store: StateStore, dataset: str, seq: int, comment: str, force: bool) -> str:
+    """The comment to record for a command-line decision on release ``seq``. A release an
+    Airflow run prepared is decided at that run's gate, so that the run and the state never
+    disagree; ``--force`` decides it here anyway and says so in the recorded comment.
+
+    Raises:
+        InputError: the release belongs to an Airflow run and ``force`` is not set.
+    """
+    from serialpub.errors import InputError
+
+    current = store.open_release(dataset)
+    if current is None or current.seq != seq or not current.owner.startswith("airflow:"):
+        return comment
+    if not force:
+        raise InputError(
+            f"release {seq} of {dataset!r} waits at the sign-off gate of {current.owner}: answer it there "
+            "(Airflow's Required Actions), or decide here with --force, which is recorded and leaves that run to fail"
+        )
+    return f"{comment} [decided from the command line with --force over {current.owner}]".strip()

@@ -1,0 +1,241 @@
+"""The release contract's ``manifest.json`` as one typed model (docs/design.md section 5;
+every key: docs/release-contract.md).
+
+Publishing and importing write a :class:`Manifest`; the audit, ``state verify`` and the
+reports read one. Parsing is strict: a missing key, a key the contract does not have, a
+value of the wrong type (a string where a number belongs, a strategy not spelled as the
+contract spells it) or a newer ``format_version`` is refused with one line naming the file
+and the key. Keys that later versions of serialpub added (``after_k_prime``, ``algorithm``,
+``numeric_quasi_identifiers``, ...) are optional, so releases published before they existed
+still parse; a manifest is written back with exactly the keys it was made or read with, in
+the contract's order (``exclude_unset``), so reading and writing a published manifest is
+byte-for-byte the identity.
+
+The group rows (:class:`GroupRow`) are the state's record of each QI-group of a release,
+written by publishing and importing and compared by ``state verify``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from anonymizer.settings import AfterKPrime, Algorithm, Dilution, Guarantee, Strategy, SuppressionModel
+from serialpub.errors import InputError
+
+#: the manifest format this version writes and the newest it reads (2: the hash chain and
+#: the signing key, docs/release-contract.md "Integrity")
+FORMAT_VERSION = 2
+
+
+class _Contract(BaseModel):
+    """Strict: no coercion, no unknown keys; assignments are validated."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", validate_assignment=True, populate_by_name=True)
+
+
+class Checksums(_Contract):
+    """sha256 (hex) of the release's data file (null while it is being written) and of the
+    inputs it was made from: the register and each QI's hierarchy file."""
+
+    data_parquet: str | None = Field(validation_alias="data.parquet", serialization_alias="data.parquet")
+    # named so in Python because ``register`` would shadow ABCMeta.register
+    register_file: str = Field(validation_alias="register", serialization_alias="register")
+    hierarchies: dict[str, str]
+
+
+class QueryWorkload(_Contract):
+    """The range-count query workload and its average relative error (docs/design.md
+    section 8): ``queries`` queries over ``qd`` QIs of ``selectivity`` each, from ``seed``."""
+
+    average_relative_error: float | None
+    queries: int
+    qd: int
+    selectivity: float
+    seed: int
+
+
+class MeasureRecord(_Contract):
+    """One figure of the report computed when the draft was made (docs/reports.md)."""
+
+    name: str
+    value: float | Literal["inf", "-inf"] | None  # JSON has no infinity
+    unit: str
+    source: str
+    note: str
+    family: str
+
+
+class SuiteVerdict(_Contract):
+    """A validation suite's outcome and the sha256 of its result."""
+
+    success: bool
+    sha256: str
+
+
+class Validation(_Contract):
+    """The validation of the release (docs/validation.md): overall outcome, the sha256 of
+    ``validation.json``, whether the global-guarantee suite ran (false only for the
+    localized baseline), and every suite's verdict."""
+
+    success: bool
+    sha256: str | None
+    global_guarantee_checked: bool
+    suites: dict[str, SuiteVerdict]
+
+
+class SignOff(_Contract):
+    """The sign-off that let the release be published. ``decided_at``: UTC, ISO 8601;
+    ``report_sha256``: the ``report.html`` the approver saw; ``automatic``: approved by
+    ``sign_off.auto_approve`` (test and demo environments)."""
+
+    decision: str
+    approver: str
+    comment: str
+    decided_at: str
+    report_sha256: str | None
+    automatic: bool
+
+
+class Manifest(_Contract):
+    """``manifest.json`` of one release, keys in the order they are written.
+
+    Raises (from :meth:`parse`, :meth:`read`): InputError naming the file and the key.
+    """
+
+    format_version: int
+    dataset: str
+    release: int = Field(ge=1)
+    period: str
+    created: str
+    quasi_identifiers: list[str] = Field(min_length=1)
+    sensitive: str
+    l: float = Field(ge=1)  # noqa: E741 (the contract's name for ℓ)
+    strategy: Strategy
+    k_prime: int | None
+    after_k_prime: AfterKPrime | None = None
+    alpha: float | None
+    guarantee: Guarantee
+    dilution: Dilution
+    suppression_model: SuppressionModel | None = None
+    algorithm: Algorithm | None = None
+    numeric_quasi_identifiers: list[str] = []
+    suppression_budget: float | None = None
+    protected_values: list[str]
+    records: int = Field(ge=0)
+    groups: int = Field(ge=0)
+    suppressed: int | None = Field(ge=0)  # null: an import without its snapshot cannot tell
+    max_breach_probability: float | None = None
+    constant_ratio_target: float | None = None
+    utility: QueryWorkload | None = None
+    measures: list[MeasureRecord] = []
+    sha256: Checksums
+    previous_release: int | None
+    # sha256 of the previous release's manifest.json (null for the first): the hash chain
+    previous_manifest_sha256: str | None = None
+    # the Ed25519 public key whose signature of this file is manifest.sig (io/signing.py)
+    signing_key: str | None = None
+    validation: Validation | None
+    sign_off: SignOff | None
+    imported: bool = False
+    source_sha256: str | None = None
+    report: dict[str, str] | None = None
+
+    @field_validator("format_version")
+    @classmethod
+    def _known_version(cls, v: int) -> int:
+        if not 1 <= v <= FORMAT_VERSION:
+            raise ValueError(f"must be 1..{FORMAT_VERSION}; a newer serialpub wrote it, upgrade to read it")
+        return v
+
+    @field_validator("l")
+    @classmethod
+    def _finite(cls, v: float) -> float:
+        if not math.isfinite(v):
+            raise ValueError("must be a finite number >= 1 (the bound is 1/ℓ)")
+        return v
+
+    @model_validator(mode="after")
+    def _numeric_are_qis(self) -> Manifest:
+        stray = [q for q in self.numeric_quasi_identifiers if q not in self.quasi_identifiers]
+        if stray:
+            raise ValueError(f"numeric_quasi_identifiers names {stray}, which are not quasi_identifiers")
+        return self
+
+    # -- reading ---------------------------------------------------------------------------
+    @classmethod
+    def parse(cls, data: str | bytes | dict[str, Any], where: str) -> Manifest:
+        """The manifest in ``data`` (JSON text, or a dict as ``json.loads`` returns it).
+
+        Raises:
+            InputError: ``where``: the first key that breaks the contract and why.
+        """
+        text = data if isinstance(data, str | bytes) else json.dumps(data)
+        try:
+            return cls.model_validate_json(text)
+        except ValidationError as exc:
+            raise InputError(f"{where}: {_first_error(exc)}") from None
+
+    @classmethod
+    def read(cls, path: Path) -> Manifest:
+        """The manifest file at ``path``.
+
+        Raises:
+            InputError: the file is missing, unreadable or breaks the contract.
+        """
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise InputError(f"{path}: file missing; every release folder holds manifest.json") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"{path}: cannot be read ({exc})") from None
+        return cls.parse(text, str(path))
+
+    # -- writing ---------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """The keys it was made or read with, in the contract's order; enumerations as
+        their spelling."""
+        data: dict[str, Any] = json.loads(self.to_json())
+        return data
+
+    def to_json(self) -> str:
+        """The file's text: two-space indented JSON and a final newline."""
+        data = self.model_dump(mode="python", by_alias=True, exclude_unset=True)
+        return json.dumps(data, indent=2) + "\n"
+
+
+class GroupRow(_Contract):
+    """The state's row of one QI-group: its QI labels (in ``quasi_identifiers`` order), its
+    candidates (register individuals it covers, or present ones under presence), its
+    published records and the records of each protected value it holds."""
+
+    labels: list[str]
+    candidates: int = Field(ge=0)
+    records: int = Field(ge=0)
+    counts: dict[str, int]
+
+
+def _first_error(exc: ValidationError) -> str:
+    """One line for the first error: which key, and what the contract wants."""
+    err = exc.errors(include_url=False)[0]
+    key = ".".join(str(p) for p in err["loc"])
+    kind = err["type"]
+    if kind == "json_invalid":
+        return f"is not valid JSON ({err['ctx']['error']})"
+    if not key:  # a rule across keys (numeric_quasi_identifiers)
+        return _lower(err["msg"])
+    if kind == "missing":
+        return f"key '{key}' is missing; the release contract requires it"
+    if kind == "extra_forbidden":
+        return f"key '{key}' is not part of the release contract (format_version {FORMAT_VERSION}); remove it"
+    got = repr(err.get("input"))
+    return f"'{key}' {_lower(err['msg'])}, got {got if len(got) <= 80 else got[:77] + '...'}"
+
+
+def _lower(msg: str) -> str:
+    msg = msg.removeprefix("Value error, ")
+    return msg[:1].lower() + msg[1:]

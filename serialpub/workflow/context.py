@@ -1,0 +1,281 @@
+"""What the steps of one workspace's releases read (docs/design.md section 6).
+
+A :class:`ReleaseContext` reads the configuration's small inputs when it is made (the QI
+hierarchies, the sensitive domain, the protected values, the privacy parameters) and
+opens the state store. The register, its checksums and the statistics file's codec are
+read when a step first needs them: drafting and validating do; approving, publishing and
+closing a release do not (a 5M-person register takes seconds to read, parse and hash on
+every Airflow task).
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from anonymizer.hierarchy import Hierarchy
+from anonymizer.intervals import quantile_hierarchy, release_hierarchies
+from anonymizer.release import PrivacyParams
+from anonymizer.settings import Algorithm, Strategy
+from checks.gx import SuiteResult
+from checks.input_suites import DatasetColumns, register_suite
+from serialpub.config import Workspace
+from serialpub.errors import InputChecksFailed, InputError
+from serialpub.io import release_files, signing
+from serialpub.io.hierarchies import read_domain, read_hierarchies, read_hierarchy, spelling_hint
+from serialpub.io.inputs import Register, Snapshot, read_csv, register_from_table
+from serialpub.io.statistics_file import StatisticsFile
+from state.store import OpenRelease, StateError, StateStore, open_engine, this_process
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+
+@dataclass(frozen=True)
+class InputChecks:
+    """What :func:`serialpub.workflow.input_checks.check_inputs` found: the register and
+    snapshot suites' results, the checked snapshot and the snapshot file's sha256."""
+
+    suites: list[SuiteResult]
+    snapshot: Snapshot
+    sha256: str
+
+
+class ReleaseContext:
+    """The inputs and the state of one workspace's dataset, as every step reads them.
+
+    Raises (when made):
+        InputError: a QI declared numeric whose hierarchy has non-numeric leaves, no
+            sensitive domain, protected values or report categories outside the domain.
+    """
+
+    def __init__(self, ws: Workspace) -> None:
+        cfg = ws.config
+        self.ws = ws
+        self.qis = cfg.quasi_identifiers
+        self.hierarchies = read_hierarchies(ws.hierarchy_dir, self.qis)
+        self.numeric = list(cfg.numeric)
+        for q in self.numeric:
+            if not self.hierarchies[q].numeric:
+                raise InputError(
+                    f"{ws.root / 'serialpub.yaml'}: setting 'numeric' lists {q!r}, but some leaves of "
+                    f"{ws.hierarchy_dir / f'{q}.csv'} are not numbers; remove {q!r} from 'numeric'"
+                )
+        self._search_hierarchies: dict[tuple[str, tuple[str, ...]], list[Hierarchy]] = {}
+        self._read_sensitive_domain()
+        self.params = PrivacyParams(
+            ell=cfg.ell,
+            strategy=cfg.strategy,
+            k_prime=cfg.k_prime if cfg.strategy is Strategy.CONSTANT else None,
+            alpha=cfg.alpha if cfg.strategy is Strategy.GEOMETRIC else None,
+            guarantee=cfg.guarantee,
+            suppression_model=cfg.suppression_model,
+            algorithm=cfg.algorithm,
+            after_k_prime=cfg.after_k_prime,
+        )
+        self.hierarchy_sources = {q: str(ws.hierarchy_dir / f"{q}.csv") for q in self.qis}
+        # The register suite runs before the first check of a snapshot, once per context;
+        # its result is evidence of every release.
+        self._register_table: pd.DataFrame | None = None
+        self._register_check: SuiteResult | None = None
+        # the input checks of the last snapshot checked (workflow.input_checks.check_inputs)
+        self._last_checked: tuple[tuple[str, str, str], InputChecks] | None = None
+        self.store = StateStore(open_engine(ws.database_url))
+        # the operator's reason for letting the next release skip periods (--skip-periods);
+        # None: a period that skips one is refused (workflow.input_checks.check_period)
+        self.skip_reason: str | None = None
+        # who prepares the next release (recorded as prepared_by; four-eyes compares it with
+        # the approver): the Airflow user who triggered the run, else the OS account
+        self.preparer: str | None = None
+
+    def _read_sensitive_domain(self) -> None:
+        """Set the sensitive hierarchy (if any), the sensitive domain and the protected values."""
+        ws, cfg = self.ws, self.ws.config
+        config_file = ws.root / "serialpub.yaml"
+        sens_path = ws.hierarchy_dir / f"{cfg.sensitive}.csv"
+        self.sensitive_domain: list[str] | None = None
+        self.sensitive_hierarchy: Hierarchy | None = None
+        domain_source = str(sens_path)
+        if sens_path.exists():
+            self.sensitive_hierarchy = read_hierarchy(sens_path, cfg.sensitive)
+            self.sensitive_domain = list(self.sensitive_hierarchy.leaves)
+            domain_source = f"leaves of {sens_path}"
+        elif cfg.sensitive_domain_file is not None:
+            domain_path = ws.path(cfg.sensitive_domain_file)
+            self.sensitive_domain = read_domain(domain_path)
+            domain_source = str(domain_path)
+        if self.sensitive_domain is None:
+            # without the domain a value spelled another way ('HIV ' for 'hiv') would pass as
+            # unprotected and be published as it is (docs/threat-model.md)
+            raise InputError(
+                f"{config_file}: protecting values of {cfg.sensitive!r} needs its domain; add "
+                f"{sens_path} (its hierarchy) or set sensitive_domain: to a file with one value per line"
+            )
+        if cfg.protected_values == "all":
+            self.protected = list(self.sensitive_domain)
+        else:
+            self.protected = list(dict.fromkeys(cfg.protected_values))
+            unknown = [v for v in self.protected if v not in self.sensitive_domain]
+            if unknown:
+                hints = ", ".join(f"{v!r}{spelling_hint(v, self.sensitive_domain)}" for v in unknown)
+                raise InputError(
+                    f"{config_file}: setting 'protected_values': {hints} not in the domain of "
+                    f"{cfg.sensitive!r} ({domain_source}); use the domain's spelling"
+                )
+        for name, values in (cfg.report.categories or {}).items():
+            unknown = [v for v in values if v not in self.sensitive_domain]
+            if unknown:
+                raise InputError(
+                    f"{config_file}: report.categories.{name} names {', '.join(map(repr, unknown))}, "
+                    f"not value(s) of {cfg.sensitive!r} (leaves of {sens_path}); fix the category or remove it"
+                )
+
+    # -- the register, read on first use -------------------------------------------------
+    def _register_rows(self) -> pd.DataFrame:
+        """The register file as read, kept until both the register and its suite are built."""
+        if self._register_table is None:
+            self._register_table = read_csv(self.ws.register_path, "population register")
+        return self._register_table
+
+    @cached_property
+    def register(self) -> Register:
+        """The population register, integer-coded (read on first use).
+
+        Raises:
+            InputChecksFailed: the register fails its input suite (every problem named).
+            InputError: the register cannot be read or coded.
+        """
+        cfg = self.ws.config
+        try:
+            register = register_from_table(
+                self._register_rows(), self.ws.register_path, cfg.id_column, self.qis, self.hierarchies
+            )
+        except InputError:
+            self.check_register()  # the suite's report names every problem, not just the first
+            raise
+        if self._register_check is not None:
+            self._register_table = None
+        return register
+
+    def check_register(self) -> SuiteResult:
+        """The register input suite's result (run on first use).
+
+        Raises:
+            InputChecksFailed: naming the register file; one line per failed expectation.
+        """
+        if self._register_check is None:
+            self._register_check = register_suite(
+                by_file_line(self._register_rows()), self.input_columns, row_label="line"
+            )
+            if "register" in self.__dict__:  # built already: the rows are no longer needed
+                self._register_table = None
+        if not self._register_check.success:
+            raise InputChecksFailed(
+                f"{self.ws.register_path}: the population register failed its input checks (suite 'register'); "
+                "nothing was published and the state did not move",
+                self._register_check.failures,
+            )
+        return self._register_check
+
+    @cached_property
+    def file_sums(self) -> dict[str, Any]:
+        """sha256 of the register and of each QI's hierarchy file, as manifests record them."""
+        return {
+            "register": release_files.sha256_file(self.ws.register_path),
+            "hierarchies": {q: release_files.sha256_file(self.ws.hierarchy_dir / f"{q}.csv") for q in self.qis},
+        }
+
+    @cached_property
+    def signing_key(self) -> Ed25519PrivateKey | None:
+        """The publisher's private key (``signing_key`` in the configuration), or None.
+
+        Raises:
+            InputError: the key file is missing or not an Ed25519 PEM private key.
+        """
+        path = self.ws.signing_key_path
+        return None if path is None else signing.load_private_key(path)
+
+    @cached_property
+    def statistics(self) -> StatisticsFile:
+        """The statistics file's codec for this register (read on first use)."""
+        return StatisticsFile(self.register, self.protected, self.file_sums["register"])
+
+    @property
+    def input_columns(self) -> DatasetColumns:
+        """The columns the register and the snapshots must have, with their hierarchies and
+        the sensitive domain (checks.input_suites)."""
+        cfg = self.ws.config
+        return DatasetColumns(
+            cfg.id_column, self.qis, self.hierarchies, cfg.sensitive, self.sensitive_domain, self.hierarchy_sources
+        )
+
+    # -- hierarchies ---------------------------------------------------------------------
+    @property
+    def search_hierarchies(self) -> list[Hierarchy]:
+        """The hierarchy per QI (in ``qis`` order) this workspace's search generalizes along
+        and its drafts' labels come from (:meth:`hierarchies_for_search` of the configuration)."""
+        return self.hierarchies_for_search(self.ws.config.algorithm, self.numeric)
+
+    def hierarchies_for_search(self, algorithm: str, numeric: Sequence[str]) -> list[Hierarchy]:
+        """Per QI (in ``qis`` order): under the top-down search, a QI of ``numeric`` gets the
+        binary interval hierarchy halved at the register's medians
+        (:func:`anonymizer.intervals.quantile_hierarchy`); every other QI, and every QI under
+        the bottom-up search, its declared hierarchy. Computed once per (algorithm, numeric)."""
+        key = (str(algorithm), tuple(q for q in self.qis if q in numeric))
+        if key not in self._search_hierarchies:
+            hs = [self.hierarchies[q] for q in self.qis]
+            if algorithm == Algorithm.TOPDOWN:
+                for a, q in enumerate(self.qis):
+                    if q in key[1]:
+                        weights = np.bincount(self.register.keys[:, a], minlength=hs[a].n_leaves)
+                        hs[a] = quantile_hierarchy(hs[a], weights)
+            self._search_hierarchies[key] = hs
+        return self._search_hierarchies[key]
+
+    def read_hierarchies(self, table: pd.DataFrame) -> dict[str, Hierarchy]:
+        """The hierarchies a release table of this dataset is read with (its intervals as
+        nodes, :func:`anonymizer.intervals.release_hierarchies`)."""
+        return release_hierarchies(self.hierarchies, self.numeric, table)
+
+    # -- the open release ----------------------------------------------------------------
+    def open_release(self, seq: int) -> OpenRelease:
+        """The dataset's open release, which must be ``seq``.
+
+        Raises:
+            StateError: no release is open, or another one is.
+        """
+        current = self.store.open_release(self.ws.config.dataset)
+        if current is None or current.seq != seq:
+            what = f"release {current.seq} is open" if current else "no release is open"
+            raise StateError(f"dataset {self.ws.config.dataset!r} has no open release {seq} ({what})")
+        return current
+
+    def staging_dir(self, rel: OpenRelease) -> Path:
+        """The staging folder of an open release."""
+        return self.ws.dataset_dir / release_files.staging_name(rel.seq, rel.id)
+
+    def remove_staging(self, rel: OpenRelease) -> None:
+        shutil.rmtree(self.staging_dir(rel), ignore_errors=True)
+
+    def abandon(self, draft: OpenRelease, exc: BaseException) -> None:
+        """Close a draft that did not complete, unless its publication was committed (then the
+        staging folder is the release and recovery moves it into place)."""
+        current = self.store.open_release(self.ws.config.dataset)
+        if current is None or current.id != draft.id:
+            return  # committed, or closed by someone else: nothing of ours to undo
+        reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        self.store.fail(draft.id, reason, this_process())
+        self.remove_staging(draft)
+
+
+def by_file_line(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` indexed by the file line of each row (the header is line 1), so that the
+    input suites' failure lines name file lines."""
+    return table.set_axis(pd.RangeIndex(2, len(table) + 2))

@@ -1,0 +1,360 @@
+"""Drafting a release (docs/design.md section 6): check the inputs, open the draft,
+anonymize against the state, measure, and stage the release's data and manifest; the
+state records its figures, groups and the statistics file after it, not counted until
+the release is published.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from anonymizer import privacy
+from anonymizer.bottomup import InfeasibleError
+from anonymizer.hierarchy import Hierarchy
+from anonymizer.queries import QueryErrorResult, average_relative_error
+from anonymizer.release import History, ReleaseResult, SnapshotCodes, anonymize_history
+from anonymizer.settings import Dilution, Guarantee, Strategy, SuppressionModel
+from serialpub.errors import InputError
+from serialpub.faults import checkpoint
+from serialpub.io import periods, release_files
+from serialpub.io.inputs import Snapshot
+from serialpub.io.manifest import FORMAT_VERSION, Checksums, GroupRow, Manifest, MeasureRecord, QueryWorkload
+from serialpub.report.measure import Measure
+from serialpub.report.render import measure_records
+from serialpub.report.utility import utility_measures
+from serialpub.workflow import identity
+from serialpub.workflow.context import ReleaseContext
+from serialpub.workflow.input_checks import check_inputs, skipped_periods
+from serialpub.workflow.publishing import recover
+from state.store import OpenRelease, PublishedRelease, this_process
+
+#: the query workload of every release (docs/design.md section 8)
+QUERY_COUNT = 5000
+QUERY_DIMENSIONS = 3
+QUERY_SELECTIVITY = 0.05
+
+
+@dataclass(frozen=True)
+class ReleaseOutcome:
+    """Figures of one published release (the demo prints one row per release)."""
+
+    seq: int
+    period: str
+    directory: Path
+    records: int
+    groups: int
+    suppressed: int
+    avg_candidates: float
+    max_candidates: int
+    avg_records: float
+    max_records: int
+    max_breach: float
+    query_error: float
+    seconds: float
+    seconds_anonymize: float  # anonymization and the state update it computes
+    seconds_state: float  # loading and committing the state
+
+
+@dataclass(frozen=True)
+class StagedRelease:
+    """A drafted release in its staging folder, not yet published.
+
+    Attributes:
+        id: its release row; seq, period: its number and period label.
+        staging: the staging folder (data.parquet, manifest.json, then the evidence).
+        outcome: its figures, as the demo prints them once published.
+    """
+
+    id: int
+    seq: int
+    period: str
+    staging: Path
+    outcome: ReleaseOutcome
+
+
+def draft(
+    ctx: ReleaseContext, snapshot_path: Path, period: str | None = None, owner: str | None = None
+) -> StagedRelease:
+    """Check the inputs, open the draft, anonymize and stage the release (data and
+    manifest in its staging folder; figures, groups and the statistics file after it in
+    the state, not counted). The draft is opened only for input that passed its checks,
+    so bad input leaves no trace.
+
+    Args:
+        snapshot_path: CSV with the id, QI and sensitive columns.
+        period: label of the period; defaults to the file name's last ``-`` part
+            (``snapshot-0007.csv`` gives ``0007``). Labels must sort chronologically.
+        owner: who holds the release once staged (default: this process, so that
+            recovery fails it if the process ends).
+
+    Raises:
+        InputError: bad input (``InputChecksFailed`` for a failed input suite), a period
+            already published or not later than the last, or a requirement no partition
+            meets (with what to do).
+        StateError: another release of the dataset is being prepared.
+    """
+    started = time.perf_counter()
+    cfg = ctx.ws.config
+    period = period or periods.period_of_file(snapshot_path)
+    recover(ctx)
+    _ = ctx.signing_key  # a missing or wrong key is refused now, not after the sign-off
+    checked = check_inputs(ctx, snapshot_path, period)
+    snap = checked.snapshot
+    published = ctx.store.published(cfg.dataset)
+    checkpoint("after_snapshot")
+    params = {
+        **params_record(ctx),
+        "snapshot": str(snapshot_path.resolve()),
+        "snapshot_rows": len(snap.individual),
+        "snapshot_sha256": checked.sha256,
+        # the account that prepared it: under sign_off.four_eyes it cannot approve it
+        "prepared_by": ctx.preparer or identity.os_login(),
+    }
+    gap = skipped_periods(ctx, period, published)
+    if gap:  # allowed only with ctx.skip_reason (check_period): the decision is kept
+        params |= {"skipped_periods": gap, "skip_reason": ctx.skip_reason}
+    opened = ctx.store.begin_draft(cfg.dataset, period, params, this_process())
+    checkpoint("after_draft")
+    try:
+        return _stage(ctx, opened, snap, snapshot_path, period, published, started, owner)
+    except BaseException as exc:
+        ctx.abandon(opened, exc)
+        raise
+
+
+def _stage(
+    ctx: ReleaseContext, opened: OpenRelease, snap: Snapshot, snapshot_path: Path, period: str,
+    published: list[PublishedRelease], started: float, owner: str | None,
+) -> StagedRelease:  # fmt: skip
+    cfg = ctx.ws.config
+    seq = opened.seq
+    ell = np.full(len(ctx.register.ids), float(cfg.ell))
+    t_state = time.perf_counter()
+    history = ctx.statistics.load(ctx.store.latest_statistics(cfg.dataset), ell)
+    t_state = time.perf_counter() - t_state
+    checkpoint("after_state_load")
+    t_anon = time.perf_counter()
+    try:
+        result = anonymize_history(
+            ctx.register.keys,
+            SnapshotCodes(snap.individual, record_sets(ctx, snap), len(ctx.protected)),
+            history,
+            ctx.params,
+            ctx.search_hierarchies,
+            cfg.dilution is Dilution.PRESENCE,
+            budget=int(np.floor(cfg.suppression_budget * len(snap.individual))),
+            seed=seq,
+        )
+    except InfeasibleError as exc:
+        raise InputError(f"{snapshot_path}: cannot publish under ℓ = {cfg.ell:g}: {exc}. "
+                         f"{infeasible_advice(ctx, history)}") from None  # fmt: skip
+    t_anon = time.perf_counter() - t_anon
+    checkpoint("after_anonymize")
+    table = published_table(ctx, snap, result)
+    try:
+        query = average_relative_error(
+            snap.table[[*ctx.qis, cfg.sensitive]],
+            table,
+            ctx.read_hierarchies(table),
+            cfg.sensitive,
+            n_queries=QUERY_COUNT,
+            qd=QUERY_DIMENSIONS,
+            selectivity=QUERY_SELECTIVITY,
+            seed=cfg.query_seed,
+        )
+    except ValueError:
+        query = None  # a draft the measure cannot read fails the contract suite, which names the value
+    sensitive_codes = pd.factorize(snap.value)[0].astype(np.int64)  # Π_tv only compares values
+    utility = utility_measures(
+        result, ctx.register.keys[snap.individual], ctx.search_hierarchies, query,
+        query_settings(ctx), sensitive_codes,
+    )  # fmt: skip
+    manifest = new_manifest(ctx, seq, period, published[-1].seq if published else None, result, query, utility)
+    staging = ctx.ws.dataset_dir / release_files.staging_name(seq, opened.id)
+    # the release row names its staging folder, for operators looking at an open draft
+    ctx.store.set_staging(opened.id, str(staging))
+    release_files.write_staging(ctx.ws.dataset_dir, seq, opened.id, table, manifest)
+    t_commit = time.perf_counter()
+    ctx.store.stage(
+        opened.id,
+        {
+            "records": manifest.records,
+            "groups": manifest.groups,
+            "suppressed": manifest.suppressed,
+            "max_breach": result.max_breach,
+            "data_sha256": manifest.sha256.data_parquet,
+        },
+        [row.model_dump() for row in group_rows(ctx, result)],
+        ctx.statistics.tables(result.history),
+        str(staging),
+        owner=owner,
+    )
+    t_state += time.perf_counter() - t_commit
+    cand, recs = result.group_candidates, result.group_records
+    outcome = ReleaseOutcome(
+        seq=seq,
+        period=period,
+        directory=ctx.ws.dataset_dir / release_files.release_name(seq),
+        records=int(recs.sum()),
+        groups=int(cand.size),
+        suppressed=result.suppressed,
+        avg_candidates=float(cand.mean()),
+        max_candidates=int(cand.max()),
+        avg_records=float(recs.mean()),
+        max_records=int(recs.max()),
+        max_breach=result.max_breach,
+        query_error=query.mean if query else float("nan"),
+        seconds=time.perf_counter() - started,
+        seconds_anonymize=t_anon,
+        seconds_state=t_state,
+    )
+    return StagedRelease(id=opened.id, seq=seq, period=period, staging=staging, outcome=outcome)
+
+
+def infeasible_advice(ctx: ReleaseContext, history: History) -> str:
+    """What to do when no generalization fits the budget, from the state's figures."""
+    cfg = ctx.ws.config
+    if cfg.guarantee is Guarantee.GLOBAL and cfg.strategy is Strategy.CONSTANT and cfg.k_prime:
+        used_up = history.linked >= cfg.k_prime
+        if used_up.any():
+            people = int(np.bincount(history.class_of, minlength=used_up.shape[0])[used_up.any(axis=1)].sum())
+            return (
+                f"The constant-ratio budget is used up: {people} individuals have been linked to a protected "
+                f"value in k' = {cfg.k_prime} releases, and the strategy allows no further release linking "
+                "them to it (paper 004, section 6.1). Plan k' for the whole series; the geometric strategy "
+                "has no such bound"
+            )
+    if cfg.guarantee is Guarantee.GLOBAL and cfg.strategy is Strategy.GEOMETRIC and history.max_breach() > 0:
+        return (
+            f"Under the geometric strategy the targets of the most-linked individuals have grown past every "
+            f"ratio their own QI combination allows (largest breach probability so far "
+            f"{history.max_breach():.4f}; targets double with each linked release, paper 004, section 6.2). "
+            "A larger alpha keeps groups larger and lasts longer; the constant ratio bounds the series "
+            "in advance (docs/choosing.md)"
+        )
+    # under the mechanism-aware model a suppressed record is still charged: no budget helps
+    options = ["raise suppression_budget"] if cfg.suppression_model is SuppressionModel.PAPER else []
+    if cfg.dilution is Dilution.PRESENCE:
+        options += ["protect fewer values", "use register dilution"]
+    else:
+        options += [
+            "protect fewer values",
+            "choose a strategy with a smaller ratio target ('serialpub strategy' compares them; the constant "
+            "ratio grows with k'); a snapshot holding a large share of the register leaves few candidates per "
+            "record",
+        ]
+    text = ", ".join(options[:-1]) + ", or " + options[-1]
+    return text[0].upper() + text[1:]
+
+
+def published_table(
+    ctx: ReleaseContext, snap: Snapshot, result: ReleaseResult, hierarchies: Sequence[Hierarchy] | None = None
+) -> pd.DataFrame:
+    """The release table as published: per kept record the QI labels of its group's
+    nodes and its sensitive value, sorted by group then value (no identifier, no input
+    order); shape (published records, QIs + 1). ``hierarchies``: the ones the search
+    ran with (default ``ctx.search_hierarchies``). Also used by the experiment runner
+    and the report benchmark, so their figures are the pipeline's."""
+    hierarchies = ctx.search_hierarchies if hierarchies is None else hierarchies
+    keep = np.flatnonzero(result.published)
+    group = result.group_of_record[keep]
+    values = snap.value[keep]
+    order = np.lexsort((values, group))
+    group, values = group[order], values[order]
+    cols: dict[str, Any] = {}
+    for a, q in enumerate(ctx.qis):
+        labels = np.asarray(hierarchies[a].labels, dtype=object)
+        cols[q] = labels[result.group_nodes[group, a]].astype(str)
+    cols[ctx.ws.config.sensitive] = values.astype(str)
+    return pd.DataFrame(cols)
+
+
+def group_rows(ctx: ReleaseContext, result: ReleaseResult) -> list[GroupRow]:
+    """The state's row of every QI-group of a draft."""
+    rows = []
+    for g in range(result.group_nodes.shape[0]):  # one row per group (tens to thousands)
+        nz = np.flatnonzero(result.group_counts[g])
+        rows.append(
+            GroupRow(
+                labels=[h.labels[result.group_nodes[g, a]] for a, h in enumerate(ctx.search_hierarchies)],
+                candidates=int(result.group_candidates[g]),
+                records=int(result.group_records[g]),
+                counts={ctx.protected[v]: int(result.group_counts[g, v]) for v in nz},
+            )
+        )
+    return rows
+
+
+def record_sets(ctx: ReleaseContext, snap: Snapshot) -> npt.NDArray[np.int64]:
+    """Index of every snapshot record's value in the protected values, -1 for none."""
+    return pd.Index(ctx.protected).get_indexer(pd.Index(snap.value)).astype(np.int64)
+
+
+def params_record(ctx: ReleaseContext) -> dict[str, Any]:
+    """The release's privacy settings as the draft's row and its manifest record them."""
+    cfg = ctx.ws.config
+    return {
+        "l": cfg.ell,
+        "strategy": cfg.strategy,
+        "k_prime": ctx.params.k_prime,
+        "after_k_prime": cfg.after_k_prime if cfg.strategy is Strategy.CONSTANT else None,
+        "alpha": ctx.params.alpha,
+        "guarantee": cfg.guarantee,
+        "dilution": cfg.dilution,
+        "suppression_model": cfg.suppression_model,
+        "algorithm": cfg.algorithm,
+        "numeric_quasi_identifiers": ctx.numeric,
+        "suppression_budget": cfg.suppression_budget,
+        "protected_values": ctx.protected,
+    }
+
+
+def query_settings(ctx: ReleaseContext) -> dict[str, Any]:
+    """The query workload's settings (docs/design.md section 8)."""
+    return {"queries": QUERY_COUNT, "qd": QUERY_DIMENSIONS, "selectivity": QUERY_SELECTIVITY,
+            "seed": ctx.ws.config.query_seed}  # fmt: skip
+
+
+def new_manifest(
+    ctx: ReleaseContext, seq: int, period: str, previous: int | None, result: ReleaseResult,
+    query: QueryErrorResult | None, utility: list[Measure],
+) -> Manifest:  # fmt: skip
+    """The manifest of a draft, before its data file's checksum, validation and sign-off."""
+    cfg = ctx.ws.config
+    return Manifest(
+        format_version=FORMAT_VERSION,
+        dataset=cfg.dataset,
+        release=seq,
+        period=period,
+        created=datetime.now(UTC).isoformat(timespec="seconds"),
+        quasi_identifiers=ctx.qis,
+        sensitive=cfg.sensitive,
+        **params_record(ctx),
+        records=int(result.published.sum()),
+        groups=int(result.group_nodes.shape[0]),
+        suppressed=result.suppressed,
+        max_breach_probability=result.max_breach,
+        constant_ratio_target=(
+            privacy.constant_ratio_target(cfg.ell, cfg.k_prime)
+            if cfg.strategy is Strategy.CONSTANT and cfg.k_prime
+            else None
+        ),
+        utility=QueryWorkload(average_relative_error=query.mean if query else None, **query_settings(ctx)),
+        # figures that need the link between snapshot records and groups (report.utility)
+        measures=[MeasureRecord(**r) for r in measure_records(utility)],
+        sha256=Checksums(
+            data_parquet=None, register_file=ctx.file_sums["register"], hierarchies=ctx.file_sums["hierarchies"]
+        ),
+        previous_release=previous,
+        validation=None,
+        sign_off=None,
+    )

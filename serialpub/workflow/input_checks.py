@@ -1,0 +1,174 @@
+"""Every check of the inputs before a draft (docs/design.md section 6; docs/validation.md):
+the period label and order, the register suite and the snapshot suite. Bad input gets one
+line per problem naming the file and line, nothing is published and the state does not
+move.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from checks.gx import SuiteResult
+from checks.input_suites import PeriodOrder, snapshot_suite
+from serialpub.errors import InputChecksFailed, InputError
+from serialpub.io import periods, release_files
+from serialpub.io.hierarchies import nearest_spelling
+from serialpub.io.inputs import read_csv, snapshot_from_table
+from serialpub.workflow.context import InputChecks, ReleaseContext, by_file_line
+from state.store import PublishedRelease
+
+#: what a period label may look like (labels are compared as strings, so they must sort
+#: chronologically: 2025-H1 < 2025-H2 < 2026-H1)
+PERIOD_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}"
+
+
+def check_period_label(period: str) -> None:
+    """Raises InputError when ``period`` does not match :data:`PERIOD_PATTERN`."""
+    if not re.fullmatch(PERIOD_PATTERN, period):
+        raise InputError(
+            f"period {period!r} is malformed: use 1 to 100 letters, digits, '-', '_' or '.', starting with a "
+            "letter or digit, that sort chronologically (e.g. 2025-H1, 2025-07, 0007)"
+        )
+
+
+def check_period(ctx: ReleaseContext, period: str) -> list[PublishedRelease]:
+    """The published releases, after checking that ``period`` can come next: written in
+    the configured ``period_format``, not published yet, later than the last, and not
+    skipping a period (:func:`skipped_periods`) unless ``ctx.skip_reason`` says why.
+    ``StateStore.begin_draft`` checks the order again under its lock; this gives the
+    user's error before any work.
+
+    Raises:
+        InputError: the period label is malformed (:data:`PERIOD_PATTERN`, the format),
+            already published, not later than the last, or skips a period.
+    """
+    check_period_label(period)
+    published = ctx.store.published(ctx.ws.config.dataset)
+    fmt = periods.effective(ctx.ws.config.period_format, published[0].period if published else None)
+    configured = ctx.ws.config.period_format
+    where = f"period_format: {configured.value}"
+    if configured is periods.PeriodFormat.AUTO and published:
+        where += f", as the first published period {published[0].period!r}"
+    periods.check_format(period, fmt, where)
+    if published:
+        periods.check_format(published[-1].period, fmt, f"the last published period; {where}")
+    if any(r.period == period for r in published):
+        raise InputError(f"period {period!r} of dataset {ctx.ws.config.dataset!r} is already published")
+    first = published[0].period if published else None
+    if fmt is periods.PeriodFormat.SEQUENCE and first is not None and len(period) != len(first):
+        # labels are compared as text (here, in the state and in the snapshot suite)
+        raise InputError(
+            f"period {period!r}: sequence periods keep the width of the first, {first!r} "
+            f"(write {period.lstrip('0').zfill(len(first))!r})"
+        )
+    if published and period <= published[-1].period:
+        raise InputError(
+            f"period {period!r} is not later than the last published period {published[-1].period!r}; "
+            "releases are published in chronological order"
+        )
+    gap = skipped_periods(ctx, period, published)
+    if gap and ctx.skip_reason is None:
+        shown = ", ".join(gap[:5]) + (f" and {len(gap) - 5} more" if len(gap) > 5 else "")
+        raise InputError(
+            f"period {period!r} skips {shown} (the last published period is {published[-1].period!r}); publish "
+            f"{gap[0]!r} first, or skip on purpose with --skip-periods 'REASON' (the decision is recorded)"
+        )
+    return published
+
+
+def skipped_periods(ctx: ReleaseContext, period: str, published: list[PublishedRelease]) -> list[str]:
+    """The periods between the last published one and ``period`` in the format in force
+    (none before the first release or under ``free``)."""
+    if not published:
+        return []
+    fmt = periods.effective(ctx.ws.config.period_format, published[0].period)
+    return periods.skipped(published[-1].period, period, fmt)
+
+
+def check_inputs(ctx: ReleaseContext, snapshot_path: Path, period: str) -> InputChecks:
+    """Every check of the inputs before a draft: the period, the register suite (run
+    once per context), the snapshot suite and the snapshot's QIs against the register's.
+    The suite results and the snapshot of the last file checked are kept, keyed by its
+    path, sha256 and period, so that validating the draft in the same process does not
+    run the snapshot suite a second time.
+
+    Raises:
+        InputError (``InputChecksFailed`` for a failed suite): nothing was changed.
+    """
+    cfg = ctx.ws.config
+    register_check = ctx.check_register()
+    published = check_period(ctx, period)
+    try:
+        sha = release_files.sha256_file(snapshot_path)
+    except FileNotFoundError:
+        raise InputError(f"{snapshot_path}: snapshot file not found") from None
+    key = (str(snapshot_path.resolve()), sha, period)
+    if ctx._last_checked is not None and ctx._last_checked[0] == key:
+        return ctx._last_checked[1]
+    table = read_csv(snapshot_path, "snapshot")
+    snapshot_check = check_snapshot(ctx, table, snapshot_path, period, published)
+    snap = snapshot_from_table(
+        table, snapshot_path, cfg.id_column, ctx.qis, cfg.sensitive, ctx.register, ctx.hierarchies,
+        set(ctx.sensitive_domain) if ctx.sensitive_domain is not None else None,
+    )  # fmt: skip
+    checked = InputChecks([register_check, snapshot_check], snap, sha)
+    ctx._last_checked = (key, checked)
+    return checked
+
+
+def check_snapshot(
+    ctx: ReleaseContext, table: pd.DataFrame, path: Path, period: str, published: list[PublishedRelease]
+) -> SuiteResult:
+    """Run the snapshot input suite (checks.input_suites.snapshot_suite) on a snapshot as
+    read: columns, text without blanks, unique ids in the register, QI values leaves of
+    their hierarchies, sensitive values in their domain, the period after the last
+    published one, the row count within the configured multiples of the previous
+    snapshot's (recorded with each release; a release without it, e.g. an imported
+    one, skips that expectation).
+
+    Raises:
+        InputChecksFailed: naming the file; one line per failed expectation with the
+            file lines of the first unexpected values.
+    """
+    cfg = ctx.ws.config
+    bounds = cfg.validation.min_snapshot_rows_ratio, cfg.validation.max_snapshot_rows_ratio
+    previous_rows = published[-1].params.get("snapshot_rows") if published else None
+    order = PeriodOrder(
+        period,
+        published[-1].period if published else None,
+        previous_rows if bounds != (None, None) else None,
+        (bounds[0] or 0.0, bounds[1] if bounds[1] is not None else float("inf")),
+    )
+    outcome = snapshot_suite(by_file_line(table), ctx.input_columns, ctx.register.ids, order, row_label="line")
+    if not outcome.success:
+        raise InputChecksFailed(
+            f"{path}: the snapshot failed its input checks (suite 'snapshot'); nothing was published and "
+            "the state did not move",
+            _with_spelling_hints(ctx, outcome.failures, table),
+        )
+    return outcome
+
+
+def _with_spelling_hints(ctx: ReleaseContext, failures: list[str], table: pd.DataFrame) -> list[str]:
+    """The suite's failure lines, the sensitive domain's line extended with the nearest
+    allowed spelling of every value outside it, with its first file line (the suite
+    names the values, not the fix)."""
+    sensitive = ctx.ws.config.sensitive
+    if ctx.sensitive_domain is None or sensitive not in table.columns:
+        return failures
+    values = table[sensitive].astype(str)
+    outside = values[~values.isin(ctx.sensitive_domain) & (values.str.strip() != "")]
+    hints = []
+    for value, position in zip(*np.unique(outside.to_numpy(), return_index=True), strict=True):
+        near = nearest_spelling(str(value), ctx.sensitive_domain)
+        line = int(outside.index[position]) + 2  # header is line 1
+        hints.append(f"{value!r} (line {line}): " + (f"did you mean {near!r}?" if near else "no close spelling"))
+    if not hints:
+        return failures
+    shown = "; ".join(hints[:10]) + (f"; ... {len(hints) - 10} more" if len(hints) > 10 else "")
+    domain_line = f"sensitive attribute {sensitive!r} is in its declared domain"
+    return [f"{f}; nearest allowed spellings: {shown}" if domain_line in f else f for f in failures]

@@ -1,0 +1,200 @@
+"""Publishing an approved release and recovering from interrupted publications
+(docs/design.md section 6; the crash-safe order: :mod:`serialpub.io.release_files`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from checks.evidence import JSON_FILE
+from serialpub.errors import InputError
+from serialpub.faults import checkpoint
+from serialpub.io import release_files, signing
+from serialpub.io.manifest import Manifest, SignOff
+from serialpub.report.render import HTML_FILE as REPORT_FILE
+from serialpub.report.render import JSON_FILE as REPORT_JSON
+from serialpub.workflow.context import ReleaseContext
+from serialpub.workflow.sign_off import AUTO_APPROVER
+from state.store import OpenRelease, PublishedRelease, StateError, owner_is_gone, this_process
+
+
+def finish(ctx: ReleaseContext, seq: int) -> Path:
+    """Publish the approved release ``seq``: write its sign-off into the staged
+    manifest, commit it in the state, move its folder into place. Running it again
+    after it completed, or after a crash between commit and move, finishes the move
+    and returns the folder.
+
+    Raises:
+        StateError: ``seq`` is neither approved nor published.
+    """
+    cfg = ctx.ws.config
+    final = ctx.ws.dataset_dir / release_files.release_name(seq)
+    done = [r for r in ctx.store.published(cfg.dataset) if r.seq == seq]
+    if done:
+        if not final.is_dir():
+            release_files.move_into_place(ctx.ws.dataset_dir, seq, done[0].id)
+        return final
+    rel = ctx.open_release(seq)
+    if rel.status != "approved":
+        raise StateError(
+            f"release {seq} of {cfg.dataset!r} is {rel.status}; it is published only after an approving "
+            f"sign-off ('serialpub approve --release {seq} --by NAME')"
+        )
+    sign_off = ctx.store.sign_offs(cfg.dataset, seq)[-1]
+    staging = ctx.staging_dir(rel)
+    manifest = Manifest.read(staging / release_files.MANIFEST_FILE)
+    changed = staged_changes(ctx, rel, staging, manifest, sign_off.report_sha256)
+    if changed:
+        reason = f"staged files changed after validation or sign-off: {'; '.join(changed)}"
+        ctx.store.fail(rel.id, reason, this_process())
+        ctx.remove_staging(rel)
+        raise StateError(
+            f"release {seq} of {cfg.dataset!r} was not published and is now failed: {reason}. Nothing was "
+            f"published and the state did not move; prepare the release again ('serialpub release')"
+        )
+    manifest.sign_off = SignOff(
+        decision=sign_off.decision,
+        approver=sign_off.approver,
+        comment=sign_off.comment,
+        decided_at=sign_off.decided_at.isoformat(timespec="seconds"),
+        report_sha256=sign_off.report_sha256,
+        automatic=sign_off.approver == AUTO_APPROVER,
+    )
+    seal(ctx, manifest)
+    manifest_sha = release_files.write_manifest(staging, manifest, ctx.signing_key)
+    checkpoint("before_commit")
+    ctx.store.publish_staged(rel.id, manifest_sha, str(final), this_process())
+    checkpoint("after_commit")
+    release_files.move_into_place(ctx.ws.dataset_dir, seq, rel.id)
+    checkpoint("after_publish")
+    return final
+
+
+def seal(ctx: ReleaseContext, manifest: Manifest) -> None:
+    """Chain the manifest to the last published one (the sha256 the state recorded when it
+    was published, compared with its file first) and name the key it is signed with
+    (docs/release-contract.md, "Integrity").
+
+    Raises:
+        StateError: the last published release's files no longer match the state.
+        InputError: the configured signing key cannot be read.
+    """
+    published = ctx.store.published(ctx.ws.config.dataset)
+    check_published_files(ctx, published[-1:])
+    manifest.previous_manifest_sha256 = published[-1].manifest_sha256 if published else None
+    key = ctx.signing_key
+    manifest.signing_key = None if key is None else signing.public_key_text(key)
+    if key is None and published:
+        folder = ctx.ws.dataset_dir / release_files.release_name(published[-1].seq)
+        last = Manifest.read(folder / release_files.MANIFEST_FILE)
+        if last.signing_key is not None:
+            # a series once signed stays signed: an unsigned release after signed ones is
+            # what a forger would publish
+            raise InputError(
+                f"{ctx.ws.root / 'serialpub.yaml'}: signing_key is not set, but release {published[-1].seq} was signed "
+                f"({last.signing_key}); set signing_key to the publisher's key"
+            )
+
+
+def staged_changes(
+    ctx: ReleaseContext, rel: OpenRelease, staging: Path, manifest: Manifest, signed_report: str | None
+) -> list[str]:
+    """What changed in a staged release since it was validated and signed off: one line per
+    file whose sha256 differs from what the state and the manifest recorded (empty when
+    nothing did). Checked: ``data.parquet`` against the state's record at staging and the
+    manifest; ``validation.json`` against the manifest, and every suite's result against
+    the state's; ``report.html`` against the sign-off (the page the approver saw) and the
+    manifest; ``report.json`` against the manifest.
+    """
+    found: list[str] = []
+
+    def check(name: str, *expected: tuple[str, str | None]) -> None:
+        path = staging / name
+        actual = release_files.sha256_file(path) if path.is_file() else None
+        for source, sha in expected:
+            if sha != actual:
+                found.append(f"{name} is {_short(actual)}, {source} recorded {_short(sha)}")
+                return
+
+    check(release_files.DATA_FILE, ("the state at staging", rel.data_sha256),
+          ("the manifest", manifest.sha256.data_parquet))  # fmt: skip
+    if manifest.validation is None:
+        found.append("the manifest holds no validation")
+    else:
+        check(JSON_FILE, ("the manifest", manifest.validation.sha256))
+        stored = {r["suite"]: r["sha256"] for r in ctx.store.validation_results(ctx.ws.config.dataset, rel.seq)
+                  if r["release_status"] == rel.status}  # fmt: skip
+        listed = {suite: v.sha256 for suite, v in manifest.validation.suites.items()}
+        if listed != stored:
+            found.append("the manifest's suite results are not the ones the state recorded at validation")
+    report = manifest.report or {}
+    check(REPORT_FILE, ("the sign-off", signed_report), ("the manifest", report.get(REPORT_FILE)))
+    check(REPORT_JSON, ("the manifest", report.get(REPORT_JSON)))
+    return found
+
+
+def _short(sha: str | None) -> str:
+    return "missing" if sha is None else f"sha256 {sha[:12]}…"
+
+
+def recover(ctx: ReleaseContext) -> None:
+    """Settle what interrupted runs left: a draft whose process has ended is closed as
+    failed, then staging folders are rolled forward or removed (serialpub.io.release_files).
+
+    Raises:
+        StateError: a published release's files are missing or changed.
+    """
+    dataset = ctx.ws.config.dataset
+    # list staging folders before reading the state: a draft is committed before its
+    # folder is written, so each listed folder's release is in what is read next
+    staged = release_files.staging_folders(ctx.ws.dataset_dir)
+    current = ctx.store.open_release(dataset)
+    if current is not None and owner_is_gone(current.owner):
+        ctx.store.fail(current.id, f"the process that opened it ({current.owner}) has ended", this_process())
+        current = None
+    published = ctx.store.published(dataset)
+    release_files.recover(
+        ctx.ws.dataset_dir, {r.id: r.seq for r in published}, {current.id} if current else set(), staged
+    )
+    check_published_files(ctx, published)
+
+
+def check_published_files(ctx: ReleaseContext, published: list[PublishedRelease]) -> None:
+    """Refuse to build on a release store that no longer matches the state: every
+    published release folder must exist and its data.parquet and manifest.json must
+    have the checksums the state recorded when it was published.
+
+    Raises:
+        StateError: naming the release and the file, before anything is changed.
+    """
+    for r in published:
+        folder = ctx.ws.dataset_dir / release_files.release_name(r.seq)
+        if not folder.exists() and (ctx.ws.dataset_dir / release_files.staging_name(r.seq, r.id)).is_dir():
+            # committed by another process whose rename is still on its way: finish it
+            release_files.move_into_place(ctx.ws.dataset_dir, r.seq, r.id)
+        for name, expected in ((release_files.DATA_FILE, r.data_sha256),
+                               (release_files.MANIFEST_FILE, r.manifest_sha256)):  # fmt: skip
+            path = folder / name
+            if not path.is_file():
+                raise StateError(
+                    f"{path} is missing but release {r.seq} is published; restore the release store "
+                    "from its backup before publishing"
+                )
+            if expected and release_files.sha256_file(path) != expected:
+                raise StateError(
+                    f"{path} does not match the checksum recorded when release {r.seq} was published; "
+                    "restore it from the backup (published releases are never rewritten)"
+                )
+        # the files the (just verified) manifest lists: the signed report page, its data
+        # and the validation evidence
+        manifest = Manifest.read(folder / release_files.MANIFEST_FILE)
+        listed = dict(manifest.report or {})
+        if manifest.validation is not None and manifest.validation.sha256 is not None:
+            listed[JSON_FILE] = manifest.validation.sha256
+        for name, sha in listed.items():
+            path = folder / name
+            if not path.is_file() or release_files.sha256_file(path) != sha:
+                raise StateError(
+                    f"{path} is {'missing' if not path.is_file() else 'not the file'} release {r.seq}'s manifest "
+                    "lists (sha256); restore it from the backup (published releases are never rewritten)"
+                )

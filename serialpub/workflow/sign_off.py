@@ -1,0 +1,91 @@
+"""The sign-off gate (docs/design.md section 6; docs/sign-off.md): approving a validated
+release, rejecting or closing an open one. Publishing the approved release is
+:func:`serialpub.workflow.publishing.finish`.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+from serialpub.config import Workspace
+from serialpub.errors import InputError
+from serialpub.io import release_files
+from serialpub.report.render import HTML_FILE as REPORT_FILE
+from serialpub.workflow import identity
+from serialpub.workflow.context import ReleaseContext
+from state.store import OpenRelease, SignOffRecord, StateStore, open_engine, this_process
+
+#: the approver recorded for an automatic sign-off (``sign_off.auto_approve``)
+AUTO_APPROVER = "automatic approval (sign_off.auto_approve)"
+
+
+def approve(
+    ctx: ReleaseContext, seq: int, approver: str, comment: str, report_sha256: str | None = None,
+    automatic: bool = False,
+) -> SignOffRecord:  # fmt: skip
+    """Record an approving sign-off of the validated release ``seq``. ``report_sha256``:
+    the report page the approver saw (default: the staged one's).
+
+    Raises:
+        InputError: ``automatic`` without ``sign_off.auto_approve`` in the configuration,
+            an empty approver name, a person using the automatic approver's name, or one
+            not allowed to approve (:func:`serialpub.workflow.identity.authorize`).
+        StateError: ``seq`` is not the dataset's validated (or approved) release.
+    """
+    cfg = ctx.ws.config
+    if automatic and not cfg.sign_off.auto_approve:
+        raise InputError(f"{ctx.ws.root / 'serialpub.yaml'}: automatic approval needs sign_off.auto_approve")
+    if not approver.strip():
+        raise InputError("the approver's name is empty; sign-offs are recorded with who decided")
+    if automatic != (approver == AUTO_APPROVER):
+        # the manifest tells automatic approvals by this name, so a person cannot take it
+        raise InputError(f"the approver's name {approver!r} is reserved for automatic approvals")
+    if not automatic:
+        preparer = ctx.open_release(seq).params.get("prepared_by")
+        if preparer is None and cfg.sign_off.four_eyes:
+            raise InputError(
+                f"release {seq} of {cfg.dataset!r} has no record of who prepared it (prepared before serialpub "
+                "recorded it), so the four-eyes rule cannot be checked; reject it and prepare it again"
+            )
+        approver = identity.authorize(ctx.ws, approver, None if preparer is None else str(preparer))
+    if report_sha256 is None:
+        page = ctx.staging_dir(ctx.open_release(seq)) / REPORT_FILE
+        report_sha256 = release_files.sha256_file(page) if page.exists() else None
+    return ctx.store.approve(cfg.dataset, seq, approver, comment, report_sha256)
+
+
+def auto_approve(ctx: ReleaseContext, seq: int) -> SignOffRecord:
+    """Approve ``seq`` automatically (``sign_off.auto_approve``: test and demo
+    environments); the manifest records the sign-off as automatic."""
+    return approve(ctx, seq, AUTO_APPROVER, "sign_off.auto_approve is set in serialpub.yaml", automatic=True)
+
+
+def close(ctx: ReleaseContext, seq: int, reason: str) -> None:
+    """End the open release ``seq`` as failed (a run that failed or timed out waiting
+    for its sign-off): staging removed, nothing counted.
+
+    Raises:
+        StateError: ``seq`` is not the dataset's open release.
+    """
+    rel = ctx.open_release(seq)
+    ctx.store.fail(rel.id, reason, this_process())
+    ctx.remove_staging(rel)
+
+
+def reject_release(
+    ws: Workspace, seq: int, approver: str, comment: str, report_sha256: str | None = None
+) -> OpenRelease:
+    """Reject the open release ``seq`` of a workspace's dataset: record the sign-off,
+    close the release and remove its staged files; the statistics file does not move.
+    Needs only the state, not the workspace's inputs. Whoever rejects must be on
+    ``sign_off.approvers`` (the preparer may reject their own release).
+
+    Raises:
+        InputError: ``approver`` may not sign off (:func:`serialpub.workflow.identity.authorize`).
+        StateError: ``seq`` is not the dataset's open release.
+    """
+    approver = identity.authorize(ws, approver)
+    store = StateStore(open_engine(ws.database_url))
+    rejected = store.reject(ws.config.dataset, seq, approver, comment, report_sha256)
+    shutil.rmtree(ws.dataset_dir / release_files.staging_name(seq, rejected.id), ignore_errors=True)
+    return rejected

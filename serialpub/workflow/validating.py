@@ -1,0 +1,208 @@
+"""Validating a staged draft and writing its report (docs/design.md section 6;
+docs/validation.md, docs/reports.md).
+
+Everything is read back from the staging folder, the snapshot file and the state, not
+taken from the anonymizer's memory. The draft becomes ``validated`` (evidence and report
+in its staging folder, the manifest updated) or ``failed`` (staging removed, nothing
+counted).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from anonymizer.release import History
+from anonymizer.settings import Dilution, Guarantee, SuppressionModel
+from checks.breach import BreachComputation, Draft, Population, PriorState, SnapshotRecords, compute_breach
+from checks.evidence import HTML_FILE, write_evidence
+from checks.gx import SuiteResult
+from checks.release_suites import release_suite
+from serialpub.errors import InputError, ValidationFailed
+from serialpub.faults import checkpoint
+from serialpub.io import release_files
+from serialpub.io.manifest import Manifest, SuiteVerdict, Validation
+from serialpub.report.privacy import PrivacyInputs, privacy_figures
+from serialpub.report.render import HTML_FILE as REPORT_FILE
+from serialpub.report.render import write_release_report
+from serialpub.workflow.context import ReleaseContext
+from serialpub.workflow.drafting import record_sets
+from serialpub.workflow.input_checks import check_inputs
+from state.store import OpenRelease, StateError, this_process
+
+
+def validate(ctx: ReleaseContext, seq: int) -> list[SuiteResult]:
+    """Run the input and release suites on the staged draft ``seq`` and store their
+    results with it; it becomes ``validated`` (evidence written into its staging folder,
+    the manifest updated) or ``failed`` (staging removed, nothing counted) and
+    :class:`ValidationFailed` is raised. A release already validated is left as it is (an
+    empty list is returned; its results are in the state).
+
+    Raises:
+        ValidationFailed: a suite failed.
+        StateError: ``seq`` is not the dataset's open draft, or its snapshot file
+            changed since the draft was made.
+    """
+    rel = ctx.open_release(seq)
+    if rel.status != "draft":
+        return []
+    try:
+        return _validate(ctx, rel)
+    except ValidationFailed:
+        ctx.remove_staging(rel)  # record_validation already closed it as failed
+        raise
+    except BaseException as exc:
+        ctx.abandon(rel, exc)
+        raise
+
+
+def _validate(ctx: ReleaseContext, rel: OpenRelease) -> list[SuiteResult]:
+    """The body of :func:`validate`. Under the localized baseline the global-guarantee
+    suite is left out (that baseline exists to show the leak); the manifest says so."""
+    cfg = ctx.ws.config
+    staging = ctx.staging_dir(rel)
+    manifest, table = release_files.read_release(staging)
+    path = Path(rel.params["snapshot"])
+    checked = check_inputs(ctx, path, rel.period) if path.is_file() else None
+    if checked is None or checked.sha256 != rel.params.get("snapshot_sha256"):
+        raise StateError(
+            f"{path}: the snapshot of release {rel.seq} changed or disappeared after the release was drafted; "
+            f"end it with 'serialpub reject --release {rel.seq}' and prepare it again"
+        )
+    register_check, snapshot_check = checked.suites
+    snap = checked.snapshot
+    history = ctx.statistics.load(
+        ctx.store.latest_statistics(cfg.dataset), np.full(len(ctx.register.ids), float(cfg.ell))
+    )
+    presence = cfg.dilution is Dilution.PRESENCE
+    thresholds = cfg.validation.model_dump()
+    if thresholds["max_suppression_rate"] is None:
+        thresholds["max_suppression_rate"] = cfg.suppression_budget
+    draft = Draft(table, ctx.qis, cfg.sensitive, ctx.read_hierarchies(table))
+    # one breach computation per release, shared by the guarantee suite and the report: per
+    # unit (individuals sharing their QI cell and history class share every figure), and
+    # mechanism-aware under the default model (docs/threat-model.md)
+    breach = compute_breach(
+        draft,
+        Population(ctx.register.keys, ctx.register.ids.to_numpy(), presence, snap.individual if presence else None),
+        PriorState(ctx.protected, history.survival, cfg.ell, history.class_of),
+        (
+            SnapshotRecords(snap.individual, record_sets(ctx, snap))
+            if cfg.suppression_model is SuppressionModel.MECHANISM
+            else None
+        ),
+        per_unit=True,
+        unit_classes=history.class_of,
+    )
+    suites = release_suite(
+        draft, breach, cfg.ell, thresholds,
+        metrics={
+            "suppression_rate": (manifest.suppressed or 0) / max(len(snap.individual), 1),
+            "query_error": manifest.utility.average_relative_error if manifest.utility else None,
+        },
+        id_column=cfg.id_column, sensitive_domain=ctx.sensitive_domain,
+    )  # fmt: skip
+    if cfg.guarantee is Guarantee.LOCALIZED:
+        suites = [r for r in suites if r.suite != "guarantee"]
+    suites = [register_check, snapshot_check, *suites]
+    passed = ctx.store.record_validation(
+        rel.id, [(r.suite, r.success, r.result, r.sha256) for r in suites], this_process()
+    )
+    if not passed:
+        failures = [f"{r.suite}: {f}" for r in suites for f in r.failures]
+        raise ValidationFailed(
+            f"release {rel.seq} of {cfg.dataset!r} failed validation and was marked failed; nothing was "
+            f"published and the state did not move ({len(failures)} failed expectation(s))",
+            failures,
+        )
+    manifest.validation = Validation(
+        success=True,
+        sha256=write_evidence(staging, f"{cfg.dataset} release {rel.seq} (period {rel.period})", suites),
+        global_guarantee_checked=cfg.guarantee is Guarantee.GLOBAL,
+        suites={r.suite: SuiteVerdict(success=r.success, sha256=r.sha256) for r in suites},
+    )
+    manifest.report = write_report(ctx, staging, manifest, draft, breach, history)
+    release_files.write_manifest(staging, manifest)
+    checkpoint("after_validation")
+    return suites
+
+
+def write_report(
+    ctx: ReleaseContext, staging: Path, manifest: Manifest, draft: Draft, breach: BreachComputation, history: History
+) -> dict[str, str]:
+    """Write the release report into the staging folder from the staged draft as read back
+    by :func:`_validate` and the breach computation its guarantee suite checked; returns
+    the files' checksums for the manifest (the sign-off records the checksum of the page
+    the approver saw)."""
+    cfg = ctx.ws.config
+    presence = cfg.dilution is Dilution.PRESENCE
+    domain = ctx.sensitive_domain
+    if domain is None:
+        # no hierarchy file: the values seen, the protected ones and the categories' (a
+        # release need not hold every protected value)
+        named = [v for values in (cfg.report.categories or {}).values() for v in values]
+        domain = sorted({*draft.table[cfg.sensitive].astype(str), *ctx.protected, *named})
+    inputs = PrivacyInputs(
+        draft=draft, breach=breach, history=history, params=ctx.params, presence=presence, protected=ctx.protected,
+        sensitive_hierarchy=ctx.sensitive_hierarchy, sensitive_domain=domain,
+    )
+    return write_release_report(
+        staging, manifest,
+        # the page is signed as it is, so it keeps this status after the decision: say where
+        # the decision is
+        "validated, awaiting sign-off when this page was made (the page is what the approver signed; the "
+        "decision, approver and time are in manifest.json's sign_off and in 'serialpub history --all')",
+        privacy_figures(inputs, cfg.report), presence,
+    )
+
+
+def summary(ctx: ReleaseContext, seq: int) -> dict[str, Any]:
+    """What the approver sees for the open release ``seq``: its figures, the verdict of
+    every suite, the release report (``report_page``) and its checksum (``report_sha256``,
+    stored with the sign-off as what was seen)."""
+    rel = ctx.open_release(seq)
+    staging = ctx.staging_dir(rel)
+    manifest = Manifest.read(staging / release_files.MANIFEST_FILE)
+    page = staging / HTML_FILE
+    report = staging / REPORT_FILE
+    return {
+        "dataset": ctx.ws.config.dataset,
+        "release": rel.seq,
+        "period": rel.period,
+        "status": rel.status,
+        "records": manifest.records,
+        "groups": manifest.groups,
+        "suppressed": manifest.suppressed,
+        "max_breach_probability": manifest.max_breach_probability,
+        "l": manifest.l,
+        "average_relative_error": manifest.utility.average_relative_error if manifest.utility else None,
+        "validation": manifest.validation.model_dump() if manifest.validation else None,
+        "validation_page": str(page) if page.exists() else None,
+        "report_page": str(report) if report.exists() else None,
+        "report_sha256": release_files.sha256_file(report) if report.exists() else None,
+    }
+
+
+def report_page(ctx: ReleaseContext, seq: int) -> Path:
+    """The report of release ``seq``: in its release folder once published, in its
+    staging folder while it awaits sign-off.
+
+    Raises:
+        InputError: release ``seq`` has no report (not validated yet, imported, failed
+            or rejected, or published before reports existed).
+    """
+    cfg = ctx.ws.config
+    page: Path | None
+    if any(r.seq == seq for r in ctx.store.published(cfg.dataset)):
+        page = ctx.ws.dataset_dir / release_files.release_name(seq) / REPORT_FILE
+    else:
+        rel = ctx.store.open_release(cfg.dataset)
+        page = ctx.staging_dir(rel) / REPORT_FILE if rel is not None and rel.seq == seq else None
+    if page is None or not page.is_file():
+        raise InputError(
+            f"release {seq} of {cfg.dataset!r} has no report: reports are written when a release is validated "
+            "(imported, failed and rejected releases have none)"
+        )
+    return page
