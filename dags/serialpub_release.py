@@ -168,7 +168,11 @@ def build_release_dag(root: str) -> Any:
 
         @task
         def report(validated: dict[str, Any]) -> dict[str, Any]:
-            return _steps().report(root, validated["seq"])
+            from airflow.configuration import conf
+
+            # the prompt links to the report through serialpub's plugin on the api-server
+            base_url = conf.get("api", "base_url", fallback=None) or "http://localhost:8080"
+            return _steps().report(root, validated["seq"], base_url)
 
         if ws.config.sign_off.auto_approve:
 

@@ -14,6 +14,14 @@ from serialpub.config import load_config
 from serialpub.errors import InputError
 
 WORKSPACES_ENV = "SERIALPUB_WORKSPACES"
+#: where Airflow's api-server serves the release pages (:mod:`serialpub.airflow_plugin`)
+URL_PREFIX = "/serialpub"
+
+
+def report_url(base_url: str, dataset: str, seq: int, page: str = "report.html") -> str:
+    """The address under ``base_url`` (Airflow's ``[api] base_url``) of release ``seq``'s
+    ``page`` (``report.html`` or ``validation.html``), served by :mod:`serialpub.airflow_plugin`."""
+    return f"{base_url.rstrip('/')}{URL_PREFIX}/{dataset}/releases/{seq}/{page}"
 
 
 def workspaces(value: str | None = None) -> dict[str, Path]:

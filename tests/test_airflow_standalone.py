@@ -8,8 +8,10 @@ components; then the process group is killed if anything is left).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -108,6 +110,33 @@ def _run_report(rest: Rest, run_path: str, log: Path) -> str:
 
 #: the half years 'airflow backfill create --from-date 2024-07-01 --to-date 2026-01-01' publishes
 BACKFILLED = ["2024-H1", "2024-H2", "2025-H1", "2025-H2"]
+
+
+CHROMIUM = next((p for n in ("chromium", "chromium-browser", "google-chrome") if (p := shutil.which(n))), None)
+
+
+def _open_link_as(url: str, username: str, password: str) -> tuple[list[str], bytes, str]:
+    """Open ``url`` in headless Chromium as a person would: Airflow sends the browser to its
+    login page, the person signs in and comes back to ``url``. Returns the addresses the
+    browser was at (before signing in, after), the page's bytes as served and its text."""
+    from playwright.sync_api import sync_playwright
+
+    assert CHROMIUM is not None, "no Chromium on PATH: install Debian's 'chromium' package"
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            page.goto(url)
+            page.locator("input[name=username]").wait_for(timeout=60_000)
+            at_login = page.url
+            page.locator("input[name=username]").fill(username)
+            page.locator("input[name=password]").fill(password)
+            with page.expect_response(lambda r: r.url == url, timeout=60_000) as served:
+                page.locator("button[type=submit]").click()
+            page.wait_for_url(url, timeout=60_000)
+            return [at_login, page.url], served.value.body(), page.inner_text("body")
+        finally:
+            browser.close()
 
 
 def _parked_gate(rest: Rest, dag_id: str, log: Path) -> tuple[dict[str, Any], str]:
@@ -220,6 +249,17 @@ def test_standalone_airflow_publishes_after_rest_approval(
         detail, run_path = _parked_gate(rest, dag_id, tmp_path / "standalone.log")
         run_id = detail["task_instance"]["dag_run_id"]
         assert "adult_live release 1" in detail["body"] and "guarantee passed" in detail["body"]
+        # issue 18: the approver opens the report through the prompt's link, in a browser
+        [link] = re.findall(r"\[Open the release report\]\((\S+?)\)", detail["body"])
+        assert link == f"http://localhost:{port}/serialpub/adult_live/releases/1/report.html"
+        assert f"published to `{ws.dataset_dir / 'release-0001'}`" in detail["body"]
+        [signed_sha] = re.findall(r"sha256 ([0-9a-f]{64})", detail["body"])
+        visited, served, text = _open_link_as(link, "olga", password)
+        assert "/auth/login?next=" in visited[0] and visited[1] == link, visited
+        assert hashlib.sha256(served).hexdigest() == signed_sha  # the very page the decision records
+        assert "adult_live" in text and "awaiting sign-off when this page was made" in text, text[:1000]
+        with pytest.raises(RuntimeError, match="-> 404: release 2 of 'adult_live' has no report"):
+            rest.call("GET", "/serialpub/adult_live/releases/2/report.html")
         # issue 18: 'admin' is an Airflow user but not on sign_off.approvers: the gate is
         # assigned to the approvers only, so Airflow refuses the answer and the gate waits on
         admin = Rest(rest.base)
@@ -247,25 +287,33 @@ def test_standalone_airflow_publishes_after_rest_approval(
         run = rest.wait("the run to finish", finished, 300)
         assert run["state"] == "success", _run_report(rest, run_path, tmp_path / "standalone.log")
         assert run["run_type"] == "asset_triggered"
+        # the link in the answered prompt still opens what was signed, now from release-0001/
+        request = urllib.request.Request(link, headers={"Authorization": f"Bearer {rest.token}"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            assert hashlib.sha256(response.read()).hexdigest() == signed_sha
 
         # the backfill: four historic half years, oldest first, each signed off in turn
         bf_id = "serialpub_release_adult_backfill"
         rest.wait("the backfill DAG parsed", lambda: rest.call("GET", f"/api/v2/dags/{bf_id}"), 180)
         rest.call("PATCH", f"/api/v2/dags/{bf_id}", {"is_paused": False})
-        # created through the REST API (what `airflow backfill create` and the UI's backfill dialog
-        # send): the CLI opens its own connection to the SQLite metadata database and fails outright
-        # ("database is locked") when the scheduler holds the write lock. The POST runs in one
-        # transaction, so a refused one left nothing behind and is sent again; one that was
-        # committed but whose answer was lost shows up in the DAG's list of backfills.
-        # admin starts it, so olga, its approver, is not also its preparer (sign_off.four_eyes)
+        # `airflow backfill create` opens its own connection to the SQLite metadata database; a
+        # lock the scheduler holds beyond the 60 s wait fails it outright ("database is
+        # locked") with nothing created (one transaction), so it is run again; whether it
+        # created the backfill is read from the DAG's list of backfills. It runs as this OS
+        # user, the preparer of the backfilled releases, so olga may approve them (four eyes).
         def backfill_created() -> Any:
             listed = admin.call("GET", "/api/v2/backfills", query={"dag_id": bf_id})["backfills"]
             if listed:
                 return listed[0]
-            body = {"dag_id": bf_id, "from_date": "2024-07-01T00:00:00Z", "to_date": "2026-01-01T00:00:00Z"}
-            return admin.call("POST", "/api/v2/backfills", {**body, "max_active_runs": 1})
+            created = subprocess.run(
+                [sys.executable, "-m", "airflow", "backfill", "create", "--dag-id", bf_id, "--from-date", "2024-07-01",
+                 "--to-date", "2026-01-01", "--max-active-runs", "1"],
+                env=env, capture_output=True, text=True, timeout=300,
+            )  # fmt: skip
+            assert created.returncode == 0 or "database is locked" in created.stderr, created.stderr[-3000:]
+            return None
 
-        backfill = rest.wait("the backfill created", backfill_created, 120)
+        backfill = rest.wait("the backfill created", backfill_created, 600)
         assert backfill["dag_id"] == bf_id and backfill["max_active_runs"] == 1, backfill
         for n, period in enumerate(BACKFILLED, start=1):
             detail, bf_path = _parked_gate(rest, bf_id, tmp_path / "standalone.log")

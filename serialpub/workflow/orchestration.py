@@ -27,7 +27,9 @@ from typing import Any
 from serialpub.config import Workspace, load_config
 from serialpub.errors import InputError
 from serialpub.io import periods
+from serialpub.io.release_files import release_name
 from serialpub.workflow.publisher import Publisher, reject_release
+from serialpub.workspaces import report_url
 from state.store import StateError, StateStore, open_engine
 
 #: keys a run's configuration may hold
@@ -137,10 +139,28 @@ def validate_release(root: str | Path, seq: int) -> dict[str, Any]:
                                    if r["release_status"] not in ("failed", "rejected")}}
 
 
-def report(root: str | Path, seq: int) -> dict[str, Any]:
-    """What the approver sees (``Publisher.report``) and a Markdown text of it."""
-    facts = Publisher(_workspace(root)).report(seq)
+def report(root: str | Path, seq: int, base_url: str | None = None) -> dict[str, Any]:
+    """What the approver sees (``Publisher.report``) and a Markdown text of it for the gate.
+
+    ``base_url`` is Airflow's ``[api] base_url``: the text then links to the report and the
+    validation page served by :mod:`serialpub.airflow_plugin`, which a person opens in a
+    browser; without it the text names the files on the server.
+    """
+    ws = _workspace(root)
+    facts = Publisher(ws).report(seq)
     suites = facts["validation"]["suites"]
+    final = ws.dataset_dir / release_name(seq)
+    if base_url:
+        where = (
+            f"[Open the release report]({report_url(base_url, facts['dataset'], seq)}) and read it before "
+            f"deciding (sha256 {facts['report_sha256']}, recorded with your decision); "
+            f"[every expectation]({report_url(base_url, facts['dataset'], seq, 'validation.html')})."
+        )
+    else:
+        where = (
+            f"Release report (read it before deciding): {facts['report_page']} (sha256 {facts['report_sha256']}); "
+            f"every expectation: {facts['validation_page']}."
+        )
     lines = [
         f"**{facts['dataset']} release {facts['release']}** (period {facts['period']}): {facts['records']} records "
         f"in {facts['groups']} groups, {facts['suppressed']} suppressed.",
@@ -148,10 +168,10 @@ def report(root: str | Path, seq: int) -> dict[str, Any]:
         f"(bound 1/ℓ = {1 / facts['l']:.6f}).",
         f"Average relative query error: {facts['average_relative_error']:.3f}.",
         "Validation suites: " + ", ".join(f"{k} {'passed' if v['success'] else 'FAILED'}" for k, v in suites.items()),
-        f"Release report (read it before deciding): {facts['report_page']} (sha256 {facts['report_sha256']}); "
-        f"every expectation: {facts['validation_page']}.",
+        where,
+        f"Approved, it is published to `{final}`; rejected, nothing is published.",
     ]
-    return {**facts, "markdown": "\n\n".join(lines)}
+    return {**facts, "markdown": "\n\n".join(lines), "final_folder": str(final)}
 
 
 def decide(
