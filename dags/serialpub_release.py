@@ -68,16 +68,24 @@ def release_published(dataset: str, dataset_dir: str) -> Asset:
     return Asset(name=f"serialpub_release_published_{dataset}", uri=f"file://{dataset_dir}")
 
 
-STEPS = ("ingest", "needs_release", "validate_inputs", "anonymize", "validate_release", "report", "sign_off",
-         "publish", "emit_release_published")
+def gate_ids(required_approvals: int) -> list[str]:
+    """Task ids of the sign-off gates, one per required approval: ``sign_off``,
+    ``sign_off_2``, ... (``sign_off.required_approvals``)."""
+    return ["sign_off"] + [f"sign_off_{i}" for i in range(2, required_approvals + 1)]
 
 
-def _failure_of(context: Any) -> str | None:
+def steps(required_approvals: int = 1) -> list[str]:
+    """The run's steps in pipeline order."""
+    return ["ingest", "needs_release", "validate_inputs", "anonymize", "validate_release", "report",
+            *gate_ids(required_approvals), "publish", "emit_release_published"]  # fmt: skip
+
+
+def _failure_of(context: Any, required_approvals: int) -> str | None:
     """The first step of this run (in pipeline order) that failed, or None."""
     ti = context["ti"]
     states = ti.get_task_states(dag_id=ti.dag_id, run_ids=[ti.run_id])
     states = states.get(ti.run_id, states)  # {run_id: {task_id: state}}
-    failed = [t for t in STEPS if getattr(states.get(t), "value", states.get(t)) == "failed"]
+    failed = [t for t in steps(required_approvals) if getattr(states.get(t), "value", states.get(t)) == "failed"]
     return f"step {failed[0]} failed (see its log)" if failed else None
 
 
@@ -112,6 +120,7 @@ def build_release_dag(root: str) -> Any:
     landed = snapshot_landed(dataset, str(ws.landing_dir))
     published_asset = release_published(dataset, str(ws.dataset_dir))
     timeout = timedelta(hours=ws.config.sign_off.timeout_hours)
+    required = ws.config.sign_off.required_approvals
 
     @dag(
         dag_id=f"serialpub_release_{dataset}",
@@ -182,17 +191,25 @@ def build_release_dag(root: str) -> Any:
 
             gate: Any = None
         else:
-            gate = SignOffGate(
-                workspace=root,
-                task_id="sign_off",
-                subject=f"Sign off release of {dataset}, period {{{{ ti.xcom_pull(task_ids='ingest')['period'] }}}}",
-                body="{{ ti.xcom_pull(task_ids='report')['markdown'] }}",
-                params={"comment": Param("", type="string", description="recorded with the decision")},
-                response_timeout=timeout,
-                # only the approvers may answer (Airflow checks the user's id, which is the
-                # user name under the simple auth manager); serialpub checks again on record
-                assigned_users=[{"id": a, "name": a} for a in ws.config.sign_off.approvers] or None,
-            )
+            # one gate per required approval, in a row: each records its approval, the last
+            # one makes the release approved (serialpub counts distinct approvers and refuses
+            # one who already approved); a rejection at any gate skips the rest
+            gates = []
+            for n, gate_id in enumerate(gate_ids(required), start=1):
+                which = "" if required == 1 else f" (approval {n} of {required}, each by a different approver)"
+                gates.append(SignOffGate(
+                    workspace=root,
+                    task_id=gate_id,
+                    subject=f"Sign off release of {dataset}, period "
+                            f"{{{{ ti.xcom_pull(task_ids='ingest')['period'] }}}}{which}",
+                    body="{{ ti.xcom_pull(task_ids='report')['markdown'] }}",
+                    params={"comment": Param("", type="string", description="recorded with the decision")},
+                    response_timeout=timeout,
+                    # only the approvers may answer (Airflow checks the user's id, which is the
+                    # user name under the simple auth manager); serialpub checks again on record
+                    assigned_users=[{"id": a, "name": a} for a in ws.config.sign_off.approvers] or None,
+                ))  # fmt: skip
+            gate = gates[-1]
 
         @task(retries=2, retry_delay=timedelta(seconds=30))
         def publish(facts: dict[str, Any]) -> dict[str, Any]:
@@ -210,7 +227,7 @@ def build_release_dag(root: str) -> Any:
         def finalize() -> str:
             context = get_current_context()
             owner = f"airflow:{context['dag'].dag_id}/{context['run_id']}"
-            failure = _failure_of(context)
+            failure = _failure_of(context, required)
             ingested = context["ti"].xcom_pull(task_ids="ingest") or {}
             if failure is not None:
                 closed = _steps().close_run(root, owner, f"Airflow run {context['run_id']}: {failure}")
@@ -223,8 +240,10 @@ def build_release_dag(root: str) -> Any:
                         "(decided outside this run)"
                     )
                 raise AirflowFailException(f"{failure}{note}: nothing was published and the state did not move")
-            decision = context["ti"].xcom_pull(task_ids="sign_off", key="decision")
-            if decision and decision.get("decision") == "rejected":
+            decisions = context["ti"].xcom_pull(task_ids=gate_ids(required), key="decision") or []
+            rejected = [d for d in decisions if d and d.get("decision") == "rejected"]
+            if rejected:
+                decision = rejected[0]
                 raise AirflowFailException(
                     f"release {decision['seq']} (period {ingested.get('period')!r}) was rejected by "
                     f"{decision['approver']} at the sign-off: nothing was published and the state did not move"
@@ -240,7 +259,8 @@ def build_release_dag(root: str) -> Any:
         go >> checked >> drafted
         sign_off = automatic_sign_off(facts) if gate is None else gate
         if gate is not None:
-            facts >> gate
+            for upstream, downstream in zip([facts, *gates[:-1]], gates, strict=True):
+                upstream >> downstream
         done = publish(facts)
         sign_off >> done
         emitted = emit_release_published(done)

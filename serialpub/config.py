@@ -60,6 +60,18 @@ class SignOffSettings(BaseModel):
     approvers: list[str] = []
     # the account that prepared a release cannot approve it
     four_eyes: bool = True
+    # distinct approvers a release needs before it is published (each other than the
+    # preparer under four_eyes); one rejection ends it
+    required_approvals: int = Field(default=1, ge=1)
+
+    @model_validator(mode="after")
+    def _enough_approvers(self) -> SignOffSettings:
+        if self.required_approvals > 1 and len(set(self.approvers)) < self.required_approvals:
+            raise ValueError(
+                f"required_approvals is {self.required_approvals} but approvers lists {len(set(self.approvers))}: "
+                "list at least as many approvers as the approvals a release needs"
+            )
+        return self
 
 
 class ReportConfig(BaseModel):
@@ -361,6 +373,9 @@ sign_off:
   approvers: []
   # The account that prepared a release cannot approve it (four-eyes rule).
   four_eyes: true
+  # Distinct approvers each release needs before it is published (2: two approvers, both
+  # other than the preparer); one rejection ends the release.
+  required_approvals: 1
 
 # The publisher's Ed25519 private key ('serialpub keygen --out keys/publisher.key' makes
 # one, with keys/publisher.pub to hand to data users). Each published manifest is signed

@@ -335,31 +335,50 @@ class StateStore:
             self._log(s, dataset.name, rel.seq, actor, "published", records=rel.records, groups=rel.groups,
                       data_sha256=rel.data_sha256)
 
-    def approve(self, dataset: str, seq: int, approver: str, comment: str, report_sha256: str | None) -> SignOffRecord:
-        """Record an approving sign-off of the validated release ``seq`` (it becomes
-        ``approved``). Approving an already approved release returns its sign-off.
+    def approve(
+        self, dataset: str, seq: int, approver: str, comment: str, report_sha256: str | None, required: int = 1
+    ) -> SignOffRecord:
+        """Record an approving sign-off of the validated release ``seq``. It becomes
+        ``approved`` with the ``required``-th distinct approver (``sign_off.required_approvals``)
+        and stays ``validated`` before. Approving an already approved release returns its
+        sign-off.
 
         Raises:
-            StateError: ``seq`` is not the dataset's open release, or not validated yet.
+            StateError: ``seq`` is not the dataset's open release, or not validated yet, or
+                ``approver`` has already approved this attempt at it.
         """
         with Session(self.engine) as s, s.begin():
             rel = self._open(s, dataset, seq, "approve")
+            earlier = s.scalars(select(SignOff).where(SignOff.release_id == rel.id, SignOff.decision == "approved")
+                                .order_by(SignOff.id)).all()  # fmt: skip
             if rel.status == "approved":
-                existing = s.scalars(select(SignOff).where(SignOff.release_id == rel.id)
-                                     .order_by(SignOff.id.desc())).first()
-                assert existing is not None
-                return _sign_off_record(existing)
+                assert earlier
+                return _sign_off_record(earlier[-1])
             if rel.status != "validated":
                 raise StateError(
                     f"release {seq} of {dataset!r} is {rel.status}; only a validated release can be approved"
                 )
-            self._transition(s, rel.id, "approved")
+            if any(r.approver == approver for r in earlier):
+                raise StateError(
+                    f"{approver} has already approved release {seq} of {dataset!r}; it needs {required} different "
+                    f"approvers (sign_off.required_approvals), {len(earlier)} so far"
+                )
+            if len(earlier) + 1 >= required:
+                self._transition(s, rel.id, "approved")
             row = SignOff(release_id=rel.id, approver=approver, decision="approved", comment=comment,
                           report_sha256=report_sha256, decided_at=datetime.now(UTC))
             s.add(row)
-            self._log(s, dataset, seq, approver, "approved", comment=comment, report_sha256=report_sha256)
+            self._log(s, dataset, seq, approver, "approved", comment=comment, report_sha256=report_sha256,
+                      approval=len(earlier) + 1, required=required)
             s.flush()
             return _sign_off_record(row)
+
+    def approvals(self, release_id: int) -> list[SignOffRecord]:
+        """The approving sign-offs of one attempt at a release (its row id), oldest first."""
+        with Session(self.engine) as s:
+            rows = s.scalars(select(SignOff).where(SignOff.release_id == release_id, SignOff.decision == "approved")
+                             .order_by(SignOff.id)).all()  # fmt: skip
+            return [_sign_off_record(r) for r in rows]
 
     def sign_offs(self, dataset: str, seq: int) -> list[SignOffRecord]:
         """Every sign-off decision recorded for attempts at release ``seq``, oldest first."""

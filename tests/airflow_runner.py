@@ -12,7 +12,10 @@ HITL detail row, then the resume event); the REST API itself is exercised by the
 ``airflow standalone`` test.
 
 Usage: python airflow_runner.py DAG_ID CONF_JSON [--respond Approve|Reject --by NAME
---comment TEXT] [--logical-date ISO]
+--comment TEXT]... [--logical-date ISO]
+
+``--respond``, ``--by`` and ``--comment`` may be repeated: the n-th answer goes to the n-th
+gate (``sign_off``, ``sign_off_2``, ...: ``sign_off.required_approvals``).
 """
 
 from __future__ import annotations
@@ -28,8 +31,10 @@ from datetime import datetime
 from typing import Any
 
 
-def respond(dag_id: str, chosen: str, user: str, comment: str, after: datetime, wait: float = 300.0) -> dict[str, Any]:
-    """Answer the pending sign-off of ``dag_id`` created after ``after``."""
+def respond(
+    dag_id: str, chosen: str, user: str, comment: str, after: datetime, wait: float = 300.0, task_id: str = "sign_off"
+) -> dict[str, Any]:
+    """Answer the pending sign-off gate ``task_id`` of ``dag_id`` created after ``after``."""
     from airflow._shared.timezones import timezone
     from airflow.models.hitl import HITLDetail
     from airflow.models.taskinstance import TaskInstance
@@ -48,7 +53,7 @@ def respond(dag_id: str, chosen: str, user: str, comment: str, after: datetime, 
                 .join(HITLDetail, HITLDetail.ti_id == TaskInstance.id)
                 .where(
                     TaskInstance.dag_id == dag_id,
-                    TaskInstance.task_id == "sign_off",
+                    TaskInstance.task_id == task_id,
                     TaskInstance.state == TaskInstanceState.AWAITING_INPUT,
                     HITLDetail.responded_at.is_(None),
                     HITLDetail.created_at >= after,
@@ -72,9 +77,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("dag_id")
     parser.add_argument("conf")
-    parser.add_argument("--respond", choices=["Approve", "Reject"])
-    parser.add_argument("--by", default="tester")
-    parser.add_argument("--comment", default="")
+    parser.add_argument("--respond", choices=["Approve", "Reject"], action="append", default=[])
+    parser.add_argument("--by", action="append", default=[])
+    parser.add_argument("--comment", action="append", default=[])
     parser.add_argument("--logical-date")
     args = parser.parse_args()
 
@@ -99,7 +104,11 @@ def main() -> None:
     if args.respond:
         def answer() -> None:
             try:
-                answered.update(respond(args.dag_id, args.respond, args.by, args.comment, started))
+                for n, chosen in enumerate(args.respond):
+                    task_id = "sign_off" if n == 0 else f"sign_off_{n + 1}"
+                    by = args.by[n] if n < len(args.by) else "tester"
+                    comment = args.comment[n] if n < len(args.comment) else ""
+                    answered.update(respond(args.dag_id, chosen, by, comment, started, task_id=task_id))
             except Exception as exc:  # reported in the JSON line
                 answered["error"] = repr(exc)
 

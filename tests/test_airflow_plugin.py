@@ -54,7 +54,7 @@ def test_the_link_opens_the_staged_page_then_the_published_one(waiting: Path) ->
     final = waiting / "releases" / "clinic" / "release-0001"
     assert f"published to `{final}`" in facts["markdown"]
 
-    status, body, path = _served("clinic", 1)
+    status, _, path = _served("clinic", 1)
     assert status == 200 and path is not None and path.parent.name.startswith(".staging-release-0001")
     assert sha256_file(path) == facts["report_sha256"]
     status, _, path = _served("clinic", 1, "validation.html")
@@ -62,7 +62,7 @@ def test_the_link_opens_the_staged_page_then_the_published_one(waiting: Path) ->
 
     proc = cli("approve", "--config", waiting, "--release", "1", "--comment", "read it", login="erin")
     assert proc.returncode == 0, proc.stderr
-    status, body, path = _served("clinic", 1)
+    status, _, path = _served("clinic", 1)
     assert status == 200 and path == final / "report.html"
     assert sha256_file(path) == facts["report_sha256"]  # what was signed, from its final folder
 

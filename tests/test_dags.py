@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from helpers import PERIODS, airflow_env, airflow_workspace
 
 from serialpub.config import load_config
@@ -44,13 +45,14 @@ def airflow_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def run_dag(
     home: Path, root: Path, conf: dict[str, Any], respond: str | None = None, by: str = "alice",
-    comment: str = "", logical_date: str | None = None,
+    comment: str = "", logical_date: str | None = None, more: tuple[tuple[str, str, str], ...] = (),
 ) -> tuple[dict[str, Any], str]:
-    """Run the workspace's release DAG once; returns the runner's result and its log."""
+    """Run the workspace's release DAG once; returns the runner's result and its log.
+    ``more``: (answer, approver, comment) of the next gates (``sign_off_2``, ...)."""
     dataset = load_config(root).config.dataset
     args = [sys.executable, str(RUNNER), f"serialpub_release_{dataset}", json.dumps(conf)]
-    if respond:
-        args += ["--respond", respond, "--by", by, "--comment", comment]
+    for answer, who, text in ((respond, by, comment), *more) if respond else ():
+        args += ["--respond", answer, "--by", who, "--comment", text]
     if logical_date:
         args += ["--logical-date", logical_date]
     proc = subprocess.run(args, env=airflow_env(home, [root]), capture_output=True, text=True, timeout=900)
@@ -135,6 +137,26 @@ def test_rejected_sign_off_publishes_nothing(airflow_home: Path, adult_template:
     assert (decision.decision, decision.approver, decision.comment) == ("rejected", "dana", "query error too high")
     assert decision.report_sha256
     assert list(ws.dataset_dir.iterdir()) == []
+
+
+def test_two_required_approvals_are_two_gates_by_two_approvers(
+    airflow_home: Path, adult_template: Path, tmp_path: Path
+) -> None:
+    root = airflow_workspace(adult_template, tmp_path, "adult_two")
+    config = yaml.safe_load((root / "serialpub.yaml").read_text())
+    config["sign_off"].update(approvers=["alice", "bob"], required_approvals=2)
+    (root / "serialpub.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    ws = load_config(root)
+    result, log = run_dag(airflow_home, root, {"period": "2024-H1"}, respond="Approve", by="alice", comment="one",
+                          more=(("Approve", "bob", "two"),))  # fmt: skip
+    assert result["state"] == "success", log[-5000:]
+    assert result["tasks"]["sign_off"] == result["tasks"]["sign_off_2"] == "success", result["tasks"]
+    manifest = json.loads((ws.dataset_dir / "release-0001" / "manifest.json").read_text())
+    assert (manifest["sign_off"]["approver"], manifest["sign_off"]["comment"]) == ("bob", "two")
+    assert [(a["approver"], a["comment"]) for a in manifest["sign_off"]["earlier_approvals"]] == [("alice", "one")]
+    assert [(s.approver, s.decision) for s in _store(root).sign_offs(ws.config.dataset, 1)] == [
+        ("alice", "approved"), ("bob", "approved"),
+    ]  # fmt: skip
 
 
 def test_failing_validation_fails_the_run_and_publishes_nothing(

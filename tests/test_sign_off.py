@@ -273,3 +273,57 @@ def test_an_approver_without_the_key_approves_and_the_key_holder_publishes(
     proc = _cli("publish", "--config", gated, "--release", "1")
     assert proc.returncode == 0, proc.stderr
     assert [r.seq for r in publisher.store.published("clinic")] == [1]
+
+
+def test_two_required_approvals_publish_only_after_the_second_approver(tmp_path: Path) -> None:
+    root = make_workspace(
+        tmp_path / "ws",
+        sign_off={"auto_approve": False, "approvers": ["erin", "frank", "grace"], "required_approvals": 2},
+    )
+    proc = _cli("release", "--config", root, "--snapshot", snapshot(root, 1), login="pat")
+    assert proc.returncode == 0, proc.stderr
+    before = state_of(root)
+    store = Publisher(load_config(root)).store
+
+    first = _cli("approve", "--config", root, "--release", "1", "--comment", "first look", login="erin")
+    assert first.returncode == 0, first.stderr
+    assert "approval 1 of 2 recorded (erin); not published yet: it needs 1 more" in first.stdout
+    assert state_of(root)[:2] == before[:2] and store.published("clinic") == []
+    waiting = store.open_release("clinic")
+    assert waiting is not None and waiting.status == "validated"
+
+    # the same approver twice does not count twice, and nothing publishes a half-approved release
+    again = _cli("approve", "--config", root, "--release", "1", login="erin")
+    assert again.returncode == 2 and "erin has already approved release 1" in again.stderr
+    early = _cli("publish", "--config", root, "--release", "1")
+    assert early.returncode == 2 and "is validated; it is published only after" in early.stderr
+    assert store.published("clinic") == []
+
+    second = _cli("approve", "--config", root, "--release", "1", "--comment", "agreed", login="frank")
+    assert second.returncode == 0, second.stderr
+    assert "approved by frank; published" in second.stdout
+    manifest = json.loads((root / "releases" / "clinic" / "release-0001" / "manifest.json").read_text())
+    assert manifest["sign_off"]["approver"] == "frank" and manifest["sign_off"]["comment"] == "agreed"
+    [earlier] = manifest["sign_off"]["earlier_approvals"]
+    assert (earlier["approver"], earlier["comment"]) == ("erin", "first look")
+    assert earlier["report_sha256"] == manifest["sign_off"]["report_sha256"]
+    assert [(s.approver, s.decision) for s in store.sign_offs("clinic", 1)] == [
+        ("erin", "approved"), ("frank", "approved"),
+    ]  # fmt: skip
+    assert _cli("state", "verify", "--config", root).returncode == 0
+
+
+def test_one_approval_leaves_no_earlier_approvals_in_the_manifest(gated: Path) -> None:
+    assert _cli("release", "--config", gated, "--snapshot", snapshot(gated, 1)).returncode == 0
+    assert _cli("approve", "--config", gated, "--release", "1", login="erin").returncode == 0
+    manifest = json.loads((gated / "releases" / "clinic" / "release-0001" / "manifest.json").read_text())
+    assert "earlier_approvals" not in manifest["sign_off"]
+
+
+def test_more_required_approvals_than_approvers_is_a_configuration_error(tmp_path: Path) -> None:
+    root = make_workspace(
+        tmp_path / "ws", sign_off={"auto_approve": False, "approvers": ["erin"], "required_approvals": 2}
+    )
+    proc = _cli("history", "--config", root)
+    assert proc.returncode == 2
+    assert "required_approvals is 2 but approvers lists 1" in proc.stderr and "Traceback" not in proc.stderr

@@ -67,8 +67,9 @@ def approve(
         bool, typer.Option("--force", help="decide a release whose Airflow run waits at its gate (recorded)")
     ] = False,
 ) -> None:
-    """Approve the validated release and publish it. The decision, approver, time and the
-    checksum of the release report they read are stored in the state and the manifest."""
+    """Approve the validated release and publish it (once it has sign_off.required_approvals
+    approvals from different approvers). The decision, approver, time and the checksum of
+    the release report they read are stored in the state and the manifest."""
     from serialpub.config import load_config
     from serialpub.errors import InputError
     from serialpub.workflow.publisher import Publisher
@@ -79,6 +80,17 @@ def approve(
     who = _decider(by)
     comment = _over_airflow(publisher.store, ws.config.dataset, release_no, comment, force)
     sign_off = publisher.approve(release_no, who, comment)
+    waiting = publisher.store.open_release(ws.config.dataset)
+    if waiting is not None and waiting.seq == release_no and waiting.status != "approved":
+        required = ws.config.sign_off.required_approvals
+        given = len(publisher.store.approvals(waiting.id))
+        console.print(
+            f"release {release_no} of {ws.config.dataset!r}: approval {given} of {required} recorded "
+            f"({sign_off.approver}); not published yet: it needs {required - given} more from other approvers "
+            "(sign_off.required_approvals)",
+            markup=False,
+        )
+        return
     try:
         _ = publisher.signing_key  # the approver's account may not hold the publisher's key
     except InputError as exc:

@@ -88,10 +88,20 @@ class Validation(_Contract):
     suites: dict[str, SuiteVerdict]
 
 
+class Approval(_Contract):
+    """An earlier approval of a release that needed several (``sign_off.required_approvals``)."""
+
+    approver: str
+    comment: str
+    decided_at: str
+    report_sha256: str | None
+
+
 class SignOff(_Contract):
     """The sign-off that let the release be published. ``decided_at``: UTC, ISO 8601;
     ``report_sha256``: the ``report.html`` the approver saw; ``automatic``: approved by
-    ``sign_off.auto_approve`` (test and demo environments)."""
+    ``sign_off.auto_approve`` (test and demo environments); ``earlier_approvals``: the
+    approvals before this one, oldest first, written only when a release needed more than one."""
 
     decision: str
     approver: str
@@ -99,6 +109,7 @@ class SignOff(_Contract):
     decided_at: str
     report_sha256: str | None
     automatic: bool
+    earlier_approvals: list[Approval] = Field(default_factory=list)
 
 
 class Manifest(_Contract):

@@ -10,7 +10,7 @@ from checks.evidence import JSON_FILE
 from serialpub.errors import InputError
 from serialpub.faults import checkpoint
 from serialpub.io import release_files, signing
-from serialpub.io.manifest import Manifest, SignOff
+from serialpub.io.manifest import Approval, Manifest, SignOff
 from serialpub.report.render import HTML_FILE as REPORT_FILE
 from serialpub.report.render import JSON_FILE as REPORT_JSON
 from serialpub.workflow.context import ReleaseContext
@@ -40,10 +40,15 @@ def finish(ctx: ReleaseContext, seq: int) -> Path:
             f"release {seq} of {cfg.dataset!r} is {rel.status}; it is published only after an approving "
             f"sign-off ('serialpub approve --release {seq} --by NAME')"
         )
-    sign_off = ctx.store.sign_offs(cfg.dataset, seq)[-1]
+    *earlier, sign_off = ctx.store.approvals(rel.id)
     staging = ctx.staging_dir(rel)
     manifest = Manifest.read(staging / release_files.MANIFEST_FILE)
     changed = staged_changes(ctx, rel, staging, manifest, sign_off.report_sha256)
+    # every approver must have read the page that is published
+    changed += [
+        f"report.html is not the page {a.approver} approved (sha256 {a.report_sha256})"
+        for a in earlier if a.report_sha256 != sign_off.report_sha256
+    ]  # fmt: skip
     if changed:
         reason = f"staged files changed after validation or sign-off: {'; '.join(changed)}"
         ctx.store.fail(rel.id, reason, this_process())
@@ -60,6 +65,12 @@ def finish(ctx: ReleaseContext, seq: int) -> Path:
         report_sha256=sign_off.report_sha256,
         automatic=sign_off.approver == AUTO_APPROVER,
     )
+    if earlier:
+        manifest.sign_off.earlier_approvals = [
+            Approval(approver=a.approver, comment=a.comment, decided_at=a.decided_at.isoformat(timespec="seconds"),
+                     report_sha256=a.report_sha256)
+            for a in earlier
+        ]  # fmt: skip
     seal(ctx, manifest)
     manifest_sha = release_files.write_manifest(staging, manifest, ctx.signing_key)
     checkpoint("before_commit")

@@ -51,7 +51,8 @@ def approve(
     if report_sha256 is None:
         page = ctx.staging_dir(ctx.open_release(seq)) / REPORT_FILE
         report_sha256 = release_files.sha256_file(page) if page.exists() else None
-    return ctx.store.approve(cfg.dataset, seq, approver, comment, report_sha256)
+    required = 1 if automatic else cfg.sign_off.required_approvals
+    return ctx.store.approve(cfg.dataset, seq, approver, comment, report_sha256, required)
 
 
 def auto_approve(ctx: ReleaseContext, seq: int) -> SignOffRecord:

@@ -58,3 +58,14 @@ def compare_sign_offs(
                 f"release {seq}: the manifest's sign-off ({signed.decision} by {signed.approver!r} at "
                 f"{signed.decided_at}) is not in the state's sign_offs table",
             )
+        for earlier in signed.earlier_approvals:
+            if not any(
+                (r.decision, r.approver, r.comment, r.report_sha256, r.decided_at.isoformat(timespec="seconds"))
+                == ("approved", earlier.approver, earlier.comment, earlier.report_sha256, earlier.decided_at)
+                for r in rows.get(seq, [])
+            ):
+                report.add(
+                    KIND,
+                    f"release {seq}: the manifest's earlier approval by {earlier.approver!r} at "
+                    f"{earlier.decided_at} is not in the state's sign_offs table",
+                )
