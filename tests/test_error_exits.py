@@ -6,10 +6,13 @@ published, and the next command recovers and publishes."""
 from __future__ import annotations
 
 import errno
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from helpers import cli, snapshot, state_of
+from helpers import cli, make_workspace, snapshot, state_of
 
 from serialpub.io import release_files
 from serialpub.workflow import drafting
@@ -87,3 +90,84 @@ def test_serialpub_debug_in_the_environment_also_shows_the_traceback(
     with pytest.raises(RuntimeError, match="a bug"):
         cli("release", "--config", published_once, "--snapshot", snapshot(published_once, 2),
             env={"SERIALPUB_DEBUG": "1"})  # fmt: skip
+
+
+#: ``serialpub ARGS`` in a new process whose state server goes away (``ROLE`` loses LOGIN and
+#: its connections are ended) once the release's data is staged, before anything is committed
+_LOSE_SERVER = """
+import sys
+from sqlalchemy import create_engine, text
+from serialpub import cli
+from serialpub.io import release_files
+
+ADMIN_URL, ROLE = sys.argv[1:3]
+
+def server_gone(name):
+    if name == "after_data_written":
+        admin = create_engine(ADMIN_URL)
+        with admin.begin() as conn:
+            conn.execute(text(f'ALTER ROLE "{ROLE}" NOLOGIN'))
+            conn.execute(text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = :r"),
+                         {"r": ROLE})
+        admin.dispose()
+
+release_files.checkpoint = server_gone
+sys.argv = ["serialpub", *sys.argv[3:]]
+cli.main()
+"""
+
+
+def test_postgresql_lost_mid_run_is_one_line_and_the_rerun_publishes(tmp_path: Path) -> None:
+    """The state's PostgreSQL server goes away after the release was staged and before its
+    commit. Ending the run's connections alone is not enough (the pool reconnects), so its
+    login role also loses LOGIN. Both runs are processes of their own, as a person's are:
+    the rerun rolls back the draft of a process that no longer exists."""
+    from conftest import StateDatabases, postgres_url
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    from state.store import StateStore, open_engine
+
+    dbs = StateDatabases(tmp_path / "db")
+    admin = create_engine(postgres_url())
+    schema_url = make_url(dbs.new("postgresql"))
+    role = schema_url.query["application_name"]  # the schema's name, unique to this test
+    url = schema_url.set(username=role).render_as_string(hide_password=False)
+
+    def as_admin(statement: str) -> None:
+        with admin.begin() as conn:
+            conn.execute(text(statement))
+
+    def release_2(*prefix: str) -> subprocess.CompletedProcess[str]:
+        args = ["release", "--config", str(root), "--snapshot", str(snapshot(root, 2)), "--period", "0002"]
+        return subprocess.run([*prefix, *args], env={**os.environ, "SERIALPUB_DATABASE_URL": url},
+                              capture_output=True, text=True, timeout=600)  # fmt: skip
+
+    as_admin(f'CREATE ROLE "{role}" LOGIN')
+    as_admin(f'GRANT USAGE, CREATE ON SCHEMA "{role}" TO "{role}"')
+    try:
+        root = make_workspace(tmp_path / "ws")
+        env = {"SERIALPUB_DATABASE_URL": url}
+        first = cli("release", "--config", root, "--snapshot", snapshot(root, 1), "--period", "0001", env=env)
+        assert first.returncode == 0, first.stderr
+
+        lost = release_2(sys.executable, "-c", _LOSE_SERVER, postgres_url(), role)
+        assert lost.returncode == 4, lost.stderr
+        line = _one_line(lost.stderr)
+        assert line.startswith("serialpub: error: the state database "), line
+        assert f'role "{role}" is not permitted to log in' in line and "nothing half-done is published" in line
+
+        as_admin(f'ALTER ROLE "{role}" LOGIN')  # the server is back
+        store = StateStore(open_engine(url))
+        assert [r.period for r in store.published("clinic")] == ["0001"]
+        assert not (root / "releases" / "clinic" / "release-0002").exists()
+        again = release_2(str(Path(sys.executable).with_name("serialpub")))
+        assert again.returncode == 0, again.stderr
+        assert [r.period for r in store.published("clinic")] == ["0001", "0002"]
+        assert cli("state", "verify", "--config", root, env=env).returncode == 0
+        store.engine.dispose()
+    finally:
+        as_admin(f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '{role}'")
+        dbs.close()
+        as_admin(f'DROP ROLE IF EXISTS "{role}"')
+        admin.dispose()
