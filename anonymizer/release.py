@@ -18,7 +18,7 @@ from anonymizer import privacy, topdown
 from anonymizer.arrays import factorize, row_keys
 from anonymizer.bottomup import Cells, Generalization, generalize
 from anonymizer.hierarchy import Hierarchy
-from anonymizer.settings import AfterKPrime, Algorithm, Guarantee, Strategy, SuppressionModel
+from anonymizer.settings import AfterKPrime, Algorithm, Guarantee, PartitionModel, Strategy, SuppressionModel
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -50,6 +50,12 @@ class PrivacyParams:
     ``after_k_prime`` (constant strategy): ``"renew"`` (the default) lets a pair past k'
     linked releases be linked again at :func:`anonymizer.privacy.renewed_targets`, its
     unspent budget spread over k' more; ``"stop"`` is paper 004's rule (never again).
+
+    ``partition_model`` (top-down search only; :data:`anonymizer.topdown.partition`'s
+    ``model``): ``"published"`` (the default) decides every split on counts the release
+    publishes, so the partition tells an adversary who knows the algorithm nothing more;
+    ``"parts"`` reads each part's own counts, for finer groups, and leaves the residual
+    risk of docs/threat-model.md. The bottom-up search always reads its cells' counts.
     """
 
     ell: float
@@ -60,11 +66,13 @@ class PrivacyParams:
     suppression_model: SuppressionModel = SuppressionModel.MECHANISM
     algorithm: Algorithm = Algorithm.TOPDOWN
     after_k_prime: AfterKPrime = AfterKPrime.RENEW
+    partition_model: PartitionModel = PartitionModel.PUBLISHED
 
     def __post_init__(self) -> None:
         # a setting given by its spelling becomes its enumeration member; any other is refused here
         for name, kind in (("strategy", Strategy), ("guarantee", Guarantee), ("suppression_model", SuppressionModel),
-                           ("after_k_prime", AfterKPrime), ("algorithm", Algorithm)):  # fmt: skip
+                           ("after_k_prime", AfterKPrime), ("algorithm", Algorithm),
+                           ("partition_model", PartitionModel)):  # fmt: skip
             value = getattr(self, name)
             if value not in set(kind):
                 raise ValueError(f"{name} must be one of {tuple(m.value for m in kind)}, got {value!r}")
@@ -343,7 +351,7 @@ def anonymize_history(
         requirement=requirement,
     )
     if params.algorithm is Algorithm.TOPDOWN:
-        gen = topdown.partition(cells, hierarchies, presence)
+        gen = topdown.partition(cells, hierarchies, presence, model=params.partition_model)
     else:
         gen = generalize(cells, hierarchies, presence, budget)
     group_of_record = gen.group_of_cell[cell_of_record]

@@ -53,3 +53,11 @@ class Algorithm(StrEnum):
 
     TOPDOWN = "topdown"  # multidimensional partitioning (paper 004 §7's top-down remark)
     BOTTOMUP = "bottomup"  # paper 004 §7's bottom-up generalization, for reproduction
+
+
+class PartitionModel(StrEnum):
+    """What the top-down search's split decisions may read (docs/threat-model.md, "Residual
+    risk: the partition as evidence")."""
+
+    PUBLISHED = "published"  # only counts the release publishes: the partition is no evidence
+    PARTS = "parts"  # each part's own counts: finer groups, but a refused split is evidence

@@ -20,6 +20,10 @@ region at once:
    for every protected value it holds (:func:`anonymizer.privacy.meets_requirement`'s
    comparison, on the mechanism-aware counts the caller passes); among admissible splits
    the split rule picks one (:data:`SPLIT_RULES`), and a region without one is final.
+   Under the ``published`` partition model (the default) a part's n_s in that comparison
+   is its *region's* n_s, the most the part can hold: every decision then reads only
+   counts the release publishes, so that a region left unsplit tells nothing about its
+   parts (docs/threat-model.md, "Residual risk: the partition as evidence").
 
 A region that itself violates its requirement (the root, when some candidate may never be
 linked to a value again) must be split whatever the rule says: it takes the split whose
@@ -43,6 +47,7 @@ import numpy.typing as npt
 from anonymizer.arrays import factorize
 from anonymizer.bottomup import Cells, Generalization, InfeasibleError, aggregate, suppression_need
 from anonymizer.hierarchy import Hierarchy
+from anonymizer.settings import PartitionModel
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -55,6 +60,7 @@ BoolArray = npt.NDArray[np.bool_]
 #: holds the smallest share of the region's candidates.
 SPLIT_RULES = ("ncp", "widest", "balanced")
 DEFAULT_SPLIT_RULE = "widest"
+
 
 
 @dataclass(frozen=True)
@@ -142,11 +148,17 @@ class _Split:
 
 def _split(
     a: int, tree: _Tree, region: IntArray, n_open: int, node: IntArray, cells: Cells, presence: bool, rule: str,
-    forced: bool,
+    forced: bool, region_counts: IntArray | None = None,
 ) -> _Split:
     """Aggregate the split of every open region on QI ``a`` (``node``: its node per region).
     ``forced``: some open region breaks its requirement, so the parts' suppression need,
-    which only such regions use to choose their split, is computed (0 otherwise)."""
+    which only such regions use to choose their split, is computed (0 otherwise).
+    ``region_counts``: (n_open, V) counts of every open region; given (the "published"
+    partition model), the split is admissible when every part would be valid for every
+    placement of its region's counts, so the verdict reads no count the release does not
+    publish. ``part_valid`` is always the part's own verdict: a split taken publishes its
+    parts' counts (as sums of final groups), so a part may read them to know whether it must
+    itself be split by force."""
     leaves, n = cells.keys, cells.candidates
     v = node[region]
     splittable_cell = tree.width[v] > 0
@@ -166,18 +178,19 @@ def _split(
         counts = np.add.reduceat(cells.counts[rows], starts, axis=0)
         req = np.maximum.reduceat(cells.requirement[rows], starts, axis=0)
         part_valid = _meets(part_n, counts, req)
+        part_admits = part_valid if region_counts is None else _meets(part_n, region_counts[region[idx[first]]], req)
         part_need = (
             suppression_need(part_n, counts, req, presence).sum(axis=1).astype(np.float64) if forced else np.zeros(p)
         )
     else:
-        part_valid = np.ones(p, dtype=bool)
+        part_valid = part_admits = np.ones(p, dtype=bool)
         part_need = np.zeros(p)
     part_region = region[idx[first]] if p else np.empty(0, dtype=np.int64)
     part_child = child[idx[first]] if p else np.empty(0, dtype=np.int64)
     splittable = np.zeros(n_open, dtype=bool)
     splittable[part_region] = True
     all_valid = np.ones(n_open, dtype=bool)
-    np.logical_and.at(all_valid, part_region, part_valid)
+    np.logical_and.at(all_valid, part_region, part_admits)
     need = np.bincount(part_region, weights=part_need, minlength=n_open).astype(np.float64)
     if rule == "ncp":
         region_records = np.bincount(part_region, weights=part_records, minlength=n_open)
@@ -198,7 +211,8 @@ def _split(
 
 
 def partition(
-    cells: Cells, hierarchies: Sequence[Hierarchy], presence: bool, rule: str | None = None
+    cells: Cells, hierarchies: Sequence[Hierarchy], presence: bool, rule: str | None = None,
+    model: PartitionModel = PartitionModel.PUBLISHED,
 ) -> Generalization:
     """Split the QI domain top-down into regions that each meet their requirement.
 
@@ -210,6 +224,14 @@ def partition(
             individuals of the region (n = candidates).
         rule: one of :data:`SPLIT_RULES`; None for :data:`DEFAULT_SPLIT_RULE` (read at call
             time, so the benchmark of the rules can set it).
+        model: what a split decision may read (docs/threat-model.md, residual risk).
+            ``"published"``: a region's own counts only (sums of the final groups below it,
+            so published) and public register counts: a split is admissible when every
+            part would meet its requirement for *every* placement of the region's counts
+            (part n >= requirement · region n_s), and a forced split is chosen by the rule
+            alone. The partition is then a function of the published counts and tells an
+            adversary who knows the algorithm nothing more. ``"parts"``: each part's own
+            counts (finer groups; a refused split is evidence about the parts).
 
     Returns:
         a :class:`anonymizer.bottomup.Generalization` with the final regions as groups
@@ -223,6 +245,10 @@ def partition(
     rule = DEFAULT_SPLIT_RULE if rule is None else rule
     if rule not in SPLIT_RULES:
         raise ValueError(f"split rule must be one of {SPLIT_RULES}, got {rule!r}")
+    published = PartitionModel(model) is PartitionModel.PUBLISHED
+    if published and rule == "ncp":
+        # its score reads the parts' record counts, unpublished for a split not taken
+        raise ValueError("the ncp split rule reads unpublished record counts; use widest or balanced")
     d = len(hierarchies)
     trees = [_Tree.of(h) for h in hierarchies]
     leaves = np.asarray(cells.keys, dtype=np.int64)
@@ -242,17 +268,23 @@ def partition(
             keys=leaves[open_cells], candidates=n[open_cells], records=cells.records[open_cells],
             counts=cells.counts[open_cells], requirement=cells.requirement[open_cells],
         )
+        region_counts = None
+        if published:
+            region_counts = np.zeros((n_open, sub.counts.shape[1]), dtype=np.int64)
+            np.add.at(region_counts, region_of_cell, sub.counts)
         splits = [
-            _split(a, trees[a], region_of_cell, n_open, open_nodes[:, a], sub, presence, rule, not open_valid.all())
+            _split(a, trees[a], region_of_cell, n_open, open_nodes[:, a], sub, presence, rule, not open_valid.all(),
+                   region_counts)
             for a in range(d)
-        ]
+        ]  # fmt: skip
         # choose per region: the best admissible split; an invalid region takes the least need
         admissible = np.stack([s.admissible for s in splits], axis=1)  # (R, d)
         splittable = np.stack([s.splittable for s in splits], axis=1)
         score = np.stack([s.score for s in splits], axis=1)
         need = np.stack([s.need for s in splits], axis=1)
         best_ok = np.argmax(np.where(admissible, score, -np.inf), axis=1)
-        forced_key = np.where(splittable, need, np.inf)
+        # a forced split under the published model may not read its parts' counts: the rule alone
+        forced_key = np.where(splittable, 0.0 if published else need, np.inf)
         best_forced = _argmin_then_max(forced_key, score)
         has_ok = admissible.any(axis=1)
         stuck = ~open_valid & ~splittable.any(axis=1)

@@ -10,7 +10,7 @@ or a split taken, also tells which worlds were possible.
 
 Usage (from the repository root)::
 
-    .venv/bin/python benchmarks/residual_risk.py --series 300 --seed 0
+    .venv/bin/python benchmarks/residual_risk.py --series 300 --seed 0 [--model published|parts]
 
 Prints one JSON object: releases measured, how many have some posterior above its charge,
 the largest excess (posterior - charge) and ratio, and the largest posterior against 1/ℓ.
@@ -35,6 +35,7 @@ import mechanism_oracle as mo
 from anonymizer.bottomup import InfeasibleError
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.release import History, PrivacyParams
+from anonymizer.settings import PartitionModel
 
 MAX_WORLDS = 1_500
 
@@ -47,7 +48,9 @@ AGE = _hierarchy("age", [["a", "ab", "*"], ["b", "ab", "*"], ["c", "cd", "*"], [
 SEX = _hierarchy("sex", [["m", "*"], ["f", "*"]])
 
 
-def random_series(rng: np.random.Generator, algorithm: str = "topdown") -> tuple[mo.Instance, list[mo.World]]:
+def random_series(
+    rng: np.random.Generator, algorithm: str = "topdown", model: str = PartitionModel.PUBLISHED
+) -> tuple[mo.Instance, list[mo.World]]:
     """A tiny series drawn like the gate's hypothesis strategy."""
     n = int(rng.integers(3, 9))
     keys = np.stack([rng.integers(0, AGE.n_leaves, n), rng.integers(0, SEX.n_leaves, n)], axis=1).astype(np.int64)
@@ -60,6 +63,7 @@ def random_series(rng: np.random.Generator, algorithm: str = "topdown") -> tuple
         k_prime=int(rng.integers(1, 4)) if strategy == "constant" else None,
         alpha=2.0 if strategy == "geometric" else None,
         algorithm=algorithm,
+        partition_model=model,
     )
     presence = bool(rng.integers(2))
     inst = mo.Instance(keys, [AGE, SEX], domain, protected, params, presence, budget=0)
@@ -73,13 +77,15 @@ def random_series(rng: np.random.Generator, algorithm: str = "topdown") -> tuple
     return inst, series
 
 
-def measure(n_series: int, seed: int, algorithm: str = "topdown") -> dict[str, Any]:
+def measure(
+    n_series: int, seed: int, algorithm: str = "topdown", model: str = PartitionModel.PUBLISHED
+) -> dict[str, Any]:
     rng = np.random.default_rng(seed)
     releases = exceeding = above_bound = 0
     worst_excess, worst_ratio, worst_post = Fraction(0), Fraction(1), Fraction(0)
     worst_case: dict[str, Any] | None = None
     for _ in range(n_series):
-        inst, series = random_series(rng, algorithm)
+        inst, series = random_series(rng, algorithm, model)
         history = History.empty(np.full(inst.keys.shape[0], inst.params.ell), len(inst.protected))
         for seq, observed in enumerate(series, start=1):
             try:
@@ -112,6 +118,7 @@ def measure(n_series: int, seed: int, algorithm: str = "topdown") -> dict[str, A
         "series": n_series,
         "seed": seed,
         "algorithm": algorithm,
+        "partition_model": model if algorithm == "topdown" else "parts",
         "releases_measured": releases,
         "releases_with_a_posterior_above_its_charge": exceeding,
         "largest_excess_posterior_minus_charge": float(worst_excess),
@@ -127,8 +134,10 @@ def main() -> None:
     parser.add_argument("--series", type=int, default=300)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--algorithm", choices=["topdown", "bottomup"], default="topdown")
+    parser.add_argument("--model", choices=list(PartitionModel), default=PartitionModel.PUBLISHED,
+                        help="the top-down search's partition_model")
     args = parser.parse_args()
-    print(json.dumps(measure(args.series, args.seed, args.algorithm), indent=2))
+    print(json.dumps(measure(args.series, args.seed, args.algorithm, args.model), indent=2))
 
 
 if __name__ == "__main__":

@@ -16,7 +16,15 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from anonymizer.settings import AfterKPrime, Algorithm, Dilution, Guarantee, Strategy, SuppressionModel
+from anonymizer.settings import (
+    AfterKPrime,
+    Algorithm,
+    Dilution,
+    Guarantee,
+    PartitionModel,
+    Strategy,
+    SuppressionModel,
+)
 from serialpub.errors import InputError
 from serialpub.io.periods import PeriodFormat
 
@@ -118,6 +126,9 @@ class Config(BaseModel):
     dilution: Dilution = Dilution.REGISTER
     suppression_model: SuppressionModel = SuppressionModel.MECHANISM
     algorithm: Algorithm = Algorithm.TOPDOWN
+    # what the top-down search's split decisions read; None: the algorithm's own
+    # (top-down: published; bottom-up: parts, the only one it has); docs/threat-model.md
+    partition_model: PartitionModel | None = None
     suppression_budget: float = Field(default=0.0, ge=0, le=1)
     query_seed: int = 0
     # how period labels are written (serialpub.io.periods): a period that skips one is refused
@@ -161,6 +172,11 @@ class Config(BaseModel):
                 "who knows the algorithm can infer it); set suppression_budget: 0, or suppression_model: "
                 "paper to reproduce paper 004's weaker published-count model"
             )
+        if self.algorithm is Algorithm.BOTTOMUP and self.partition_model is PartitionModel.PUBLISHED:
+            raise ValueError(
+                "partition_model 'published' with algorithm 'bottomup', whose cut search reads every cell's counts; "
+                "use algorithm: topdown, or leave partition_model out (bottom-up: parts)"
+            )
         if self.algorithm is Algorithm.TOPDOWN and self.suppression_budget > 0:
             raise ValueError(
                 f"suppression_budget {self.suppression_budget:g} with algorithm 'topdown', which never suppresses; "
@@ -168,6 +184,13 @@ class Config(BaseModel):
                 "paper 004's suppression"
             )
         return self
+
+    @property
+    def effective_partition_model(self) -> PartitionModel:
+        """``partition_model``, or the algorithm's own when it is not set."""
+        if self.partition_model is not None:
+            return self.partition_model
+        return PartitionModel.PUBLISHED if self.algorithm is Algorithm.TOPDOWN else PartitionModel.PARTS
 
 
 class Workspace(BaseModel):
@@ -326,6 +349,15 @@ suppression_model: {suppression_model}
 #   bottomup - paper 004's global recoding (one cut per QI for the whole release), kept
 #              for reproducing the paper; the only one that can suppress (paper model).
 algorithm: {algorithm}
+# What the top-down search's split decisions read (docs/threat-model.md, "Residual risk"):
+#   published - the default: only counts the release publishes; a part must meet its
+#               requirement even if it held all of its region's records of a value. The
+#               partition then tells an adversary who knows the algorithm nothing more.
+#   parts     - each part's own counts: finer groups and lower query error, but a region
+#               left unsplit is evidence that one of its parts would have violated, and an
+#               exhaustive search of tiny series finds posteriors above 1/l.
+# (bottomup always reads its cells' counts: leave this out with it.)
+partition_model: {partition_model}
 # Largest fraction of a snapshot's records that may be suppressed (removed) when
 # generalization alone cannot meet the requirement (suppression_model: paper only).
 suppression_budget: {budget}
@@ -417,6 +449,7 @@ def render_config(
     budget: float = 0.0,
     suppression_model: str = "mechanism",
     algorithm: str | None = None,
+    partition_model: str | None = None,
     protected: Sequence[str] | None = None,
     auto_approve: str | None = None,
     signing_key: str | None = None,
@@ -429,12 +462,15 @@ def render_config(
         ell, strategy, k_prime, after_k_prime, alpha, guarantee, dilution, budget, suppression_model, algorithm:
             as the template explains; ``algorithm`` None writes ``topdown``, or ``bottomup``
             with a positive budget (the only search that suppresses).
+        partition_model: None writes the algorithm's own (top-down: ``published``,
+            bottom-up: ``parts``).
         protected: the protected values; None writes ``all``.
         auto_approve: None writes ``auto_approve: false`` (a person signs off); a text
             writes ``true`` with that text as the comment saying why (a demo, test or
             benchmark environment).
         signing_key: the private key's path, relative to the file; None writes ``null``.
     """
+    algorithm = algorithm or ("bottomup" if budget > 0 else "topdown")
     return TEMPLATE.format(
         dataset=dataset,
         qis=", ".join(qis),
@@ -449,7 +485,8 @@ def render_config(
         dilution=dilution,
         budget=f"{budget:g}",
         suppression_model=suppression_model,
-        algorithm=algorithm or ("bottomup" if budget > 0 else "topdown"),
+        algorithm=algorithm,
+        partition_model=partition_model or ("parts" if algorithm == "bottomup" else "published"),
         protected="all" if protected is None else "[" + ", ".join(json.dumps(v) for v in protected) + "]",
         auto_approve="false" if auto_approve is None else f"true  # {auto_approve}",
         signing_key="null" if signing_key is None else signing_key,

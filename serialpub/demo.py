@@ -46,6 +46,7 @@ def create_workspace(
     budget: float | None = None,
     suppression_model: str = "mechanism",
     algorithm: str | None = None,
+    partition_model: str | None = None,
     protected: Sequence[str] | None = None,
     rounds: int = 20,
     seed: int = 0,
@@ -85,6 +86,7 @@ def create_workspace(
             budget=(0.0 if suppression_model == "mechanism" else 0.05) if budget is None else budget,
             suppression_model=suppression_model, protected=protected,
             algorithm=algorithm or ("topdown" if suppression_model == "mechanism" else "bottomup"),  # paper: suppresses
+            partition_model=partition_model,
             auto_approve="the demo is a test environment",
             signing_key=DEMO_KEY,
         ),

@@ -138,8 +138,27 @@ def test_a_split_is_kept_only_when_every_part_meets_its_requirement(rule: str) -
     15, apart a's 10/1 does not, so they stay together; under requirement 10 they split
     (10/1 meets 10: a ratio equal to the requirement meets it)."""
     keys = np.array([[0, 0, 0], [1, 0, 0]])
-    assert partition(_cells(keys, [[1], [0]], 10.0), HS, False, rule).groups.keys.shape[0] == 2
-    assert partition(_cells(keys, [[1], [0]], 15.0), HS, False, rule).groups.keys.shape[0] == 1
+    model = "parts" if rule == "ncp" else "published"  # ncp reads unpublished record counts
+    assert partition(_cells(keys, [[1], [0]], 10.0), HS, False, rule, model).groups.keys.shape[0] == 2
+    assert partition(_cells(keys, [[1], [0]], 15.0), HS, False, rule, model).groups.keys.shape[0] == 1
+
+
+def test_under_the_published_model_a_part_must_hold_for_every_placement_of_its_region() -> None:
+    """One record of the value in age a and one in b, 10 candidates each, requirement 10:
+    each part meets it on its own counts (10/1), so the parts model splits. The published
+    model does not: it may not read the parts' counts, and a part holding both records
+    (10/2) would break the requirement, so the region stays whole (20/2 meets 10) and a
+    region left whole says nothing about where its records are."""
+    keys = np.array([[0, 0, 0], [1, 0, 0]])
+    cells = _cells(keys, [[1], [1]], 10.0)
+    assert partition(cells, HS, False, model="parts").groups.keys.shape[0] == 2
+    assert partition(cells, HS, False, model="published").groups.keys.shape[0] == 1
+    assert partition(_cells(keys, [[1], [0]], 10.0), HS, False, model="published").groups.keys.shape[0] == 2
+
+
+def test_the_ncp_rule_is_refused_under_the_published_model() -> None:
+    with pytest.raises(ValueError, match="ncp split rule reads unpublished record counts"):
+        partition(_cells(np.array([[0, 0, 0]]), [[0]], 2.0), HS, False, "ncp", "published")
 
 
 def test_an_exhausted_pair_is_separated_from_the_value_by_a_forced_split() -> None:

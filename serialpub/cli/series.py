@@ -130,6 +130,13 @@ def demo(
         str | None,
         typer.Option("--algorithm", help="topdown (default) or bottomup (paper 004's; default under the paper model)"),
     ] = None,
+    partition_model: Annotated[
+        str | None,
+        typer.Option(
+            "--partition-model",
+            help="published (default) or parts (finer groups; the partition is evidence)",
+        ),
+    ] = None,
     budget: Annotated[
         float | None,
         typer.Option("--suppression-budget", help="fraction of records (paper model only; default 0.05 there)"),
@@ -158,6 +165,7 @@ def demo(
         budget=budget,
         suppression_model=suppression_model,
         algorithm=algorithm,
+        partition_model=partition_model,
         protected=None if protected is None else split_list(protected),
         rounds=rounds,
         seed=seed,

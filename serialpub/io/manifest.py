@@ -24,7 +24,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from anonymizer.settings import AfterKPrime, Algorithm, Dilution, Guarantee, Strategy, SuppressionModel
+from anonymizer.settings import (
+    AfterKPrime,
+    Algorithm,
+    Dilution,
+    Guarantee,
+    PartitionModel,
+    Strategy,
+    SuppressionModel,
+)
 from serialpub.errors import InputError
 
 #: the manifest format this version writes and the newest it reads (2: the hash chain and
@@ -134,6 +142,7 @@ class Manifest(_Contract):
     dilution: Dilution
     suppression_model: SuppressionModel | None = None
     algorithm: Algorithm | None = None
+    partition_model: PartitionModel | None = None
     numeric_quasi_identifiers: list[str] = []
     suppression_budget: float | None = None
     protected_values: list[str]

@@ -22,7 +22,7 @@ import pandas as pd
 from anonymizer.bottomup import InfeasibleError
 from anonymizer.measures.guarantee import TIE_TOLERANCE
 from anonymizer.release import History, PrivacyParams, SnapshotCodes, anonymize_history
-from anonymizer.settings import AfterKPrime, Algorithm, Guarantee, Strategy, SuppressionModel
+from anonymizer.settings import AfterKPrime, Algorithm, Guarantee, PartitionModel, Strategy, SuppressionModel
 from serialpub import __version__
 from serialpub.errors import InputError
 from serialpub.io import release_files
@@ -94,7 +94,9 @@ def localized_baseline(publisher: Any, published: list[Any]) -> Baseline:
                            # the baseline at equal algorithm; releases before the field: bottom-up
                            algorithm=Algorithm(params.get("algorithm", "bottomup")),
                            # releases before renewal existed stopped at k'
-                           after_k_prime=AfterKPrime(params.get("after_k_prime") or "stop"))  # fmt: skip
+                           after_k_prime=AfterKPrime(params.get("after_k_prime") or "stop"),
+                           # releases before the field read the parts' counts
+                           partition_model=PartitionModel(params.get("partition_model") or "parts"))  # fmt: skip
         table = read_csv(path, "snapshot")
         snap = snapshot_from_table(table, path, cfg.id_column, publisher.qis, cfg.sensitive, publisher.register,
                                    publisher.hierarchies, domain)  # fmt: skip

@@ -79,6 +79,7 @@ class ReleaseContext:
             suppression_model=cfg.suppression_model,
             algorithm=cfg.algorithm,
             after_k_prime=cfg.after_k_prime,
+            partition_model=cfg.effective_partition_model,
         )
         self.hierarchy_sources = {q: str(ws.hierarchy_dir / f"{q}.csv") for q in self.qis}
         # The register suite runs before the first check of a snapshot, once per context;

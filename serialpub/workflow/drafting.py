@@ -312,6 +312,7 @@ def params_record(ctx: ReleaseContext) -> dict[str, Any]:
         "dilution": cfg.dilution,
         "suppression_model": cfg.suppression_model,
         "algorithm": cfg.algorithm,
+        "partition_model": cfg.effective_partition_model,
         "numeric_quasi_identifiers": ctx.numeric,
         "suppression_budget": cfg.suppression_budget,
         "protected_values": ctx.protected,
