@@ -23,11 +23,12 @@ region at once:
    Under the ``published`` partition model (the default) a part's n_s in that comparison
    is its *region's* n_s, the most the part can hold: every decision then reads only
    counts the release publishes, so that a region left unsplit tells nothing about its
-   parts (docs/threat-model.md, "Residual risk: the partition as evidence").
+   parts (docs/threat-model.md, "The partition as evidence").
 
 A region that itself violates its requirement (the root, when some candidate may never be
-linked to a value again) must be split whatever the rule says: it takes the split whose
-parts need the fewest records removed (:func:`anonymizer.bottomup.suppression_need`), and
+linked to a value again) must be split whatever the rule says. Under the ``parts`` model it
+takes the split whose parts need the fewest records removed
+(:func:`anonymizer.bottomup.suppression_need`), under ``published`` the split rule's choice;
 the search fails with :class:`anonymizer.bottomup.InfeasibleError` when such a region
 cannot be split further. Children of one node are disjoint and narrowing only shrinks a
 box, so the final regions are pairwise disjoint and every cell lies in exactly one.
@@ -60,7 +61,6 @@ BoolArray = npt.NDArray[np.bool_]
 #: holds the smallest share of the region's candidates.
 SPLIT_RULES = ("ncp", "widest", "balanced")
 DEFAULT_SPLIT_RULE = "widest"
-
 
 
 @dataclass(frozen=True)
@@ -224,7 +224,8 @@ def partition(
             individuals of the region (n = candidates).
         rule: one of :data:`SPLIT_RULES`; None for :data:`DEFAULT_SPLIT_RULE` (read at call
             time, so the benchmark of the rules can set it).
-        model: what a split decision may read (docs/threat-model.md, residual risk).
+        model: what a split decision may read (docs/threat-model.md, "The partition as
+            evidence").
             ``"published"``: a region's own counts only (sums of the final groups below it,
             so published) and public register counts: a split is admissible when every
             part would meet its requirement for *every* placement of the region's counts
@@ -271,7 +272,8 @@ def partition(
         region_counts = None
         if published:
             region_counts = np.zeros((n_open, sub.counts.shape[1]), dtype=np.int64)
-            np.add.at(region_counts, region_of_cell, sub.counts)
+            for v in range(sub.counts.shape[1]):  # a loop over protected values, not cells
+                region_counts[:, v] = np.bincount(region_of_cell, weights=sub.counts[:, v], minlength=n_open)
         splits = [
             _split(a, trees[a], region_of_cell, n_open, open_nodes[:, a], sub, presence, rule, not open_valid.all(),
                    region_counts)
