@@ -113,6 +113,9 @@ def test_every_release_carries_its_report_and_the_manifest_checksums_it(series: 
         assert f"release {seq} (period {seq:04d})" in page and page.count("<svg") == 2
         # the search that formed the groups is named (the adversary is assumed to know it)
         assert manifest["algorithm"] == "topdown" and "top-down: the QI domain split region by region" in page
+        # and whether its partition is evidence: the default decides on published counts only
+        assert manifest["partition_model"] == "published"
+        assert "every split decided on counts this release publishes (partition model" in page
         assert "<script" not in page and not re.search(r'(src|href)="https?://', page)  # self-contained
 
 
