@@ -6,6 +6,7 @@ automatic approval is allowed only when configured and is said in the manifest."
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -311,6 +312,13 @@ def test_two_required_approvals_publish_only_after_the_second_approver(tmp_path:
         ("erin", "approved"), ("frank", "approved"),
     ]  # fmt: skip
     assert _cli("state", "verify", "--config", root).returncode == 0
+    # the earlier approval rewritten by someone who can drop the trigger: verify names it
+    with sqlite3.connect(root / "state.sqlite") as db:
+        db.execute("DROP TRIGGER sign_offs_no_update")
+        db.execute("UPDATE sign_offs SET approver = 'Mallory' WHERE approver = 'erin'")
+    forged = _cli("state", "verify", "--config", root)
+    assert forged.returncode == 1
+    assert "release 1: the manifest's earlier approval by 'erin'" in forged.stdout.replace("\n", " "), forged.stdout
 
 
 def test_one_approval_leaves_no_earlier_approvals_in_the_manifest(gated: Path) -> None:

@@ -47,23 +47,19 @@ def compare_sign_offs(
         signed = manifest.sign_off
         if signed is None:
             continue
-        matching = [
-            r for r in rows.get(seq, [])
-            if (r.decision, r.approver, r.comment, r.report_sha256, r.decided_at.isoformat(timespec="seconds"))
-            == (signed.decision, signed.approver, signed.comment, signed.report_sha256, signed.decided_at)
-        ]  # fmt: skip
-        if not matching:
+        # the decisions the sign_offs table holds for this release, keyed as a manifest records them
+        stored = {
+            (r.decision, r.approver, r.comment, r.report_sha256, r.decided_at.isoformat(timespec="seconds"))
+            for r in rows.get(seq, [])
+        }
+        if (signed.decision, signed.approver, signed.comment, signed.report_sha256, signed.decided_at) not in stored:
             report.add(
                 KIND,
                 f"release {seq}: the manifest's sign-off ({signed.decision} by {signed.approver!r} at "
                 f"{signed.decided_at}) is not in the state's sign_offs table",
             )
         for earlier in signed.earlier_approvals:
-            if not any(
-                (r.decision, r.approver, r.comment, r.report_sha256, r.decided_at.isoformat(timespec="seconds"))
-                == ("approved", earlier.approver, earlier.comment, earlier.report_sha256, earlier.decided_at)
-                for r in rows.get(seq, [])
-            ):
+            if ("approved", earlier.approver, earlier.comment, earlier.report_sha256, earlier.decided_at) not in stored:
                 report.add(
                     KIND,
                     f"release {seq}: the manifest's earlier approval by {earlier.approver!r} at "
