@@ -14,9 +14,19 @@ section 5.2), which paper 004 (Wong et al., section 8) adopts for serial publish
   from the release and contribute nothing;
 * **relative error**: ``|actual − estimate| / actual``; queries with actual = 0 are redrawn.
 
-Ranges are leaf sets. A range is given as a boolean leaf mask per attribute; an attribute a
-query does not constrain has an all-True mask (every node then contributes 1), so queries on
-different attribute subsets share one representation.
+The **register-weighted estimator** answers the same queries with one change: a generalized
+value is spread over its leaves in proportion to the register's count of each leaf,
+``Π_i w(leaves(g_i) ∩ R_i) / w(leaves(g_i))``, instead of uniformly. Every release
+publishes those counts (the manifest's ``register_marginals``; docs/design.md section 8),
+so a data user can do the same; they are public in the threat model, which already grants
+the adversary the whole register. On skewed attributes (a country of birth that is one
+value for nine people in ten) the uniform estimator's error is mostly the skew, not the
+generalization.
+
+Ranges are leaf sets (:mod:`anonymizer.workload` holds them and draws random ones). A range
+is given as a boolean leaf mask per attribute; an attribute a query does not constrain has
+an all-True mask (every node then contributes 1), so queries on different attribute subsets
+share one representation.
 
 Evaluation is matrix arithmetic, never a loop over records: each table is first aggregated
 into distinct (node tuple, sensitive value) rows with counts; queries are grouped by the set
@@ -43,6 +53,11 @@ import pandas as pd
 from anonymizer.arrays import row_keys
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.regions import NodeSpans, label_nodes
+from anonymizer.workload import QueryRanges, check_parameters, draw_queries
+
+__all__ = [
+    "QueryErrorResult", "QueryRanges", "WeightedEstimate", "average_relative_error", "draw_queries", "evaluate_queries",
+]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -55,53 +70,10 @@ CHUNK_ELEMENTS = 1 << 21
 #: queries with a non-zero actual answer.
 MAX_DRAWS_PER_QUERY = 100
 
-#: Categorical ranges: a node is a candidate when its leaf fraction f satisfies
-#: ``|log2(f / target)| <= CATEGORICAL_BAND`` (within a factor 2 of the target).
-CATEGORICAL_BAND = 1.0
-
 
 # --------------------------------------------------------------------------------------
-# Query ranges and results
+# Results
 # --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, eq=False)
-class QueryRanges:
-    """Explicit ranges of Q count queries.
-
-    Attributes:
-        qi: per quasi-identifier, the leaf membership of its range, bool array of shape
-            (Q, n_leaves) indexed by the hierarchy's leaf ids. A QI missing from the mapping,
-            or a row that is all True, leaves that attribute unconstrained.
-        sensitive_values: the sensitive domain, the column order of ``sensitive``.
-        sensitive: membership of R_S, bool array of shape (Q, len(sensitive_values)).
-            Records whose sensitive value is not in ``sensitive_values`` satisfy no query.
-    """
-
-    qi: Mapping[str, BoolArray]
-    sensitive_values: tuple[Any, ...]
-    sensitive: BoolArray
-
-    @property
-    def n_queries(self) -> int:
-        return int(self.sensitive.shape[0])
-
-    def take(self, index: npt.ArrayLike) -> QueryRanges:
-        """The queries at ``index`` (integer or boolean array), in that order."""
-        idx = np.asarray(index)
-        return QueryRanges({a: m[idx] for a, m in self.qi.items()}, self.sensitive_values, self.sensitive[idx])
-
-    @staticmethod
-    def concat(parts: Sequence[QueryRanges]) -> QueryRanges:
-        """Queries of several batches drawn over the same attributes and sensitive domain."""
-        if not parts:
-            raise ValueError("nothing to concatenate")
-        first = parts[0]
-        return QueryRanges(
-            {a: np.concatenate([p.qi[a] for p in parts]) for a in first.qi},
-            first.sensitive_values,
-            np.concatenate([p.sensitive for p in parts]),
-        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -140,6 +112,26 @@ class QueryErrorResult:
     n_draws: int
     mean_selectivity: float
     ranges: QueryRanges
+    weighted: WeightedEstimate | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class WeightedEstimate:
+    """The same queries answered by the register-weighted estimator: a generalized value is
+    spread over its leaves in proportion to given leaf weights (the register's count of
+    each leaf, which every release publishes; docs/design.md section 8) instead of uniformly.
+
+    Attributes:
+        mean, median, p85: of the relative errors, as in :class:`QueryErrorResult`.
+        estimate: estimated answers, float64 of shape (n_queries,).
+        errors: relative errors against the same actual answers, shape (n_queries,).
+    """
+
+    mean: float
+    median: float
+    p85: float
+    estimate: FloatArray
+    errors: FloatArray
 
 
 # --------------------------------------------------------------------------------------
@@ -147,14 +139,57 @@ class QueryErrorResult:
 # --------------------------------------------------------------------------------------
 
 
-def _overlap_fractions(mask: BoolArray, spans: NodeSpans) -> FloatArray:
-    """``|leaves(node) ∩ R| / |leaves(node)|`` for every query and node, shape (Q, n_nodes).
+def _overlap_fractions(mask: BoolArray, spans: NodeSpans, weights: FloatArray | None = None) -> FloatArray:
+    """Share of every node that lies in the range, for every query and node, shape (Q, n_nodes).
 
-    Exactly 0.0 or 1.0 on leaf nodes.
+    ``weights`` None: ``|leaves(node) ∩ R| / |leaves(node)|`` (the uniform estimator).
+    Otherwise ``w(leaves(node) ∩ R) / w(leaves(node))`` with ``weights`` per leaf id (the
+    register-weighted estimator); a node whose leaves all weigh 0 falls back to the uniform
+    share. Exactly 0.0 or 1.0 on leaf nodes either way.
     """
-    cum = np.zeros((mask.shape[0], mask.shape[1] + 1), dtype=np.int64)
-    np.cumsum(mask[:, spans.order], axis=1, out=cum[:, 1:])
-    return (cum[:, spans.hi + 1] - cum[:, spans.lo]) / spans.size.astype(np.float64)
+    uniform = np.zeros((mask.shape[0], mask.shape[1] + 1), dtype=np.int64)
+    np.cumsum(mask[:, spans.order], axis=1, out=uniform[:, 1:])
+    share = (uniform[:, spans.hi + 1] - uniform[:, spans.lo]) / spans.size.astype(np.float64)
+    if weights is None:
+        return share
+    w = weights[spans.order]
+    total = np.concatenate([[0.0], np.cumsum(w)])
+    node_w = total[spans.hi + 1] - total[spans.lo]
+    cum = np.zeros((mask.shape[0], mask.shape[1] + 1), dtype=np.float64)
+    np.cumsum(mask[:, spans.order] * w, axis=1, out=cum[:, 1:])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        weighted = (cum[:, spans.hi + 1] - cum[:, spans.lo]) / node_w
+    # clip: prefix-sum differences of floats may leave 1 + 1e-16
+    return np.where(node_w > 0, np.clip(weighted, 0.0, 1.0), share)
+
+
+def _leaf_weights(
+    hierarchies: Mapping[str, Hierarchy], leaf_weights: Mapping[str, npt.ArrayLike] | None
+) -> list[FloatArray | None]:
+    """Per QI (in ``hierarchies`` order) its leaf weights as float64 of shape (n_leaves,), or
+    None for the uniform estimator (no weights given, or none for that QI).
+
+    Raises:
+        ValueError: weights of a QI without hierarchy, of the wrong shape, negative or not finite.
+    """
+    if leaf_weights is None:
+        return [None] * len(hierarchies)
+    unknown = sorted(set(leaf_weights) - set(hierarchies))
+    if unknown:
+        raise ValueError(f"leaf weights given for {unknown}, which are not quasi-identifiers of the release")
+    out: list[FloatArray | None] = []
+    for a, h in hierarchies.items():
+        if a not in leaf_weights:
+            out.append(None)
+            continue
+        w = np.asarray(leaf_weights[a], dtype=np.float64)
+        if w.shape != (h.n_leaves,) or not np.all(np.isfinite(w)) or np.any(w < 0):
+            raise ValueError(
+                f"leaf weights of {a!r} must be {h.n_leaves} finite non-negative numbers (one per leaf), "
+                f"got shape {w.shape}"
+            )
+        out.append(w)
+    return out
 
 
 # --------------------------------------------------------------------------------------
@@ -268,8 +303,11 @@ def _answers(
     hierarchies: Mapping[str, Hierarchy],
     spans: Sequence[NodeSpans],
     ranges: QueryRanges,
+    weights: Sequence[FloatArray | None] | None = None,
 ) -> FloatArray:
-    """Expected count of every query on ``table``, shape (Q,); exact counts for leaf-only tables."""
+    """Expected count of every query on ``table``, shape (Q,); exact counts for leaf-only tables.
+    ``weights``: per QI its leaf weights (:func:`_leaf_weights`), None for uniform shares."""
+    weights = [None] * len(spans) if weights is None else weights
     names = list(hierarchies)
     q = ranges.n_queries
     out = np.zeros(q, dtype=np.float64)
@@ -300,7 +338,7 @@ def _answers(
             chunk = queries[start:start + step]
             product = np.take(s_mask[chunk], cols[-1], axis=1)
             for i, col in zip(attrs, cols[:-1], strict=True):
-                fractions = _overlap_fractions(ranges.qi[names[i]][chunk], spans[i])
+                fractions = _overlap_fractions(ranges.qi[names[i]][chunk], spans[i], weights[i])
                 product *= np.take(fractions, col, axis=1)
             out[chunk] = product @ counts
     return out
@@ -312,6 +350,7 @@ def evaluate_queries(
     hierarchies: Mapping[str, Hierarchy],
     sensitive: str,
     ranges: QueryRanges,
+    leaf_weights: Mapping[str, npt.ArrayLike] | None = None,
 ) -> tuple[IntArray, FloatArray]:
     """Actual and estimated answers of explicitly given queries.
 
@@ -323,6 +362,9 @@ def evaluate_queries(
         hierarchies: the QI attributes and their hierarchies.
         sensitive: name of the sensitive column (published unchanged).
         ranges: the queries; see :class:`QueryRanges`.
+        leaf_weights: per QI, a weight per leaf id (shape (n_leaves,)): the estimate spreads
+            a generalized value over its leaves in proportion to them (the register-weighted
+            estimator); None, or a QI left out, spreads uniformly (the paper's estimator).
 
     Returns:
         ``(actual, estimate)``: int64 and float64 arrays of shape (Q,), in records.
@@ -339,114 +381,10 @@ def evaluate_queries(
     spans = [NodeSpans.of(h) for h in hierarchies.values()]
     raw_t = _encode(raw, hierarchies, sensitive, ranges.sensitive_values, True, "raw")
     pub_t = _encode(published, hierarchies, sensitive, ranges.sensitive_values, False, "published")
+    weights = _leaf_weights(hierarchies, leaf_weights)
     actual = np.rint(_answers(raw_t, hierarchies, spans, ranges)).astype(np.int64)
-    return actual, _answers(pub_t, hierarchies, spans, ranges)
+    return actual, _answers(pub_t, hierarchies, spans, ranges, weights)
 
-
-# --------------------------------------------------------------------------------------
-# Drawing queries
-# --------------------------------------------------------------------------------------
-
-
-def _check_parameters(n_queries: int, qd: int, selectivity: float) -> None:
-    if n_queries < 0:
-        raise ValueError(f"n_queries must be >= 0, got {n_queries}")
-    if qd < 0:
-        raise ValueError(f"qd must be >= 0, got {qd}")
-    if not 0 < selectivity <= 1:
-        raise ValueError(f"selectivity must lie in (0, 1], got {selectivity}")
-
-
-def _categorical_candidates(spans: NodeSpans, n_leaves: int, target: float) -> IntArray:
-    distance = np.abs(np.log2(spans.size / n_leaves / target))
-    inside = np.flatnonzero(distance <= CATEGORICAL_BAND + 1e-12)
-    if inside.size:
-        return inside.astype(np.int64)
-    return np.flatnonzero(distance <= distance.min() + 1e-12).astype(np.int64)
-
-
-def draw_queries(
-    hierarchies: Mapping[str, Hierarchy],
-    sensitive_values: Sequence[Any],
-    n_queries: int,
-    qd: int,
-    selectivity: float,
-    rng: np.random.Generator,
-) -> QueryRanges:
-    """Draw random range-count queries (docs/design.md section 8).
-
-    Selectivity rule. With ``q = min(qd, n_QIs)`` attributes per query, every one of the
-    q + 1 conditions gets the target fraction ``t = selectivity ** (1 / (q + 1))`` *of its
-    domain* (not of the records' distribution), so that the expected selectivity is about
-    ``selectivity`` when the attributes are independent and uniform over their domains:
-
-    * the q attributes are drawn uniformly without replacement;
-    * ordered attribute (``Hierarchy.numeric``): an interval of ``w = clip(round(t · n_leaves),
-      1, n_leaves)`` consecutive leaves in numeric order, its start uniform over the
-      ``n_leaves − w + 1`` positions (as Xiao & Tao's "random interval covering 20 % of A's
-      domain");
-    * categorical attribute: the leaf set of a node drawn uniformly among the candidate nodes,
-      those (leaves and '*' included) whose leaf fraction f is within a factor 2 of t
-      (``|log2(f / t)| <= 1``); if no node is, those with the smallest ``|log2(f / t)|``;
-    * R_S: ``clip(round(t · n_S), 1, n_S)`` sensitive values drawn without replacement from
-      the domain ``sensitive_values``.
-
-    Args:
-        hierarchies: the QI attributes and their hierarchies.
-        sensitive_values: the sensitive domain, length n_S >= 1.
-        n_queries: number of queries Q >= 0.
-        qd: QI attributes per query, >= 0; all of them if there are fewer.
-        selectivity: expected selectivity s, in (0, 1].
-        rng: the random generator (consumed; the result is a function of its state).
-
-    Returns:
-        :class:`QueryRanges` with a mask for every QI (all True for the attributes a query
-        does not use).
-
-    Raises:
-        ValueError: on arguments out of range.
-    """
-    _check_parameters(n_queries, qd, selectivity)
-    n_sens = len(sensitive_values)
-    if n_sens == 0:
-        raise ValueError("the sensitive domain is empty")
-    names = list(hierarchies)
-    q_eff = min(qd, len(names))
-    target = selectivity ** (1.0 / (q_eff + 1))
-    n = n_queries
-    rows = np.arange(n)[:, None]
-
-    chosen = np.zeros((n, len(names)), dtype=bool)
-    if q_eff == len(names):
-        chosen[:] = True
-    elif q_eff > 0:
-        picks = np.argsort(rng.random((n, len(names))), axis=1)[:, :q_eff]
-        chosen[rows, picks] = True
-
-    qi: dict[str, BoolArray] = {}
-    for i, (name, h) in enumerate(hierarchies.items()):
-        leaves = h.n_leaves
-        if h.numeric:
-            rank = np.empty(leaves, dtype=np.int64)
-            rank[np.argsort(h.leaf_numbers(), kind="stable")] = np.arange(leaves)
-            width = min(max(math.floor(target * leaves + 0.5), 1), leaves)
-            start = rng.integers(0, leaves - width + 1, size=n)
-            mask = (rank[None, :] >= start[:, None]) & (rank[None, :] < start[:, None] + width)
-        else:
-            sp = NodeSpans.of(h)
-            candidates = _categorical_candidates(sp, leaves, target)
-            mask = sp.leaf_mask(candidates[rng.integers(0, len(candidates), size=n)])
-        mask[~chosen[:, i]] = True
-        qi[name] = mask
-
-    k = min(max(math.floor(target * n_sens + 0.5), 1), n_sens)
-    s_mask = np.zeros((n, n_sens), dtype=bool)
-    if k == n_sens:
-        s_mask[:] = True
-    else:
-        picks = np.argsort(rng.random((n, n_sens)), axis=1)[:, :k]
-        s_mask[rows, picks] = True
-    return QueryRanges(qi, tuple(sensitive_values), s_mask)
 
 
 # --------------------------------------------------------------------------------------
@@ -473,6 +411,7 @@ def average_relative_error(
     qd: int = 3,
     selectivity: float = 0.05,
     seed: int = 0,
+    leaf_weights: Mapping[str, npt.ArrayLike] | None = None,
 ) -> QueryErrorResult:
     """Average relative error of random range-count queries on a release (docs/design.md section 8).
 
@@ -494,6 +433,9 @@ def average_relative_error(
         qd: QI attributes per query (default 3); all QIs if there are fewer.
         selectivity: expected selectivity s of a query, a fraction in (0, 1] (default 0.05).
         seed: seed of the query generator.
+        leaf_weights: per QI, a weight per leaf id; given, the same queries are also
+            answered by the register-weighted estimator (:class:`WeightedEstimate`, in the
+            result's ``weighted``). The queries drawn do not depend on it.
 
     Returns:
         :class:`QueryErrorResult`; errors are ratios (1.0 = 100 %).
@@ -511,7 +453,7 @@ def average_relative_error(
     """
     if n_queries < 1:
         raise ValueError(f"n_queries must be >= 1, got {n_queries}")
-    _check_parameters(n_queries, qd, selectivity)
+    check_parameters(n_queries, qd, selectivity)
     if len(raw) == 0:
         raise ValueError("raw table is empty: no query can have a non-zero answer")
     if sensitive in hierarchies:
@@ -527,6 +469,7 @@ def average_relative_error(
             "table; the release must hold records of the raw snapshot"
         )
 
+    weights = _leaf_weights(hierarchies, leaf_weights)
     spans = [NodeSpans.of(h) for h in hierarchies.values()]
     raw_t = _encode(raw, hierarchies, sensitive, domain, True, "raw")
     pub_t = _encode(published, hierarchies, sensitive, domain, False, "published")
@@ -559,6 +502,13 @@ def average_relative_error(
     actual_i = np.rint(np.concatenate(kept_actual)).astype(np.int64)
     estimate = _answers(pub_t, hierarchies, spans, ranges)
     errors = np.abs(actual_i - estimate) / actual_i
+    weighted = None
+    if leaf_weights is not None:
+        w_estimate = _answers(pub_t, hierarchies, spans, ranges, weights)
+        w_errors = np.abs(actual_i - w_estimate) / actual_i
+        weighted = WeightedEstimate(
+            float(w_errors.mean()), float(np.median(w_errors)), float(np.percentile(w_errors, 85)), w_estimate, w_errors
+        )
     return QueryErrorResult(
         mean=float(errors.mean()),
         median=float(np.median(errors)),
@@ -573,4 +523,5 @@ def average_relative_error(
         n_draws=n_draws,
         mean_selectivity=float((actual_i / len(raw)).mean()),
         ranges=ranges,
+        weighted=weighted,
     )

@@ -3,7 +3,8 @@
 Reads a workspace's published releases (each ``report.json`` and ``manifest.json``) and
 its state, and prints per series: releases published, groups per release (median and
 range), the average relative query error (mean and median over releases of each release's
-mean), the discernibility metric C_DM and the normalized certainty penalty NCP (mean over
+mean; and the median of the register-weighted estimator's), the discernibility metric
+C_DM and the normalized certainty penalty NCP (mean over
 releases), the largest breach probability; then, from the statistics file after the last
 release, the distribution of linked-release counts over the (register individual,
 protected value) pairs that were linked at least once, and the largest count.
@@ -41,6 +42,8 @@ def measure(root: Path) -> dict[str, object]:
         rows.append({
             "groups": manifest["groups"],
             "error": utility["average relative error of range-count queries"],
+            # absent from releases made before the register-weighted estimator existed
+            "weighted": utility.get("average relative error of range-count queries, register-weighted"),
             "cdm": utility["discernibility metric C_DM"],
             "ncp": utility["normalized certainty penalty NCP"],
         })
@@ -60,6 +63,9 @@ def measure(root: Path) -> dict[str, object]:
         "groups_range": [min(groups), max(groups)],
         "error_mean": statistics.mean(r["error"] for r in rows),
         "error_median": statistics.median(r["error"] for r in rows),
+        "weighted_error_median": (
+            statistics.median(r["weighted"] for r in rows) if all(r["weighted"] is not None for r in rows) else None
+        ),
         "cdm_mean": statistics.mean(r["cdm"] for r in rows),
         "ncp_mean": statistics.mean(r["ncp"] for r in rows),
         "max_p": history.max_breach(),

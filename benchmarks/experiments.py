@@ -242,6 +242,7 @@ def run_series(
         groups publishing a protected value, whose size the guarantee constrains),
         ``max_p`` (largest breach probability over releases 1..round),
         ``query_error`` (mean relative error, ratio; None when not measured),
+        ``query_error_weighted`` (the same queries, register-weighted estimator),
         ``query_error_median``, ``seconds_anonymize``, ``seconds_query``; for an infeasible
         round ``reason`` and ``seconds_anonymize`` (time until it gave up). The list ends
         at the first infeasible round.
@@ -255,6 +256,9 @@ def run_series(
         # (and the bottom-up search, the only one that suppresses)
         params = dataclasses.replace(params, suppression_model="paper", algorithm="bottomup")
     hierarchies = pub.hierarchies_for_search(params.algorithm, pub.numeric)
+    # the register-weighted estimator's weights, as the pipeline publishes them
+    leaf_weights = {q: np.bincount(pub.register.keys[:, a], minlength=pub.hierarchies[q].n_leaves)
+                    for a, q in enumerate(pub.qis)}  # fmt: skip
     history = History.empty(np.full(len(pub.register.ids), float(params.ell)), scenario.n_protected)
     rows: list[dict[str, Any]] = []
     for seq, (snap, record_set) in enumerate(zip(scenario.snapshots[:rounds], scenario.record_set, strict=False), 1):
@@ -291,6 +295,7 @@ def run_series(
             "max_records": int(recs.max()),
             "max_p": history.max_breach(),
             "query_error": None,
+            "query_error_weighted": None,
             "query_error_median": None,
             "seconds_anonymize": t_anon,
             "seconds_query": None,
@@ -301,9 +306,10 @@ def run_series(
             query = average_relative_error(
                 snap.table[[*pub.qis, cfg.sensitive]], table, pub.read_hierarchies(table),
                 cfg.sensitive, n_queries=QUERY_COUNT, qd=QUERY_DIMENSIONS, selectivity=QUERY_SELECTIVITY,
-                seed=cfg.query_seed,
+                seed=cfg.query_seed, leaf_weights=leaf_weights,
             )  # fmt: skip
             row.update(query_error=query.mean, query_error_median=query.median,
+                       query_error_weighted=query.weighted.mean if query.weighted else None,
                        seconds_query=time.perf_counter() - t_q)  # fmt: skip
         rows.append(row)
         if progress:

@@ -513,3 +513,23 @@ def test_brute_force_cases_cover_every_path() -> None:
         violations += bf["violations"] > 0
         overlaps += bf["overlaps"] > 0
     assert ties and violations and overlaps
+
+
+def test_register_marginals_are_the_registers_and_a_wrong_one_is_named(published_once: Path) -> None:
+    """Every release publishes, per QI, the register's individuals per leaf (the weights of the
+    register-weighted query estimator); the audit recounts them from the register."""
+    manifest_path = published_once / "releases" / "clinic" / "release-0001" / "manifest.json"
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    register = pd.read_csv(published_once / "register.csv", dtype=str)
+    for q in manifest["quasi_identifiers"]:
+        published = {k: v for k, v in manifest["register_marginals"][q].items() if v}
+        assert published == register[q].value_counts().to_dict()
+    assert audit_workspace(published_once).ok
+    q = manifest["quasi_identifiers"][0]
+    leaf = next(k for k, v in manifest["register_marginals"][q].items() if v)
+    manifest["register_marginals"][q][leaf] += 1
+    manifest_path.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    result = audit_workspace(published_once)
+    assert any(
+        f.startswith("release 1: register_marginals of") and f"'{q}'" in f and f"{leaf}=" in f for f in result.findings
+    )

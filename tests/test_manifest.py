@@ -41,8 +41,9 @@ PUBLISHED: dict[str, Any] = {
     "suppressed": 0,
     "max_breach_probability": 0.09761295822676896,
     "constant_ratio_target": 29.356788873216473,
-    "utility": {"average_relative_error": 0.9690316963492587, "queries": 5000, "qd": 3, "selectivity": 0.05,
-                "seed": 0},
+    "utility": {"average_relative_error": 0.9690316963492587, "register_weighted_error": 0.2261, "queries": 5000,
+                "qd": 3, "selectivity": 0.05, "seed": 0},
+    "register_marginals": {"age": {"17": 395, "18": 0}, "sex": {"Female": 14695, "Male": 30527}},
     "measures": [
         {"name": "suppression rate", "value": 0.0, "unit": "fraction", "source": "s", "note": "n", "family": "utility"},
         {"name": "smallest c", "value": "inf", "unit": "", "source": "s", "note": "n", "family": "privacy"},
@@ -69,7 +70,8 @@ PUBLISHED: dict[str, Any] = {
 
 #: keys a manifest may lack (releases made before they existed, imported releases)
 OPTIONAL = ["after_k_prime", "suppression_model", "algorithm", "numeric_quasi_identifiers", "suppression_budget",
-            "max_breach_probability", "constant_ratio_target", "utility", "measures", "report"]  # fmt: skip
+            "max_breach_probability", "constant_ratio_target", "utility", "register_marginals", "measures",
+            "report"]  # fmt: skip
 
 
 def text(manifest: dict[str, Any]) -> str:
@@ -98,6 +100,15 @@ def test_older_and_imported_manifests_keep_exactly_their_keys(absent: set[str], 
         assert m.numeric_quasi_identifiers == []
 
 
+def test_a_utility_record_without_the_register_weighted_error_stays_without_it() -> None:
+    """Releases made before the register-weighted estimator existed read and write back as they were."""
+    manifest = copy.deepcopy(PUBLISHED)
+    del manifest["utility"]["register_weighted_error"]
+    m = Manifest.parse(manifest, "m.json")
+    assert m.utility is not None and m.utility.register_weighted_error is None
+    assert m.to_json() == text(manifest)
+
+
 def test_keys_added_after_parsing_are_written_in_the_contracts_order() -> None:
     draft = {k: v for k, v in copy.deepcopy(PUBLISHED).items() if k != "report"}
     draft |= {"validation": None, "sign_off": None}
@@ -122,6 +133,8 @@ def test_keys_added_after_parsing_are_written_in_the_contracts_order() -> None:
         (lambda m: m["sha256"].pop("register"), r"key 'sha256\.register' is missing"),
         (lambda m: m.update(records=True), r"'records' input should be a valid integer"),
         (lambda m: m.update(quasi_identifiers=[]), r"'quasi_identifiers' list should have at least 1 item"),
+        (lambda m: m["register_marginals"]["sex"].update(Male="30527"),
+         r"'register_marginals\.sex\.Male' input should be a valid integer"),
     ],
 )
 def test_a_manifest_that_breaks_the_contract_is_refused_with_one_line(change: Any, message: str) -> None:

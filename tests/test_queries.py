@@ -337,3 +337,114 @@ def test_input_errors() -> None:
     bad = QueryRanges({"age": np.ones((1, 3), dtype=bool)}, ("flu",), np.ones((1, 1), dtype=bool))
     with pytest.raises(ValueError, match="shape"):
         evaluate_queries(raw, raw, hierarchies, "disease", bad)
+
+
+# --------------------------------------------------------------------------------------
+# the register-weighted estimator
+# --------------------------------------------------------------------------------------
+
+
+def _brute_weighted(
+    pub: pd.DataFrame, hierarchies: dict[str, Hierarchy], weights: dict[str, np.ndarray], ranges: QueryRanges
+) -> np.ndarray:
+    """Per query, Σ over published records of Π_i w(leaves(g_i) ∩ R_i) / w(leaves(g_i)) · [s ∈ R_S],
+    a record at a time, with leaf sets from parent pointers (uniform where a node weighs 0)."""
+    sets = {a: leaf_sets(h) for a, h in hierarchies.items()}
+    out = np.zeros(ranges.n_queries)
+    for q in range(ranges.n_queries):
+        for _, row in pub.iterrows():
+            s = ranges.sensitive_values.index(row["disease"]) if row["disease"] in ranges.sensitive_values else None
+            if s is None or not ranges.sensitive[q, s]:
+                continue
+            share = 1.0
+            for a, h in hierarchies.items():
+                leaves = sorted(sets[a][h.node(row[a])])
+                inside = [x for x in leaves if ranges.qi[a][q, x]]
+                w = weights[a]
+                total = sum(w[x] for x in leaves)
+                share *= sum(w[x] for x in inside) / total if total > 0 else len(inside) / len(leaves)
+            out[q] += share
+    return out
+
+
+def test_the_weighted_estimate_is_the_per_record_spread_by_leaf_weight() -> None:
+    """Brute force over records on random hierarchies, releases and weights, with some leaves
+    weighing 0 and one node whose leaves all weigh 0 (its records spread uniformly)."""
+    rng = np.random.default_rng(11)
+    for _ in range(4):
+        hierarchies = random_hierarchies(rng, 3)
+        raw, pub = random_tables(rng, hierarchies, 60, 3)
+        weights = {a: rng.integers(0, 5, h.n_leaves).astype(float) for a, h in hierarchies.items()}
+        first = next(iter(hierarchies))
+        weights[first][list(leaf_sets(hierarchies[first])[hierarchies[first].parent[0]])] = 0.0
+        ranges = draw_queries(hierarchies, tuple(sorted(raw["disease"].unique())), 40, 2, 0.2, rng)
+        actual, estimate = evaluate_queries(raw, pub, hierarchies, "disease", ranges, leaf_weights=weights)
+        actual_u, _ = evaluate_queries(raw, pub, hierarchies, "disease", ranges)
+        assert actual.tolist() == actual_u.tolist()  # the weights never touch the actual answers
+        np.testing.assert_allclose(estimate, _brute_weighted(pub, hierarchies, weights, ranges), rtol=1e-12, atol=1e-12)
+
+
+def test_equal_weights_give_the_uniform_estimate_and_leaves_stay_exact() -> None:
+    rng = np.random.default_rng(12)
+    hierarchies = random_hierarchies(rng, 3)
+    raw, pub = random_tables(rng, hierarchies, 80, 2)
+    ranges = draw_queries(hierarchies, tuple(sorted(raw["disease"].unique())), 60, 3, 0.3, rng)
+    equal = {a: np.full(h.n_leaves, 7.0) for a, h in hierarchies.items()}
+    _, uniform = evaluate_queries(raw, pub, hierarchies, "disease", ranges)
+    _, same = evaluate_queries(raw, pub, hierarchies, "disease", ranges, leaf_weights=equal)
+    np.testing.assert_allclose(same, uniform, rtol=1e-12, atol=1e-12)
+    skewed = {a: rng.integers(1, 9, h.n_leaves).astype(float) for a, h in hierarchies.items()}
+    actual, exact = evaluate_queries(raw, raw, hierarchies, "disease", ranges, leaf_weights=skewed)
+    assert exact.tolist() == actual.astype(float).tolist()  # a leaf-level release is answered exactly
+
+
+def test_the_weighted_estimator_follows_the_register_on_a_skewed_attribute() -> None:
+    """Nine of ten people born in US: '*' spread by weight gives the right answer where the
+    uniform spread over 10 countries is off by a factor of 9."""
+    country = make_hierarchy("country", [["US", "*"]] + [[f"c{i}", "*"] for i in range(9)])
+    raw = pd.DataFrame({"country": ["US"] * 90 + [f"c{i % 9}" for i in range(10)], "disease": ["flu"] * 100})
+    pub = raw.assign(country="*")
+    mask = np.zeros((1, 10), dtype=bool)
+    mask[0, country.node("US")] = True
+    ranges = QueryRanges({"country": mask}, ("flu",), np.ones((1, 1), dtype=bool))
+    weights = {"country": np.array([900.0] + [100.0 / 9] * 9)}
+    actual, uniform = evaluate_queries(raw, pub, {"country": country}, "disease", ranges)
+    _, weighted = evaluate_queries(raw, pub, {"country": country}, "disease", ranges, leaf_weights=weights)
+    assert actual.tolist() == [90]
+    assert uniform.tolist() == pytest.approx([10.0])
+    assert weighted.tolist() == pytest.approx([90.0])
+
+
+def test_average_relative_error_reports_both_estimators_on_the_same_queries() -> None:
+    rng = np.random.default_rng(13)
+    hierarchies = random_hierarchies(rng, 3)
+    raw, pub = random_tables(rng, hierarchies, 400, 3)
+    weights = {a: rng.integers(0, 9, h.n_leaves).astype(float) for a, h in hierarchies.items()}
+    plain = average_relative_error(raw, pub, hierarchies, "disease", n_queries=200, seed=4)
+    both = average_relative_error(raw, pub, hierarchies, "disease", n_queries=200, seed=4, leaf_weights=weights)
+    assert plain.weighted is None
+    assert both.mean == plain.mean and both.actual.tolist() == plain.actual.tolist()  # same draws
+    assert both.weighted is not None
+    _, estimate = evaluate_queries(raw, pub, hierarchies, "disease", both.ranges, leaf_weights=weights)
+    np.testing.assert_allclose(both.weighted.estimate, estimate, rtol=1e-12)
+    errors = np.abs(both.actual - estimate) / both.actual
+    assert both.weighted.mean == pytest.approx(float(errors.mean()), rel=1e-12)
+    assert both.weighted.median == pytest.approx(float(np.median(errors)), rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("weights", "message"),
+    [
+        ({"nope": np.ones(3)}, "not quasi-identifiers"),
+        ({"sex": np.ones(3)}, "must be 2 finite non-negative"),
+        ({"sex": np.array([1.0, -1.0])}, "must be 2 finite non-negative"),
+        ({"sex": np.array([1.0, np.nan])}, "must be 2 finite non-negative"),
+    ],
+)
+def test_bad_leaf_weights_are_refused_naming_the_attribute(weights: dict[str, np.ndarray], message: str) -> None:
+    sex = sex_hierarchy()
+    raw = pd.DataFrame({"sex": ["M", "F"], "disease": ["flu", "flu"]})
+    with pytest.raises(ValueError, match=message):
+        average_relative_error(
+            raw, raw, {"sex": sex}, "disease", n_queries=5, qd=1, selectivity=0.5, leaf_weights=weights
+        )

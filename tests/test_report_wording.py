@@ -30,7 +30,11 @@ from serialpub.report.wording.disclosure import disclosure_measures
 from serialpub.report.wording.diversity import diversity_measures
 from serialpub.report.wording.guarantee import PAPER_004, guarantee_measures
 from serialpub.report.wording.personalized import personalized_measures
-from serialpub.report.wording.utility import information_loss_measures, query_error_measure
+from serialpub.report.wording.utility import (
+    information_loss_measures,
+    query_error_measure,
+    weighted_query_error_measure,
+)
 
 EXACT = 1e-12
 
@@ -395,6 +399,15 @@ def test_query_error_wording() -> None:
     )
     assert m.note == "5000 queries, qd = 3, selectivity 0.05, seed 0" and "docs/design.md section 8" in m.source
     assert not query_error_measure(None, settings).computed
+    w = weighted_query_error_measure(0.0625, settings)
+    assert (w.name, w.value, w.unit, w.family) == (
+        "average relative error of range-count queries, register-weighted",
+        0.0625,
+        "fraction",
+        "utility",
+    )
+    assert "register_marginals" in w.note and "5000 queries, qd = 3, selectivity 0.05, seed 0" in w.note
+    assert not weighted_query_error_measure(None, settings).computed
 
 
 # --- paper 004 (the global guarantee) and the records the manifest keeps -------------------------

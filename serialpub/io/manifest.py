@@ -58,9 +58,14 @@ class Checksums(_Contract):
 
 class QueryWorkload(_Contract):
     """The range-count query workload and its average relative error (docs/design.md
-    section 8): ``queries`` queries over ``qd`` QIs of ``selectivity`` each, from ``seed``."""
+    section 8): ``queries`` queries over ``qd`` QIs of ``selectivity`` each, from ``seed``.
+    ``average_relative_error`` spreads a generalized value uniformly over its leaves (paper
+    001's estimator); ``register_weighted_error`` answers the same queries spreading it by
+    the register's count of each leaf (the manifest's ``register_marginals``); absent from
+    releases made before it existed and from imported ones."""
 
     average_relative_error: float | None
+    register_weighted_error: float | None = None
     queries: int
     qd: int
     selectivity: float
@@ -152,6 +157,9 @@ class Manifest(_Contract):
     max_breach_probability: float | None = None
     constant_ratio_target: float | None = None
     utility: QueryWorkload | None = None
+    # per QI, register individuals per leaf: public (the threat model grants the adversary
+    # the whole register), published so that a data user can spread a generalized value by it
+    register_marginals: dict[str, dict[str, int]] | None = None
     measures: list[MeasureRecord] = []
     sha256: Checksums
     previous_release: int | None

@@ -147,6 +147,7 @@ def _release_row(directory: Path) -> dict[str, Any]:
         "near_bound": dist.get("near_bound"),
         "releases_left": budget.get("releases_left"),
         "query_error": manifest.utility.average_relative_error if manifest.utility else None,
+        "query_error_weighted": manifest.utility.register_weighted_error if manifest.utility else None,
         "validation": manifest.validation.success if manifest.validation else None,
         "approver": sign_off.approver if sign_off else None,
         "automatic": sign_off.automatic if sign_off else None,
@@ -183,7 +184,8 @@ def write_series_report(publisher: Any, baseline: bool = True, png_dir: Path | N
     makers = {
         "breach": lambda: plots.series_breach(seqs, [r["max_p"] for r in rows], base.max_p if base else None, ell),
         "utility": lambda: plots.series_utility(
-            seqs, [r["query_error"] for r in rows], [r["avg_records"] for r in rows]
+            seqs, [r["query_error"] for r in rows], [r["avg_records"] for r in rows],
+            [r["query_error_weighted"] for r in rows],
         ),
     }
     figures = {name: plots.to_svg(make()) for name, make in makers.items()}

@@ -22,7 +22,11 @@ from anonymizer.queries import QueryErrorResult
 from anonymizer.release import ReleaseResult
 from serialpub.report.measure import Measure
 from serialpub.report.wording.channel import channel_measures
-from serialpub.report.wording.utility import information_loss_measures, query_error_measure
+from serialpub.report.wording.utility import (
+    information_loss_measures,
+    query_error_measure,
+    weighted_query_error_measure,
+)
 
 
 def utility_measures(
@@ -45,9 +49,13 @@ def utility_measures(
             tuple-wise variance loss (not computed without it).
     """
     query_measure = query_error_measure(None if query is None else float(query.mean), query_settings)
+    weighted = None if query is None or query.weighted is None else float(query.weighted.mean)
     loss = utility_figures(hierarchies, leaf_keys, result.group_of_record, result.group_nodes, sensitive)
     others = information_loss_measures(loss)
-    return [query_measure, *others, *_channel(result, leaf_keys, hierarchies, sensitive)]
+    return [
+        query_measure, weighted_query_error_measure(weighted, query_settings), *others,
+        *_channel(result, leaf_keys, hierarchies, sensitive),
+    ]  # fmt: skip
 
 
 def _channel(

@@ -59,6 +59,7 @@ class ReleaseOutcome:
     max_records: int
     max_breach: float
     query_error: float
+    query_error_weighted: float  # the same queries, register-weighted estimator (NaN: not computed)
     seconds: float
     seconds_anonymize: float  # anonymization and the state update it computes
     seconds_state: float  # loading and committing the state
@@ -170,6 +171,7 @@ def _stage(
             qd=QUERY_DIMENSIONS,
             selectivity=QUERY_SELECTIVITY,
             seed=cfg.query_seed,
+            leaf_weights=register_leaf_counts(ctx),
         )
     except ValueError:
         query = None  # a draft the measure cannot read fails the contract suite, which names the value
@@ -213,6 +215,7 @@ def _stage(
         max_records=int(recs.max()),
         max_breach=result.max_breach,
         query_error=query.mean if query else float("nan"),
+        query_error_weighted=query.weighted.mean if query and query.weighted else float("nan"),
         seconds=time.perf_counter() - started,
         seconds_anonymize=t_anon,
         seconds_state=t_state,
@@ -325,6 +328,14 @@ def query_settings(ctx: ReleaseContext) -> dict[str, Any]:
             "seed": ctx.ws.config.query_seed}  # fmt: skip
 
 
+def register_leaf_counts(ctx: ReleaseContext) -> dict[str, npt.NDArray[np.int64]]:
+    """Per QI, the register's individuals per leaf id of its declared hierarchy, shape
+    (n_leaves,): the weights of the register-weighted query estimator and the manifest's
+    ``register_marginals`` (docs/design.md section 8)."""
+    keys = ctx.register.keys
+    return {q: np.bincount(keys[:, a], minlength=ctx.hierarchies[q].n_leaves) for a, q in enumerate(ctx.qis)}
+
+
 def new_manifest(
     ctx: ReleaseContext, seq: int, period: str, previous: int | None, result: ReleaseResult,
     query: QueryErrorResult | None, utility: list[Measure],
@@ -349,7 +360,15 @@ def new_manifest(
             if cfg.strategy is Strategy.CONSTANT and cfg.k_prime
             else None
         ),
-        utility=QueryWorkload(average_relative_error=query.mean if query else None, **query_settings(ctx)),
+        utility=QueryWorkload(
+            average_relative_error=query.mean if query else None,
+            register_weighted_error=query.weighted.mean if query and query.weighted else None,
+            **query_settings(ctx),
+        ),
+        register_marginals={
+            q: {label: int(n) for label, n in zip(ctx.hierarchies[q].leaves, counts, strict=True)}
+            for q, counts in register_leaf_counts(ctx).items()
+        },
         # figures that need the link between snapshot records and groups (report.utility)
         measures=[MeasureRecord(**r) for r in measure_records(utility)],
         sha256=Checksums(

@@ -166,7 +166,12 @@ def report(root: str | Path, seq: int, base_url: str | None = None) -> dict[str,
         f"in {facts['groups']} groups, {facts['suppressed']} suppressed.",
         f"Largest breach probability over all releases: {facts['max_breach_probability']:.6f} "
         f"(bound 1/ℓ = {1 / facts['l']:.6f}).",
-        f"Average relative query error: {facts['average_relative_error']:.3f}.",
+        f"Average relative query error: {facts['average_relative_error']:.3f}"
+        + (
+            f" ({facts['register_weighted_error']:.3f} spreading generalized values by the register)."
+            if facts.get("register_weighted_error") is not None
+            else "."
+        ),
         "Validation suites: " + ", ".join(f"{k} {'passed' if v['success'] else 'FAILED'}" for k, v in suites.items()),
         where,
         f"Approved, it is published to `{final}`; rejected, nothing is published.",

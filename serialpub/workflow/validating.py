@@ -178,6 +178,7 @@ def summary(ctx: ReleaseContext, seq: int) -> dict[str, Any]:
         "max_breach_probability": manifest.max_breach_probability,
         "l": manifest.l,
         "average_relative_error": manifest.utility.average_relative_error if manifest.utility else None,
+        "register_weighted_error": manifest.utility.register_weighted_error if manifest.utility else None,
         "validation": manifest.validation.model_dump() if manifest.validation else None,
         "validation_page": str(page) if page.exists() else None,
         "report_page": str(report) if report.exists() else None,

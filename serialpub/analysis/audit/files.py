@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from serialpub.analysis.audit.integrity import check_store, read_public_key
-from serialpub.analysis.audit.manifest import _Manifest, _parse_manifest, _sha256
+from serialpub.analysis.audit.manifest import _Manifest, _parse_manifest, _sha256, marginal_findings
 from serialpub.analysis.audit.result import AuditResult
 from serialpub.analysis.audit.series import audit_releases
 from serialpub.errors import InputError
@@ -179,6 +179,7 @@ def audit_workspace(
     for (number, d), pm in zip(dirs, parsed, strict=True):
         if number != pm.release:
             result.findings.append(f"{d}: the folder name says release {number}, the manifest says {pm.release}")
+    result.findings.extend(marginal_findings(register, parsed))
     integrity = check_store(dirs, key_text)
     result.findings.extend(integrity.findings)
     result.notes.extend(integrity.notes)

@@ -35,6 +35,7 @@ class _Manifest:
     suppressed: int | None
     suppression_model: str | None
     numeric: list[str]
+    register_marginals: dict[str, dict[str, int]] | None
 
 
 def _parse_manifest(manifest: dict[str, Any], where: str) -> _Manifest:
@@ -62,6 +63,7 @@ def _parse_manifest(manifest: dict[str, Any], where: str) -> _Manifest:
         suppressed=m.suppressed,
         suppression_model=str(m.suppression_model) if m.suppression_model is not None else None,
         numeric=list(m.numeric_quasi_identifiers),
+        register_marginals=m.register_marginals,
     )
 
 
@@ -69,3 +71,29 @@ def _sha256(path: Path) -> str:
     """Hex sha256 of a file's bytes, as the manifest records them."""
     with path.open("rb") as f:
         return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def marginal_findings(register: Any, releases: list[_Manifest]) -> list[str]:
+    """Releases whose ``register_marginals`` are not the register's individuals per leaf of
+    each QI (a data user spreading generalized values by them would be misled), one line each.
+
+    Args:
+        register: the register as a DataFrame of strings, one column per QI.
+        releases: the parsed manifests; those without marginals (older or imported) are skipped.
+    """
+    out: list[str] = []
+    counts: dict[str, dict[str, int]] = {}
+    for m in releases:
+        if m.register_marginals is None:
+            continue
+        for q in m.quasi_identifiers:
+            if q not in counts:
+                counts[q] = {str(k): int(v) for k, v in register[q].value_counts().items() if v}
+            given = {k: v for k, v in m.register_marginals.get(q, {}).items() if v}
+            if given != counts[q]:
+                wrong = sorted(set(given.items()) ^ set(counts[q].items()))[:3]
+                out.append(
+                    f"release {m.release}: register_marginals of '{q}' differ from the register's individuals per "
+                    f"leaf (e.g. {', '.join(f'{k}={v}' for k, v in wrong)})"
+                )
+    return out

@@ -44,6 +44,22 @@ def query_error_measure(mean: float | None, settings: Mapping[str, object]) -> M
     )
 
 
+def weighted_query_error_measure(mean: float | None, settings: Mapping[str, object]) -> Measure:
+    """The same queries' average relative error when a generalized value is spread over its
+    leaves by the register's count of each leaf (the manifest's ``register_marginals``)
+    instead of uniformly (a fraction; None: not computed)."""
+    return Measure(
+        "average relative error of range-count queries, register-weighted",
+        mean,
+        "fraction",
+        "docs/design.md section 8 (register-weighted estimator)",
+        "the same queries; a generalized value spread over its leaves in proportion to the register's "
+        "individuals per leaf, which the manifest publishes as register_marginals; {queries} queries, qd = {qd}, "
+        "selectivity {selectivity}, seed {seed}".format(**settings),
+        family=FAMILY,
+    )
+
+
 def _m(name: str, value: float, unit: str, source: str, note: str) -> Measure:
     return Measure(name, value, unit, source, note, family=FAMILY)
 
