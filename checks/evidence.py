@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,7 @@ _TEMPLATE = """<!doctype html>
  <td>{{ r.observed }}</td></tr>{% endfor %}
 </table>
 {% endfor %}
+<!-- commitment nonce {{ nonce }} -->
 </body></html>
 """
 
@@ -89,6 +91,10 @@ def write_evidence(folder: Path, title: str, results: list[SuiteResult]) -> str:
     """
     created = datetime.now(UTC).isoformat(timespec="seconds")
     payload = {
+        # the manifest records this file's sha256 in public; the suites describe the raw
+        # snapshot, so a secret random nonce makes that checksum a hiding commitment (a
+        # guessed world cannot be confirmed by hashing its evidence; docs/threat-model.md)
+        "nonce": secrets.token_hex(32),
         "title": title,
         "created": created,
         "success": all(r.success for r in results),
@@ -111,6 +117,7 @@ def write_evidence(folder: Path, title: str, results: list[SuiteResult]) -> str:
         suites=suites,
         n_expectations=sum(len(rows) for rows in row_lists),
         n_failed=sum(not row["success"] for rows in row_lists for row in rows),
+        nonce=payload["nonce"],
     )
     (folder / HTML_FILE).write_text(html, encoding="utf-8")
     return hashlib.sha256(text.encode("utf-8")).hexdigest()

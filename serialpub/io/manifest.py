@@ -84,10 +84,12 @@ class MeasureRecord(_Contract):
 
 
 class SuiteVerdict(_Contract):
-    """A validation suite's outcome and the sha256 of its result."""
+    """A validation suite's outcome and, in a draft's manifest, the sha256 of its result
+    (left out of a published manifest: a function of the raw snapshot; ``validation.json``
+    keeps it)."""
 
     success: bool
-    sha256: str
+    sha256: str | None = None
 
 
 class Validation(_Contract):
@@ -123,6 +125,11 @@ class SignOff(_Contract):
     report_sha256: str | None
     automatic: bool
     earlier_approvals: list[Approval] = Field(default_factory=list)
+
+
+#: keys of a draft's manifest that are computed from the raw snapshot and are left out of
+#: the published manifest (:meth:`Manifest.published`)
+RAW_DERIVED_KEYS = ("utility", "measures")
 
 
 class Manifest(_Contract):
@@ -229,6 +236,24 @@ class Manifest(_Contract):
         their spelling."""
         data: dict[str, Any] = json.loads(self.to_json())
         return data
+
+    def published(self, where: str) -> Manifest:
+        """This manifest without the figures computed from the raw snapshot, as it is
+        published (docs/threat-model.md, "Figures computed from the raw snapshot"):
+        ``utility``, ``measures`` and each suite's result sha256 are functions of the hidden
+        world (who is present, who holds which value), so they stay in the publisher's
+        evidence (``report.json``, ``validation.json``), which the manifest binds only by
+        checksums that a secret nonce makes hiding. Keys and their order are otherwise kept.
+
+        Raises:
+            InputError: ``where``: the result breaks the contract (it cannot, for a valid draft).
+        """
+        data = self.to_dict()
+        for key in RAW_DERIVED_KEYS:
+            data.pop(key, None)
+        for verdict in (data.get("validation") or {}).get("suites", {}).values():
+            verdict.pop("sha256", None)
+        return Manifest.parse(data, where)
 
     def to_json(self) -> str:
         """The file's text: two-space indented JSON and a final newline."""

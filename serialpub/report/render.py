@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import secrets
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -108,11 +109,15 @@ def write_release_report(
         "breach": plots.to_svg(plots.breach_histogram(privacy.distribution)),
         "groups": plots.to_svg(plots.group_sizes(privacy.group_records, privacy.group_candidates, presence)),
     }
+    # the manifest and the sign-off record these files' sha256 in public, and they hold
+    # figures computed from the raw snapshot: a secret random nonce in each makes those
+    # checksums hiding commitments (docs/threat-model.md, "Figures computed from the raw snapshot")
+    nonce = secrets.token_hex(32)
     html = (
         environment()
         .get_template("release.html.j2")
         .render(
-            m=m, status=status, version=__version__, ok=ok, validation=validation,
+            nonce=nonce, m=m, status=status, version=__version__, ok=ok, validation=validation,
             dist=privacy.distribution, budget=privacy.budget, figures=figures,
             privacy_guarantee=guarantee, privacy_classical=classical, utility=utility,
         )
@@ -120,6 +125,7 @@ def write_release_report(
     dist = privacy.distribution
     record = {
         "format_version": 1,
+        "nonce": nonce,
         "dataset": manifest.dataset,
         "release": manifest.release,
         "period": manifest.period,

@@ -30,6 +30,7 @@ from serialpub.io.inputs import read_csv, snapshot_from_table
 from serialpub.io.manifest import Manifest
 from serialpub.report import plots
 from serialpub.report.render import JSON_FILE, environment, write_text
+from serialpub.report.wording.utility import QUERY_ERROR, WEIGHTED_ERROR
 
 SERIES_HTML = "series-report.html"
 SERIES_JSON = "series-report.json"
@@ -135,6 +136,11 @@ def _release_row(directory: Path) -> dict[str, Any]:
     dist = (report or {}).get("breach_distribution", {})
     budget = (report or {}).get("ratio_budget") or {}
     records, n_groups = manifest.records, manifest.groups
+    # the query errors: in the evidence (report.json) since published manifests leave the
+    # raw-derived figures out; in the manifest of releases published before that
+    utility = {m["name"]: m["value"] for m in (report or {}).get("utility", [])}
+    query_error = utility.get(QUERY_ERROR, manifest.utility.average_relative_error if manifest.utility else None)
+    weighted = utility.get(WEIGHTED_ERROR, manifest.utility.register_weighted_error if manifest.utility else None)
     return {
         "release": manifest.release,
         "period": manifest.period,
@@ -146,8 +152,8 @@ def _release_row(directory: Path) -> dict[str, Any]:
         "max_p": manifest.max_breach_probability,
         "near_bound": dist.get("near_bound"),
         "releases_left": budget.get("releases_left"),
-        "query_error": manifest.utility.average_relative_error if manifest.utility else None,
-        "query_error_weighted": manifest.utility.register_weighted_error if manifest.utility else None,
+        "query_error": query_error,
+        "query_error_weighted": weighted,
         "validation": manifest.validation.success if manifest.validation else None,
         "approver": sign_off.approver if sign_off else None,
         "automatic": sign_off.automatic if sign_off else None,

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from checks.evidence import JSON_FILE
@@ -57,6 +58,8 @@ def finish(ctx: ReleaseContext, seq: int) -> Path:
             f"release {seq} of {cfg.dataset!r} was not published and is now failed: {reason}. Nothing was "
             f"published and the state did not move; prepare the release again ('serialpub release')"
         )
+    # what the public reads: no figure computed from the raw snapshot (they stay in the evidence)
+    manifest = manifest.published(str(staging / release_files.MANIFEST_FILE))
     manifest.sign_off = SignOff(
         decision=sign_off.decision,
         approver=sign_off.approver,
@@ -135,13 +138,27 @@ def staged_changes(
         check(JSON_FILE, ("the manifest", manifest.validation.sha256))
         stored = {r["suite"]: r["sha256"] for r in ctx.store.validation_results(ctx.ws.config.dataset, rel.seq)
                   if r["release_status"] == rel.status}  # fmt: skip
+        # the suites' checksums as validation.json (checked against the manifest above) has
+        # them: a published manifest no longer lists them, and a publication interrupted
+        # after its manifest was rewritten must still find them
         listed = {suite: v.sha256 for suite, v in manifest.validation.suites.items()}
-        if listed != stored:
+        if set(listed) != set(stored) or any(sha is not None and sha != stored[s] for s, sha in listed.items()):
             found.append("the manifest's suite results are not the ones the state recorded at validation")
+        elif _evidence_suites(staging / JSON_FILE) != stored:
+            found.append("the validation evidence's suite results are not the ones the state recorded at validation")
     report = manifest.report or {}
     check(REPORT_FILE, ("the sign-off", signed_report), ("the manifest", report.get(REPORT_FILE)))
     check(REPORT_JSON, ("the manifest", report.get(REPORT_JSON)))
     return found
+
+
+def _evidence_suites(path: Path) -> dict[str, str] | None:
+    """Each suite's result sha256 as ``validation.json`` records it; None when unreadable."""
+    try:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+        return {str(s["suite"]): str(s["sha256"]) for s in payload["suites"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _short(sha: str | None) -> str:

@@ -27,6 +27,11 @@ SRC_SUPPRESSION = "serialpub release model: a suppressed record is left out of t
 _TV_UNIT = "Σ EMD over records (0/1 distance)"
 
 
+#: the names of the two query-error measures, as report.json lists them
+QUERY_ERROR = "average relative error of range-count queries"
+WEIGHTED_ERROR = "average relative error of range-count queries, register-weighted"
+
+
 def query_error_measure(mean: float | None, settings: Mapping[str, object]) -> Measure:
     """The average relative error of range-count queries (a fraction; None: not computed).
 
@@ -35,7 +40,7 @@ def query_error_measure(mean: float | None, settings: Mapping[str, object]) -> M
         settings: ``queries``, ``qd``, ``selectivity`` and ``seed``, stated in the note.
     """
     return Measure(
-        "average relative error of range-count queries",
+        QUERY_ERROR,
         mean,
         "fraction",
         DESIGN_8,
@@ -49,7 +54,7 @@ def weighted_query_error_measure(mean: float | None, settings: Mapping[str, obje
     leaves by the register's count of each leaf (the manifest's ``register_marginals``)
     instead of uniformly (a fraction; None: not computed)."""
     return Measure(
-        "average relative error of range-count queries, register-weighted",
+        WEIGHTED_ERROR,
         mean,
         "fraction",
         "docs/design.md section 8 (register-weighted estimator)",

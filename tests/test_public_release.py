@@ -1,0 +1,136 @@
+"""What a published release tells that its counts do not (docs/threat-model.md, "Figures
+computed from the raw snapshot"): nothing. Two worlds that publish the same groups publish
+the same manifest; the figures computed from the raw snapshot stay in the evidence, which
+the manifest binds by checksums that a secret nonce makes hiding."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from helpers import QIS, SENSITIVE, make_workspace, snapshot
+
+from serialpub.config import DATABASE_ENV, load_config
+from serialpub.io.manifest import RAW_DERIVED_KEYS
+from serialpub.workflow.publisher import Publisher
+
+RELEASE = Path("releases") / "clinic" / "release-0001"
+
+
+def _publish(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(DATABASE_ENV, raising=False)
+    publisher = Publisher(load_config(root))
+    publisher.publish(snapshot(root, 1))
+    publisher.store.engine.dispose()
+
+
+def _group_of_records(root: Path) -> tuple[pd.DataFrame, list[int]]:
+    """Release 1's snapshot and, per record, the published group (a row of the distinct QI
+    label tuples) whose region holds its QI leaves."""
+    publisher = Publisher(load_config(root))
+    table = pd.read_parquet(root / RELEASE / "data.parquet")
+    hierarchies = publisher.read_hierarchies(table)
+    groups = table[QIS].drop_duplicates().reset_index(drop=True)
+    raw = pd.read_csv(snapshot(root, 1), dtype=str)
+    inside = np.ones((len(raw), len(groups)), dtype=bool)
+    for q in QIS:
+        h = hierarchies[q]
+        covers = h.ancestor_matrix()  # (leaf, node)
+        inside &= covers[np.ix_(h.leaf_codes(raw[q]), [h.node(label) for label in groups[q]])]
+    assert (inside.sum(axis=1) == 1).all()  # the regions tile the domain
+    publisher.store.engine.dispose()
+    return raw, inside.argmax(axis=1).tolist()
+
+
+def _public(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The manifest without what differs between any two runs: the time, and the checksums
+    of the evidence (random nonces) and of the sign-off that names them."""
+    out = {k: v for k, v in manifest.items() if k not in {"created", "report", "sign_off", "signing_key"}}
+    out["validation"] = {k: v for k, v in manifest["validation"].items() if k != "sha256"}
+    return out
+
+
+def test_two_worlds_with_the_same_groups_publish_the_same_manifest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """World B swaps the diseases of two records of one group that sit on different QI
+    leaves. The groups, their counts and the breach probabilities are those of world A, so
+    the charge is the same; the query errors and measures, computed on the raw snapshot,
+    differ, and must not reach the public manifest."""
+    a = make_workspace(tmp_path / "a")
+    _publish(a, monkeypatch)
+    raw, group = _group_of_records(a)
+    keys = raw[QIS].agg("|".join, axis=1)
+    pair = next(
+        (i, j)
+        for i in range(len(raw))
+        for j in range(i + 1, len(raw))
+        if group[i] == group[j] and keys[i] != keys[j] and raw[SENSITIVE][i] != raw[SENSITIVE][j]
+    )
+    b = tmp_path / "b"
+    shutil.copytree(a, b, ignore=shutil.ignore_patterns("releases", "state.sqlite*"))
+    swapped = raw.copy()
+    swapped.loc[list(pair), SENSITIVE] = raw.loc[list(pair[::-1]), SENSITIVE].to_numpy()
+    swapped.to_csv(snapshot(b, 1), index=False)
+    _publish(b, monkeypatch)
+
+    assert (a / RELEASE / "data.parquet").read_bytes() == (b / RELEASE / "data.parquet").read_bytes()
+    ma, mb = (json.loads((w / RELEASE / "manifest.json").read_text(encoding="utf-8")) for w in (a, b))
+    assert not set(RAW_DERIVED_KEYS) & set(ma)
+    assert all("sha256" not in v for v in ma["validation"]["suites"].values())
+    assert _public(ma) == _public(mb)
+    # the worlds do differ where the raw snapshot is read: the evidence the publisher keeps
+    ra, rb = (json.loads((w / RELEASE / "report.json").read_text(encoding="utf-8")) for w in (a, b))
+    errors = [{m["name"]: m["value"] for m in r["utility"]} for r in (ra, rb)]
+    name = "average relative error of range-count queries"
+    assert errors[0][name] != errors[1][name]
+
+
+def test_the_evidence_checksums_are_hiding(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same world published twice: equal data and equal public manifests, but evidence
+    whose checksums differ (a secret nonce in each file), so that hashing the evidence of a
+    guessed world confirms nothing."""
+    a = make_workspace(tmp_path / "a")
+    b = tmp_path / "b"
+    shutil.copytree(a, b)
+    _publish(a, monkeypatch)
+    _publish(b, monkeypatch)
+    ma, mb = (json.loads((w / RELEASE / "manifest.json").read_text(encoding="utf-8")) for w in (a, b))
+    assert _public(ma) == _public(mb)
+    assert ma["validation"]["sha256"] != mb["validation"]["sha256"]
+    assert ma["report"]["report.html"] != mb["report"]["report.html"]
+    assert ma["report"]["report.json"] != mb["report"]["report.json"]
+    assert ma["sign_off"]["report_sha256"] == ma["report"]["report.html"]
+    for name in ("report.json", "validation.json"):
+        nonces = [json.loads((w / RELEASE / name).read_text(encoding="utf-8"))["nonce"] for w in (a, b)]
+        assert len(set(nonces)) == 2 and all(len(n) == 64 for n in nonces)
+
+
+def test_a_public_copy_without_the_evidence_audits_and_a_partial_one_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the public receives (data.parquet, manifest.json, manifest.sig) audits PASS with
+    a note; evidence present but for one file is a finding (deleted after publication)."""
+    from serialpub.analysis.audit import audit_workspace
+
+    root = make_workspace(tmp_path / "ws")
+    _publish(root, monkeypatch)
+    folder = root / RELEASE
+    evidence = ["report.html", "report.json", "validation.json", "validation.html"]
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    for name in evidence:
+        (folder / name).rename(kept / name)
+    result = audit_workspace(root)
+    assert result.ok, result.findings
+    assert any("release 1: the evidence" in n and "not in this copy" in n for n in result.notes)
+    for name in evidence[1:]:
+        (kept / name).rename(folder / name)
+    result = audit_workspace(root)
+    assert not result.ok
+    assert any(f.startswith("release 1: report.html is missing") for f in result.findings)
