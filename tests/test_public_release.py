@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import QIS, SENSITIVE, make_workspace, snapshot
+from helpers import QIS, SENSITIVE, cli, make_workspace, snapshot
 
 from serialpub.config import DATABASE_ENV, load_config
 from serialpub.io.manifest import RAW_DERIVED_KEYS
@@ -134,3 +134,42 @@ def test_a_public_copy_without_the_evidence_audits_and_a_partial_one_is_named(
     result = audit_workspace(root)
     assert not result.ok
     assert any(f.startswith("release 1: report.html is missing") for f in result.findings)
+
+
+def test_the_public_copy_holds_the_releases_and_no_evidence(published_workspaces: Any, tmp_path: Path) -> None:
+    """`serialpub public-copy`: per release data.parquet, manifest.json and manifest.sig,
+    with the hierarchies, the public key and (asked for) the register; it audits PASS with
+    the key; a second run adds nothing; a copied file edited later is never overwritten; a
+    tampered workspace file is refused before anything is written."""
+    ws = published_workspaces.copy(tmp_path / "ws", releases=2)
+    out = tmp_path / "public"
+    done = cli("public-copy", "--config", ws, "--out", out, "--with-register")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "releases 1-2" in done.stdout + done.stderr
+    files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    releases = [f for f in files if f.startswith("releases/")]
+    assert releases == [
+        f"releases/clinic/release-000{n}/{name}"
+        for n in (1, 2)
+        for name in ("data.parquet", "manifest.json", "manifest.sig")
+    ]
+    assert "keys/publisher.pub" in files and "register.csv" in files and "keys/publisher.key" not in files
+    assert {f for f in files if f.startswith("hierarchies/")} == {f"hierarchies/{q}.csv" for q in [*QIS, SENSITIVE]}
+    from serialpub.analysis.audit import audit_workspace
+
+    result = audit_workspace(out, public_key=out / "keys" / "publisher.pub")
+    assert result.ok, result.findings
+    assert sum("not in this copy" in n for n in result.notes) == 2
+    again = cli("public-copy", "--config", ws, "--out", out, "--with-register")
+    assert again.returncode == 0 and "0 file(s) written" in again.stdout
+    (out / "releases" / "clinic" / "release-0001" / "manifest.json").write_text("{}", encoding="utf-8")
+    refused = cli("public-copy", "--config", ws, "--out", out)
+    assert refused.returncode == 2 and "release-0001/manifest.json: differs from" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    (ws / "releases" / "clinic" / "release-0002" / "data.parquet").write_bytes(b"not parquet")
+    fresh = tmp_path / "fresh"
+    tampered = cli("public-copy", "--config", ws, "--out", fresh)
+    assert tampered.returncode != 0 and "release-0002/data.parquet" in tampered.stderr
+    assert not fresh.exists()
+    inside = cli("public-copy", "--config", ws, "--out", ws / "public")
+    assert inside.returncode == 2 and "outside the workspace" in inside.stderr

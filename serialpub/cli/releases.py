@@ -121,6 +121,27 @@ def publish(
     console.print(f"release {release_no} of {ws.config.dataset!r} published {final}")
 
 
+@app.command("public-copy")
+def public_copy(
+    out: Annotated[Path, typer.Option("--out", help="folder to write the public copy into (outside the workspace)")],
+    config: Annotated[Path, typer.Option("--config", help="serialpub.yaml or its folder")] = Path("."),
+    with_register: Annotated[
+        bool, typer.Option("--with-register", help="also copy register.csv, which 'serialpub audit' reads")
+    ] = False,
+) -> None:
+    """Copy the published releases as the public receives them: data.parquet, manifest.json
+    and manifest.sig of each, the hierarchies and the public key, without the evidence
+    (reports, validation results), which holds figures computed from the raw snapshot."""
+    from serialpub.config import load_config
+    from serialpub.workflow.public_copy import write_public_copy
+    from serialpub.workflow.publisher import Publisher
+
+    ws = load_config(config)
+    done = write_public_copy(Publisher(ws), out, with_register)
+    span = f"releases {done.releases[0]}-{done.releases[-1]}" if done.releases else "no release yet"
+    console.print(f"public copy of {ws.config.dataset!r} ({span}) in {out}: {done.written} file(s) written")
+
+
 @app.command()
 def report(
     config: Annotated[Path, typer.Option("--config", help="serialpub.yaml or its folder")] = Path("."),

@@ -1,0 +1,80 @@
+"""The public copy of a dataset's release store: what data consumers receive.
+
+A release folder holds the release (``data.parquet``, ``manifest.json``, ``manifest.sig``)
+and the evidence (reports and validation results). The evidence holds figures computed
+from the raw snapshot, which an adversary who knows the algorithm could use to tell
+possible worlds apart, so it stays with the publisher (docs/release-contract.md, "What the
+public receives"; docs/threat-model.md). This module copies the release files only, with
+what a reader needs to interpret and check them: the hierarchies, the publisher's public
+key and, on request, the register.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from serialpub.errors import InputError
+from serialpub.io import release_files, signing
+from serialpub.workflow.context import ReleaseContext
+from serialpub.workflow.publishing import check_published_files
+
+#: the files of a release folder that the public receives (the signature when there is one)
+RELEASE_FILES = (release_files.DATA_FILE, release_files.MANIFEST_FILE, signing.SIGNATURE_FILE)
+
+
+@dataclass(frozen=True)
+class PublicCopy:
+    """What :func:`write_public_copy` did: the releases now in the copy, and how many files
+    it wrote (files already there with the same bytes are left alone)."""
+
+    releases: list[int]
+    written: int
+
+
+def write_public_copy(ctx: ReleaseContext, out: Path, with_register: bool = False) -> PublicCopy:
+    """Copy every published release of the dataset into ``out`` as the public receives it:
+    ``releases/<dataset>/release-NNNN/{data.parquet, manifest.json, manifest.sig}``, plus
+    ``hierarchies/`` and ``keys/<signing key>.pub`` (when the workspace signs), and
+    ``register.csv`` with ``with_register`` (what ``serialpub audit`` needs). Running it
+    again adds the releases published since; a file already in the copy is never rewritten.
+
+    Raises:
+        StateError: a published release's files no longer match the state (nothing is copied).
+        InputError: ``out`` is inside the workspace, or a file in the copy differs from the
+            release's (a published release is never rewritten): named, nothing more written.
+    """
+    ws = ctx.ws
+    out = out.resolve()
+    if out == ws.root.resolve() or ws.root.resolve() in out.parents:
+        raise InputError(f"{out}: the public copy must be outside the workspace {ws.root}; choose another --out")
+    published = ctx.store.published(ws.config.dataset)
+    check_published_files(ctx, published)  # never hand out files the state does not vouch for
+    plan: list[tuple[Path, Path]] = []
+    for r in published:
+        name = release_files.release_name(r.seq)
+        for file in RELEASE_FILES:
+            source = ws.dataset_dir / name / file
+            if source.is_file():
+                plan.append((source, out / "releases" / ws.config.dataset / name / file))
+    plan += [(path, out / "hierarchies" / path.name) for path in sorted(ws.hierarchy_dir.glob("*.csv"))]
+    key = ws.signing_key_path
+    public_key = None if key is None else key.with_suffix(".pub")  # never the private key itself
+    if public_key is not None and public_key != key and public_key.is_file():
+        plan.append((public_key, out / "keys" / public_key.name))
+    if with_register:
+        plan.append((ws.register_path, out / "register.csv"))
+    for source, target in plan:  # check every file before writing any
+        if target.is_file() and target.read_bytes() != source.read_bytes():
+            raise InputError(
+                f"{target}: differs from {source}; a public copy is never rewritten, so start a new one "
+                "with another --out"
+            )
+    written = 0
+    for source, target in plan:
+        if not target.is_file():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
+            written += 1
+    return PublicCopy([r.seq for r in published], written)
