@@ -256,9 +256,6 @@ def run_series(
         # (and the bottom-up search, the only one that suppresses)
         params = dataclasses.replace(params, suppression_model="paper", algorithm="bottomup")
     hierarchies = pub.hierarchies_for_search(params.algorithm, pub.numeric)
-    # the register-weighted estimator's weights, as the pipeline publishes them
-    leaf_weights = {q: np.bincount(pub.register.keys[:, a], minlength=pub.hierarchies[q].n_leaves)
-                    for a, q in enumerate(pub.qis)}  # fmt: skip
     history = History.empty(np.full(len(pub.register.ids), float(params.ell)), scenario.n_protected)
     rows: list[dict[str, Any]] = []
     for seq, (snap, record_set) in enumerate(zip(scenario.snapshots[:rounds], scenario.record_set, strict=False), 1):
@@ -306,7 +303,7 @@ def run_series(
             query = average_relative_error(
                 snap.table[[*pub.qis, cfg.sensitive]], table, pub.read_hierarchies(table),
                 cfg.sensitive, n_queries=QUERY_COUNT, qd=QUERY_DIMENSIONS, selectivity=QUERY_SELECTIVITY,
-                seed=cfg.query_seed, leaf_weights=leaf_weights,
+                seed=cfg.query_seed, leaf_weights=pub.register_leaf_counts,
             )  # fmt: skip
             row.update(query_error=query.mean, query_error_median=query.median,
                        query_error_weighted=query.weighted.mean if query.weighted else None,

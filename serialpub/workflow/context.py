@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from anonymizer.hierarchy import Hierarchy
@@ -165,6 +166,15 @@ class ReleaseContext:
             self._register_table = None
         return register
 
+    @cached_property
+    def register_leaf_counts(self) -> dict[str, npt.NDArray[np.int64]]:
+        """Per QI, the register's individuals per leaf id of its declared hierarchy, shape
+        (n_leaves,): the weights of the interval tree of a numeric QI, of the
+        register-weighted query estimator, and the manifest's ``register_marginals``
+        (docs/design.md section 8)."""
+        keys = self.register.keys
+        return {q: np.bincount(keys[:, a], minlength=self.hierarchies[q].n_leaves) for a, q in enumerate(self.qis)}
+
     def check_register(self) -> SuiteResult:
         """The register input suite's result (run on first use).
 
@@ -235,8 +245,7 @@ class ReleaseContext:
             if algorithm == Algorithm.TOPDOWN:
                 for a, q in enumerate(self.qis):
                     if q in key[1]:
-                        weights = np.bincount(self.register.keys[:, a], minlength=hs[a].n_leaves)
-                        hs[a] = quantile_hierarchy(hs[a], weights)
+                        hs[a] = quantile_hierarchy(hs[a], self.register_leaf_counts[q])
             self._search_hierarchies[key] = hs
         return self._search_hierarchies[key]
 

@@ -171,7 +171,7 @@ def _stage(
             qd=QUERY_DIMENSIONS,
             selectivity=QUERY_SELECTIVITY,
             seed=cfg.query_seed,
-            leaf_weights=register_leaf_counts(ctx),
+            leaf_weights=ctx.register_leaf_counts,
         )
     except ValueError:
         query = None  # a draft the measure cannot read fails the contract suite, which names the value
@@ -328,14 +328,6 @@ def query_settings(ctx: ReleaseContext) -> dict[str, Any]:
             "seed": ctx.ws.config.query_seed}  # fmt: skip
 
 
-def register_leaf_counts(ctx: ReleaseContext) -> dict[str, npt.NDArray[np.int64]]:
-    """Per QI, the register's individuals per leaf id of its declared hierarchy, shape
-    (n_leaves,): the weights of the register-weighted query estimator and the manifest's
-    ``register_marginals`` (docs/design.md section 8)."""
-    keys = ctx.register.keys
-    return {q: np.bincount(keys[:, a], minlength=ctx.hierarchies[q].n_leaves) for a, q in enumerate(ctx.qis)}
-
-
 def new_manifest(
     ctx: ReleaseContext, seq: int, period: str, previous: int | None, result: ReleaseResult,
     query: QueryErrorResult | None, utility: list[Measure],
@@ -367,7 +359,7 @@ def new_manifest(
         ),
         register_marginals={
             q: {label: int(n) for label, n in zip(ctx.hierarchies[q].leaves, counts, strict=True)}
-            for q, counts in register_leaf_counts(ctx).items()
+            for q, counts in ctx.register_leaf_counts.items()
         },
         # figures that need the link between snapshot records and groups (report.utility)
         measures=[MeasureRecord(**r) for r in measure_records(utility)],
