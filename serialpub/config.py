@@ -285,7 +285,8 @@ TEMPLATE = """\
 dataset: {dataset}
 
 # Population register: every individual who could appear in a release, with the id
-# column and every quasi-identifier (the adversary is assumed to know it).
+# column and every quasi-identifier (the adversary is assumed to know it). Replace it with
+# each period's register; every version a release used is kept under registers/.
 register: register.csv
 id_column: id
 

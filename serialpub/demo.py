@@ -9,8 +9,10 @@ from pathlib import Path
 from serialpub.config import CONFIG_NAME, Workspace, load_config, render_config
 from serialpub.datasets import adult
 from serialpub.errors import InputError
+from serialpub.evolving import Evolution
 from serialpub.io import signing
-from serialpub.simulate import PRESETS, SeriesSpec, write_series
+from serialpub.io.hierarchies import read_hierarchy
+from serialpub.simulate import PERIOD_REGISTERS, PRESETS, SeriesSpec, write_series
 
 MARKER = ".serialpub-demo"
 #: the demo publisher's Ed25519 private key, relative to the workspace (public: .pub beside it)
@@ -50,6 +52,7 @@ def create_workspace(
     protected: Sequence[str] | None = None,
     rounds: int = 20,
     seed: int = 0,
+    evolving_register: bool = False,
 ) -> Workspace:
     """Write a demo workspace: register, hierarchies, configuration and snapshots.
 
@@ -59,7 +62,10 @@ def create_workspace(
     ``budget`` None means 0 under the mechanism-aware model (suppression buys no privacy
     there) and 5 % under the paper's model; ``algorithm`` None means the top-down search,
     or the bottom-up one under the paper's model (the only one that suppresses);
-    ``protected`` None protects every occupation.
+    ``protected`` None protects every occupation. ``evolving_register``: the register
+    changes every period (:mod:`serialpub.evolving`: two periods a year, ages advance, 1 %
+    leave and 1 % join a year, 1 % a year change marital status or work class); each
+    period's register is in ``register-periods/`` and :func:`register_of` names it.
     """
     replace_generated_folder(out, MARKER, "made by 'serialpub demo'; the next demo run replaces this folder",
                              "a serialpub demo workspace; choose an empty or new --out")  # fmt: skip
@@ -74,6 +80,7 @@ def create_workspace(
         adult.SENSITIVE,
         spec,
         "bundled UCI Adult (cleaned, 45,222 rows)",
+        _adult_evolution() if evolving_register else None,
     )
     (out / "hierarchies").mkdir()
     for col in [*adult.QUASI_IDENTIFIERS, adult.SENSITIVE]:
@@ -97,3 +104,17 @@ def create_workspace(
 
 def snapshots(ws: Workspace) -> list[Path]:
     return sorted((ws.root / "snapshots").glob("snapshot-*.csv"))
+
+
+def register_of(ws: Workspace, snapshot: Path) -> Path | None:
+    """The register of a snapshot's period in an evolving demo (None when it is fixed)."""
+    path = ws.root / PERIOD_REGISTERS / snapshot.name.replace("snapshot-", "register-")
+    return path if path.is_file() else None
+
+
+def _adult_evolution() -> Evolution:
+    """Adult's evolving register: ages within its hierarchy's leaves (17-90), moves as a
+    change of marital status or work class (Adult has no residence)."""
+    ages = [int(a) for a in read_hierarchy(adult.hierarchy_dir() / "age.csv", "age").leaves]
+    return Evolution(age_column="age", min_age=min(ages), max_age=max(ages),
+                     move_columns=["marital-status", "workclass"])  # fmt: skip

@@ -14,11 +14,18 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from serialpub.errors import InputError
+
+if TYPE_CHECKING:
+    from serialpub.evolving import Evolution
+
+#: the folder of an evolving series' register of every period (register-NNNN.csv)
+PERIOD_REGISTERS = "register-periods"
 
 PRESETS = {
     # paper 004, section 8: 20 rounds, 20 % carried over, 20 % of values redrawn
@@ -110,20 +117,33 @@ def write_series(
     sensitive: str,
     spec: SeriesSpec,
     source: str,
+    evolution: Evolution | None = None,
 ) -> list[Path]:
-    """Write ``register.csv``, ``snapshots/snapshot-NNNN.csv`` and ``series.json`` into ``out``.
+    """Write ``register.csv``, ``snapshots/snapshot-NNNN.csv`` and ``series.json`` into ``out``;
+    with ``evolution``, the register changes from period to period
+    (:mod:`serialpub.evolving`): ``register-periods/register-NNNN.csv`` holds the register
+    of each period and ``register.csv`` that of the first.
 
     Files are byte-identical for the same base table and spec (no timestamps).
 
     Returns:
         the paths written, register first.
     """
+    from serialpub.evolving import evolve_series  # it builds on simulate_series
+
     check_base_table(base, id_column, [*quasi_identifiers, sensitive], source)
-    snapshots = simulate_series(base, sensitive, spec)
     out.mkdir(parents=True, exist_ok=True)
     (out / "snapshots").mkdir(exist_ok=True)
     written = [out / "register.csv"]
-    base[[id_column, *quasi_identifiers]].to_csv(written[0], index=False, lineterminator="\n")
+    if evolution is None:
+        snapshots = simulate_series(base, sensitive, spec)
+        base[[id_column, *quasi_identifiers]].to_csv(written[0], index=False, lineterminator="\n")
+    else:
+        registers, snapshots = evolve_series(base, id_column, quasi_identifiers, sensitive, spec, evolution)
+        registers[0].to_csv(written[0], index=False, lineterminator="\n")
+        (out / PERIOD_REGISTERS).mkdir(exist_ok=True)
+        for i, reg in enumerate(registers, start=1):
+            reg.to_csv(out / PERIOD_REGISTERS / f"register-{i:04d}.csv", index=False, lineterminator="\n")
     for i, snap in enumerate(snapshots, start=1):
         path = out / "snapshots" / f"snapshot-{i:04d}.csv"
         snap[[id_column, *quasi_identifiers, sensitive]].to_csv(path, index=False, lineterminator="\n")
@@ -134,6 +154,7 @@ def write_series(
         "quasi_identifiers": quasi_identifiers,
         "sensitive": sensitive,
         **asdict(spec),
+        **({"evolution": asdict(evolution)} if evolution is not None else {}),
         "snapshots": [p.name for p in written[1:]],
         "rows": [len(s) for s in snapshots],
     }

@@ -3,6 +3,7 @@ list the published releases."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Annotated
 
@@ -146,6 +147,13 @@ def demo(
     ] = None,
     rounds: Annotated[int, typer.Option("--rounds", help="periods to simulate and publish")] = 20,
     seed: Annotated[int, typer.Option("--seed", help="seed of the simulated snapshots")] = 0,
+    evolving_register: Annotated[
+        bool,
+        typer.Option(
+            "--evolving-register",
+            help="the register changes every period: ages advance, 1 % leave, 1 % join, 1 % move a year",
+        ),
+    ] = False,
 ) -> None:
     """Create a workspace from the bundled Adult data and publish its releases in order."""
     from rich.progress import Progress
@@ -169,9 +177,11 @@ def demo(
         protected=None if protected is None else split_list(protected),
         rounds=rounds,
         seed=seed,
+        evolving_register=evolving_register,
     )
     console.print(
-        f"workspace {out}: register of 45,222 individuals, {rounds} snapshots, "
+        f"workspace {out}: register of 45,222 individuals{' (changing every period)' if evolving_register else ''}, "
+        f"{rounds} snapshots, "
         f"{ws.config.guarantee} guarantee, ℓ = {ws.config.ell:g}, {ws.config.strategy} strategy, "
         f"{ws.config.dilution} dilution"
     )
@@ -180,6 +190,9 @@ def demo(
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("publishing", total=rounds)
         for snap in demo_mod.snapshots(ws):
+            period_register = demo_mod.register_of(ws, snap)
+            if period_register is not None:  # the office updates its register file each period
+                shutil.copyfile(period_register, ws.register_path)
             outcomes.append(publisher.publish(snap))
             progress.advance(task)
     console.print(outcome_table(outcomes, ws.config.ell))

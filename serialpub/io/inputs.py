@@ -21,16 +21,23 @@ import pyarrow.csv as pa_csv
 from anonymizer.hierarchy import Hierarchy
 from serialpub.errors import InputError
 from serialpub.io.hierarchies import spelling_hint
+from serialpub.io.versions import RegisterVersions
 
 
-def read_csv(path: Path, what: str) -> pd.DataFrame:
-    """Read a CSV file with every column as text (empty cells stay empty strings).
+def read_csv(path: Path, what: str, content: bytes | None = None) -> pd.DataFrame:
+    """Read a CSV file with every column as text (empty cells stay empty strings);
+    ``content``: the file's bytes when they come from elsewhere (a kept register version,
+    :mod:`serialpub.io.versions`), ``path`` then only names it in messages.
 
     Uses pyarrow's multithreaded reader: a 5,000,000-row register reads in seconds.
     """
     try:
-        with path.open(encoding="utf-8-sig", newline="") as f:  # as pyarrow, skip a byte-order mark
-            header = next(csv.reader([f.readline()]), [])
+        if content is None:
+            with path.open(encoding="utf-8-sig", newline="") as f:  # as pyarrow, skip a byte-order mark
+                header = next(csv.reader([f.readline()]), [])
+        else:
+            first = content.split(b"\n", 1)[0].decode("utf-8-sig")
+            header = next(csv.reader([first]), []) if content else []
     except FileNotFoundError:
         raise InputError(f"{path}: {what} file not found") from None
     except UnicodeDecodeError as exc:
@@ -41,7 +48,7 @@ def read_csv(path: Path, what: str) -> pd.DataFrame:
         raise InputError(f"{path}, line 1: a column name appears twice in the header")
     try:
         table = pa_csv.read_csv(
-            path,
+            path if content is None else pa.BufferReader(content),
             convert_options=pa_csv.ConvertOptions(
                 column_types={c: pa.string() for c in header},
                 strings_can_be_null=False,
@@ -108,6 +115,21 @@ class Register:
 def load_register(path: Path, id_column: str, qis: list[str], hierarchies: dict[str, Hierarchy]) -> Register:
     """Read the register: the id column and every QI, each value a hierarchy leaf."""
     return register_from_table(read_csv(path, "population register"), path, id_column, qis, hierarchies)
+
+
+def load_register_version(
+    workspace_root: Path, sha: str, id_column: str, qis: list[str], hierarchies: dict[str, Hierarchy]
+) -> Register:
+    """The register version a release used, as kept in ``registers/<sha>.parquet``
+    (:mod:`serialpub.io.versions`; docs/design.md section 10).
+
+    Raises:
+        InputError: the version is missing or altered, or does not read with these hierarchies.
+    """
+    kept = RegisterVersions(workspace_root)
+    path = kept.path(sha)
+    table = read_csv(path, "population register", kept.read_bytes(sha))
+    return register_from_table(table, path, id_column, qis, hierarchies)
 
 
 def register_from_table(

@@ -5,13 +5,21 @@ The database keeps two tables per release (``state.store``): *members* (individu
 register row, history class, ℓ; tagged with the register's sha256) and *classes* (class,
 protected value, survival product, linked releases; pairs never linked left out). This
 module turns them into a History over the current register's rows and back.
+
+The register may change between releases (docs/design.md section 10): histories follow the
+individual's id. Someone who left the register keeps their history (register row -1): they
+are no candidate of this release, and their rows are written back unchanged, so a return
+to the register finds them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from anonymizer.release import History
 from serialpub.io.inputs import Register
@@ -26,6 +34,9 @@ class StatisticsFile:
         self.protected = protected
         self.register_sha256 = register_sha256
         self._ids = pa.array(register.ids.to_numpy().astype(str))
+        # the members no longer in the register and their classes' rows, as :meth:`load`
+        # read them; :meth:`tables` writes them back
+        self.departed: tuple[pa.Table, pa.Table] | None = None
 
     def load(self, stats: tuple[pa.Table, pa.Table] | None, ell: np.ndarray) -> History:
         """The History over the register's rows; before any release, one class per ℓ.
@@ -35,10 +46,13 @@ class StatisticsFile:
             ell: ℓ per register individual, shape (N,); used for individuals new to the
                 register since the state was written (they form one fresh class).
 
+        Members of the state no longer in the register are kept aside (``departed``) for
+        :meth:`tables`.
+
         Raises:
-            StateError: the state names individuals missing from the register, or protected
-                values no longer configured.
+            StateError: the state names protected values no longer configured.
         """
+        self.departed = None
         if stats is None:
             return History.empty(ell, len(self.protected))
         members, classes = stats
@@ -46,14 +60,21 @@ class StatisticsFile:
         if meta.get(b"register_sha256", b"").decode() == self.register_sha256:
             rows = members.column("row").to_numpy().astype(np.int64)  # same register: row numbers hold
         else:
-            rows = self.register.rows_of(pd.Series(members.column("individual").to_numpy(zero_copy_only=False)))
-            if (rows < 0).any():
-                raise StateError("the state names individuals missing from the register; the register may only grow")
+            # by id; Arrow's hash join, several times faster than pandas' on millions of strings
+            found = pc.index_in(members.column("individual").cast(pa.string()), value_set=self._ids)
+            rows = pc.fill_null(found, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+        gone = rows < 0
+        if gone.any():
+            kept = members.filter(pa.array(gone))
+            used = pc.is_in(classes.column("class"), value_set=pc.unique(kept.column("class")))
+            self.departed = (kept, classes.filter(used))
+            members, rows = members.filter(pa.array(~gone)), rows[~gone]
         n = len(self.register.ids)
         known = np.zeros(n, dtype=bool)
         known[rows] = True
         class_col = members.column("class").to_numpy().astype(np.int64)
-        n_classes = int(class_col.max()) + 1 if class_col.size else 0
+        class_ids = classes.column("class").to_numpy().astype(np.int64)  # also the departed's classes
+        n_classes = int(max(class_col.max(initial=-1), class_ids.max(initial=-1))) + 1
         class_of = np.full(n, n_classes, dtype=np.int64)  # newcomers to the register: a fresh class
         class_of[rows] = class_col
         class_ell = np.full(n_classes + 1, float(ell[0]) if n else 2.0)
@@ -66,11 +87,21 @@ class StatisticsFile:
         to_protected = pd.Index(self.protected).get_indexer(values.dictionary.to_pylist())
         cols = to_protected[values.indices.to_numpy()]
         if (cols < 0).any():
-            raise StateError("the state names protected values the configuration no longer protects")
+            raise StateError(self._dropped(values.dictionary.to_pylist(), to_protected))
         k = classes.column("class").to_numpy().astype(np.int64)
         survival[k, cols] = classes.column("survival").to_numpy()
         linked[k, cols] = classes.column("linked").to_numpy()
         return History(class_of, survival, linked, class_ell)
+
+    @staticmethod
+    def _dropped(names: Sequence[object], positions: np.ndarray) -> str:
+        gone = ", ".join(repr(str(v)) for v, p in zip(names, positions, strict=True) if p < 0)
+        return (
+            f"the state holds linked histories for protected value(s) {gone}, which the configuration no longer "
+            "protects (or the sensitive domain no longer has); a value once protected stays protected, because "
+            "its linked individuals' probabilities go on accumulating: add it back to protected_values and to "
+            "the sensitive hierarchy"
+        )
 
     def tables(self, history: History) -> tuple[pa.Table, pa.Table]:
         """(members, classes) for the state database."""
@@ -91,4 +122,37 @@ class StatisticsFile:
                 "linked": pa.array(history.linked[k, cols].astype(np.int32)),
             }
         )
-        return members, classes
+        if self.departed is None:
+            return members, classes
+        gone, gone_classes = self.departed
+        # their classes are numbered after this history's, in the order of the old numbers
+        old = gone.column("class").to_numpy().astype(np.int64)
+        uniq, new = np.unique(old, return_inverse=True)
+        offset = history.survival.shape[0]
+        gone_members = pa.table(
+            {
+                "individual": gone.column("individual").cast(pa.string()),
+                "row": pa.array(np.full(len(gone), -1, dtype=np.int64)),
+                "class": pa.array((offset + new).astype(np.int32)),
+                "ell": gone.column("ell").cast(pa.float64()),
+            }
+        )
+        k_old = gone_classes.column("class").to_numpy().astype(np.int64)
+        values = gone_classes.column("value").combine_chunks()
+        names = [str(v) for v in values.dictionary.to_pylist()]
+        to_col = pd.Index(self.protected).get_indexer(pd.Index(names))
+        cols_old = to_col[values.indices.to_numpy()].astype(np.int32)
+        if (cols_old < 0).any():
+            raise StateError(self._dropped(names, to_col))
+        gone_rows = pa.table(
+            {
+                "class": pa.array((offset + np.searchsorted(uniq, k_old)).astype(np.int32)),
+                "value": pa.DictionaryArray.from_arrays(pa.array(cols_old), pa.array(self.protected)),
+                "survival": gone_classes.column("survival").cast(pa.float64()),
+                "linked": gone_classes.column("linked").cast(pa.int32()),
+            }
+        )
+        return (
+            pa.concat_tables([members, gone_members]).replace_schema_metadata(members.schema.metadata),
+            pa.concat_tables([classes, gone_rows]),
+        )

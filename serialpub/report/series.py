@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from anonymizer.bottomup import InfeasibleError
 from anonymizer.measures.guarantee import TIE_TOLERANCE
@@ -26,8 +27,9 @@ from anonymizer.settings import AfterKPrime, Algorithm, Guarantee, PartitionMode
 from serialpub import __version__
 from serialpub.errors import InputError
 from serialpub.io import release_files
-from serialpub.io.inputs import read_csv, snapshot_from_table
+from serialpub.io.inputs import Register, load_register_version, read_csv, snapshot_from_table
 from serialpub.io.manifest import Manifest
+from serialpub.io.statistics_file import StatisticsFile
 from serialpub.report import plots
 from serialpub.report.render import JSON_FILE, environment, write_text
 from serialpub.report.wording.utility import QUERY_ERROR, WEIGHTED_ERROR
@@ -58,10 +60,11 @@ def localized_baseline(publisher: Any, published: list[Any]) -> Baseline:
     settings its release was made with (ℓ, strategy, k' or α, dilution, suppression budget,
     protected values, recorded in the state) and the pipeline's seed (the release number).
 
-    The register is today's: if it grew since, the baseline's candidates are counted in the
-    larger register (the note says so when the checksums differ). The replay stops at the
-    first release it cannot reproduce: an imported one, or one whose snapshot file is gone or
-    changed since (checksum).
+    Each release is replayed against the register it used (today's file or the version kept
+    under ``registers/``, docs/design.md section 10), histories following individuals by id
+    as the statistics file does. The replay stops at the first release it cannot reproduce:
+    an imported one, one whose snapshot file is gone or changed since (checksum), or one
+    whose register version is missing or was read with other hierarchies than today's.
 
     Args:
         publisher: a :class:`serialpub.workflow.publisher.Publisher` (register, hierarchies, values).
@@ -69,12 +72,14 @@ def localized_baseline(publisher: Any, published: list[Any]) -> Baseline:
     """
     started = time.perf_counter()
     cfg = publisher.ws.config
-    n_ind = len(publisher.register.ids)
     history: History | None = None
+    carried: tuple[pa.Table, pa.Table] | None = None  # the replayed statistics file, by id
     domain = set(publisher.sensitive_domain) if publisher.sensitive_domain is not None else None
     out = Baseline()
     stopped = ""
     for r in published:
+        register: Register | None = None
+        register_sha = ""
         params, path = r.params, Path(r.params["snapshot"]) if r.params.get("snapshot") else None
         if params.get("imported"):
             stopped = f"release {r.seq} was imported (its snapshot is not a release input)"
@@ -82,12 +87,14 @@ def localized_baseline(publisher: Any, published: list[Any]) -> Baseline:
             stopped = f"the snapshot of release {r.seq} is not available"
         elif params.get("snapshot_sha256") and release_files.sha256_file(path) != params["snapshot_sha256"]:
             stopped = f"the snapshot of release {r.seq} changed since it was published ({path})"
+        if not stopped:
+            register, register_sha, stopped = _register_of(publisher, r)
         if stopped:
             break
-        assert path is not None
+        assert path is not None and register is not None
         protected = list(params.get("protected_values") or publisher.protected)
-        if history is None:
-            history = History.empty(np.full(n_ind, float(params["l"])), len(protected))
+        statistics = StatisticsFile(register, protected, register_sha)
+        history = statistics.load(carried, np.full(len(register.ids), float(params["l"])))
         pp = PrivacyParams(ell=float(params["l"]), strategy=Strategy(params["strategy"]),
                            k_prime=params.get("k_prime"), alpha=params.get("alpha"), guarantee=Guarantee.LOCALIZED,
                            # releases made before the model existed used the paper's
@@ -99,12 +106,12 @@ def localized_baseline(publisher: Any, published: list[Any]) -> Baseline:
                            # releases before the field read the parts' counts
                            partition_model=PartitionModel(params.get("partition_model") or "parts"))  # fmt: skip
         table = read_csv(path, "snapshot")
-        snap = snapshot_from_table(table, path, cfg.id_column, publisher.qis, cfg.sensitive, publisher.register,
+        snap = snapshot_from_table(table, path, cfg.id_column, publisher.qis, cfg.sensitive, register,
                                    publisher.hierarchies, domain)  # fmt: skip
         record_set = pd.Index(protected).get_indexer(pd.Index(snap.value)).astype(np.int64)
         try:
             result = anonymize_history(
-                publisher.register.keys, SnapshotCodes(snap.individual, record_set, len(protected)), history, pp,
+                register.keys, SnapshotCodes(snap.individual, record_set, len(protected)), history, pp,
                 publisher.hierarchies_for_search(pp.algorithm, params.get("numeric_quasi_identifiers") or []),
                 params["dilution"] == "presence",
                 budget=int(np.floor(float(params["suppression_budget"]) * len(snap.individual))), seed=r.seq,
@@ -113,18 +120,46 @@ def localized_baseline(publisher: Any, published: list[Any]) -> Baseline:
             stopped = f"release {r.seq} is infeasible under the baseline ({exc})"
             break
         history = result.history
-        out.max_p.append(history.max_breach())
+        carried = statistics.tables(history)
+        out.max_p.append(_max_breach(carried))
     done = len(out.max_p)
     if stopped:
         out.note = (f"replayed releases 1-{done}; stopped because {stopped}" if done
                     else f"no release replayed: {stopped}")  # fmt: skip
     else:
         out.note = f"replayed all {done} releases"
-    if history is not None and done:
-        above_class = (1.0 - history.survival > 1.0 / cfg.ell + TIE_TOLERANCE).any(axis=1)  # at the bound is allowed
-        out.individuals_above = int(above_class[history.class_of].sum())
+    if carried is not None and done:
+        members, classes = carried
+        survival = classes.column("survival").to_numpy()
+        above = np.unique(classes.column("class").to_numpy()[1.0 - survival > 1.0 / cfg.ell + TIE_TOLERANCE])
+        out.individuals_above = int(np.isin(members.column("class").to_numpy(), above).sum())  # bound allowed
     out.seconds = time.perf_counter() - started
     return out
+
+
+def _register_of(publisher: Any, r: Any) -> tuple[Register | None, str, str]:
+    """The register release ``r`` used and its sha256, or why it cannot be had (a sentence
+    for the note)."""
+    manifest = Manifest.read(Path(r.directory) / release_files.MANIFEST_FILE)
+    sha = manifest.sha256.register_file
+    if sha == publisher.file_sums["register"]:
+        return publisher.register, sha, ""
+    if manifest.sha256.hierarchies != publisher.file_sums["hierarchies"]:
+        return None, sha, f"release {r.seq} was made with other hierarchies than today's"
+    cfg = publisher.ws.config
+    try:
+        register = load_register_version(
+            publisher.ws.root, manifest.sha256.register_file, cfg.id_column, publisher.qis, publisher.hierarchies
+        )
+    except InputError as exc:
+        return None, sha, f"the register of release {r.seq} cannot be read ({exc})"
+    return register, sha, ""
+
+
+def _max_breach(stats: tuple[pa.Table, pa.Table]) -> float:
+    """Largest p over everyone in a statistics file, those who left the register included."""
+    survival = stats[1].column("survival").to_numpy()
+    return float(1.0 - survival.min()) if survival.size else 0.0
 
 
 def _release_row(directory: Path) -> dict[str, Any]:

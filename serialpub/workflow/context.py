@@ -29,7 +29,7 @@ from checks.gx import SuiteResult
 from checks.input_suites import DatasetColumns, register_suite
 from serialpub.config import Workspace
 from serialpub.errors import InputChecksFailed, InputError
-from serialpub.io import release_files, signing
+from serialpub.io import release_files, signing, versions
 from serialpub.io.hierarchies import read_domain, read_hierarchies, read_hierarchy, spelling_hint
 from serialpub.io.inputs import Register, Snapshot, read_csv, register_from_table
 from serialpub.io.statistics_file import StatisticsFile
@@ -61,16 +61,8 @@ class ReleaseContext:
         cfg = ws.config
         self.ws = ws
         self.qis = cfg.quasi_identifiers
-        self.hierarchies = read_hierarchies(ws.hierarchy_dir, self.qis)
-        self.numeric = list(cfg.numeric)
-        for q in self.numeric:
-            if not self.hierarchies[q].numeric:
-                raise InputError(
-                    f"{ws.root / 'serialpub.yaml'}: setting 'numeric' lists {q!r}, but some leaves of "
-                    f"{ws.hierarchy_dir / f'{q}.csv'} are not numbers; remove {q!r} from 'numeric'"
-                )
-        self._search_hierarchies: dict[tuple[str, tuple[str, ...]], list[Hierarchy]] = {}
-        self._read_sensitive_domain()
+        self._stamp = self._input_stamp()
+        self._read_hierarchies()
         self.params = PrivacyParams(
             ell=cfg.ell,
             strategy=cfg.strategy,
@@ -86,6 +78,7 @@ class ReleaseContext:
         # The register suite runs before the first check of a snapshot, once per context;
         # its result is evidence of every release.
         self._register_table: pd.DataFrame | None = None
+        self._register_sha: str | None = None  # of the bytes the register was read from
         self._register_check: SuiteResult | None = None
         # the input checks of the last snapshot checked (workflow.input_checks.check_inputs)
         self._last_checked: tuple[tuple[str, str, str], InputChecks] | None = None
@@ -96,6 +89,52 @@ class ReleaseContext:
         # who prepares the next release (recorded as prepared_by; four-eyes compares it with
         # the approver): the Airflow user who triggered the run, else the OS account
         self.preparer: str | None = None
+
+    def _read_hierarchies(self) -> None:
+        """Read the QI hierarchies and the sensitive domain (docs/design.md section 10: they
+        may change between releases)."""
+        ws = self.ws
+        self.hierarchies = read_hierarchies(ws.hierarchy_dir, self.qis)
+        self.numeric = list(ws.config.numeric)
+        for q in self.numeric:
+            if not self.hierarchies[q].numeric:
+                raise InputError(
+                    f"{ws.root / 'serialpub.yaml'}: setting 'numeric' lists {q!r}, but some leaves of "
+                    f"{ws.hierarchy_dir / f'{q}.csv'} are not numbers; remove {q!r} from 'numeric'"
+                )
+        self._search_hierarchies: dict[tuple[str, tuple[str, ...]], list[Hierarchy]] = {}
+        self._read_sensitive_domain()
+
+    def _input_stamp(self) -> tuple[tuple[int, int, int] | None, ...]:
+        """(inode, size, mtime) of the register and the hierarchy folder's files."""
+        paths = [self.ws.register_path, *sorted(self.ws.hierarchy_dir.glob("*.csv"))]
+        stamps: list[tuple[int, int, int] | None] = []
+        for p in paths:
+            try:
+                st = p.stat()
+            except OSError:
+                stamps.append(None)
+                continue
+            stamps.append((st.st_ino, st.st_size, st.st_mtime_ns))
+        return tuple(stamps)
+
+    def refresh_inputs(self) -> None:
+        """Forget what was read of the register and the hierarchies if their files changed
+        since (a register of a new period in the same process, as the demo does; docs/design.md
+        section 10). A context made for one step reads them fresh anyway.
+
+        Raises:
+            InputError: as on construction, for the changed hierarchy files.
+        """
+        stamp = self._input_stamp()
+        if stamp == self._stamp:
+            return
+        self._stamp = stamp
+        self._read_hierarchies()
+        self._register_table, self._register_check, self._last_checked = None, None, None
+        self._register_sha = None
+        for name in ("register", "register_leaf_counts", "file_sums", "statistics"):
+            self.__dict__.pop(name, None)
 
     def _read_sensitive_domain(self) -> None:
         """Set the sensitive hierarchy (if any), the sensitive domain and the protected values."""
@@ -143,7 +182,14 @@ class ReleaseContext:
     def _register_rows(self) -> pd.DataFrame:
         """The register file as read, kept until both the register and its suite are built."""
         if self._register_table is None:
-            self._register_table = read_csv(self.ws.register_path, "population register")
+            # hashed from the bytes that are parsed: the manifest names the register the
+            # release was computed with, even if the file is replaced meanwhile
+            try:
+                content = self.ws.register_path.read_bytes()
+            except FileNotFoundError:
+                raise InputError(f"{self.ws.register_path}: population register file not found") from None
+            self._register_sha = versions.sha256_bytes(content)
+            self._register_table = read_csv(self.ws.register_path, "population register", content)
         return self._register_table
 
     @cached_property
@@ -198,10 +244,25 @@ class ReleaseContext:
     @cached_property
     def file_sums(self) -> dict[str, Any]:
         """sha256 of the register and of each QI's hierarchy file, as manifests record them."""
+        if self._register_sha is None:
+            self._register_rows()
         return {
-            "register": release_files.sha256_file(self.ws.register_path),
+            "register": self._register_sha,
             "hierarchies": {q: release_files.sha256_file(self.ws.hierarchy_dir / f"{q}.csv") for q in self.qis},
         }
+
+    def keep_input_versions(self) -> None:
+        """Store the register and hierarchy versions a release of this context uses, named
+        by the sha256 its manifest records (:mod:`serialpub.io.versions`, docs/design.md
+        section 10), so the audit and ``state verify`` find them after the files change.
+
+        Raises:
+            InputError: the register file changed since it was hashed.
+        """
+        sums = self.file_sums
+        versions.RegisterVersions(self.ws.root).keep(self.ws.register_path, sums["register"])
+        for q in self.qis:
+            versions.keep_hierarchy(self.ws.root, q, self.ws.hierarchy_dir / f"{q}.csv", sums["hierarchies"][q])
 
     @cached_property
     def signing_key(self) -> Ed25519PrivateKey | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -106,6 +107,7 @@ def draft(
     started = time.perf_counter()
     cfg = ctx.ws.config
     period = period or periods.period_of_file(snapshot_path)
+    ctx.refresh_inputs()  # the register of this period may differ from the last one read
     recover(ctx)
     _ = ctx.signing_key  # a missing or wrong key is refused now, not after the sign-off
     checked = check_inputs(ctx, snapshot_path, period)
@@ -125,8 +127,15 @@ def draft(
         params |= {"skipped_periods": gap, "skip_reason": ctx.skip_reason}
     opened = ctx.store.begin_draft(cfg.dataset, period, params, this_process())
     checkpoint("after_draft")
+    # the register and hierarchy versions are stored while the release is computed (reading
+    # and diffing a 5M-person register takes seconds; Arrow releases the GIL), and waited for
+    # before the staged manifest names them
+    _ = ctx.file_sums  # hashed here, not in the thread
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="serialpub-versions")
+    keeping = pool.submit(ctx.keep_input_versions)
+    pool.shutdown(wait=False)
     try:
-        return _stage(ctx, opened, snap, snapshot_path, period, published, started, owner)
+        return _stage(ctx, opened, snap, snapshot_path, period, published, started, owner, keeping)
     except BaseException as exc:
         ctx.abandon(opened, exc)
         raise
@@ -134,7 +143,7 @@ def draft(
 
 def _stage(
     ctx: ReleaseContext, opened: OpenRelease, snap: Snapshot, snapshot_path: Path, period: str,
-    published: list[PublishedRelease], started: float, owner: str | None,
+    published: list[PublishedRelease], started: float, owner: str | None, keeping: Future[None],
 ) -> StagedRelease:  # fmt: skip
     cfg = ctx.ws.config
     seq = opened.seq
@@ -181,6 +190,7 @@ def _stage(
         query_settings(ctx), sensitive_codes,
     )  # fmt: skip
     manifest = new_manifest(ctx, seq, period, published[-1].seq if published else None, result, query, utility)
+    keeping.result()  # the versions exist before anything names them: the staged manifest does
     staging = ctx.ws.dataset_dir / release_files.staging_name(seq, opened.id)
     # the release row names its staging folder, for operators looking at an open draft
     ctx.store.set_staging(opened.id, str(staging))

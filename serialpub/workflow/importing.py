@@ -425,6 +425,7 @@ def import_release(
         )
         out = pd.DataFrame({c: table[c].to_numpy(dtype=str) for c in [*qis, sens]})
         seal(publisher, manifest)
+        publisher.keep_input_versions()
         key = publisher.signing_key
         _, manifest_sha = release_files.write_staging(ws.dataset_dir, seq, draft.id, out, manifest, key)
         final = ws.dataset_dir / release_files.release_name(seq)

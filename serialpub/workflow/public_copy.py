@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from serialpub.errors import InputError
-from serialpub.io import release_files, signing
+from serialpub.io import release_files, signing, versions
+from serialpub.io.manifest import Manifest
 from serialpub.workflow.context import ReleaseContext
 from serialpub.workflow.publishing import check_published_files
 
@@ -37,8 +38,11 @@ def write_public_copy(ctx: ReleaseContext, out: Path, with_register: bool = Fals
     """Copy every published release of the dataset into ``out`` as the public receives it:
     ``releases/<dataset>/release-NNNN/{data.parquet, manifest.json, manifest.sig}``, plus
     ``hierarchies/`` and ``keys/<signing key>.pub`` (when the workspace signs), and
-    ``register.csv`` with ``with_register`` (what ``serialpub audit`` needs). Running it
-    again adds the releases published since; a file already in the copy is never rewritten.
+    ``register.csv`` with ``with_register`` (what ``serialpub audit`` needs), with the
+    register and hierarchy versions the releases used (``registers/``,
+    ``hierarchy-versions/``; docs/design.md section 10). Running it again adds the releases
+    published since and replaces ``register.csv`` and ``hierarchies/`` by today's; a
+    release file already in the copy is never rewritten.
 
     Raises:
         StateError: a published release's files no longer match the state (nothing is copied).
@@ -58,13 +62,27 @@ def write_public_copy(ctx: ReleaseContext, out: Path, with_register: bool = Fals
             source = ws.dataset_dir / name / file
             if source.is_file():
                 plan.append((source, out / "releases" / ws.config.dataset / name / file))
-    plan += [(path, out / "hierarchies" / path.name) for path in sorted(ws.hierarchy_dir.glob("*.csv"))]
+    # the register and hierarchy versions each release used (docs/design.md section 10):
+    # content-addressed, so a copy already there is the same file
+    kept = versions.RegisterVersions(ws.root)
+    for r in published:
+        manifest = Manifest.read(ws.dataset_dir / release_files.release_name(r.seq) / release_files.MANIFEST_FILE)
+        for q, sha in manifest.sha256.hierarchies.items():
+            path = versions.hierarchy_version(ws.root, q, sha)
+            if path.is_file():
+                plan.append((path, out / path.relative_to(ws.root)))
+        sha = manifest.sha256.register_file
+        if with_register and kept.has(sha):
+            plan += [(path, out / path.relative_to(ws.root)) for path in kept.chain_files(sha)]
+    # today's register and hierarchies replace the copy's: they change from period to period
+    current = [(path, out / "hierarchies" / path.name) for path in sorted(ws.hierarchy_dir.glob("*.csv"))]
+    if with_register:
+        current.append((ws.register_path, out / "register.csv"))
     key = ws.signing_key_path
     public_key = None if key is None else key.with_suffix(".pub")  # never the private key itself
     if public_key is not None and public_key != key and public_key.is_file():
         plan.append((public_key, out / "keys" / public_key.name))
-    if with_register:
-        plan.append((ws.register_path, out / "register.csv"))
+    plan = list(dict.fromkeys(plan))
     for source, target in plan:  # check every file before writing any
         if target.is_file() and target.read_bytes() != source.read_bytes():
             raise InputError(
@@ -74,6 +92,11 @@ def write_public_copy(ctx: ReleaseContext, out: Path, with_register: bool = Fals
     written = 0
     for source, target in plan:
         if not target.is_file():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
+            written += 1
+    for source, target in current:
+        if not target.is_file() or target.read_bytes() != source.read_bytes():
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, target)
             written += 1

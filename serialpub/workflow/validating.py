@@ -64,6 +64,14 @@ def _validate(ctx: ReleaseContext, rel: OpenRelease) -> list[SuiteResult]:
     cfg = ctx.ws.config
     staging = ctx.staging_dir(rel)
     manifest, table = release_files.read_release(staging)
+    sums = ctx.file_sums
+    if sums["register"] != manifest.sha256.register_file or sums["hierarchies"] != manifest.sha256.hierarchies:
+        # validated against other inputs than the draft's, the verdict would not be the release's
+        raise StateError(
+            f"{ctx.ws.register_path}: the register or a hierarchy file changed after release {rel.seq} was drafted "
+            f"(with register sha256 {manifest.sha256.register_file[:12]}...); the draft was failed and nothing was "
+            "published: prepare the release again ('serialpub release') with the period's files"
+        )
     path = Path(rel.params["snapshot"])
     checked = check_inputs(ctx, path, rel.period) if path.is_file() else None
     if checked is None or checked.sha256 != rel.params.get("snapshot_sha256"):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +18,14 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
+from anonymizer.hierarchy import Hierarchy
 from serialpub.analysis.audit.integrity import check_store, read_public_key
-from serialpub.analysis.audit.manifest import _Manifest, _parse_manifest, _sha256, marginal_findings
+from serialpub.analysis.audit.manifest import _Manifest, _parse_manifest, _sha256
 from serialpub.analysis.audit.result import AuditResult
 from serialpub.analysis.audit.series import audit_releases
 from serialpub.errors import InputError
-from serialpub.io.hierarchies import read_hierarchies
+from serialpub.io.hierarchies import read_hierarchy
+from serialpub.io.versions import RegisterVersions, hierarchy_version
 
 _RELEASE_DIR = re.compile(r"^release-(\d{4,})$")
 
@@ -51,14 +54,18 @@ def _release_dirs(workspace: Path, dataset: str | None) -> tuple[str, list[tuple
     return dataset, sorted(numbered)
 
 
-def _read_register(path: Path, id_column: str) -> pd.DataFrame:
-    """register.csv with every cell as text (empty cells stay ""), QI columns categorical.
+def _read_register(path: Path, id_column: str, content: bytes | None = None) -> pd.DataFrame:
+    """register.csv with every cell as text (empty cells stay ""), QI columns categorical;
+    ``content``: the file's bytes when they come from a stored version (``path`` names it).
 
     pyarrow's multi-threaded reader is 3-4x faster than pandas' on millions of rows.
     """
     try:
-        with path.open(encoding="utf-8", newline="") as f:
-            header = next(csv.reader(f), [])
+        if content is None:
+            with path.open(encoding="utf-8", newline="") as f:
+                header = next(csv.reader(f), [])
+        else:
+            header = next(csv.reader([content.split(b"\n", 1)[0].decode("utf-8")]), [])
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8") from None
     if not header:
@@ -73,11 +80,89 @@ def _read_register(path: Path, id_column: str) -> pd.DataFrame:
         quoted_strings_can_be_null=False,
     )
     try:
-        table = pacsv.read_csv(path, convert_options=options)
+        table = pacsv.read_csv(path if content is None else pa.BufferReader(content), convert_options=options)
     except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: not a readable CSV file ({exc}); fix the line it names") from None
     return table.to_pandas()
 
+
+class _Registers(Sequence[pd.DataFrame]):
+    """The register of every release, by the sha256 its manifest names: ``register.csv``
+    when it is that file, else the version kept under ``registers/``
+    (:mod:`serialpub.io.versions`). Read in order; the version read last is kept, so
+    releases that share a register share one table (read once)."""
+
+    def __init__(self, workspace: Path, id_column: str, manifests: list[tuple[_Manifest, Path]]) -> None:
+        self.workspace, self.id_column = workspace, id_column
+        self.current = workspace / "register.csv"
+        self.current_sha = _sha256(self.current) if self.current.is_file() else None
+        self.versions = RegisterVersions(workspace)
+        self.shas: list[str] = []
+        for pm, mpath in manifests:
+            expected = pm.sha256.get("register")
+            if not isinstance(expected, str):
+                raise InputError(f"{mpath}: sha256 has no 'register' entry; the release contract requires it")
+            expected = expected.lower()
+            if expected != self.current_sha and not self.versions.has(expected):
+                where = self.current if self.current_sha else "register.csv"
+                raise InputError(
+                    f"{self.workspace / where}: the register differs from the one release {pm.release} was published "
+                    f"with (sha256 {expected[:12]}...), and {self.versions.path(expected)} is missing; audit with "
+                    "that register or the workspace's registers/ folder"
+                )
+            self.shas.append(expected)
+        self._last: tuple[str, pd.DataFrame] | None = None
+
+    def __len__(self) -> int:
+        return len(self.shas)
+
+    def __getitem__(self, j: int) -> pd.DataFrame:  # type: ignore[override]
+        sha = self.shas[j]
+        if self._last is None or self._last[0] != sha:
+            self._last = None  # free the previous table before reading the next
+            if sha == self.current_sha:
+                table = _read_register(self.current, self.id_column)
+            else:
+                table = _read_register(self.versions.path(sha), self.id_column, self.versions.read_bytes(sha))
+            self._last = (sha, table)
+        return self._last[1]
+
+
+def _release_hierarchies(workspace: Path, manifests: list[tuple[_Manifest, Path]]) -> list[dict[str, Hierarchy]]:
+    """The QI hierarchies of every release, by the sha256 its manifest names:
+    ``hierarchies/<qi>.csv`` when it is that file, else ``hierarchy-versions/<qi>/<sha>.csv``.
+    Releases that used the same versions share one mapping."""
+    hdir = workspace / "hierarchies"
+    qis: list[str] = []
+    for pm, _ in manifests:
+        qis.extend(q for q in pm.quasi_identifiers if q not in qis)
+    current = {q: _sha256(hdir / f"{q}.csv") for q in qis if (hdir / f"{q}.csv").is_file()}
+    read: dict[tuple[str, str], Hierarchy] = {}
+    sets: dict[tuple[tuple[str, str], ...], dict[str, Hierarchy]] = {}
+    out = []
+    for pm, mpath in manifests:
+        recorded = pm.sha256.get("hierarchies")
+        if not isinstance(recorded, dict):
+            raise InputError(f"{mpath}: sha256 has no 'hierarchies' object; the release contract requires it")
+        key = []
+        for q in qis:
+            exp = recorded.get(q)
+            if not isinstance(exp, str):
+                if q in pm.quasi_identifiers:
+                    raise InputError(f"{mpath}: sha256.hierarchies has no entry for '{q}'")
+                exp = current.get(q, "")  # a QI this release does not use: any version reads it
+            exp = exp.lower()
+            if (q, exp) not in read:
+                path = hdir / f"{q}.csv" if current.get(q) == exp else hierarchy_version(workspace, q, exp)
+                if not path.is_file():
+                    raise InputError(
+                        f"{hdir / f'{q}.csv'}: the hierarchy differs from the one release {pm.release} was published "
+                        f"with, and {path} is missing; audit with that hierarchy file"
+                    )
+                read[(q, exp)] = read_hierarchy(path, q)
+            key.append((q, exp))
+        out.append(sets.setdefault(tuple(key), {q: read[(q, e)] for q, e in key}))
+    return out
 
 
 def audit_workspace(
@@ -130,48 +215,13 @@ def audit_workspace(
         releases.append((d, manifest, data))
 
     parsed = [_parse_manifest(man, str(d / "manifest.json")) for d, man, _ in releases]
-    reg_path = workspace / "register.csv"
-    if not reg_path.is_file():
-        raise InputError(f"{reg_path}: file missing; the audit needs the population register")
-    qis: list[str] = []
-    for pm in parsed:
-        qis.extend(q for q in pm.quasi_identifiers if q not in qis)
-    hdir = workspace / "hierarchies"
-    absent = [str(hdir / f"{q}.csv") for q in qis if not (hdir / f"{q}.csv").is_file()]
-    if absent:
-        raise InputError(f"hierarchy file(s) missing: {', '.join(absent)}; give one per quasi-identifier")
-
-    reg_sha = _sha256(reg_path)
-    h_sha = {q: _sha256(hdir / f"{q}.csv") for q in qis}
-    for (_, d), pm in zip(dirs, parsed, strict=True):
-        mpath = d / "manifest.json"
-        expected = pm.sha256.get("register")
-        if not isinstance(expected, str):
-            raise InputError(f"{mpath}: sha256 has no 'register' entry; the release contract requires it")
-        if expected.lower() != reg_sha:
-            raise InputError(
-                f"{reg_path}: the register differs from the one release {pm.release} was published with "
-                "(sha256 mismatch); audit with that register"
-            )
-        recorded = pm.sha256.get("hierarchies")
-        if not isinstance(recorded, dict):
-            raise InputError(f"{mpath}: sha256 has no 'hierarchies' object; the release contract requires it")
-        for q in pm.quasi_identifiers:
-            exp = recorded.get(q)
-            if not isinstance(exp, str):
-                raise InputError(f"{mpath}: sha256.hierarchies has no entry for '{q}'")
-            if exp.lower() != h_sha[q]:
-                raise InputError(
-                    f"{hdir / f'{q}.csv'}: the hierarchy differs from the one release {pm.release} was published "
-                    "with (sha256 mismatch); audit with that hierarchy file"
-                )
-
-    register = _read_register(reg_path, id_column)
-    hierarchies = read_hierarchies(hdir, qis)
+    named = [(pm, d / "manifest.json") for (_, d), pm in zip(dirs, parsed, strict=True)]
+    registers = _Registers(workspace, id_column, named)
+    hierarchy_sets = _release_hierarchies(workspace, named)
     snapshot_tables = None
     if snapshots is not None:
         snapshot_tables = [_read_snapshot(snapshots, pm, id_column) for pm in parsed]
-    result = audit_releases(register, id_column, hierarchies, releases, snapshot_tables)
+    result = audit_releases(registers, id_column, hierarchy_sets, releases, snapshot_tables)
     if result.dataset is None:
         result.dataset = dataset
     elif result.dataset != dataset:
@@ -179,12 +229,10 @@ def audit_workspace(
     for (number, d), pm in zip(dirs, parsed, strict=True):
         if number != pm.release:
             result.findings.append(f"{d}: the folder name says release {number}, the manifest says {pm.release}")
-    result.findings.extend(marginal_findings(register, parsed))
     integrity = check_store(dirs, key_text)
     result.findings.extend(integrity.findings)
     result.notes.extend(integrity.notes)
     return result
-
 
 
 def _read_snapshot(folder: Path, m: _Manifest, id_column: str) -> tuple[pd.DataFrame, str]:
@@ -212,4 +260,3 @@ def _read_snapshot(folder: Path, m: _Manifest, id_column: str) -> tuple[pd.DataF
     except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: not a readable CSV file ({exc}); fix the line it names") from None
     return table, str(path)
-

@@ -107,7 +107,7 @@ def format_report(result: AuditResult) -> str:
         cmp = ">" if result.max_p > bound else "<="
         lines.append(
             f"max p = {result.max_p:.6g} {cmp} 1/ℓ = {bound:.4g}: individual {result.max_p_individual} "
-            f"(and {result.max_p_individuals - 1} other(s) with the same QI values), value "
+            f"(and {result.max_p_individuals - 1} other(s) with the same QI values in every release), value "
             f"{result.max_p_value!r}, linked in {result.max_p_releases} release(s)"
         )
     lines.append(

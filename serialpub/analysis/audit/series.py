@@ -9,6 +9,7 @@ docs/design.md section 1), decided ``p > 1/ℓ`` exactly
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,18 +21,19 @@ from anonymizer.arrays import factorize
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.intervals import release_hierarchies
 from anonymizer.privacy import exceeds_threshold, survival_factor, survival_products
-from serialpub.analysis.audit.combos import _Combos, _register_combos, _Snapshot, _snapshot_records
+from serialpub.analysis.audit.combos import IntArray, _Combos, _register_combos, _snapshot_records
 from serialpub.analysis.audit.geometry import _distinct, _Tree
-from serialpub.analysis.audit.manifest import _parse_manifest
+from serialpub.analysis.audit.manifest import _Manifest, _parse_manifest, marginal_findings
 from serialpub.analysis.audit.recompute import _audit_release, _History
 from serialpub.analysis.audit.result import AuditResult
+from serialpub.analysis.audit.serial import _SerialBuilder, _to_serial
 from serialpub.errors import InputError
 
 
 def audit_releases(
-    register: pd.DataFrame,
+    register: pd.DataFrame | Sequence[pd.DataFrame],
     id_column: str,
-    hierarchies: dict[str, Hierarchy],
+    hierarchies: dict[str, Hierarchy] | Sequence[dict[str, Hierarchy]],
     releases: list[tuple[Path, dict[str, Any], pd.DataFrame]],
     snapshots: list[tuple[pd.DataFrame, str]] | None = None,
 ) -> AuditResult:
@@ -40,9 +42,12 @@ def audit_releases(
 
     Args:
         register: the population register, one row per individual: ``id_column`` and every
-            quasi-identifier of the releases, values as strings equal to hierarchy leaves.
+            quasi-identifier of the releases, values as strings equal to hierarchy leaves;
+            or, when it changed between releases, the register of each release's period
+            (a sequence read in order; the same object twice is counted once).
         id_column: the register's identifier column (reported, never published).
-        hierarchies: ``{attribute: Hierarchy}`` for every quasi-identifier of the releases.
+        hierarchies: ``{attribute: Hierarchy}`` for every quasi-identifier of the releases,
+            or one such mapping per release (the versions each release used).
         releases: ``(directory, parsed manifest.json, data.parquet as a DataFrame)`` per
             release, in publication order. ``directory / "data.parquet"`` is hashed and
             compared with the manifest's ``sha256["data.parquet"]``.
@@ -53,33 +58,111 @@ def audit_releases(
             it (docs/threat-model.md).
 
     Returns:
-        an :class:`AuditResult`. p is computed per (register individual, protected value)
-        over every release (paper 004, Lemma 4; docs/design.md section 1), with the union of the
-        releases' protected values counted in every release; the verdict p > 1/ℓ is exact
-        and uses the latest release's ℓ. If regions overlap, a QI combination gets a factor
-        from every group covering it (the release is invalid anyway and reported).
+        an :class:`AuditResult`. p is computed per (individual, protected value) over every
+        release (paper 004, Lemma 4; docs/design.md section 1), an individual being a
+        candidate of release j through their QI values in release j's register and of no
+        release whose register lacks them (section 10); the union of the releases'
+        protected values is counted in every release; the verdict p > 1/ℓ is exact and uses
+        the latest release's ℓ. If regions overlap, a QI combination gets a factor from
+        every group covering it (the release is invalid anyway and reported).
 
     Raises:
         InputError: no releases; a manifest lacks a required key or has one of the wrong
-            type; the register lacks a column, repeats an id, or holds a value that is not a
+            type; a register lacks a column, repeats an id, or holds a value that is not a
             leaf of its hierarchy; a hierarchy is missing for a quasi-identifier.
     """
     if not releases:
         raise InputError("nothing to audit: no published release was found")
+    registers = [register] * len(releases) if isinstance(register, pd.DataFrame) else register
+    hierarchy_sets = [hierarchies] * len(releases) if isinstance(hierarchies, dict) else hierarchies
+    if len(registers) != len(releases) or len(hierarchy_sets) != len(releases):
+        raise ValueError("register, hierarchies: one per release is needed")
     parsed = [_parse_manifest(man, str(d / "manifest.json")) for d, man, _ in releases]
     qis: list[str] = []
     for pm in parsed:
         qis.extend(q for q in pm.quasi_identifiers if q not in qis)
-    missing = [q for q in qis if q not in hierarchies]
-    if missing:
-        raise InputError(f"no hierarchy for quasi-identifier(s) {', '.join(missing)}; add hierarchies/<qi>.csv")
     values: list[str] = []
     for pm in parsed:
         values.extend(v for v in pm.protected if v not in values)
 
     latest = parsed[-1]
-    datasets = {pm.dataset for pm in parsed}
     result = AuditResult(dataset=latest.dataset, releases=[pm.release for pm in parsed], ell=latest.ell)
+    _series_notes(parsed, values, result)
+    per_individual = snapshots is not None and any(pm.dilution != "register" for pm in parsed)
+    if snapshots is not None and len(snapshots) != len(parsed):
+        raise ValueError("snapshots: one per release is needed")
+
+    serial = _SerialBuilder()
+    published_local: list[_History] = []
+    mechanism_local: list[_History] = []
+    previous: tuple[object, object, _Combos] | None = None
+    sharing: list[_Manifest] = []  # the releases read with the register of ``previous``
+    tree_of: dict[int, _Tree] = {}  # per hierarchy object (the sets share them)
+    for j, ((directory, _, data), pm) in enumerate(zip(releases, parsed, strict=True)):
+        reg, hs = registers[j], hierarchy_sets[j]
+        missing = [q for q in qis if q not in hs]
+        if missing:
+            raise InputError(f"no hierarchy for quasi-identifier(s) {', '.join(missing)}; add hierarchies/<qi>.csv")
+        if previous is not None and previous[0] is reg and previous[1] is hs:
+            combos = previous[2]  # the same register and hierarchies as the release before
+            serial.repeat()
+        else:
+            if previous is not None:
+                result.findings.extend(marginal_findings(previous[0], sharing))
+            combos = _register_combos(reg, id_column, qis, hs, per_individual)
+            previous, sharing = (reg, hs, combos), []
+            serial.add(pd.Index(reg[id_column].astype(str).to_numpy()), combos.combo_of_row)
+        sharing.append(pm)
+        snap = None
+        if snapshots is not None:
+            table, where = snapshots[j]
+            snap = _snapshot_records(table, reg, id_column, pm.sensitive, values, combos, where)
+        for q in qis:
+            if id(hs[q]) not in tree_of:  # the hierarchy objects live as long as hierarchy_sets
+                tree_of[id(hs[q])] = _Tree.of(hs[q])
+        trees = {q: tree_of[id(hs[q])] for q in qis}
+        if pm.numeric:  # its intervals become nodes (anonymizer.intervals; docs/design.md)
+            try:
+                extended = release_hierarchies(hs, [q for q in pm.numeric if q in data.columns], data)
+            except ValueError as exc:
+                raise InputError(f"{directory / 'manifest.json'}: numeric_quasi_identifiers: {exc}") from None
+            trees |= {q: _Tree.of(extended[q]) for q in pm.numeric if q in data.columns}
+        pub, mech = _audit_release(directory, pm, data, qis, trees, combos, values, result, snap)
+        published_local.append(pub)
+        if mech is not None:
+            mechanism_local.append(mech)
+
+    if previous is not None:
+        result.findings.extend(marginal_findings(previous[0], sharing))
+    combos_all = serial.done()
+    published = [_to_serial(h, combos_all.local[:, j]) for j, h in enumerate(published_local)]
+    pub_summary = _summarize(published, combos_all.counts, values, latest.ell)
+    result.published_count_max_p = pub_summary.max_p
+    decided = pub_summary
+    if snapshots is not None:
+        mechanism = [_to_serial(h, combos_all.local[:, j]) for j, h in enumerate(mechanism_local)]
+        decided = _summarize(mechanism, combos_all.counts, values, latest.ell)
+        result.mechanism_max_p = decided.max_p
+    else:
+        _bound_notes(parsed, result)
+    result.max_p_by_release = decided.by_release
+    if decided.best is None:
+        return result
+    best_combo, best_value, best_linked = decided.best
+    result.max_p = decided.max_p
+    result.max_p_individual = str(combos_all.ids[int(combos_all.first[best_combo])])
+    result.max_p_value = values[best_value]
+    result.max_p_releases = best_linked
+    result.max_p_individuals = int(combos_all.counts[best_combo])
+    result.violations = decided.violations
+    result.violating_individuals = decided.violating_individuals
+    return result
+
+
+def _series_notes(parsed: list[_Manifest], values: list[str], result: AuditResult) -> None:
+    """Notes and findings about the series as a whole (ℓ, protected values, guarantee,
+    datasets, release numbering)."""
+    latest = parsed[-1]
     ells = sorted({pm.ell for pm in parsed})
     if len(ells) > 1:
         result.notes.append(
@@ -97,6 +180,7 @@ def audit_releases(
             f"release(s) {', '.join(map(str, localized))} claim only the localized guarantee; "
             "the audit checks the global one"
         )
+    datasets = {pm.dataset for pm in parsed}
     if len(datasets) > 1:
         result.findings.append(f"the manifests name several datasets: {sorted(map(str, datasets))}")
     for prev, cur in itertools.pairwise(parsed):
@@ -108,73 +192,29 @@ def audit_releases(
                 f"but the release before it is {prev.release}"
             )
 
-    per_individual = snapshots is not None and any(pm.dilution != "register" for pm in parsed)
-    combos = _register_combos(register, id_column, qis, hierarchies, per_individual)
-    trees = {q: _Tree.of(hierarchies[q]) for q in qis}
-    snaps: list[_Snapshot | None] = [None] * len(parsed)
-    if snapshots is not None:
-        if len(snapshots) != len(parsed):
-            raise ValueError("snapshots: one per release is needed")
-        snaps = [
-            _snapshot_records(table, register, id_column, pm.sensitive, values, combos, where)
-            for (table, where), pm in zip(snapshots, parsed, strict=True)
-        ]
 
-    published: list[_History] = []
-    mechanism: list[_History] = []
-    for (directory, _, data), pm, snap in zip(releases, parsed, snaps, strict=True):
-        release_trees = trees
-        if pm.numeric:  # its intervals become nodes (anonymizer.intervals; docs/design.md)
-            try:
-                extended = release_hierarchies(hierarchies, [q for q in pm.numeric if q in data.columns], data)
-            except ValueError as exc:
-                raise InputError(f"{directory / 'manifest.json'}: numeric_quasi_identifiers: {exc}") from None
-            release_trees = {**trees, **{q: _Tree.of(extended[q]) for q in pm.numeric if q in data.columns}}
-        pub, mech = _audit_release(directory, pm, data, qis, release_trees, combos, values, result, snap)
-        published.append(pub)
-        if mech is not None:
-            mechanism.append(mech)
-
-    pub_summary = _summarize(published, combos, values, latest.ell)
-    result.published_count_max_p = pub_summary.max_p
-    decided = pub_summary
-    if snapshots is not None:
-        decided = _summarize(mechanism, combos, values, latest.ell)
-        result.mechanism_max_p = decided.max_p
-    else:
-        presence = [pm.release for pm in parsed if pm.dilution != "register"]
-        suppressed = [pm.release for pm in parsed if pm.suppressed]
-        if presence:
-            result.upper_bound = (
-                f"release(s) {_span(presence)} were published with presence known; without the snapshots the "
-                "audit cannot tell who was present, so it takes every register individual in a group's region as "
-                "present and linked, which can only raise p: the figure is an upper bound. Give --snapshots for "
-                "the exact figure"
-            )
-        if suppressed:
-            result.notes.append(
-                f"release(s) {_span(suppressed)} suppressed records (suppression model "
-                f"{'/'.join(sorted({pm.suppression_model or 'paper' for pm in parsed}))}): this figure counts the "
-                "published records only; an adversary who knows the algorithm can infer what suppression removed. "
-                "Give --snapshots for the mechanism-aware figure"
-            )
-    result.max_p_by_release = decided.by_release
-    if decided.best is None:
-        return result
-    best_combo, best_value, best_linked = decided.best
-    result.max_p = decided.max_p
-    result.max_p_individual = str(register[id_column].iloc[int(combos.first_row[best_combo])])
-    result.max_p_value = values[best_value]
-    result.max_p_releases = best_linked
-    result.max_p_individuals = int(combos.counts[best_combo])
-    result.violations = decided.violations
-    result.violating_individuals = decided.violating_individuals
-    return result
+def _bound_notes(parsed: list[_Manifest], result: AuditResult) -> None:
+    """Without the snapshots: what the published-count figure cannot see."""
+    presence = [pm.release for pm in parsed if pm.dilution != "register"]
+    suppressed = [pm.release for pm in parsed if pm.suppressed]
+    if presence:
+        result.upper_bound = (
+            f"release(s) {_span(presence)} were published with presence known; without the snapshots the "
+            "audit cannot tell who was present, so it takes every register individual in a group's region as "
+            "present and linked, which can only raise p: the figure is an upper bound. Give --snapshots for "
+            "the exact figure"
+        )
+    if suppressed:
+        result.notes.append(
+            f"release(s) {_span(suppressed)} suppressed records (suppression model "
+            f"{'/'.join(sorted({pm.suppression_model or 'paper' for pm in parsed}))}): this figure counts the "
+            "published records only; an adversary who knows the algorithm can infer what suppression removed. "
+            "Give --snapshots for the mechanism-aware figure"
+        )
 
 
 def _span(numbers: list[int]) -> str:
     return ", ".join(map(str, numbers)) if len(numbers) <= 6 else f"{numbers[0]}..{numbers[-1]} ({len(numbers)})"
-
 
 
 @dataclass(frozen=True)
@@ -189,7 +229,7 @@ class _Summary:
     by_release: list[float]
 
 
-def _summarize(hist: list[_History], combos: _Combos, values: list[str], ell: float) -> _Summary:
+def _summarize(hist: list[_History], counts: IntArray, values: list[str], ell: float) -> _Summary:
     """p per (combo, protected value) over the releases' history rows (paper 004, Lemma 4),
     the exact verdict p > 1/ℓ (:func:`anonymizer.privacy.exceeds_threshold`)."""
     combo = np.concatenate([h.combo for h in hist])
@@ -223,8 +263,7 @@ def _summarize(hist: list[_History], combos: _Combos, values: list[str], ell: fl
     return _Summary(
         max_p=float(p[best]),
         best=(int(pair_combo[best]), int(pair_value[best]), int(linked[best])),
-        violations=int(combos.counts[pair_combo[breach]].sum()),
-        violating_individuals=int(combos.counts[_distinct(pair_combo[breach])].sum()),
+        violations=int(counts[pair_combo[breach]].sum()),
+        violating_individuals=int(counts[_distinct(pair_combo[breach])].sum()),
         by_release=by_release,
     )
-

@@ -60,7 +60,7 @@ def compare_statistics(ctx: Verification, state: Rebuild, values: list[str], any
     protected value), into ``ctx.report`` (values, pairs compared, unverifiable pairs,
     differences); ``any_published``: the database has published releases."""
     report, cfg = ctx.report, ctx.ws.config
-    n = len(ctx.register.ids)
+    n = len(ctx.ids)
     try:
         stats = ctx.store.latest_statistics(cfg.dataset)
     except StateError as exc:
@@ -121,7 +121,7 @@ def compare_statistics(ctx: Verification, state: Rebuild, values: list[str], any
     report.pairs_compared = n * v_all - report.unverifiable.count
     bad_s = ~np.isclose(s_db, s_rb, rtol=SURVIVAL_RTOL, atol=0.0) & known_pairs
     bad_l = (l_db != l_rb) & known_pairs
-    ids = ctx.register.ids
+    ids = ctx.ids
     for kind, bad, a, b, fmt in (
         ("survival product", bad_s, s_db, s_rb, "{:.17g}"),
         ("linked releases", bad_l, l_db, l_rb, "{}"),
@@ -142,32 +142,21 @@ def compare_statistics(ctx: Verification, state: Rebuild, values: list[str], any
 
 
 def _member_classes(ctx: Verification, members: Any) -> tuple[IntArray, int]:
-    """History class of every register row per the stored members table; rows the
-    table does not name get class ``n_classes`` (never linked)."""
+    """History class of every individual of the series (``ctx.ids``) per the stored members
+    table, matched by id (the table also keeps those who left the register); individuals
+    the table does not name get class ``n_classes`` (never linked)."""
     report = ctx.report
-    n = len(ctx.register.ids)
-    meta = members.schema.metadata or {}
+    n = len(ctx.ids)
     stored_ids = pd.Index(np.asarray(members.column("individual").to_numpy(zero_copy_only=False)).astype(str))
     class_col = members.column("class").to_numpy().astype(np.int64)
     n_classes = int(class_col.max()) + 1 if class_col.size else 0
-    rows = None
-    if meta.get(b"register_sha256", b"").decode() == ctx.register_sha:
-        rows = members.column("row").to_numpy().astype(np.int64)
-        in_range = (rows >= 0) & (rows < n)
-        if not in_range.all() or not (ctx.register.ids.astype(str)[rows[in_range]] == stored_ids[in_range]).all():
-            report.add(
-                "statistics file",
-                "the members table's register rows do not match the register's ids; individuals were matched by id",
-            )
-            rows = None
-    if rows is None:
-        rows = ctx.register.rows_of(pd.Series(stored_ids))
+    rows = np.asarray(ctx.ids.get_indexer(stored_ids), dtype=np.int64)
     missing = rows < 0
     if missing.any():
         report.add(
             "statistics file",
-            f"{int(missing.sum())} individual(s) of the statistics file are not in the "
-            f"register, e.g. {stored_ids[int(np.flatnonzero(missing)[0])]!r}",
+            f"{int(missing.sum())} individual(s) of the statistics file are in no register a release used, "
+            f"e.g. {stored_ids[int(np.flatnonzero(missing)[0])]!r}",
             int(missing.sum()),
         )
     class_of = np.full(n, n_classes, dtype=np.int64)

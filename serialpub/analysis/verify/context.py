@@ -1,10 +1,10 @@
-"""What one ``serialpub state verify`` run works with (docs/design.md sections 4 and 9).
+"""What one ``serialpub state verify`` run works with (docs/design.md sections 4, 9 and 10).
 
-:class:`Verification` holds the workspace's register and hierarchies, read once, with their
-sha256, the writer side's region geometry over the register (:mod:`anonymizer.regions`), the
-state store (read-only) and the report being filled; :class:`Rebuild` is the statistics
-state rebuilt from the releases read so far. :mod:`.rebuild`, :mod:`.compare` and
-:mod:`.series` share them.
+:class:`Verification` reads the register and hierarchies each release used (the workspace's
+files or their kept versions), with the writer side's region geometry over them
+(:mod:`anonymizer.regions`), and holds the state store (read-only) and the report being
+filled; :class:`Rebuild` is the statistics state rebuilt from the releases read so far.
+:mod:`.rebuild`, :mod:`.compare` and :mod:`.series` share them.
 """
 
 from __future__ import annotations
@@ -13,15 +13,18 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+import pandas as pd
 
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.regions import NodeSpans, RegisterCombos
 from anonymizer.release import History
 from serialpub.analysis.verify.report import VerifyReport
 from serialpub.config import Workspace
+from serialpub.errors import InputError
 from serialpub.io import release_files
-from serialpub.io.hierarchies import read_hierarchies
-from serialpub.io.inputs import Register, load_register
+from serialpub.io.hierarchies import read_hierarchies, read_hierarchy
+from serialpub.io.inputs import Register, load_register, load_register_version
+from serialpub.io.versions import hierarchy_version
 from state.store import StateStore, open_engine
 
 IntArray = npt.NDArray[np.int64]
@@ -36,8 +39,25 @@ class Rebuild:
     unknown: BoolArray  # (K, V)
 
 
+@dataclass(frozen=True)
+class ReleaseInputs:
+    """The register and QI hierarchies one release used, read from the workspace's files or
+    its kept versions (:mod:`serialpub.io.versions`), with the writer side's geometry over
+    them and the position of every register row among the series' individuals."""
+
+    register: Register
+    hierarchies: dict[str, Hierarchy]
+    spans: list[NodeSpans]
+    combos: RegisterCombos
+    in_series: IntArray
+
+
 class Verification:
     """The inputs of one verification, read once, and the report it fills.
+
+    The series' individuals (``ids``) are everyone in any register a release used, in the
+    order they first appear, and then the current register's newcomers: the rebuilt state
+    is kept over them (docs/design.md section 10).
 
     Raises (on construction):
         InputError: the register or a hierarchy file is missing or malformed.
@@ -48,11 +68,53 @@ class Verification:
         cfg = ws.config
         self.ws = ws
         self.qis = list(cfg.quasi_identifiers)
-        self.hierarchies: dict[str, Hierarchy] = read_hierarchies(ws.hierarchy_dir, self.qis)
-        self.register: Register = load_register(ws.register_path, cfg.id_column, self.qis, self.hierarchies)
         self.store = StateStore(open_engine(ws.database_url))
         self.report = VerifyReport(dataset=cfg.dataset)
-        self.spans = [NodeSpans.of(self.hierarchies[q]) for q in self.qis]
-        self.combos = RegisterCombos.of(self.register.keys, [self.hierarchies[q] for q in self.qis])
+        read_hierarchies(ws.hierarchy_dir, self.qis)  # a missing or malformed file is named now
+        if not ws.register_path.is_file():
+            raise InputError(f"{ws.register_path}: population register file not found")
         self.register_sha = release_files.sha256_file(ws.register_path)
         self.hierarchy_sha = {q: release_files.sha256_file(ws.hierarchy_dir / f"{q}.csv") for q in self.qis}
+        self.ids = pd.Index(np.empty(0, dtype=object))
+        self._last: tuple[tuple[str, tuple[str, ...]], ReleaseInputs] | None = None
+        self.current = self.inputs(self.register_sha, self.hierarchy_sha)
+
+    def inputs(self, register_sha: str, hierarchy_sha: dict[str, str]) -> ReleaseInputs:
+        """The register and hierarchies with these sha256 (the last ones asked for are kept).
+
+        Raises:
+            InputError: a version is neither the workspace's file nor kept (named).
+        """
+        key = (register_sha, tuple(hierarchy_sha.get(q, "") for q in self.qis))
+        if self._last is not None and self._last[0] == key:
+            return self._last[1]
+        cfg = self.ws.config
+        hierarchies: dict[str, Hierarchy] = {}
+        for q in self.qis:
+            current = self.ws.hierarchy_dir / f"{q}.csv"
+            path = current if hierarchy_sha.get(q) == self.hierarchy_sha.get(q) else None
+            if path is None:
+                path = hierarchy_version(self.ws.root, q, hierarchy_sha.get(q, ""))
+                if not path.is_file():
+                    raise InputError(f"{current}: not the hierarchy the release used, and {path} is missing")
+            hierarchies[q] = read_hierarchy(path, q)
+        if register_sha == self.register_sha:
+            register = load_register(self.ws.register_path, cfg.id_column, self.qis, hierarchies)
+        else:
+            # InputError when missing or altered
+            register = load_register_version(self.ws.root, register_sha, cfg.id_column, self.qis, hierarchies)
+        ids = pd.Index(register.ids.astype(str))
+        pos = np.asarray(self.ids.get_indexer(ids), dtype=np.int64)
+        new = pos < 0
+        if new.any():
+            pos[new] = len(self.ids) + np.arange(int(new.sum()))
+            self.ids = self.ids.append(ids[new])
+        found = ReleaseInputs(
+            register,
+            hierarchies,
+            [NodeSpans.of(hierarchies[q]) for q in self.qis],
+            RegisterCombos.of(register.keys, [hierarchies[q] for q in self.qis]),
+            pos,
+        )
+        self._last = (key, found)
+        return found

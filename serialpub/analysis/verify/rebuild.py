@@ -22,10 +22,10 @@ import pandas as pd
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.intervals import release_hierarchies
 from anonymizer.regions import NodeSpans, group_release, locate_groups, record_nodes
-from anonymizer.release import advance_history
+from anonymizer.release import History, advance_history
 from anonymizer.settings import Dilution
 from serialpub.analysis.verify.compare import compare_groups
-from serialpub.analysis.verify.context import IntArray, Rebuild, Verification
+from serialpub.analysis.verify.context import IntArray, Rebuild, ReleaseInputs, Verification
 from serialpub.analysis.verify.report import MAX_EXAMPLES
 from serialpub.analysis.verify.stored import DbRelease
 from serialpub.errors import InputError
@@ -86,16 +86,6 @@ def rebuild_release(
             "manifest sha256",
             f"{where}: {mpath} is not the manifest the state database recorded; it was changed after publishing",
         )
-    if pm.sha256.register_file != ctx.register_sha:
-        report.add(
-            "register",
-            f"{where} was published with another register (sha256 "
-            f"{_short(pm.sha256.register_file)}); n_j cannot be recomputed with this one",
-        )
-    recorded = pm.sha256.hierarchies
-    changed = [q for q in ctx.qis if recorded.get(q) != ctx.hierarchy_sha[q]]
-    if changed:
-        report.add("hierarchies", f"{where} was published with other hierarchy file(s) for {', '.join(changed)}")
     if sorted(pm.quasi_identifiers) != sorted(ctx.qis) or pm.sensitive != cfg.sensitive:
         report.add(
             "manifest",
@@ -104,6 +94,11 @@ def rebuild_release(
         )
         return state
     if file_sha is None:
+        return state
+    try:  # the register and hierarchies of the release's period (docs/design.md section 10)
+        inp = ctx.inputs(pm.sha256.register_file, pm.sha256.hierarchies)
+    except InputError as exc:
+        report.add("register", f"{where}: {exc}; n_j cannot be recomputed")
         return state
     try:
         data = pd.read_parquet(dpath, read_dictionary=[*ctx.qis, cfg.sensitive])
@@ -120,8 +115,8 @@ def rebuild_release(
 
     # groups as published; a numeric QI's intervals are nodes of this release's hierarchy
     numeric = [q for q in pm.numeric_quasi_identifiers if q in ctx.qis]
-    hs = release_hierarchies(ctx.hierarchies, numeric, data) if numeric else ctx.hierarchies
-    spans = [NodeSpans.of(hs[q]) for q in ctx.qis] if numeric else ctx.spans
+    hs = release_hierarchies(inp.hierarchies, numeric, data) if numeric else inp.hierarchies
+    spans = [NodeSpans.of(hs[q]) for q in ctx.qis] if numeric else inp.spans
     nodes = record_nodes(data, ctx.qis, [hs[q] for q in ctx.qis])
     known = (nodes >= 0).all(axis=1)
     if not known.all():
@@ -135,7 +130,7 @@ def rebuild_release(
     value[~np.isin(sens, pm.protected_values)] = -1  # only the values this release protected link
     groups = group_release(nodes[known], value, len(values), [hs[q] for q in ctx.qis])
     g = groups.records.size
-    located = locate_groups(ctx.combos.leaves, groups.nodes, spans)
+    located = locate_groups(inp.combos.leaves, groups.nodes, spans)
     if located.overlap_pairs:
         i, j = located.overlaps[0]
         report.add(
@@ -143,7 +138,7 @@ def rebuild_release(
             f"{where}: {located.overlap_pairs} pair(s) of groups overlap, e.g. "
             f"{_show(ctx, hs, groups.nodes[i])} and {_show(ctx, hs, groups.nodes[j])}",
         )
-    group_of_ind = located.group_of_combo[ctx.combos.of_individual]
+    group_of_ind = located.group_of_combo[inp.combos.of_individual]
     in_region = np.bincount(group_of_ind[group_of_ind >= 0], minlength=g).astype(np.int64)
     short = np.flatnonzero(groups.records > in_region)
     if short.size:
@@ -157,7 +152,7 @@ def rebuild_release(
         n_j = np.maximum(in_region, groups.records)
     else:
         n_j = groups.records
-        present = _present(ctx, seq, dbr)
+        present = _present(ctx, inp, seq, dbr)
         if present is None:
             uncertain = True  # every register individual in a region may have been present
         else:
@@ -178,7 +173,11 @@ def rebuild_release(
             f"{where}: the manifest says {pm.records} records in {pm.groups} groups, "
             f"data.parquet has {len(data)} in {g}",
         )
-    history, parent, via = advance_history(state.history, group_of_ind, n_j, groups.counts)
+    # over the series' individuals: those not in this register are no candidates of it
+    state = grow(state, len(ctx.ids), float(cfg.ell))
+    group_of_series = np.full(len(ctx.ids), -1, dtype=np.int64)
+    group_of_series[inp.in_series] = group_of_ind
+    history, parent, via = advance_history(state.history, group_of_series, n_j, groups.counts)
     unknown = state.unknown[parent]
     if uncertain and (groups.counts > 0).any():
         unknown = unknown | np.vstack([groups.counts > 0, np.zeros((1, len(values)), dtype=bool)])[via]
@@ -190,7 +189,24 @@ def rebuild_release(
     return Rebuild(history, unknown)
 
 
-def _present(ctx: Verification, seq: int, dbr: DbRelease | None) -> IntArray | None:
+def grow(state: Rebuild, n: int, ell: float) -> Rebuild:
+    """``state`` over ``n`` individuals: those added since (new in a register) share one
+    fresh class, never linked."""
+    hist = state.history
+    added = n - hist.class_of.size
+    if added <= 0:
+        return state
+    k, v = hist.survival.shape
+    grown = History(
+        np.concatenate([hist.class_of, np.full(added, k, dtype=np.int64)]),
+        np.vstack([hist.survival, np.ones((1, v))]),
+        np.vstack([hist.linked, np.zeros((1, v), dtype=np.int64)]),
+        np.append(hist.ell, ell),
+    )
+    return Rebuild(grown, np.vstack([state.unknown, np.zeros((1, v), dtype=bool)]))
+
+
+def _present(ctx: Verification, inp: ReleaseInputs, seq: int, dbr: DbRelease | None) -> IntArray | None:
     """Register rows present in a presence-mode release, or None when unknowable."""
     recorded = dbr.params.get("snapshot") if dbr is not None else None
     if not isinstance(recorded, str) or not recorded:
@@ -202,7 +218,7 @@ def _present(ctx: Verification, seq: int, dbr: DbRelease | None) -> IntArray | N
         return None
     cfg = ctx.ws.config
     try:
-        return present_rows(path, cfg.id_column, ctx.qis, ctx.register, ctx.hierarchies)
+        return present_rows(path, cfg.id_column, ctx.qis, inp.register, inp.hierarchies)
     except InputError as exc:
         ctx.report.add("snapshot", f"release {seq}: {exc}")
         return None

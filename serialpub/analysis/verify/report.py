@@ -72,7 +72,8 @@ class VerifyReport:
         lines = [
             f"dataset {self.dataset}: {len(state)} published release(s) in the state database, "
             f"{len(disk)} release folder(s)",
-            f"register: {self.individuals} individuals; protected values: {len(self.values)}",
+            f"register: {self.individuals} individuals (in any register the releases used); "
+            f"protected values: {len(self.values)}",
             f"pairs compared: {self.pairs_compared} (survival relative tolerance {SURVIVAL_RTOL:g}, linked exact)",
         ]
         if self.differences:

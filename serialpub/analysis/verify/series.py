@@ -13,7 +13,7 @@ import numpy as np
 from anonymizer.release import History
 from serialpub.analysis.verify.compare import compare_statistics
 from serialpub.analysis.verify.context import Rebuild, Verification
-from serialpub.analysis.verify.rebuild import rebuild_release
+from serialpub.analysis.verify.rebuild import grow, rebuild_release
 from serialpub.analysis.verify.report import VerifyReport
 from serialpub.analysis.verify.sign_offs import compare_sign_offs
 from serialpub.analysis.verify.stored import db_releases, release_folders
@@ -49,7 +49,6 @@ def verify_state(ws: Workspace) -> VerifyReport:
     folders, staging = release_folders(ctx.ws.dataset_dir)
     report.releases_in_state = [r.seq for r in db]
     report.releases_on_disk = list(folders)
-    report.individuals = len(ctx.register.ids)
     if staging:
         report.notes.append(
             f"staging folder(s) {', '.join(staging)} in {ctx.ws.dataset_dir}: an interrupted publication; "
@@ -77,10 +76,12 @@ def verify_state(ws: Workspace) -> VerifyReport:
     for m in manifests.values():
         values.extend(v for v in m.protected_values if v not in values)
 
-    empty = History.empty(np.full(len(ctx.register.ids), float(cfg.ell)), len(values))
+    empty = History.empty(np.full(len(ctx.ids), float(cfg.ell)), len(values))
     state = Rebuild(empty, np.zeros(empty.survival.shape, dtype=bool))
     for seq, manifest in manifests.items():
         state = rebuild_release(ctx, seq, folders[seq], manifest, by_seq.get(seq), values, state)
+    state = grow(state, len(ctx.ids), float(cfg.ell))  # everyone of any register the releases used
+    report.individuals = len(ctx.ids)
     compare_statistics(ctx, state, values, bool(db))
     compare_sign_offs(report, ctx.store, cfg.dataset, manifests)
     return report

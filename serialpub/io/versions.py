@@ -1,0 +1,243 @@
+"""The register and hierarchy versions a workspace's releases used (docs/design.md section 10).
+
+A release is computed against the register *as of its period*, and its manifest names that
+register and each QI hierarchy by the sha256 of the file's bytes. The workspace keeps every
+version a release used, content-addressed by that same sha256, so the audit,
+``serialpub state verify`` and ``serialpub public-copy`` find the exact file each release
+used, whatever ``register.csv`` holds today:
+
+- ``registers/<sha256>.parquet``: one register version, stored as the *lines* of the CSV
+  file. The first version holds every line; a later one holds only what differs from its
+  parent version, as copy operations (a run of the parent's lines) and the new lines
+  themselves, so a version costs bytes per changed individual, not per individual. Every
+  ``FULL_EVERY``-th version in a chain is stored whole, which bounds the work of reading one.
+  Reading rebuilds the file byte for byte and checks its sha256 against the name.
+- ``hierarchy-versions/<qi>/<sha256>.csv``: a byte copy of a QI hierarchy file (small).
+
+Why line deltas rather than a table with valid-from/valid-to per individual: the manifest's
+sha256 of the register file is what the publisher signed and what a data user recomputes;
+a rebuilt file with the same bytes is checked against it directly, with no canonical
+re-serialization to specify or trust.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from serialpub.errors import InputError
+
+REGISTERS_DIR = "registers"
+HIERARCHY_VERSIONS_DIR = "hierarchy-versions"
+#: a chain of deltas longer than this is cut by storing the next version whole
+FULL_EVERY = 16
+_LATEST = "latest"  # text file: the sha256 of the version stored last (the next one's parent)
+# the lines of the version stored last, whole and uncompressed: the next version is diffed
+# against it without rebuilding a chain (a cache: deleting it only costs time)
+_TIP = ".tip.arrow"
+
+
+def sha256_bytes(data: bytes | memoryview) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _lines(data: bytes) -> pa.LargeBinaryArray:
+    """The lines of ``data``, each with its newline, as one Arrow array over the same bytes
+    (no Python object per line): concatenating the values gives ``data`` back."""
+    buf = np.frombuffer(data, dtype=np.uint8)
+    ends = np.flatnonzero(buf == 10) + 1
+    if ends.size == 0 or ends[-1] != len(data):
+        ends = np.append(ends, len(data))
+    offsets = np.concatenate([[0], ends]).astype(np.int64) if len(data) else np.zeros(1, dtype=np.int64)
+    n = offsets.size - 1
+    return pa.LargeBinaryArray.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+def _join(lines: pa.LargeBinaryArray) -> bytes:
+    """The bytes of ``lines`` laid end to end (the inverse of :func:`_lines`)."""
+    lines = lines.combine_chunks() if isinstance(lines, pa.ChunkedArray) else lines
+    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64)[lines.offset : lines.offset + len(lines) + 1]
+    data = lines.buffers()[2]
+    if data is None or offsets.size == 0:
+        return b""
+    return data.to_pybytes()[int(offsets[0]) : int(offsets[-1])]
+
+
+def _delta_ops(parent: pa.LargeBinaryArray, child: pa.LargeBinaryArray) -> pa.Table:
+    """Operations that build ``child`` from ``parent``: one row per run of consecutive
+    parent lines (``start`` >= 0, ``length``) and one row per new line (``start`` = -1,
+    ``length`` = 1, ``line``), in the child's order."""
+    src = pc.fill_null(pc.index_in(child, value_set=parent), -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    n = src.size
+    if n == 0:
+        return pa.table({"start": pa.array([], pa.int64()), "length": pa.array([], pa.int64()),
+                         "line": pa.array([], pa.large_binary())})  # fmt: skip
+    new = src < 0
+    # a run continues while both lines come from the parent and consecutively
+    cont = np.zeros(n, dtype=bool)
+    cont[1:] = ~new[1:] & ~new[:-1] & (src[1:] == src[:-1] + 1)
+    heads = np.flatnonzero(~cont)
+    lengths = np.diff(np.append(heads, n))
+    starts = src[heads]
+    lines = pc.if_else(pa.array(new[heads]), child.take(pa.array(heads)), pa.nulls(heads.size, pa.large_binary()))
+    return pa.table({"start": pa.array(starts), "length": pa.array(lengths.astype(np.int64)), "line": lines})
+
+
+def _apply(parent: pa.LargeBinaryArray, ops: pa.Table) -> pa.LargeBinaryArray:
+    """The child's lines from its parent's and the operations of :func:`_delta_ops`."""
+    starts = ops.column("start").to_numpy()
+    lengths = ops.column("length").to_numpy()
+    literal = starts < 0
+    new_lines = ops.column("line").combine_chunks().filter(pa.array(literal))
+    new_lines = new_lines.cast(pa.large_binary())
+    pool = pa.concat_arrays([parent, new_lines])
+    # index into pool of every child line: parent runs, then new lines by their rank
+    first = np.where(literal, len(parent) + np.cumsum(literal) - 1, starts)
+    total = int(lengths.sum())
+    run_of = np.repeat(np.arange(starts.size), lengths)
+    within = np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    return pool.take(pa.array(first[run_of] + within))
+
+
+class RegisterVersions:
+    """The register versions of one workspace (``<root>/registers``).
+
+    Raises (from its methods):
+        InputError: a version is missing or does not rebuild to its sha256 (named).
+    """
+
+    def __init__(self, workspace_root: Path) -> None:
+        self.dir = workspace_root / REGISTERS_DIR
+        self._cache: tuple[str, pa.LargeBinaryArray] | None = None  # the last version rebuilt
+
+    def path(self, sha: str) -> Path:
+        return self.dir / f"{sha}.parquet"
+
+    def has(self, sha: str) -> bool:
+        return self.path(sha).is_file()
+
+    def keep(self, register_file: Path, sha: str) -> int:
+        """Store ``register_file`` (whose sha256 is ``sha``) unless it is stored already;
+        returns the bytes written (0 when it was there). The parent is the version stored
+        last; the write is atomic (a temporary file renamed into place)."""
+        if self.has(sha):
+            return 0
+        data = register_file.read_bytes()
+        if sha256_bytes(data) != sha:
+            raise InputError(f"{register_file}: changed while it was being read; run the release again")
+        child = _lines(data)
+        parent_sha = self._latest()
+        depth = 0
+        if parent_sha is not None:
+            depth = self._depth(parent_sha) + 1
+        if parent_sha is None or depth >= FULL_EVERY:
+            parent_sha, depth = None, 0
+            ops = _delta_ops(pa.array([], pa.large_binary()), child)
+        else:
+            ops = _delta_ops(self._tip(parent_sha) or self.lines(parent_sha), child)
+        meta = {"sha256": sha, "parent": parent_sha or "", "depth": str(depth), "lines": str(len(child))}
+        self.dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.dir / f".{sha}.tmp"
+        pq.write_table(ops.replace_schema_metadata(meta), tmp, compression="zstd")
+        os.replace(tmp, self.path(sha))
+        with pa.OSFile(str(self.dir / f"{_TIP}.tmp"), "wb") as sink:
+            tip = pa.table({"line": child})
+            with pa.ipc.new_file(sink, tip.schema.with_metadata({"sha256": sha})) as writer:
+                writer.write_table(tip)
+        os.replace(self.dir / f"{_TIP}.tmp", self.dir / _TIP)
+        (self.dir / f".{_LATEST}.tmp").write_text(sha + "\n", encoding="utf-8")
+        os.replace(self.dir / f".{_LATEST}.tmp", self.dir / _LATEST)
+        self._cache = (sha, child)
+        return self.path(sha).stat().st_size
+
+    def _latest(self) -> str | None:
+        marker = self.dir / _LATEST
+        if not marker.is_file():
+            return None
+        sha = marker.read_text(encoding="utf-8").strip()
+        return sha if self.has(sha) else None
+
+    def _tip(self, sha: str) -> pa.LargeBinaryArray | None:
+        """The cached lines of version ``sha``, or None when the cache holds another."""
+        path = self.dir / _TIP
+        if not path.is_file():
+            return None
+        try:
+            with pa.OSFile(str(path), "rb") as source:
+                reader = pa.ipc.open_file(source)
+                if (reader.schema.metadata or {}).get(b"sha256", b"").decode() != sha:
+                    return None
+                return reader.read_all().column("line").combine_chunks()
+        except (OSError, pa.ArrowInvalid):
+            return None  # a torn cache: rebuild from the versions
+
+    def _meta(self, sha: str) -> dict[str, str]:
+        path = self.path(sha)
+        if not path.is_file():
+            raise InputError(
+                f"{path}: register version missing; a release was published with register sha256 {sha[:12]}... "
+                f"(restore {REGISTERS_DIR}/ from the workspace's backup)"
+            )
+        raw = pq.read_schema(path).metadata or {}
+        return {k.decode(): v.decode() for k, v in raw.items()}
+
+    def _depth(self, sha: str) -> int:
+        return int(self._meta(sha).get("depth", "0"))
+
+    def lines(self, sha: str) -> pa.LargeBinaryArray:
+        """The lines of version ``sha``, rebuilt and checked."""
+        if self._cache is not None and self._cache[0] == sha:
+            return self._cache[1]
+        chain: list[str] = []
+        at: str | None = sha
+        while at and not (self._cache is not None and self._cache[0] == at):
+            chain.append(at)
+            at = self._meta(at).get("parent") or None
+            if len(chain) > FULL_EVERY + 1:
+                raise InputError(f"{self.path(sha)}: its chain of parents does not end; the folder was altered")
+        lines = self._cache[1] if at and self._cache is not None else pa.array([], pa.large_binary())
+        for step in reversed(chain):
+            lines = _apply(lines, pq.read_table(self.path(step)))
+        if sha256_bytes(_join(lines)) != sha:
+            raise InputError(
+                f"{self.path(sha)}: does not rebuild to the register with sha256 {sha[:12]}...; "
+                f"{REGISTERS_DIR}/ was altered (restore it from the workspace's backup)"
+            )
+        self._cache = (sha, lines)
+        return lines
+
+    def read_bytes(self, sha: str) -> bytes:
+        """The register file's bytes of version ``sha`` (checked against its sha256)."""
+        return _join(self.lines(sha))
+
+    def chain_files(self, sha: str) -> list[Path]:
+        """The files version ``sha`` is rebuilt from (itself and its parents)."""
+        files, at = [], sha
+        while at:
+            files.append(self.path(at))
+            at = self._meta(at).get("parent") or ""
+        return files
+
+
+def keep_hierarchy(workspace_root: Path, qi: str, hierarchy_file: Path, sha: str) -> None:
+    """Copy a QI's hierarchy file to ``hierarchy-versions/<qi>/<sha>.csv`` unless it is there."""
+    target = workspace_root / HIERARCHY_VERSIONS_DIR / qi / f"{sha}.csv"
+    if target.is_file():
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{sha}.tmp")
+    shutil.copyfile(hierarchy_file, tmp)
+    os.replace(tmp, target)
+
+
+def hierarchy_version(workspace_root: Path, qi: str, sha: str) -> Path:
+    """The file of the hierarchy version ``sha`` of ``qi`` (may not exist)."""
+    return workspace_root / HIERARCHY_VERSIONS_DIR / qi / f"{sha}.csv"
+
