@@ -43,7 +43,7 @@ def _write(root: Path, register: pd.DataFrame, t: int, rng: random.Random) -> No
     rows.to_csv(snapshot(root, t), index=False, lineterminator="\n")
 
 
-def _changes(register: pd.DataFrame, t: int, rng: random.Random) -> pd.DataFrame:
+def _changes(register: pd.DataFrame, first: pd.DataFrame, t: int, rng: random.Random) -> pd.DataFrame:
     """The register of period t from that of t - 1: joiners, leavers, returners, ageing."""
     reg = register.copy()
     if t == 2:  # ten newcomers
@@ -57,26 +57,23 @@ def _changes(register: pd.DataFrame, t: int, rng: random.Random) -> pd.DataFrame
         older = reg["id"].isin([f"p{i:03d}" for i in range(10, 20)])
         reg.loc[older, "age"] = (reg.loc[older, "age"].astype(int) + 1).clip(upper=29).astype(str)
     if t == 4:  # five of the leavers come back, with the QIs they had
-        reg = pd.concat([reg, FIRST[FIRST["id"].isin([f"p{i:03d}" for i in range(5)])]], ignore_index=True)
+        reg = pd.concat([reg, first[first["id"].isin([f"p{i:03d}" for i in range(5)])]], ignore_index=True)
     return reg.reset_index(drop=True)
 
-
-FIRST = pd.DataFrame()
 
 
 @pytest.fixture(scope="module")
 def series(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[pd.DataFrame]]:
     """Four releases published by one Publisher while the register changes before each."""
-    global FIRST
     root = make_workspace(tmp_path_factory.mktemp("changing") / "ws", n=60, periods=4)
     rng = random.Random(7)
     register = pd.read_csv(root / "register.csv", dtype=str)
-    FIRST = register.copy()
+    first = register.copy()
     registers = []
     publisher = Publisher(load_config(root))
     for t in range(1, 5):
         if t > 1:
-            register = _changes(register, t, rng)
+            register = _changes(register, first, t, rng)
         _write(root, register, t, rng)
         registers.append(register)
         publisher.publish(snapshot(root, t))
