@@ -27,6 +27,7 @@ from anonymizer.settings import (
 )
 from serialpub.errors import InputError
 from serialpub.io.periods import PeriodFormat
+from serialpub.io.sources import SQL_PREFIX, InputSource, parse_source
 
 CONFIG_NAME = "serialpub.yaml"
 #: every settings model: no unknown setting, no coercion (the string "2" is not a number, nor
@@ -105,11 +106,14 @@ class Config(BaseModel):
     model_config = ConfigDict(**STRICT, populate_by_name=True)
 
     dataset: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-    register_file: Path = Field(default=Path("register.csv"), alias="register")
+    # a file (.csv, .parquet) or sql:TABLE / sql:SELECT ... (serialpub.io.sources)
+    register_file: str = Field(default="register.csv", alias="register", min_length=1)
     hierarchies: Path = Path("hierarchies")
     release_store: Path = Path("releases")
     landing_zone: Path = Path("landing")
     database_url: str | None = None
+    # the database holding a register or snapshots given as sql:... (a SQLAlchemy URL)
+    input_database_url: str | None = None
     id_column: str = "id"
     quasi_identifiers: list[str] = Field(min_length=1)
     # QIs whose values are numbers: the top-down search cuts them into [lo, hi] intervals
@@ -163,6 +167,11 @@ class Config(BaseModel):
             )
         if len(set(self.numeric)) != len(self.numeric):
             raise ValueError("numeric lists a column twice")
+        if self.register_file.startswith(SQL_PREFIX) and not self.input_database_url:
+            raise ValueError(
+                f"register {self.register_file!r} reads the input database; set input_database_url "
+                "(a SQLAlchemy URL, e.g. postgresql+psycopg://host/db)"
+            )
         if self.suppression_model is SuppressionModel.MECHANISM and self.suppression_budget > 0:
             # docs/threat-model.md: a suppressed record is still charged, so suppressing it
             # buys no privacy and loses the record
@@ -203,8 +212,33 @@ class Workspace(BaseModel):
         return p if p.is_absolute() else self.root / p
 
     @property
+    def register_source(self) -> InputSource:
+        """Where the population register is read from (:mod:`serialpub.io.sources`).
+
+        Raises:
+            InputError: ``register`` names a SQL source but ``input_database_url`` is not
+                set, or a file that is neither .csv nor .parquet.
+        """
+        return parse_source(
+            self.config.register_file, self.root, self.config.input_database_url,
+            f"{self.root / 'serialpub.yaml'}: setting 'register'",
+        )  # fmt: skip
+
+    @property
     def register_path(self) -> Path:
-        return self.path(self.config.register_file)
+        """The register's file, or for a SQL register the canonical copy's place in the
+        workspace (``register.csv``, which only ``public-copy --with-register`` writes)."""
+        source = self.register_source
+        return source.path if source.path is not None else self.root / "register.csv"
+
+    def snapshot_source(self, spec: str | Path, setting: str = "--snapshot") -> InputSource:
+        """A snapshot's source: a file (relative paths from the working directory), or
+        ``sql:...`` in the input database (:mod:`serialpub.io.sources`).
+
+        Raises:
+            InputError: as :func:`serialpub.io.sources.parse_source`.
+        """
+        return parse_source(spec, Path.cwd(), self.config.input_database_url, setting)
 
     @property
     def hierarchy_dir(self) -> Path:
@@ -287,7 +321,10 @@ dataset: {dataset}
 # Population register: every individual who could appear in a release, with the id
 # column and every quasi-identifier (the adversary is assumed to know it). Replace it with
 # each period's register; every version a release used is kept under registers/.
+# A .csv or .parquet file, or sql:TABLE (or sql:SELECT ...) in the database named by
+# input_database_url (a SQLAlchemy URL); snapshots may be given the same ways.
 register: register.csv
+# input_database_url: postgresql+psycopg://user@127.0.0.1:5432/statistics
 id_column: id
 
 # One ARX-convention hierarchy per quasi-identifier: hierarchies/<column>.csv.

@@ -16,7 +16,13 @@ if TYPE_CHECKING:
 
 @app.command()
 def release(
-    snapshot: Annotated[Path, typer.Option("--snapshot", help="the period's snapshot CSV")],
+    snapshot: Annotated[
+        str,
+        typer.Option(
+            "--snapshot",
+            help="the period's snapshot: a .csv or .parquet file, or sql:TABLE / sql:SELECT ... in input_database_url",
+        ),
+    ],
     config: Annotated[Path, typer.Option("--config", help="serialpub.yaml or its folder")] = Path("."),
     period: Annotated[
         str | None, typer.Option("--period", help="period label (default: from the name snapshot-<period>.csv)")

@@ -24,7 +24,7 @@ from serialpub.io.hierarchies import spelling_hint
 from serialpub.io.versions import RegisterVersions
 
 
-def read_csv(path: Path, what: str, content: bytes | None = None) -> pd.DataFrame:
+def read_csv(path: Path | str, what: str, content: bytes | None = None) -> pd.DataFrame:
     """Read a CSV file with every column as text (empty cells stay empty strings);
     ``content``: the file's bytes when they come from elsewhere (a kept register version,
     :mod:`serialpub.io.versions`), ``path`` then only names it in messages.
@@ -33,7 +33,7 @@ def read_csv(path: Path, what: str, content: bytes | None = None) -> pd.DataFram
     """
     try:
         if content is None:
-            with path.open(encoding="utf-8-sig", newline="") as f:  # as pyarrow, skip a byte-order mark
+            with Path(path).open(encoding="utf-8-sig", newline="") as f:  # as pyarrow, skip a byte-order mark
                 header = next(csv.reader([f.readline()]), [])
         else:
             first = content.split(b"\n", 1)[0].decode("utf-8-sig")
@@ -48,7 +48,7 @@ def read_csv(path: Path, what: str, content: bytes | None = None) -> pd.DataFram
         raise InputError(f"{path}, line 1: a column name appears twice in the header")
     try:
         table = pa_csv.read_csv(
-            path if content is None else pa.BufferReader(content),
+            Path(path) if content is None else pa.BufferReader(content),
             convert_options=pa_csv.ConvertOptions(
                 column_types={c: pa.string() for c in header},
                 strings_can_be_null=False,
@@ -56,6 +56,8 @@ def read_csv(path: Path, what: str, content: bytes | None = None) -> pd.DataFram
             ),
         )
     except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
+        if "UTF8" in str(exc):  # bytes that came without a file (read_bytes of a source)
+            raise InputError(f"{path}: the {what} is not UTF-8 text ({exc}); save it as UTF-8") from None
         raise InputError(f"{path}: the {what} is not a readable UTF-8 CSV file ({exc})") from None
     df = table.to_pandas()
     if df.empty:
@@ -68,7 +70,7 @@ def _line(mask: npt.NDArray[np.bool_]) -> int:
     return int(np.flatnonzero(mask)[0]) + 2
 
 
-def _check_ids(df: pd.DataFrame, id_column: str, path: Path, what: str) -> None:
+def _check_ids(df: pd.DataFrame, id_column: str, path: Path | str, what: str) -> None:
     ids = df[id_column]
     empty = (ids.str.strip() == "").to_numpy()
     if empty.any():
@@ -81,7 +83,7 @@ def _check_ids(df: pd.DataFrame, id_column: str, path: Path, what: str) -> None:
         )
 
 
-def leaf_codes(df: pd.DataFrame, column: str, hierarchy: Hierarchy, path: Path) -> npt.NDArray[np.int64]:
+def leaf_codes(df: pd.DataFrame, column: str, hierarchy: Hierarchy, path: Path | str) -> npt.NDArray[np.int64]:
     """Leaf ids of a column's values; InputError naming the line of the first non-leaf."""
     inverse, uniq = pd.factorize(df[column], sort=False)  # hashing: linear in the rows
     known = np.array([hierarchy.has_label(v) and hierarchy.node(v) < hierarchy.n_leaves for v in uniq])
@@ -133,7 +135,7 @@ def load_register_version(
 
 
 def register_from_table(
-    df: pd.DataFrame, path: Path, id_column: str, qis: list[str], hierarchies: dict[str, Hierarchy]
+    df: pd.DataFrame, path: Path | str, id_column: str, qis: list[str], hierarchies: dict[str, Hierarchy]
 ) -> Register:
     """The register from its table as read by :func:`read_csv` (``path`` names it in errors)."""
     missing = [c for c in [id_column, *qis] if c not in df.columns]
@@ -164,7 +166,7 @@ class Snapshot:
 
 def snapshot_from_table(
     df: pd.DataFrame,
-    path: Path,
+    path: Path | str,
     id_column: str,
     qis: list[str],
     sensitive: str,
@@ -212,7 +214,7 @@ def snapshot_from_table(
 
 
 def _check_same_as_register(
-    df: pd.DataFrame, path: Path, id_column: str, qis: Sequence[str], register: Register,
+    df: pd.DataFrame, path: Path | str, id_column: str, qis: Sequence[str], register: Register,
     hierarchies: Mapping[str, Hierarchy], rows: npt.NDArray[np.int64], fix: str = "",
 ) -> None:
     """InputError naming the first record whose value of a QI (among those ``df`` has)

@@ -18,7 +18,7 @@ from pathlib import Path
 from serialpub.errors import InputError
 
 #: a snapshot file whose name says its period
-SNAPSHOT_NAME = re.compile(r"^snapshot-(?P<period>.+)\.csv$")
+SNAPSHOT_NAME = re.compile(r"^snapshot-(?P<period>.+?)(?:\.csv|\.parquet)?$")  # a file or a table
 
 
 class PeriodFormat(StrEnum):

@@ -123,13 +123,15 @@ class RegisterVersions:
     def has(self, sha: str) -> bool:
         return self.path(sha).is_file()
 
-    def keep(self, register_file: Path, sha: str) -> int:
+    def keep(self, register_file: Path, sha: str, data: bytes | None = None) -> int:
         """Store ``register_file`` (whose sha256 is ``sha``) unless it is stored already;
         returns the bytes written (0 when it was there). The parent is the version stored
-        last; the write is atomic (a temporary file renamed into place)."""
+        last; the write is atomic (a temporary file renamed into place). ``data``: the
+        register's canonical CSV bytes when it is not a CSV file (Parquet, SQL:
+        :mod:`serialpub.io.sources`); ``register_file`` then only names it."""
         if self.has(sha):
             return 0
-        data = register_file.read_bytes()
+        data = register_file.read_bytes() if data is None else data
         if sha256_bytes(data) != sha:
             raise InputError(f"{register_file}: changed while it was being read; run the release again")
         child = _lines(data)

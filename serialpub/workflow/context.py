@@ -79,6 +79,9 @@ class ReleaseContext:
         # its result is evidence of every release.
         self._register_table: pd.DataFrame | None = None
         self._register_sha: str | None = None  # of the bytes the register was read from
+        # a Parquet or SQL register's canonical CSV bytes, until its version is kept (a CSV
+        # file is read again for that: it is on disk)
+        self._register_bytes: bytes | None = None
         self._register_check: SuiteResult | None = None
         # the input checks of the last snapshot checked (workflow.input_checks.check_inputs)
         self._last_checked: tuple[tuple[str, str, str], InputChecks] | None = None
@@ -105,11 +108,12 @@ class ReleaseContext:
         self._search_hierarchies: dict[tuple[str, tuple[str, ...]], list[Hierarchy]] = {}
         self._read_sensitive_domain()
 
-    def _input_stamp(self) -> tuple[tuple[int, int, int] | None, ...]:
-        """(inode, size, mtime) of the register and the hierarchy folder's files."""
-        paths = [self.ws.register_path, *sorted(self.ws.hierarchy_dir.glob("*.csv"))]
-        stamps: list[tuple[int, int, int] | None] = []
-        for p in paths:
+    def _input_stamp(self) -> tuple[object, ...]:
+        """(inode, size, mtime) of the register and the hierarchy folder's files (a SQL
+        register has no stamp that could stay equal: it is read again,
+        :meth:`serialpub.io.sources.InputSource.stamp`)."""
+        stamps: list[object] = [self.ws.register_source.stamp()]
+        for p in sorted(self.ws.hierarchy_dir.glob("*.csv")):
             try:
                 st = p.stat()
             except OSError:
@@ -132,7 +136,7 @@ class ReleaseContext:
         self._stamp = stamp
         self._read_hierarchies()
         self._register_table, self._register_check, self._last_checked = None, None, None
-        self._register_sha = None
+        self._register_sha, self._register_bytes = None, None
         for name in ("register", "register_leaf_counts", "file_sums", "statistics"):
             self.__dict__.pop(name, None)
 
@@ -184,12 +188,11 @@ class ReleaseContext:
         if self._register_table is None:
             # hashed from the bytes that are parsed: the manifest names the register the
             # release was computed with, even if the file is replaced meanwhile
-            try:
-                content = self.ws.register_path.read_bytes()
-            except FileNotFoundError:
-                raise InputError(f"{self.ws.register_path}: population register file not found") from None
+            source = self.ws.register_source
+            content = source.read_bytes("population register", self.ws.config.id_column)
             self._register_sha = versions.sha256_bytes(content)
-            self._register_table = read_csv(self.ws.register_path, "population register", content)
+            self._register_bytes = None if source.kind == "csv" else content
+            self._register_table = read_csv(source.label, "population register", content)
         return self._register_table
 
     @cached_property
@@ -203,7 +206,7 @@ class ReleaseContext:
         cfg = self.ws.config
         try:
             register = register_from_table(
-                self._register_rows(), self.ws.register_path, cfg.id_column, self.qis, self.hierarchies
+                self._register_rows(), self.ws.register_source.label, cfg.id_column, self.qis, self.hierarchies
             )
         except InputError:
             self.check_register()  # the suite's report names every problem, not just the first
@@ -235,7 +238,7 @@ class ReleaseContext:
                 self._register_table = None
         if not self._register_check.success:
             raise InputChecksFailed(
-                f"{self.ws.register_path}: the population register failed its input checks (suite 'register'); "
+                f"{self.ws.register_source.label}: the population register failed its input checks (suite 'register'); "
                 "nothing was published and the state did not move",
                 self._register_check.failures,
             )
@@ -260,7 +263,9 @@ class ReleaseContext:
             InputError: the register file changed since it was hashed.
         """
         sums = self.file_sums
-        versions.RegisterVersions(self.ws.root).keep(self.ws.register_path, sums["register"])
+        kept = versions.RegisterVersions(self.ws.root)
+        kept.keep(self.ws.register_path, sums["register"], self._register_bytes)
+        self._register_bytes = None
         for q in self.qis:
             versions.keep_hierarchy(self.ws.root, q, self.ws.hierarchy_dir / f"{q}.csv", sums["hierarchies"][q])
 

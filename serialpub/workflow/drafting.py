@@ -26,15 +26,16 @@ from anonymizer.release import History, ReleaseResult, SnapshotCodes, anonymize_
 from anonymizer.settings import Dilution, Guarantee, Strategy, SuppressionModel
 from serialpub.errors import InputError
 from serialpub.faults import checkpoint
-from serialpub.io import periods, release_files
+from serialpub.io import release_files
 from serialpub.io.inputs import Snapshot
 from serialpub.io.manifest import FORMAT_VERSION, Checksums, GroupRow, Manifest, MeasureRecord, QueryWorkload
+from serialpub.io.sources import InputSource
 from serialpub.report.measure import Measure
 from serialpub.report.render import measure_records
 from serialpub.report.utility import utility_measures
 from serialpub.workflow import identity
 from serialpub.workflow.context import ReleaseContext
-from serialpub.workflow.input_checks import check_inputs, skipped_periods
+from serialpub.workflow.input_checks import check_inputs, period_of_source, skipped_periods, snapshot_source
 from serialpub.workflow.publishing import recover
 from state.store import OpenRelease, PublishedRelease, this_process
 
@@ -84,7 +85,7 @@ class StagedRelease:
 
 
 def draft(
-    ctx: ReleaseContext, snapshot_path: Path, period: str | None = None, owner: str | None = None
+    ctx: ReleaseContext, snapshot: str | Path | InputSource, period: str | None = None, owner: str | None = None
 ) -> StagedRelease:
     """Check the inputs, open the draft, anonymize and stage the release (data and
     manifest in its staging folder; figures, groups and the statistics file after it in
@@ -92,8 +93,10 @@ def draft(
     so bad input leaves no trace.
 
     Args:
-        snapshot_path: CSV with the id, QI and sensitive columns.
-        period: label of the period; defaults to the file name's last ``-`` part
+        snapshot: the id, QI and sensitive columns: a .csv or .parquet file, or
+            ``sql:TABLE`` / ``sql:SELECT ...`` in the input database
+            (:mod:`serialpub.io.sources`).
+        period: label of the period; defaults to the file or table name's last ``-`` part
             (``snapshot-0007.csv`` gives ``0007``). Labels must sort chronologically.
         owner: who holds the release once staged (default: this process, so that
             recovery fails it if the process ends).
@@ -106,17 +109,19 @@ def draft(
     """
     started = time.perf_counter()
     cfg = ctx.ws.config
-    period = period or periods.period_of_file(snapshot_path)
+    source = snapshot_source(ctx, snapshot)
+    snapshot_path = source.label
+    period = period or period_of_source(source)
     ctx.refresh_inputs()  # the register of this period may differ from the last one read
     recover(ctx)
     _ = ctx.signing_key  # a missing or wrong key is refused now, not after the sign-off
-    checked = check_inputs(ctx, snapshot_path, period)
+    checked = check_inputs(ctx, source, period)
     snap = checked.snapshot
     published = ctx.store.published(cfg.dataset)
     checkpoint("after_snapshot")
     params = {
         **params_record(ctx),
-        "snapshot": str(snapshot_path.resolve()),
+        "snapshot": source.record,
         "snapshot_rows": len(snap.individual),
         "snapshot_sha256": checked.sha256,
         # the account that prepared it: under sign_off.four_eyes it cannot approve it
@@ -142,7 +147,7 @@ def draft(
 
 
 def _stage(
-    ctx: ReleaseContext, opened: OpenRelease, snap: Snapshot, snapshot_path: Path, period: str,
+    ctx: ReleaseContext, opened: OpenRelease, snap: Snapshot, snapshot_path: str, period: str,
     published: list[PublishedRelease], started: float, owner: str | None, keeping: Future[None],
 ) -> StagedRelease:  # fmt: skip
     cfg = ctx.ws.config

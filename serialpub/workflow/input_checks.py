@@ -15,9 +15,10 @@ import pandas as pd
 from checks.gx import SuiteResult
 from checks.input_suites import PeriodOrder, snapshot_suite
 from serialpub.errors import InputChecksFailed, InputError
-from serialpub.io import periods, release_files
+from serialpub.io import periods, versions
 from serialpub.io.hierarchies import nearest_spelling
 from serialpub.io.inputs import read_csv, snapshot_from_table
+from serialpub.io.sources import InputSource
 from serialpub.workflow.context import InputChecks, ReleaseContext, by_file_line
 from state.store import PublishedRelease
 
@@ -89,7 +90,28 @@ def skipped_periods(ctx: ReleaseContext, period: str, published: list[PublishedR
     return periods.skipped(published[-1].period, period, fmt)
 
 
-def check_inputs(ctx: ReleaseContext, snapshot_path: Path, period: str) -> InputChecks:
+def snapshot_source(ctx: ReleaseContext, snapshot: str | Path | InputSource) -> InputSource:
+    """The source a snapshot argument names: a .csv or .parquet file, or ``sql:...`` in
+    the input database (:mod:`serialpub.io.sources`).
+
+    Raises:
+        InputError: as :func:`serialpub.io.sources.parse_source`.
+    """
+    return snapshot if isinstance(snapshot, InputSource) else ctx.ws.snapshot_source(snapshot)
+
+
+def period_of_source(source: InputSource) -> str:
+    """The period a snapshot's file or table name gives (``snapshot-<period>``).
+
+    Raises:
+        InputError: a query, or a name without the pattern (give ``--period``).
+    """
+    if not source.name:
+        raise InputError(f"{source.label}: a snapshot read by a query has no name to tell its period; give --period")
+    return periods.period_of_file(Path(source.name) if source.path is None else source.path)
+
+
+def check_inputs(ctx: ReleaseContext, snapshot: str | Path | InputSource, period: str) -> InputChecks:
     """Every check of the inputs before a draft: the period, the register suite (run
     once per context), the snapshot suite and the snapshot's QIs against the register's.
     The suite results and the snapshot of the last file checked are kept, keyed by its
@@ -100,19 +122,19 @@ def check_inputs(ctx: ReleaseContext, snapshot_path: Path, period: str) -> Input
         InputError (``InputChecksFailed`` for a failed suite): nothing was changed.
     """
     cfg = ctx.ws.config
+    source = snapshot_source(ctx, snapshot)
     register_check = ctx.check_register()
     published = check_period(ctx, period)
-    try:
-        sha = release_files.sha256_file(snapshot_path)
-    except FileNotFoundError:
-        raise InputError(f"{snapshot_path}: snapshot file not found") from None
-    key = (str(snapshot_path.resolve()), sha, period)
+    content = source.read_bytes("snapshot", cfg.id_column)
+    sha = versions.sha256_bytes(content)
+    key = (source.record, sha, period)
     if ctx._last_checked is not None and ctx._last_checked[0] == key:
         return ctx._last_checked[1]
-    table = read_csv(snapshot_path, "snapshot")
-    snapshot_check = check_snapshot(ctx, table, snapshot_path, period, published)
+    table = read_csv(source.label, "snapshot", content)
+    del content
+    snapshot_check = check_snapshot(ctx, table, source.label, period, published)
     snap = snapshot_from_table(
-        table, snapshot_path, cfg.id_column, ctx.qis, cfg.sensitive, ctx.register, ctx.hierarchies,
+        table, source.label, cfg.id_column, ctx.qis, cfg.sensitive, ctx.register, ctx.hierarchies,
         set(ctx.sensitive_domain) if ctx.sensitive_domain is not None else None,
     )  # fmt: skip
     checked = InputChecks([register_check, snapshot_check], snap, sha)
@@ -121,7 +143,7 @@ def check_inputs(ctx: ReleaseContext, snapshot_path: Path, period: str) -> Input
 
 
 def check_snapshot(
-    ctx: ReleaseContext, table: pd.DataFrame, path: Path, period: str, published: list[PublishedRelease]
+    ctx: ReleaseContext, table: pd.DataFrame, path: Path | str, period: str, published: list[PublishedRelease]
 ) -> SuiteResult:
     """Run the snapshot input suite (checks.input_suites.snapshot_suite) on a snapshot as
     read: columns, text without blanks, unique ids in the register, QI values leaves of

@@ -26,8 +26,9 @@ from typing import Any
 
 from serialpub.config import Workspace, load_config
 from serialpub.errors import InputError
-from serialpub.io import periods
 from serialpub.io.release_files import release_name
+from serialpub.io.sources import InputSource
+from serialpub.workflow.input_checks import period_of_source
 from serialpub.workflow.publisher import Publisher, reject_release
 from serialpub.workspaces import report_url
 from state.store import StateError, StateStore, open_engine
@@ -73,10 +74,10 @@ def ingest(
     source = conf if conf.get("period") or conf.get("snapshot") else next(
         (e for e in reversed(event_extras or []) if e.get("period") or e.get("snapshot")), {}
     )
-    snapshot = Path(source["snapshot"]) if source.get("snapshot") else None
+    given = ws.snapshot_source(source["snapshot"], "snapshot") if source.get("snapshot") else None
     period = source.get("period")
-    if period is None and snapshot is not None:
-        period = periods.period_of_file(snapshot)
+    if period is None and given is not None:
+        period = period_of_source(given)
     if period is None and logical_date is not None:
         period = half_year_before(logical_date)
     if period is None:
@@ -96,11 +97,20 @@ def ingest(
             f"dataset {dataset!r}: release {current.seq} (period {current.period!r}) is {current.status} and not yet "
             f"decided; period {period!r} is prepared after it is published or rejected"
         )
-    snapshot = snapshot or ws.landing_dir / f"snapshot-{period}.csv"
-    if not snapshot.is_file():
-        raise InputError(f"{snapshot}: snapshot file not found for period {period!r} of dataset {dataset!r}")
-    return {"dataset": dataset, "period": period, "snapshot": str(snapshot), "skip": False,
-            "message": f"period {period!r} of dataset {dataset!r} from {snapshot}"}
+    snapshot = given or landed_snapshot(ws, period)
+    if not snapshot.exists():
+        raise InputError(f"{snapshot.label}: snapshot file not found for period {period!r} of dataset {dataset!r}")
+    return {"dataset": dataset, "period": period, "snapshot": snapshot.record, "skip": False,
+            "message": f"period {period!r} of dataset {dataset!r} from {snapshot.label}"}
+
+
+def landed_snapshot(ws: Workspace, period: str) -> InputSource:
+    """The landing zone's snapshot of ``period``: ``snapshot-<period>.csv``, else
+    ``snapshot-<period>.parquet`` when only that one landed."""
+    csv_file = ws.landing_dir / f"snapshot-{period}.csv"
+    parquet_file = csv_file.with_suffix(".parquet")
+    path = parquet_file if parquet_file.is_file() and not csv_file.is_file() else csv_file
+    return ws.snapshot_source(path)
 
 
 def validate_inputs(root: str | Path, snapshot: str, period: str) -> dict[str, Any]:
@@ -110,7 +120,7 @@ def validate_inputs(root: str | Path, snapshot: str, period: str) -> dict[str, A
         InputChecksFailed / InputError: as ``serialpub release``.
     """
     publisher = Publisher(_workspace(root))
-    checked = publisher.check_inputs(Path(snapshot), period)
+    checked = publisher.check_inputs(snapshot, period)
     return {"suites": {r.suite: r.success for r in checked.suites}}
 
 
@@ -125,7 +135,7 @@ def anonymize(
     current = publisher.store.open_release(publisher.ws.config.dataset)
     if current is not None and current.period == period and current.owner == owner:
         return {"seq": current.seq, "period": period}  # a retry of this run's step: already drafted
-    staged = publisher.draft(Path(snapshot), period, owner=owner)
+    staged = publisher.draft(snapshot, period, owner=owner)
     return {"seq": staged.seq, "period": staged.period}
 
 

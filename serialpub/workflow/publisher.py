@@ -56,14 +56,15 @@ class Publisher(ReleaseContext):
     """Publishes the releases of one workspace's dataset, in order."""
 
     # -- in one go -------------------------------------------------------------------------
-    def publish(self, snapshot_path: Path, period: str | None = None) -> ReleaseOutcome:
+    def publish(self, snapshot_path: str | Path, period: str | None = None) -> ReleaseOutcome:
         """Publish the next release from a snapshot in one go: :meth:`prepare`, automatic
         sign-off, :meth:`finish`. Only for workspaces whose configuration allows automatic
         approval (``sign_off.auto_approve``, test and demo environments); elsewhere a person
         signs off between :meth:`prepare` and :meth:`finish`.
 
         Args:
-            snapshot_path: CSV with the id, QI and sensitive columns.
+            snapshot_path: the id, QI and sensitive columns: a .csv or .parquet file, or
+                ``sql:TABLE`` / ``sql:SELECT ...`` (:mod:`serialpub.io.sources`).
             period: label of the period; defaults to the file name's last ``-`` part
                 (``snapshot-0007.csv`` gives ``0007``). Labels must sort chronologically.
 
@@ -87,7 +88,7 @@ class Publisher(ReleaseContext):
         self.finish(draft.seq)
         return replace(draft.outcome, seconds=time.perf_counter() - started)
 
-    def prepare(self, snapshot_path: Path, period: str | None = None, owner: str | None = None) -> StagedRelease:
+    def prepare(self, snapshot_path: str | Path, period: str | None = None, owner: str | None = None) -> StagedRelease:
         """Draft and validate the next release: :meth:`draft` then :meth:`validate`. The
         release is left ``validated`` and staged, waiting for its sign-off.
 
@@ -111,11 +112,11 @@ class Publisher(ReleaseContext):
 
     check_period_label = staticmethod(input_checks.check_period_label)
 
-    def check_inputs(self, snapshot_path: Path, period: str) -> InputChecks:
+    def check_inputs(self, snapshot_path: str | Path, period: str) -> InputChecks:
         """:func:`serialpub.workflow.input_checks.check_inputs` (arguments, errors)."""
         return input_checks.check_inputs(self, snapshot_path, period)
 
-    def draft(self, snapshot_path: Path, period: str | None = None, owner: str | None = None) -> StagedRelease:
+    def draft(self, snapshot_path: str | Path, period: str | None = None, owner: str | None = None) -> StagedRelease:
         """:func:`serialpub.workflow.drafting.draft` (arguments, errors)."""
         return drafting.draft(self, snapshot_path, period, owner)
 

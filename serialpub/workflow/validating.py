@@ -29,7 +29,7 @@ from serialpub.report.render import HTML_FILE as REPORT_FILE
 from serialpub.report.render import write_release_report
 from serialpub.workflow.context import ReleaseContext
 from serialpub.workflow.drafting import record_sets
-from serialpub.workflow.input_checks import check_inputs
+from serialpub.workflow.input_checks import check_inputs, snapshot_source
 from state.store import OpenRelease, StateError, this_process
 
 
@@ -68,15 +68,16 @@ def _validate(ctx: ReleaseContext, rel: OpenRelease) -> list[SuiteResult]:
     if sums["register"] != manifest.sha256.register_file or sums["hierarchies"] != manifest.sha256.hierarchies:
         # validated against other inputs than the draft's, the verdict would not be the release's
         raise StateError(
-            f"{ctx.ws.register_path}: the register or a hierarchy file changed after release {rel.seq} was drafted "
+            f"{ctx.ws.register_source.label}: the register or a hierarchy file changed after release {rel.seq} was "
+            "drafted "
             f"(with register sha256 {manifest.sha256.register_file[:12]}...); the draft was failed and nothing was "
             "published: prepare the release again ('serialpub release') with the period's files"
         )
-    path = Path(rel.params["snapshot"])
-    checked = check_inputs(ctx, path, rel.period) if path.is_file() else None
+    source = snapshot_source(ctx, rel.params["snapshot"])
+    checked = check_inputs(ctx, source, rel.period) if source.exists() else None
     if checked is None or checked.sha256 != rel.params.get("snapshot_sha256"):
         raise StateError(
-            f"{path}: the snapshot of release {rel.seq} changed or disappeared after the release was drafted; "
+            f"{source.label}: the snapshot of release {rel.seq} changed or disappeared after the release was drafted; "
             f"end it with 'serialpub reject --release {rel.seq}' and prepare it again"
         )
     register_check, snapshot_check = checked.suites

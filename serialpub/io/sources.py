@@ -1,0 +1,235 @@
+"""Where a population register or a snapshot is read from (docs/configuration.md, "Inputs").
+
+A *source* is written as one string, in ``serialpub.yaml`` (``register:``) or on the command
+line (``--snapshot``):
+
+- ``path/to/file.csv``: a CSV file (UTF-8, header line, one row per individual or record);
+- ``path/to/file.parquet``: a Parquet file; every column is read as text;
+- ``sql:TABLE`` or ``sql:SELECT ...``: a table or a query of the database named by
+  ``input_database_url`` (any SQLAlchemy URL), its rows ordered by the id column.
+
+Every source is read as the bytes of one CSV file, its *canonical form*: a CSV file's own
+bytes; for Parquet and SQL a CSV written from the rows (header first, values as text, NULL
+as an empty cell). The sha256 a manifest records, the version kept under ``registers/``
+(:mod:`serialpub.io.versions`) and the line numbers of every error message all refer to that
+form, so a register held in a database is audited and versioned exactly as a file is
+(docs/design.md section 10). Line 1 is the header; line n is the (n-1)-th row in the
+source's order (SQL: by id).
+
+PostgreSQL is read with ``COPY (...) TO STDOUT (FORMAT csv, HEADER)``, which streams the
+canonical form directly (a 5M-row table in seconds); other databases through SQLAlchemy and
+pandas, row by row.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from serialpub.errors import InputError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+# pyarrow, SQLAlchemy and pandas are imported where a source is read: the configuration
+# imports this module, and parsing the Airflow DAG file must stay light (docs/airflow.md)
+
+SQL_PREFIX = "sql:"
+_QUERY = re.compile(r"^\s*(select|with)\b", re.IGNORECASE)
+_TABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+
+
+@dataclass(frozen=True)
+class InputSource:
+    """One register or snapshot source.
+
+    Attributes:
+        kind: ``csv``, ``parquet`` or ``sql``.
+        path: the file (csv, parquet); None for sql.
+        relation: the table name or the SELECT query (sql); None for files.
+        url: the SQLAlchemy URL of the input database (sql); None for files.
+    """
+
+    kind: str
+    path: Path | None = None
+    relation: str | None = None
+    url: str | None = None
+
+    @property
+    def is_query(self) -> bool:
+        return self.relation is not None and bool(_QUERY.match(self.relation))
+
+    @property
+    def label(self) -> str:
+        """How error messages name the source (a file path, or the table or query)."""
+        if self.path is not None:
+            return str(self.path)
+        if self.is_query:
+            return f"sql:{self.relation} (input database)"
+        return f"table {self.relation} (input database)"
+
+    @property
+    def record(self) -> str:
+        """The text a draft records and validation parses again (:func:`parse_source`)."""
+        return str(self.path.resolve()) if self.path is not None else f"{SQL_PREFIX}{self.relation}"
+
+    @property
+    def name(self) -> str:
+        """File name, or the table's name (whose last ``-`` part can give the period)."""
+        if self.path is not None:
+            return self.path.name
+        return "" if self.is_query else str(self.relation).rsplit(".", 1)[-1]
+
+    def stamp(self) -> object:
+        """What tells whether the source changed without reading it: (inode, size, mtime)
+        of a file, None for a missing one; a database table cannot tell, so a fresh object
+        (never equal: a SQL register is read again by every draft)."""
+        if self.path is None:
+            return object()
+        try:
+            st = self.path.stat()
+        except OSError:
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def exists(self) -> bool:
+        return self.path is None or self.path.is_file()
+
+    def read_bytes(self, what: str, id_column: str) -> bytes:
+        """The source's canonical CSV form (module docstring).
+
+        Raises:
+            InputError: the file is missing or unreadable, the table or query fails, or
+                ``input_database_url`` is not set.
+        """
+        if self.kind == "csv":
+            try:
+                return self.path.read_bytes()  # type: ignore[union-attr]
+            except FileNotFoundError:
+                raise InputError(f"{self.label}: {what} file not found") from None
+        if self.kind == "parquet":
+            return _parquet_csv(self.path, what)  # type: ignore[arg-type]
+        return _sql_csv(self, what, id_column)
+
+
+def parse_source(spec: str | Path, base: Path, url: str | None, setting: str) -> InputSource:
+    """The source a string names (module docstring); relative paths are taken from ``base``.
+
+    Args:
+        setting: where the string was given, for the error message (e.g. ``register`` in
+            serialpub.yaml, or ``--snapshot``).
+
+    Raises:
+        InputError: a ``sql:`` source without ``input_database_url``, a table name that is
+            not a plain identifier, or a file that is neither .csv nor .parquet.
+    """
+    text = str(spec)
+    if text.startswith(SQL_PREFIX):
+        relation = text[len(SQL_PREFIX):].strip()
+        if not url:
+            raise InputError(
+                f"{setting}: {text!r} reads the input database, but serialpub.yaml sets no input_database_url; "
+                "add it (a SQLAlchemy URL, e.g. postgresql+psycopg://host/db)"
+            )
+        if not _QUERY.match(relation) and not _TABLE.match(relation):
+            raise InputError(
+                f"{setting}: {relation!r} is neither a table name (letters, digits, '_', '.', '-') nor a "
+                "SELECT query; write sql:TABLE or sql:SELECT ..."
+            )
+        return InputSource("sql", relation=relation, url=url)
+    path = Path(text)
+    path = path if path.is_absolute() else base / path
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        return InputSource("parquet", path=path)
+    if suffix in (".csv", ""):
+        return InputSource("csv", path=path)
+    raise InputError(f"{setting}: {path} is neither a .csv nor a .parquet file; give one, or sql:TABLE")
+
+
+def _to_csv(table: pa.Table) -> bytes:
+    """A table's canonical CSV form: every column cast to text, NULL as an empty cell."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pa_csv
+
+    columns = []
+    for col in table.columns:
+        text = col if pa.types.is_string(col.type) else pc.cast(col, pa.string())
+        columns.append(pc.fill_null(text, ""))
+    sink = io.BytesIO()
+    pa_csv.write_csv(
+        pa.table(columns, names=table.column_names), sink, pa_csv.WriteOptions(quoting_style="needed")
+    )
+    return sink.getvalue()
+
+
+def _parquet_csv(path: Path, what: str) -> bytes:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+    except FileNotFoundError:
+        raise InputError(f"{path}: {what} file not found") from None
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputError(f"{path}: the {what} is not a readable Parquet file ({exc})") from None
+    try:
+        return _to_csv(table)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise InputError(f"{path}: a column of the {what} cannot be read as text ({exc}); store it as text") from None
+
+
+def _select(source: InputSource, quote: str, id_column: str) -> str:
+    """The source's rows ordered by the id column, as one SELECT (a table's dotted name
+    quoted part by part; a query wrapped as a subquery)."""
+    column = quote + id_column.replace(quote, quote * 2) + quote
+    if source.is_query:
+        return f"SELECT * FROM ({source.relation}) AS serialpub_source ORDER BY {column}"
+    table = ".".join(quote + part + quote for part in str(source.relation).split("."))
+    return f"SELECT * FROM {table} ORDER BY {column}"
+
+
+def _sql_csv(source: InputSource, what: str, id_column: str) -> bytes:
+    import pyarrow as pa
+    import sqlalchemy as sa
+
+    try:
+        engine = sa.create_engine(str(source.url))
+    except (sa.exc.ArgumentError, ImportError) as exc:
+        raise InputError(
+            f"input_database_url: {exc}; give a SQLAlchemy URL, e.g. postgresql+psycopg://host/db"
+        ) from None
+    failures: tuple[type[Exception], ...] = (sa.exc.SQLAlchemyError, *_driver_errors())
+    try:
+        with engine.connect() as conn:
+            quote = conn.dialect.identifier_preparer.initial_quote
+            select = _select(source, quote, id_column)
+            if conn.dialect.name == "postgresql":
+                raw = conn.connection.dbapi_connection
+                out = bytearray()
+                with raw.cursor() as cur, cur.copy(f"COPY ({select}) TO STDOUT (FORMAT csv, HEADER true)") as copy:  # type: ignore[union-attr]
+                    for block in copy:
+                        out += block
+                return bytes(out)
+            import pandas as pd
+
+            frame = pd.read_sql_query(sa.text(select), conn, dtype=object)
+    except failures as exc:
+        first = str(getattr(exc, "orig", exc)).strip().splitlines()[0] if str(exc) else type(exc).__name__
+        raise InputError(f"{source.label}: the {what} could not be read from the input database ({first})") from None
+    finally:
+        engine.dispose()
+    return _to_csv(pa.Table.from_pandas(frame.astype("string"), preserve_index=False))
+
+
+def _driver_errors() -> tuple[type[Exception], ...]:
+    """The PostgreSQL driver's errors (the COPY path talks to it directly)."""
+    try:
+        import psycopg
+    except ImportError:  # pragma: no cover - psycopg is a dependency
+        return ()
+    return (psycopg.Error,)

@@ -1,0 +1,202 @@
+"""Inputs from where they live (issue 20, item 1): the register and the snapshots read from
+Parquet files and from SQL tables and queries (PostgreSQL for real, SQLite through
+SQLAlchemy), published exactly as from CSV files, audited, and refused in one line when
+wrong (serialpub.io.sources)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from conftest import postgres_unavailable, postgres_url, run_cli
+from helpers import make_workspace, read_config, snapshot, state_of, write_config
+
+from serialpub.analysis.audit import audit_workspace
+from serialpub.config import DATABASE_ENV, load_config
+from serialpub.errors import InputChecksFailed, InputError
+from serialpub.io.sources import InputSource, parse_source
+from serialpub.workflow.publisher import Publisher
+
+
+@pytest.fixture(autouse=True)
+def _own_state(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(DATABASE_ENV, raising=False)
+    monkeypatch.delenv("SERIALPUB_CRASH_AT", raising=False)
+
+
+def _csv(path: Path) -> pd.DataFrame:
+    return pd.read_csv(path, dtype=str, keep_default_na=False)
+
+
+def _publish_all(root: Path, snapshots: list[str | Path]) -> list[bytes]:
+    publisher = Publisher(load_config(root))
+    out = [(publisher.publish(s).directory / "data.parquet").read_bytes() for s in snapshots]
+    publisher.store.engine.dispose()
+    return out
+
+
+@pytest.fixture(scope="module")
+def csv_releases(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
+    """data.parquet of releases 1..3 of the clinic workspace published from its CSV files."""
+    root = make_workspace(tmp_path_factory.mktemp("csv") / "ws")
+    return _publish_all(root, [snapshot(root, t) for t in (1, 2, 3)])
+
+
+def test_parquet_register_and_snapshots_publish_as_csv_does(tmp_path: Path, csv_releases: list[bytes]) -> None:
+    root = make_workspace(tmp_path / "ws", register="register.parquet")
+    _csv(root / "register.csv").to_parquet(root / "register.parquet", index=False)
+    (root / "register.csv").unlink()  # nothing may read the CSV any more
+    parquet = []
+    for t in (1, 2, 3):
+        frame = _csv(snapshot(root, t))
+        frame["age"] = frame["age"].astype(int)  # a numeric column is read as its decimal text
+        parquet.append(snapshot(root, t).with_suffix(".parquet"))
+        frame.to_parquet(parquet[-1], index=False)
+        snapshot(root, t).unlink()
+    assert _publish_all(root, list(parquet)) == csv_releases
+    result = audit_workspace(root)  # reads the register from the version kept under registers/
+    assert result.ok and result.findings == [], (result.findings, result.max_p)
+
+
+def test_a_parquet_snapshot_names_the_line_of_a_bad_value(published_once: Path) -> None:
+    frame = _csv(snapshot(published_once, 2))
+    frame.loc[4, "zipcode"] = "99999"
+    path = published_once / "snapshot-0002.parquet"
+    frame.to_parquet(path, index=False)
+    before = state_of(published_once)
+    with pytest.raises(InputChecksFailed) as err:
+        Publisher(load_config(published_once)).publish(path)
+    text = "\n".join([str(err.value), *err.value.failures])
+    assert str(path) in text and "99999" in text and "line(s) [6]" in text, text  # row 4 = line 6 (header line 1)
+    assert state_of(published_once) == before
+
+
+def test_source_strings_parse_and_refuse(tmp_path: Path) -> None:
+    assert parse_source("r.csv", tmp_path, None, "register") == InputSource("csv", path=tmp_path / "r.csv")
+    assert parse_source("/a/r.parquet", tmp_path, None, "x").kind == "parquet"
+    sql = parse_source("sql:snapshot-2025-H1", tmp_path, "sqlite://", "--snapshot")
+    assert (sql.kind, sql.relation, sql.name, sql.is_query) == ("sql", "snapshot-2025-H1", "snapshot-2025-H1", False)
+    query = parse_source("sql:SELECT * FROM s WHERE period = 'H1'", tmp_path, "sqlite://", "--snapshot")
+    assert query.is_query and query.name == ""
+    with pytest.raises(InputError, match="input_database_url"):
+        parse_source("sql:persons", tmp_path, None, "register")
+    with pytest.raises(InputError, match="neither a table name"):
+        parse_source("sql:persons; DROP TABLE x", tmp_path, "sqlite://", "register")
+    with pytest.raises(InputError, match="neither a .csv nor a .parquet"):
+        parse_source("register.xlsx", tmp_path, None, "register")
+
+
+def test_a_sql_register_without_a_database_url_is_refused_at_load(tmp_path: Path) -> None:
+    root = make_workspace(tmp_path / "ws", register="sql:persons")
+    with pytest.raises(InputError, match="input_database_url"):
+        load_config(root)
+
+
+# ---------------------------------------------------------------------------------------
+# SQL: PostgreSQL (the COPY path) and SQLite (SQLAlchemy and pandas)
+
+
+def _load_tables(url: str, root: Path) -> None:
+    """The workspace's register as table ``persons`` and snapshot t as table ``snapshot-000t``."""
+    from sqlalchemy import create_engine
+
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        register = _csv(root / "register.csv")
+        register["age"] = register["age"].astype(int)  # an integer column, as a database would hold it
+        register.sample(frac=1.0, random_state=1).to_sql("persons", conn, index=False)  # stored out of order
+        for t in (1, 2, 3):
+            _csv(snapshot(root, t)).to_sql(f"snapshot-{t:04d}", conn, index=False)
+    engine.dispose()
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A fresh PostgreSQL schema as the input database (search_path set in the URL)."""
+    reason = postgres_unavailable()
+    if reason:
+        pytest.skip(reason)
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    schema = f"sp_inputs_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    engine = create_engine(postgres_url())
+    with engine.begin() as conn:
+        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    try:
+        yield make_url(postgres_url()).update_query_dict({"options": f"-csearch_path={schema}"}).render_as_string(
+            hide_password=False
+        )
+    finally:
+        with engine.begin() as conn:
+            conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+        engine.dispose()
+
+
+def _sql_workspace(root: Path, url: str, **overrides: Any) -> Path:
+    make_workspace(root, register="sql:persons", input_database_url=url, **overrides)
+    _load_tables(url, root)
+    return root
+
+
+@pytest.mark.parametrize("engine", ["postgresql", "sqlite"])
+def test_a_sql_register_and_snapshots_publish_as_csv_does(
+    engine: str, tmp_path: Path, csv_releases: list[bytes], request: pytest.FixtureRequest
+) -> None:
+    url = request.getfixturevalue("pg_url") if engine == "postgresql" else f"sqlite:///{tmp_path / 'inputs.sqlite'}"
+    root = _sql_workspace(tmp_path / "ws", url)
+    (root / "register.csv").unlink()
+    releases = _publish_all(root, ["sql:snapshot-0001", "sql:snapshot-0002", "sql:snapshot-0003"])
+    assert releases == csv_releases
+    result = audit_workspace(root)
+    assert result.ok and result.findings == [], (result.findings, result.max_p)
+    manifests = sorted((root / "releases" / "clinic").glob("release-*/manifest.json"))
+    assert len(manifests) == 3
+
+
+def test_a_postgresql_snapshot_query_with_period_through_the_command_line(
+    tmp_path: Path, pg_url: str, csv_releases: list[bytes]
+) -> None:
+    root = _sql_workspace(tmp_path / "ws", pg_url)
+    url = f"sqlite:///{root / 'state.sqlite'}"
+    proc = run_cli("release", "--config", root, "--snapshot", 'sql:SELECT * FROM "snapshot-0001"', url=url, cwd=root)
+    assert proc.returncode == 2 and "give --period" in proc.stderr, proc.stderr  # a query has no name to tell it
+    assert "Traceback" not in proc.stderr
+    proc = run_cli(
+        "release", "--config", root, "--snapshot", 'sql:SELECT * FROM "snapshot-0001"', "--period", "0001",
+        url=url, cwd=root,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert (root / "releases" / "clinic" / "release-0001" / "data.parquet").read_bytes() == csv_releases[0]
+
+
+def test_a_bad_postgresql_register_row_is_named_and_nothing_moves(tmp_path: Path, pg_url: str) -> None:
+    from sqlalchemy import create_engine, text
+
+    root = _sql_workspace(tmp_path / "ws", pg_url)
+    engine = create_engine(pg_url)
+    with engine.begin() as conn:  # the id sorting first, so line 2 of the canonical form
+        conn.execute(text("INSERT INTO persons (id, sex, zipcode, age) VALUES ('a000', 'X', '13053', 25)"))
+    engine.dispose()
+    before = state_of(root)
+    with pytest.raises(InputChecksFailed) as err:
+        Publisher(load_config(root)).publish("sql:snapshot-0001")
+    text_ = "\n".join([str(err.value), *err.value.failures])
+    assert "table persons (input database)" in text_ and "'X'" in text_ and "line(s) [2]" in text_, text_
+    assert state_of(root) == before
+
+
+def test_a_missing_table_is_one_line(tmp_path: Path, pg_url: str) -> None:
+    root = _sql_workspace(tmp_path / "ws", pg_url)
+    config = read_config(root)
+    config["register"] = "sql:nobody"
+    write_config(root, config)
+    proc = run_cli("release", "--config", root, "--snapshot", "sql:snapshot-0001", url=f"sqlite:///{root / 's.db'}",
+                   cwd=root)  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert "table nobody (input database)" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
