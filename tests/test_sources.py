@@ -87,7 +87,7 @@ def test_source_strings_parse_and_refuse(tmp_path: Path) -> None:
         parse_source("sql:persons", tmp_path, None, "register")
     with pytest.raises(InputError, match="neither a table name"):
         parse_source("sql:persons; DROP TABLE x", tmp_path, "sqlite://", "register")
-    with pytest.raises(InputError, match="neither a .csv nor a .parquet"):
+    with pytest.raises(InputError, match=r"neither a \.csv nor a \.parquet"):
         parse_source("register.xlsx", tmp_path, None, "register")
 
 

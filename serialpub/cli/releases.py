@@ -35,6 +35,7 @@ def release(
     """Prepare the next release from one snapshot: check the inputs, anonymize, validate.
     It then waits for a sign-off ('serialpub approve' or 'serialpub reject'), unless the
     configuration approves automatically (sign_off.auto_approve), when it is published."""
+    from serialpub.cli.progress import shown
     from serialpub.config import load_config
     from serialpub.errors import InputError
     from serialpub.workflow.publisher import Publisher
@@ -46,11 +47,13 @@ def release(
             raise InputError("--skip-periods needs the reason the periods are skipped; it is recorded")
         publisher.skip_reason = skip_periods.strip()
     if ws.config.sign_off.auto_approve:
-        outcome = publisher.publish(snapshot, period)
+        with shown(console):
+            outcome = publisher.publish(snapshot, period)
         console.print(outcome_table([outcome], ws.config.ell))
         console.print(f"published {outcome.directory} (approved automatically: sign_off.auto_approve)")
         return
-    staged = publisher.prepare(snapshot, period, owner=AWAITING_SIGN_OFF)
+    with shown(console):
+        staged = publisher.prepare(snapshot, period, owner=AWAITING_SIGN_OFF)
     console.print(outcome_table([staged.outcome], ws.config.ell))
     report = publisher.report(staged.seq)
     console.print(

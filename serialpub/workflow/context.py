@@ -29,10 +29,11 @@ from checks.gx import SuiteResult
 from checks.input_suites import DatasetColumns, register_suite
 from serialpub.config import Workspace
 from serialpub.errors import InputChecksFailed, InputError
-from serialpub.io import release_files, signing, versions
+from serialpub.io import register_cache, release_files, signing, versions
 from serialpub.io.hierarchies import read_domain, read_hierarchies, read_hierarchy, spelling_hint
 from serialpub.io.inputs import Register, Snapshot, read_csv, register_from_table
 from serialpub.io.statistics_file import StatisticsFile
+from serialpub.workflow import progress
 from state.store import OpenRelease, StateError, StateStore, open_engine, this_process
 
 if TYPE_CHECKING:
@@ -82,6 +83,7 @@ class ReleaseContext:
         # a Parquet or SQL register's canonical CSV bytes, until its version is kept (a CSV
         # file is read again for that: it is on disk)
         self._register_bytes: bytes | None = None
+        self._register_content: bytes | None = None  # read and hashed, not yet parsed
         self._register_check: SuiteResult | None = None
         # the input checks of the last snapshot checked (workflow.input_checks.check_inputs)
         self._last_checked: tuple[tuple[str, str, str], InputChecks] | None = None
@@ -136,8 +138,8 @@ class ReleaseContext:
         self._stamp = stamp
         self._read_hierarchies()
         self._register_table, self._register_check, self._last_checked = None, None, None
-        self._register_sha, self._register_bytes = None, None
-        for name in ("register", "register_leaf_counts", "file_sums", "statistics"):
+        self._register_sha, self._register_bytes, self._register_content = None, None, None
+        for name in ("register", "register_leaf_counts", "file_sums", "statistics", "_cache_key", "_cached"):
             self.__dict__.pop(name, None)
 
     def _read_sensitive_domain(self) -> None:
@@ -183,36 +185,85 @@ class ReleaseContext:
                 )
 
     # -- the register, read on first use -------------------------------------------------
+    def _read_register(self) -> bytes:
+        """The register's bytes (its canonical CSV form), hashed: the manifest names the
+        register the release was computed with, even if the source changes meanwhile. Kept
+        until they are parsed or the cache made parsing needless."""
+        if self._register_content is None:
+            with progress.step("reading the register"):
+                source = self.ws.register_source
+                content = source.read_bytes("population register", self.ws.config.id_column)
+                self._register_sha = versions.sha256_bytes(content)
+                self._register_bytes = None if source.kind == "csv" else content
+                self._register_content = content
+        return self._register_content
+
     def _register_rows(self) -> pd.DataFrame:
-        """The register file as read, kept until both the register and its suite are built."""
+        """The register as parsed, kept until both the register and its suite are built."""
         if self._register_table is None:
-            # hashed from the bytes that are parsed: the manifest names the register the
-            # release was computed with, even if the file is replaced meanwhile
-            source = self.ws.register_source
-            content = source.read_bytes("population register", self.ws.config.id_column)
-            self._register_sha = versions.sha256_bytes(content)
-            self._register_bytes = None if source.kind == "csv" else content
-            self._register_table = read_csv(source.label, "population register", content)
+            content = self._read_register()
+            with progress.step("parsing the register"):
+                self._register_table = read_csv(self.ws.register_source.label, "population register", content)
+            self._register_content = None
         return self._register_table
 
     @cached_property
+    def _cache_key(self) -> str:
+        """The register cache's key for this register, these hierarchies and this suite
+        (:mod:`serialpub.io.register_cache`)."""
+        import great_expectations
+
+        import checks.gx
+        import checks.input_suites
+
+        sums = self.file_sums
+        code = [Path(checks.input_suites.__file__), Path(checks.gx.__file__)]
+        return register_cache.cache_key(
+            sums["register"], self.ws.config.id_column, self.qis, sums["hierarchies"], self.hierarchy_sources,
+            code, great_expectations.__version__,
+        )  # fmt: skip
+
+    @cached_property
+    def _cached(self) -> tuple[pd.Index, npt.NDArray[np.int64], dict[str, Any] | None] | None:
+        """This register's cache entry, or None."""
+        entry = register_cache.load(self.ws.root, self._cache_key)
+        if entry is not None:
+            self._register_content = None  # no parsing needed
+        return entry
+
+    def _save_cache(self) -> None:
+        """Cache the coded register with its passed suite (once both are built)."""
+        check = self._register_check
+        if "register" in self.__dict__ and check is not None and check.success and self._cached is None:
+            suite = {"suite": check.suite, "success": True, "failures": [], "result": check.result,
+                     "sha256": check.sha256}  # fmt: skip
+            register_cache.save(self.ws.root, self._cache_key, self.register.ids, self.register.keys, self.qis, suite)
+
+    @cached_property
     def register(self) -> Register:
-        """The population register, integer-coded (read on first use).
+        """The population register, integer-coded (read on first use; from the register
+        cache when this version was coded before).
 
         Raises:
             InputChecksFailed: the register fails its input suite (every problem named).
             InputError: the register cannot be read or coded.
         """
+        if self._cached is not None:
+            with progress.step("coding the register"):
+                return Register(ids=self._cached[0], keys=self._cached[1])
         cfg = self.ws.config
+        rows = self._register_rows()
         try:
-            register = register_from_table(
-                self._register_rows(), self.ws.register_source.label, cfg.id_column, self.qis, self.hierarchies
-            )
+            with progress.step("coding the register"):
+                register = register_from_table(rows, self.ws.register_source.label, cfg.id_column, self.qis,
+                                               self.hierarchies)  # fmt: skip
         except InputError:
             self.check_register()  # the suite's report names every problem, not just the first
             raise
         if self._register_check is not None:
             self._register_table = None
+        self.__dict__["register"] = register
+        self._save_cache()
         return register
 
     @cached_property
@@ -230,12 +281,16 @@ class ReleaseContext:
         Raises:
             InputChecksFailed: naming the register file; one line per failed expectation.
         """
+        if self._register_check is None and self._cached is not None and self._cached[2] is not None:
+            with progress.step("register suite"):  # passed on this very version before
+                self._register_check = SuiteResult(**self._cached[2])
         if self._register_check is None:
-            self._register_check = register_suite(
-                by_file_line(self._register_rows()), self.input_columns, row_label="line"
-            )
+            rows = self._register_rows()
+            with progress.step("register suite"):
+                self._register_check = register_suite(by_file_line(rows), self.input_columns, row_label="line")
             if "register" in self.__dict__:  # built already: the rows are no longer needed
                 self._register_table = None
+            self._save_cache()
         if not self._register_check.success:
             raise InputChecksFailed(
                 f"{self.ws.register_source.label}: the population register failed its input checks (suite 'register'); "
@@ -248,7 +303,7 @@ class ReleaseContext:
     def file_sums(self) -> dict[str, Any]:
         """sha256 of the register and of each QI's hierarchy file, as manifests record them."""
         if self._register_sha is None:
-            self._register_rows()
+            self._read_register()
         return {
             "register": self._register_sha,
             "hierarchies": {q: release_files.sha256_file(self.ws.hierarchy_dir / f"{q}.csv") for q in self.qis},

@@ -33,7 +33,7 @@ from serialpub.io.sources import InputSource
 from serialpub.report.measure import Measure
 from serialpub.report.render import measure_records
 from serialpub.report.utility import utility_measures
-from serialpub.workflow import identity
+from serialpub.workflow import identity, progress
 from serialpub.workflow.context import ReleaseContext
 from serialpub.workflow.input_checks import check_inputs, period_of_source, skipped_periods, snapshot_source
 from serialpub.workflow.publishing import recover
@@ -154,67 +154,53 @@ def _stage(
     seq = opened.seq
     ell = np.full(len(ctx.register.ids), float(cfg.ell))
     t_state = time.perf_counter()
-    history = ctx.statistics.load(ctx.store.latest_statistics(cfg.dataset), ell)
+    with progress.step("loading the state"):
+        history = ctx.statistics.load(ctx.store.latest_statistics(cfg.dataset), ell)
     t_state = time.perf_counter() - t_state
     checkpoint("after_state_load")
     t_anon = time.perf_counter()
     try:
-        result = anonymize_history(
-            ctx.register.keys,
-            SnapshotCodes(snap.individual, record_sets(ctx, snap), len(ctx.protected)),
-            history,
-            ctx.params,
-            ctx.search_hierarchies,
-            cfg.dilution is Dilution.PRESENCE,
-            budget=int(np.floor(cfg.suppression_budget * len(snap.individual))),
-            seed=seq,
-        )
+        with progress.step("anonymizing"):
+            result = anonymize_history(
+                ctx.register.keys,
+                SnapshotCodes(snap.individual, record_sets(ctx, snap), len(ctx.protected)),
+                history,
+                ctx.params,
+                ctx.search_hierarchies,
+                cfg.dilution is Dilution.PRESENCE,
+                budget=int(np.floor(cfg.suppression_budget * len(snap.individual))),
+                seed=seq,
+            )
     except InfeasibleError as exc:
         raise InputError(f"{snapshot_path}: cannot publish under ℓ = {cfg.ell:g}: {exc}. "
                          f"{infeasible_advice(ctx, history)}") from None  # fmt: skip
     t_anon = time.perf_counter() - t_anon
     checkpoint("after_anonymize")
-    table = published_table(ctx, snap, result)
-    try:
-        query = average_relative_error(
-            snap.table[[*ctx.qis, cfg.sensitive]],
-            table,
-            ctx.read_hierarchies(table),
-            cfg.sensitive,
-            n_queries=QUERY_COUNT,
-            qd=QUERY_DIMENSIONS,
-            selectivity=QUERY_SELECTIVITY,
-            seed=cfg.query_seed,
-            leaf_weights=ctx.register_leaf_counts,
-        )
-    except ValueError:
-        query = None  # a draft the measure cannot read fails the contract suite, which names the value
-    sensitive_codes = pd.factorize(snap.value)[0].astype(np.int64)  # Π_tv only compares values
-    utility = utility_measures(
-        result, ctx.register.keys[snap.individual], ctx.search_hierarchies, query,
-        query_settings(ctx), sensitive_codes,
-    )  # fmt: skip
+    with progress.step("query workload and utility"):
+        table, query, utility = _measure(ctx, snap, result)
     manifest = new_manifest(ctx, seq, period, published[-1].seq if published else None, result, query, utility)
     keeping.result()  # the versions exist before anything names them: the staged manifest does
     staging = ctx.ws.dataset_dir / release_files.staging_name(seq, opened.id)
     # the release row names its staging folder, for operators looking at an open draft
     ctx.store.set_staging(opened.id, str(staging))
-    release_files.write_staging(ctx.ws.dataset_dir, seq, opened.id, table, manifest)
+    with progress.step("staging the draft"):
+        release_files.write_staging(ctx.ws.dataset_dir, seq, opened.id, table, manifest)
     t_commit = time.perf_counter()
-    ctx.store.stage(
-        opened.id,
-        {
-            "records": manifest.records,
-            "groups": manifest.groups,
-            "suppressed": manifest.suppressed,
-            "max_breach": result.max_breach,
-            "data_sha256": manifest.sha256.data_parquet,
-        },
-        [row.model_dump() for row in group_rows(ctx, result)],
-        ctx.statistics.tables(result.history),
-        str(staging),
-        owner=owner,
-    )
+    with progress.step("saving the draft's state"):
+        ctx.store.stage(
+            opened.id,
+            {
+                "records": manifest.records,
+                "groups": manifest.groups,
+                "suppressed": manifest.suppressed,
+                "max_breach": result.max_breach,
+                "data_sha256": manifest.sha256.data_parquet,
+            },
+            [row.model_dump() for row in group_rows(ctx, result)],
+            ctx.statistics.tables(result.history),
+            str(staging),
+            owner=owner,
+        )
     t_state += time.perf_counter() - t_commit
     cand, recs = result.group_candidates, result.group_records
     outcome = ReleaseOutcome(
@@ -236,6 +222,34 @@ def _stage(
         seconds_state=t_state,
     )
     return StagedRelease(id=opened.id, seq=seq, period=period, staging=staging, outcome=outcome)
+
+
+def _measure(
+    ctx: ReleaseContext, snap: Snapshot, result: ReleaseResult
+) -> tuple[pd.DataFrame, QueryErrorResult | None, list[Measure]]:
+    """The release table, its query workload's errors and the utility measures of a draft."""
+    cfg = ctx.ws.config
+    table = published_table(ctx, snap, result)
+    try:
+        query = average_relative_error(
+            snap.table[[*ctx.qis, cfg.sensitive]],
+            table,
+            ctx.read_hierarchies(table),
+            cfg.sensitive,
+            n_queries=QUERY_COUNT,
+            qd=QUERY_DIMENSIONS,
+            selectivity=QUERY_SELECTIVITY,
+            seed=cfg.query_seed,
+            leaf_weights=ctx.register_leaf_counts,
+        )
+    except ValueError:
+        query = None  # a draft the measure cannot read fails the contract suite, which names the value
+    sensitive_codes = pd.factorize(snap.value)[0].astype(np.int64)  # Π_tv only compares values
+    utility = utility_measures(
+        result, ctx.register.keys[snap.individual], ctx.search_hierarchies, query,
+        query_settings(ctx), sensitive_codes,
+    )  # fmt: skip
+    return table, query, utility
 
 
 def infeasible_advice(ctx: ReleaseContext, history: History) -> str:

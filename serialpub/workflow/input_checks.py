@@ -19,6 +19,7 @@ from serialpub.io import periods, versions
 from serialpub.io.hierarchies import nearest_spelling
 from serialpub.io.inputs import read_csv, snapshot_from_table
 from serialpub.io.sources import InputSource
+from serialpub.workflow import progress
 from serialpub.workflow.context import InputChecks, ReleaseContext, by_file_line
 from state.store import PublishedRelease
 
@@ -125,18 +126,22 @@ def check_inputs(ctx: ReleaseContext, snapshot: str | Path | InputSource, period
     source = snapshot_source(ctx, snapshot)
     register_check = ctx.check_register()
     published = check_period(ctx, period)
-    content = source.read_bytes("snapshot", cfg.id_column)
-    sha = versions.sha256_bytes(content)
-    key = (source.record, sha, period)
-    if ctx._last_checked is not None and ctx._last_checked[0] == key:
-        return ctx._last_checked[1]
-    table = read_csv(source.label, "snapshot", content)
-    del content
-    snapshot_check = check_snapshot(ctx, table, source.label, period, published)
-    snap = snapshot_from_table(
-        table, source.label, cfg.id_column, ctx.qis, cfg.sensitive, ctx.register, ctx.hierarchies,
-        set(ctx.sensitive_domain) if ctx.sensitive_domain is not None else None,
-    )  # fmt: skip
+    with progress.step("reading the snapshot"):
+        content = source.read_bytes("snapshot", cfg.id_column)
+        sha = versions.sha256_bytes(content)
+        key = (source.record, sha, period)
+        if ctx._last_checked is not None and ctx._last_checked[0] == key:
+            return ctx._last_checked[1]
+        table = read_csv(source.label, "snapshot", content)
+        del content
+    register = ctx.register  # coded before the suite, which reads its ids: the steps do not nest
+    with progress.step("snapshot suite"):
+        snapshot_check = check_snapshot(ctx, table, source.label, period, published)
+    with progress.step("checking the snapshot against the register"):
+        snap = snapshot_from_table(
+            table, source.label, cfg.id_column, ctx.qis, cfg.sensitive, register, ctx.hierarchies,
+            set(ctx.sensitive_domain) if ctx.sensitive_domain is not None else None,
+        )  # fmt: skip
     checked = InputChecks([register_check, snapshot_check], snap, sha)
     ctx._last_checked = (key, checked)
     return checked

@@ -28,7 +28,7 @@ from anonymizer.release import ReleaseResult
 from checks.gx import SuiteResult
 from serialpub.errors import InputError
 from serialpub.io.inputs import Snapshot
-from serialpub.workflow import drafting, input_checks, publishing, sign_off, validating
+from serialpub.workflow import drafting, input_checks, progress, publishing, sign_off, validating
 from serialpub.workflow.context import InputChecks, ReleaseContext
 from serialpub.workflow.drafting import (
     QUERY_COUNT,
@@ -144,7 +144,8 @@ class Publisher(ReleaseContext):
 
     def finish(self, seq: int) -> Path:
         """:func:`serialpub.workflow.publishing.finish` (arguments, errors)."""
-        return publishing.finish(self, seq)
+        with progress.step("publishing"):
+            return publishing.finish(self, seq)
 
     def close(self, seq: int, reason: str) -> None:
         """:func:`serialpub.workflow.sign_off.close` (arguments, errors)."""

@@ -27,6 +27,7 @@ from serialpub.io.manifest import Manifest, SuiteVerdict, Validation
 from serialpub.report.privacy import PrivacyInputs, privacy_figures
 from serialpub.report.render import HTML_FILE as REPORT_FILE
 from serialpub.report.render import write_release_report
+from serialpub.workflow import progress
 from serialpub.workflow.context import ReleaseContext
 from serialpub.workflow.drafting import record_sets
 from serialpub.workflow.input_checks import check_inputs, snapshot_source
@@ -93,26 +94,28 @@ def _validate(ctx: ReleaseContext, rel: OpenRelease) -> list[SuiteResult]:
     # one breach computation per release, shared by the guarantee suite and the report: per
     # unit (individuals sharing their QI cell and history class share every figure), and
     # mechanism-aware under the default model (docs/threat-model.md)
-    breach = compute_breach(
-        draft,
-        Population(ctx.register.keys, ctx.register.ids.to_numpy(), presence, snap.individual if presence else None),
-        PriorState(ctx.protected, history.survival, cfg.ell, history.class_of),
-        (
-            SnapshotRecords(snap.individual, record_sets(ctx, snap))
-            if cfg.suppression_model is SuppressionModel.MECHANISM
-            else None
-        ),
-        per_unit=True,
-        unit_classes=history.class_of,
-    )
-    suites = release_suite(
-        draft, breach, cfg.ell, thresholds,
-        metrics={
-            "suppression_rate": (manifest.suppressed or 0) / max(len(snap.individual), 1),
-            "query_error": manifest.utility.average_relative_error if manifest.utility else None,
-        },
-        id_column=cfg.id_column, sensitive_domain=ctx.sensitive_domain,
-    )  # fmt: skip
+    with progress.step("breach probabilities"):
+        breach = compute_breach(
+            draft,
+            Population(ctx.register.keys, ctx.register.ids.to_numpy(), presence, snap.individual if presence else None),
+            PriorState(ctx.protected, history.survival, cfg.ell, history.class_of),
+            (
+                SnapshotRecords(snap.individual, record_sets(ctx, snap))
+                if cfg.suppression_model is SuppressionModel.MECHANISM
+                else None
+            ),
+            per_unit=True,
+            unit_classes=history.class_of,
+        )
+    with progress.step("release suites"):
+        suites = release_suite(
+            draft, breach, cfg.ell, thresholds,
+            metrics={
+                "suppression_rate": (manifest.suppressed or 0) / max(len(snap.individual), 1),
+                "query_error": manifest.utility.average_relative_error if manifest.utility else None,
+            },
+            id_column=cfg.id_column, sensitive_domain=ctx.sensitive_domain,
+        )  # fmt: skip
     if cfg.guarantee is Guarantee.LOCALIZED:
         suites = [r for r in suites if r.suite != "guarantee"]
     suites = [register_check, snapshot_check, *suites]
@@ -132,7 +135,8 @@ def _validate(ctx: ReleaseContext, rel: OpenRelease) -> list[SuiteResult]:
         global_guarantee_checked=cfg.guarantee is Guarantee.GLOBAL,
         suites={r.suite: SuiteVerdict(success=r.success, sha256=r.sha256) for r in suites},
     )
-    manifest.report = write_report(ctx, staging, manifest, draft, breach, history)
+    with progress.step("report"):
+        manifest.report = write_report(ctx, staging, manifest, draft, breach, history)
     release_files.write_manifest(staging, manifest)
     checkpoint("after_validation")
     return suites

@@ -1,0 +1,93 @@
+"""The coded register and its suite's verdict, cached per register version (issue 20, item 1;
+docs/operating.md, "The register cache").
+
+Parsing a 5M-person register, coding its QIs and running its input suite takes about 15 s,
+and every Airflow task of a release runs in a fresh process. The cache keeps, under
+``cache/register-<key>.arrow`` in the workspace, what those steps produce: the ids, the
+leaf id of every QI (Arrow IPC, int32) and the register suite's result when it passed.
+
+The key is the sha256 of everything the coded register and the suite's verdict depend on:
+the register's sha256 (the bytes read, as the manifest records them), the id column, the
+QIs, each QI hierarchy file's sha256 and the path the suite names it by, and the source
+of the suite code and the Great Expectations version that ran it. So a changed register,
+hierarchy or suite never reads a stale entry; the register is still read and hashed every
+time (the checksum the manifest records is of the bytes just read). A failed suite is not
+cached: its messages are made afresh. Deleting the folder only costs time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+import pyarrow as pa
+
+CACHE_DIR = "cache"
+_SUITE_META = b"serialpub.register_suite"
+
+
+def cache_key(
+    register_sha: str, id_column: str, qis: Sequence[str], hierarchy_shas: Mapping[str, str],
+    hierarchy_sources: Mapping[str, str], code: Sequence[Path], engine_version: str,
+) -> str:  # fmt: skip
+    """The key of a register version coded with these hierarchies and checked by this code."""
+    record = {
+        "register": register_sha,
+        "id_column": id_column,
+        "qis": list(qis),
+        "hierarchies": {q: hierarchy_shas[q] for q in qis},
+        "sources": {q: hierarchy_sources[q] for q in qis},
+        "code": {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in code},
+        "engine": engine_version,
+    }
+    return hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()
+
+
+def _path(workspace_root: Path, key: str) -> Path:
+    return workspace_root / CACHE_DIR / f"register-{key}.arrow"
+
+
+def load(
+    workspace_root: Path, key: str
+) -> tuple[pd.Index, npt.NDArray[np.int64], dict[str, Any] | None] | None:
+    """``(ids, keys, suite)`` of the entry ``key``: ids shape (N,), leaf ids shape (N, d),
+    the passed suite's record or None; None when there is no readable entry."""
+    path = _path(workspace_root, key)
+    try:
+        with pa.memory_map(str(path)) as source:
+            table = pa.ipc.open_file(source).read_all()
+    except (OSError, pa.ArrowInvalid):
+        return None
+    meta = table.schema.metadata or {}
+    suite = json.loads(meta[_SUITE_META]) if _SUITE_META in meta else None
+    ids = pd.Index(table.column(0).to_numpy(zero_copy_only=False))
+    keys = np.stack([table.column(i).to_numpy().astype(np.int64) for i in range(1, table.num_columns)], axis=1)
+    return ids, keys, suite
+
+
+def save(
+    workspace_root: Path, key: str, ids: pd.Index, keys: npt.NDArray[np.int64], qis: Sequence[str],
+    suite: dict[str, Any] | None,
+) -> None:  # fmt: skip
+    """Write the entry ``key`` (atomically: a temporary file renamed into place); the
+    entries of other keys are removed, the cache holds the register in use."""
+    folder = workspace_root / CACHE_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    columns = [pa.array(ids.to_numpy(), pa.string())] + [pa.array(keys[:, a].astype(np.int32)) for a in range(len(qis))]
+    schema = pa.schema([pa.field("id", pa.string()), *(pa.field(q, pa.int32()) for q in qis)])
+    if suite is not None:
+        schema = schema.with_metadata({_SUITE_META: json.dumps(suite, sort_keys=True).encode()})
+    tmp = folder / f".register-{key}.tmp"
+    with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
+        writer.write_table(pa.table(columns, schema=schema))
+    os.replace(tmp, _path(workspace_root, key))
+    for stale in folder.glob("register-*.arrow"):
+        if stale.name != _path(workspace_root, key).name:
+            stale.unlink(missing_ok=True)

@@ -1,0 +1,77 @@
+"""The steps of a release as they happen (issue 20, item 4; docs/operating.md, "Progress").
+
+Each step of drafting, validating and publishing runs inside :func:`step`. A step is
+logged when it ends, with its time, on the ``serialpub.progress`` logger (INFO): under
+Airflow that is the task's log. Whoever wants to show the steps otherwise (the command
+line draws a progress bar on a terminal, :mod:`serialpub.cli.progress`) registers a
+:class:`Listener` with :func:`listening`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Protocol
+
+LOG = logging.getLogger("serialpub.progress")
+
+#: the steps of one release from a snapshot to publication, in order; a listener's bar
+#: counts them (a step not in this list still runs and is logged)
+RELEASE_STEPS = (
+    "reading the register",
+    "parsing the register",  # not when the register cache holds this version
+    "register suite",
+    "reading the snapshot",
+    "coding the register",
+    "snapshot suite",
+    "checking the snapshot against the register",
+    "loading the state",
+    "anonymizing",
+    "query workload and utility",
+    "staging the draft",
+    "saving the draft's state",
+    "reading the snapshot",  # validation checks it is the one drafted
+    "breach probabilities",
+    "release suites",
+    "report",
+    "publishing",
+)
+
+
+class Listener(Protocol):
+    def started(self, name: str) -> None: ...
+
+    def ended(self, name: str, seconds: float, ok: bool) -> None: ...
+
+
+_listeners: list[Listener] = []
+
+
+@contextmanager
+def step(name: str) -> Iterator[None]:
+    """Run the body as the step ``name``: listeners hear its start and its end, and the
+    end is logged with the seconds it took (a step that raises is logged as failed)."""
+    for listener in list(_listeners):
+        listener.started(name)
+    t0 = time.perf_counter()
+    ok = False
+    try:
+        yield
+        ok = True
+    finally:
+        seconds = time.perf_counter() - t0
+        LOG.info("%s: %.2f s%s", name, seconds, "" if ok else " (failed)")
+        for listener in list(_listeners):
+            listener.ended(name, seconds, ok)
+
+
+@contextmanager
+def listening(listener: Listener) -> Iterator[None]:
+    """Let ``listener`` hear every step run inside the ``with`` block."""
+    _listeners.append(listener)
+    try:
+        yield
+    finally:
+        _listeners.remove(listener)

@@ -1,0 +1,88 @@
+"""Progress of a release (issue 20, item 4): every step is heard by listeners and logged
+with its time (the Airflow task log), and ``serialpub release`` draws the steps on a
+terminal only."""
+
+from __future__ import annotations
+
+import io
+import logging
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+from helpers import snapshot
+from rich.console import Console
+
+from serialpub.cli.progress import shown
+from serialpub.config import DATABASE_ENV, load_config
+from serialpub.workflow import progress
+from serialpub.workflow.publisher import Publisher
+
+
+class _Heard:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str]] = []
+
+    def started(self, name: str) -> None:
+        self.events.append(("start", name))
+
+    def ended(self, name: str, seconds: float, ok: bool) -> None:
+        assert seconds >= 0
+        self.events.append(("end" if ok else "failed", name))
+
+
+def test_a_release_reports_every_step_in_order_and_logs_it(
+    published_once: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.delenv(DATABASE_ENV, raising=False)
+    heard = _Heard()
+    publisher = Publisher(load_config(published_once))
+    with caplog.at_level(logging.INFO, logger="serialpub.progress"), progress.listening(heard):
+        publisher.publish(snapshot(published_once, 2))
+    ended = [name for kind, name in heard.events if kind == "end"]
+    # a fresh process reads, parses and codes the register once (the copied workspace's
+    # cache names the template's hierarchy paths, so it is not used)
+    assert ended == list(progress.RELEASE_STEPS), ended
+    assert all(kind != "failed" for kind, _ in heard.events)
+    logged = [r.getMessage() for r in caplog.records if r.name == "serialpub.progress"]
+    assert [m.rsplit(":", 1)[0] for m in logged] == ended and all(m.endswith(" s") for m in logged), logged
+    # the next fresh process reads the register (its checksum) but takes the coded register
+    # and the passed suite from the cache (serialpub.io.register_cache)
+    again = _Heard()
+    with progress.listening(again):
+        Publisher(load_config(published_once)).publish(snapshot(published_once, 3))
+    ended = [name for kind, name in again.events if kind == "end"]
+    assert ended == [s for s in progress.RELEASE_STEPS if s != "parsing the register"], ended
+    assert heard.events[-1] == ("end", "publishing")  # heard nothing outside its block
+
+
+def test_a_failing_step_is_reported_as_failed(published_once: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(DATABASE_ENV, raising=False)
+    bad = published_once / "snapshot-0002.csv"
+    bad.write_text(snapshot(published_once, 2).read_text().replace(",M,", ",X,", 1))
+    heard = _Heard()
+    with progress.listening(heard), pytest.raises(Exception, match="snapshot"):
+        Publisher(load_config(published_once)).publish(bad)
+    assert ("failed", "snapshot suite") in heard.events
+
+
+def test_the_bar_draws_on_a_terminal_only(published_once: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(DATABASE_ENV, raising=False)
+    out = io.StringIO()
+    terminal = Console(file=out, force_terminal=True, width=120)
+    with shown(terminal):
+        Publisher(load_config(published_once)).publish(snapshot(published_once, 2))
+    text = out.getvalue()
+    for name in ("reading the snapshot", "anonymizing", "release suites", "publishing"):
+        assert name in text, text
+    piped = io.StringIO()
+    with shown(Console(file=piped, force_terminal=False)):
+        Publisher(load_config(published_once)).publish(snapshot(published_once, 3))
+    assert piped.getvalue() == ""
+
+
+def test_the_command_off_a_terminal_prints_no_bar(published_once: Path) -> None:
+    proc = run_cli("release", "--config", published_once, "--snapshot", snapshot(published_once, 2),
+                   url=f"sqlite:///{published_once / 'state.sqlite'}", cwd=published_once)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "anonymizing" not in proc.stdout and "published" in proc.stdout, proc.stdout
