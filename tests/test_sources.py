@@ -17,6 +17,7 @@ from conftest import postgres_unavailable, postgres_url, run_cli
 from helpers import make_workspace, read_config, snapshot, state_of, write_config
 
 from serialpub.analysis.audit import audit_workspace
+from serialpub.analysis.verify import verify_state
 from serialpub.config import DATABASE_ENV, load_config
 from serialpub.errors import InputChecksFailed, InputError
 from serialpub.io.sources import InputSource, parse_source
@@ -157,6 +158,8 @@ def test_a_sql_register_and_snapshots_publish_as_csv_does(
     assert result.ok and result.findings == [], (result.findings, result.max_p)
     manifests = sorted((root / "releases" / "clinic").glob("release-*/manifest.json"))
     assert len(manifests) == 3
+    report = verify_state(load_config(root))  # rebuilt from the register the database holds
+    assert report.ok, [(d.kind, d.examples) for d in report.differences]
 
 
 def test_a_postgresql_snapshot_query_with_period_through_the_command_line(

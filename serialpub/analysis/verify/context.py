@@ -23,8 +23,8 @@ from serialpub.config import Workspace
 from serialpub.errors import InputError
 from serialpub.io import release_files
 from serialpub.io.hierarchies import read_hierarchies, read_hierarchy
-from serialpub.io.inputs import Register, load_register, load_register_version
-from serialpub.io.versions import hierarchy_version
+from serialpub.io.inputs import Register, load_register_version, read_csv, register_from_table
+from serialpub.io.versions import hierarchy_version, sha256_bytes
 from state.store import StateStore, open_engine
 
 IntArray = npt.NDArray[np.int64]
@@ -71,9 +71,10 @@ class Verification:
         self.store = StateStore(open_engine(ws.database_url))
         self.report = VerifyReport(dataset=cfg.dataset)
         read_hierarchies(ws.hierarchy_dir, self.qis)  # a missing or malformed file is named now
-        if not ws.register_path.is_file():
-            raise InputError(f"{ws.register_path}: population register file not found")
-        self.register_sha = release_files.sha256_file(ws.register_path)
+        # the register as its source gives it now (a file or a database table,
+        # serialpub.io.sources), hashed as drafting hashes it
+        self._register_content: bytes | None = ws.register_source.read_bytes("population register", cfg.id_column)
+        self.register_sha = sha256_bytes(self._register_content)
         self.hierarchy_sha = {q: release_files.sha256_file(ws.hierarchy_dir / f"{q}.csv") for q in self.qis}
         self.ids = pd.Index(np.empty(0, dtype=object))
         self._last: tuple[tuple[str, tuple[str, ...]], ReleaseInputs] | None = None
@@ -99,7 +100,13 @@ class Verification:
                     raise InputError(f"{current}: not the hierarchy the release used, and {path} is missing")
             hierarchies[q] = read_hierarchy(path, q)
         if register_sha == self.register_sha:
-            register = load_register(self.ws.register_path, cfg.id_column, self.qis, hierarchies)
+            label = self.ws.register_source.label
+            content = self._register_content
+            if content is None:
+                content = self.ws.register_source.read_bytes("population register", cfg.id_column)
+            self._register_content = None  # read again if asked again (rare): the bytes are large
+            table = read_csv(label, "population register", content)
+            register = register_from_table(table, label, cfg.id_column, self.qis, hierarchies)
         else:
             # InputError when missing or altered
             register = load_register_version(self.ws.root, register_sha, cfg.id_column, self.qis, hierarchies)
