@@ -31,8 +31,11 @@ share one representation.
 Evaluation is matrix arithmetic, never a loop over records: each table is first aggregated
 into distinct (node tuple, sensitive value) rows with counts; queries are grouped by the set
 of attributes they constrain, the table is re-aggregated on those attributes only, and for a
-chunk of Q queries and D distinct rows the answers are ``(Π_i F_i[:, g_i] · S[:, s]) @ counts``
-where ``F_i`` (Q × n_nodes) holds the overlap fractions of the ranges with every node. The
+chunk of Q queries the answers are ``Σ_s S[:, s] · (C @ Π_i F_i[:, g_i]ᵀ)[s]``, where ``F_i``
+(Q × n_nodes) holds the overlap fractions of the ranges with every node, ``Π_i F_i[:, g_i]``
+is taken over the table's distinct QI rows g only, and ``C`` (sensitive values × distinct QI
+rows) holds the counts as a sparse matrix: one pass over the table's distinct rows per query
+instead of one per attribute. The
 overlap counts come from prefix sums over the leaves in depth-first order, where every node's
 leaves are contiguous, so no dense leaf × node matrix is needed.
 
@@ -49,8 +52,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
+from scipy import sparse
 
-from anonymizer.arrays import row_keys
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.regions import NodeSpans, label_nodes
 from anonymizer.workload import QueryRanges, check_parameters, draw_queries
@@ -203,15 +206,26 @@ class _Table:
     sens: IntArray  # (D,) sensitive code; n_sens for values outside the domain
     counts: FloatArray  # (D,) records per distinct row
     n_records: int
-    # re-aggregations on a subset of the QIs (by QI position), computed once
-    projections: dict[tuple[int, ...], tuple[list[IntArray], FloatArray]] = field(
+    # re-aggregations on a subset of the QIs (by QI position), computed once (factor)
+    projections: dict[tuple[int, ...], tuple[list[IntArray], sparse.csr_matrix]] = field(
         default_factory=dict, compare=False, repr=False
     )
 
-    def project(self, attrs: tuple[int, ...], sizes: Sequence[int]) -> tuple[list[IntArray], FloatArray]:
-        """Distinct (codes of ``attrs``, sensitive code) rows with counts; ``sizes`` their ranges."""
+    def factor(
+        self, attrs: tuple[int, ...], sizes: Sequence[int], n_sens: int
+    ) -> tuple[list[IntArray], sparse.csr_matrix]:
+        """The table re-aggregated on ``attrs`` (``sizes`` their node counts), as its distinct
+        QI rows (per attribute the node of every distinct row, shape (D,)) and the counts
+        per (sensitive code, distinct row), a sparse (n_sens, D) matrix; computed once."""
         if attrs not in self.projections:
-            self.projections[attrs] = _group([self.codes[i] for i in attrs] + [self.sens], sizes, self.counts)
+            if attrs:
+                qi_rows, row_of = _distinct([self.codes[i] for i in attrs], sizes)
+            else:
+                qi_rows, row_of = [], np.zeros(len(self.counts), dtype=np.int64)
+            width = len(qi_rows[0]) if attrs else 1
+            # the COO -> CSR conversion sums the counts of rows that agree on ``attrs``
+            matrix = sparse.coo_matrix((self.counts, (self.sens, row_of)), shape=(n_sens, width)).tocsr()
+            self.projections[attrs] = (qi_rows, matrix)
         return self.projections[attrs]
 
 
@@ -240,7 +254,7 @@ def _group(columns: Sequence[IntArray], sizes: Sequence[int], weights: FloatArra
     if n == 0:
         return [np.zeros(0, dtype=np.int64) for _ in columns], np.zeros(0, dtype=np.float64)
     if total < 2**62:  # the exact mixed-radix number: np.unravel_index decodes it
-        key = row_keys(np.stack(list(columns), axis=1), sizes) if columns else np.zeros(n, dtype=np.int64)
+        key = _mixed_key(columns, sizes, n)
         if total <= max(4 * n, 1 << 16):
             dense = np.asarray(np.bincount(key, weights=weights, minlength=total), np.float64)
             keys = np.flatnonzero(dense)
@@ -253,6 +267,28 @@ def _group(columns: Sequence[IntArray], sizes: Sequence[int], weights: FloatArra
     rows, inverse = np.unique(stacked, axis=0, return_inverse=True)
     summed = np.asarray(np.bincount(inverse.reshape(-1), weights=weights, minlength=len(rows)), np.float64)
     return [rows[:, i].astype(np.int64) for i in range(rows.shape[1])], summed
+
+
+def _mixed_key(columns: Sequence[IntArray], sizes: Sequence[int], n: int) -> IntArray:
+    """``Σ_j columns[j] · Π_{i>j} sizes[i]`` (the product of ``sizes`` below 2**62): the
+    same key as :func:`anonymizer.arrays.row_keys`, without stacking the columns."""
+    key = np.zeros(n, dtype=np.int64)
+    for col, size in zip(columns, sizes, strict=True):
+        key *= int(size)
+        key += col
+    return key
+
+
+def _distinct(columns: Sequence[IntArray], sizes: Sequence[int]) -> tuple[list[IntArray], IntArray]:
+    """Distinct rows of the integer columns (each in [0, size)), as columns, and the index
+    of every input row among them."""
+    if math.prod(sizes) < 2**62:
+        key = _mixed_key(columns, sizes, len(columns[0]))
+        inverse, keys = pd.factorize(key, sort=False)  # hashing, O(n)
+        rows = np.unravel_index(np.asarray(keys), tuple(sizes))
+        return [np.asarray(c, dtype=np.int64) for c in rows], np.asarray(inverse, dtype=np.int64)
+    uniq, inverse = np.unique(np.stack(list(columns), axis=1), axis=0, return_inverse=True)
+    return [uniq[:, i].astype(np.int64) for i in range(uniq.shape[1])], inverse.reshape(-1).astype(np.int64)
 
 
 def _encode(
@@ -331,16 +367,19 @@ def _answers(
     for g, pattern in enumerate(patterns):
         queries = by_group[bounds[g]:bounds[g + 1]]
         attrs = tuple(np.flatnonzero(pattern).tolist())
-        cols, counts = table.project(attrs, [hierarchies[names[i]].n_nodes for i in attrs] + [n_sens])
-        width = max(len(counts), *(hierarchies[names[i]].n_nodes for i in attrs), n_sens)
+        qi_rows, by_value = table.factor(attrs, [hierarchies[names[i]].n_nodes for i in attrs], n_sens)
+        width = max(len(qi_rows[0]) if attrs else 1, *(hierarchies[names[i]].n_nodes for i in attrs), n_sens)
         step = max(1, CHUNK_ELEMENTS // width)
         for start in range(0, len(queries), step):
             chunk = queries[start:start + step]
-            product = np.take(s_mask[chunk], cols[-1], axis=1)
-            for i, col in zip(attrs, cols[:-1], strict=True):
+            # F[q, r]: the share of distinct QI row r inside query q's ranges (Π_i F_i)
+            shares = np.ones((len(chunk), len(qi_rows[0]) if attrs else 1), dtype=np.float64)
+            for i, col in zip(attrs, qi_rows, strict=True):
                 fractions = _overlap_fractions(ranges.qi[names[i]][chunk], spans[i], weights[i])
-                product *= np.take(fractions, col, axis=1)
-            out[chunk] = product @ counts
+                shares *= np.take(fractions, col, axis=1)
+            # per sensitive value s: Σ_r count(r, s) · F[q, r], one sparse product
+            per_value = by_value @ shares.T  # (n_sens, chunk)
+            out[chunk] = np.einsum("sq,qs->q", per_value, s_mask[chunk])
     return out
 
 

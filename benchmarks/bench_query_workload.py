@@ -1,0 +1,54 @@
+"""The query workload of one large release (issue 20): 5,000 range-count queries answered on
+the raw snapshot and on the release, with the paper's uniform and the register-weighted
+estimators, exactly as drafting runs them (``serialpub.workflow.drafting``).
+
+Set-up: the scaling study's 5,000,000-person register and a release of its 1,000,000-record
+diagnosis snapshot (``bench_scaling.py`` builds the register; publish release 2 with
+``serialpub release`` as docs/benchmarks.md says). Prints the two mean errors (so two
+versions of the code can be checked to give the same figures) and the seconds.
+
+Usage::
+
+    uv run python benchmarks/bench_query_workload.py [WORKSPACE] [--release 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from serialpub.config import load_config
+from serialpub.io.inputs import read_csv
+from serialpub.workflow import drafting
+from serialpub.workflow.publisher import Publisher
+
+DEFAULT = Path(__file__).resolve().parent / "out" / "scaling" / "N-5000000"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("workspace", type=Path, nargs="?", default=DEFAULT)
+    ap.add_argument("--release", type=int, default=2)
+    args = ap.parse_args()
+    ctx = Publisher(load_config(args.workspace))
+    rel = next(r for r in ctx.store.published(ctx.ws.config.dataset) if r.seq == args.release)
+    raw = read_csv(Path(rel.params["snapshot"]), "snapshot")
+    table = pd.read_parquet(Path(rel.directory) / "data.parquet")
+    cfg = ctx.ws.config
+    weights = ctx.register_leaf_counts  # read (and the register coded) before the clock starts
+    t = time.perf_counter()
+    query = drafting.average_relative_error(
+        raw[[*ctx.qis, cfg.sensitive]], table, ctx.read_hierarchies(table), cfg.sensitive,
+        n_queries=drafting.QUERY_COUNT, qd=drafting.QUERY_DIMENSIONS, selectivity=drafting.QUERY_SELECTIVITY,
+        seed=cfg.query_seed, leaf_weights=weights,
+    )  # fmt: skip
+    seconds = time.perf_counter() - t
+    weighted = query.weighted.mean if query.weighted else float("nan")
+    print(f"{len(table):,} records: mean error {query.mean!r}, register-weighted {weighted!r}; {seconds:.2f} s")
+
+
+if __name__ == "__main__":
+    main()
