@@ -1,0 +1,80 @@
+"""Per-step seconds of consecutive releases in one process (issue 20): the steps that
+``serialpub release`` logs (:mod:`serialpub.workflow.progress`), heard by a listener, plus the
+process's peak resident memory.
+
+Set-up: the scaling study's register (``bench_scaling.py`` builds
+``out/scaling/N-<register>``) and its diagnosis snapshots of ``--records`` records. The
+workspace's state, releases and register cache are reset first unless ``--keep-cache``
+keeps the cache (a fresh process whose register was coded and checked before).
+
+Usage::
+
+    uv run python benchmarks/bench_release_steps.py [--register 5000000] [--records 1000000] [--keep-cache]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import shutil
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from bench_scaling import register_root, snapshot_pair, write_config
+from machine_info import machine
+
+from serialpub.config import load_config
+from serialpub.workflow import progress
+from serialpub.workflow.publisher import Publisher
+
+
+class Steps:
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = defaultdict(float)
+
+    def started(self, name: str) -> None:
+        pass
+
+    def ended(self, name: str, seconds: float, ok: bool) -> None:
+        self.seconds[name] += seconds
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--register", type=int, default=5_000_000)
+    ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--keep-cache", action="store_true")
+    args = ap.parse_args()
+    root = register_root(args.register)
+    snapshots = snapshot_pair(root, "diagnosis", args.records)
+    for stale in root.glob("state.sqlite*"):
+        stale.unlink()
+    shutil.rmtree(root / "releases", ignore_errors=True)
+    if not args.keep_cache:
+        shutil.rmtree(root / "cache", ignore_errors=True)
+    write_config(root, "diagnosis", "register")
+    out: dict[str, object] = {"machine": machine(), "register": args.register, "records": args.records,
+                              "cache_kept": args.keep_cache, "releases": []}  # fmt: skip
+    t0 = time.perf_counter()
+    publisher = Publisher(load_config(root))
+    for i, path in enumerate(snapshots, start=1):
+        steps = Steps()
+        t = time.perf_counter()
+        with progress.listening(steps):
+            publisher.publish(path, period=f"{i:04d}")
+        total = time.perf_counter() - t
+        out["releases"].append({"release": i, "seconds": round(total, 2),  # type: ignore[attr-defined]
+                                "steps": {k: round(v, 2) for k, v in steps.seconds.items()}})  # fmt: skip
+        print(f"release {i}: {total:.1f} s" + (f" (process start {time.perf_counter() - t0:.1f} s)" if i == 1 else ""))
+        for name, s in steps.seconds.items():
+            print(f"  {name:<45} {s:6.2f} s")
+    out["peak_rss_gib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2)
+    print(f"peak RSS {out['peak_rss_gib']} GiB")
+    target = Path(__file__).resolve().parent / "out" / "release_steps.json"
+    target.write_text(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()
