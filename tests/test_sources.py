@@ -5,15 +5,13 @@ wrong (serialpub.io.sources)."""
 
 from __future__ import annotations
 
-import os
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
-from conftest import postgres_unavailable, postgres_url, run_cli
+from conftest import StateDatabases, run_cli
 from helpers import make_workspace, read_config, snapshot, state_of, write_config
 
 from serialpub.analysis.audit import audit_workspace
@@ -117,26 +115,14 @@ def _load_tables(url: str, root: Path) -> None:
 
 
 @pytest.fixture
-def pg_url() -> Iterator[str]:
-    """A fresh PostgreSQL schema as the input database (search_path set in the URL)."""
-    reason = postgres_unavailable()
-    if reason:
-        pytest.skip(reason)
-    from sqlalchemy import create_engine, text
-    from sqlalchemy.engine import make_url
-
-    schema = f"sp_inputs_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-    engine = create_engine(postgres_url())
-    with engine.begin() as conn:
-        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+def pg_url(tmp_path: Path) -> Iterator[str]:
+    """A fresh PostgreSQL schema as the input database (search_path set in the URL; skipped
+    without the server), made and dropped as the state tests' databases are."""
+    dbs = StateDatabases(tmp_path / "inputs-db")
     try:
-        yield make_url(postgres_url()).update_query_dict({"options": f"-csearch_path={schema}"}).render_as_string(
-            hide_password=False
-        )
+        yield dbs.new("postgresql")
     finally:
-        with engine.begin() as conn:
-            conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
-        engine.dispose()
+        dbs.close()
 
 
 def _sql_workspace(root: Path, url: str, **overrides: Any) -> Path:
