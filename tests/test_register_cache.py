@@ -3,6 +3,7 @@ and the passed register suite of an unchanged register from the cache, never a s
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import numpy as np
@@ -64,11 +65,32 @@ def test_a_changed_register_or_hierarchy_is_never_read_from_the_cache(root: Path
     assert second != first  # a new key; the old entry is gone
 
 
+def test_an_altered_entry_is_not_used(root: Path) -> None:
+    """Codes changed in the entry (a disk error, an edit) do not reach the anonymizer: the
+    entry fails its digest and the register is parsed again."""
+    Publisher(load_config(root)).publish(snapshot(root, 1))
+    (entry,) = _entries(root)
+    key = entry.stem.removeprefix("register-")
+    ids, keys, suite = register_cache.load(root, key)  # type: ignore[misc]
+    altered = keys.copy()
+    altered[0, 0] = (altered[0, 0] + 1) % 2  # individual 1's sex flipped
+    digest = entry.with_suffix(".sha256").read_text()
+    register_cache.save(root, key, ids, altered, load_config(root).config.quasi_identifiers, suite)
+    entry.with_suffix(".sha256").write_text(digest)  # the entry edited, its digest not
+    assert register_cache.load(root, key) is None
+    ctx = Publisher(load_config(root))
+    assert ctx._cached is None
+    ws = load_config(root)
+    parsed = load_register(ws.register_path, "id", ws.config.quasi_identifiers, ctx.hierarchies)
+    assert np.array_equal(ctx.register.keys, parsed.keys)
+
+
 def test_an_unreadable_entry_is_read_again_from_the_source(root: Path) -> None:
     Publisher(load_config(root)).publish(snapshot(root, 1))
     (entry,) = _entries(root)
     ran = _suite_sha(root)
     entry.write_bytes(b"not arrow")
+    entry.with_suffix(".sha256").write_text(hashlib.sha256(b"not arrow").hexdigest())  # passes the digest
     Publisher(load_config(root)).publish(snapshot(root, 2))
     assert _suite_sha(root) == ran
     assert register_cache.load(root, entry.stem.removeprefix("register-")) is not None  # written again

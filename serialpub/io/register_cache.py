@@ -13,6 +13,14 @@ of the suite code and the Great Expectations version that ran it. So a changed r
 hierarchy or suite never reads a stale entry; the register is still read and hashed every
 time (the checksum the manifest records is of the bytes just read). A failed suite is not
 cached: its messages are made afresh. Deleting the folder only costs time.
+
+The entry is a derived file the privacy computation trusts (its leaf codes place every
+individual in the register's cells), so it is checked before use: beside it,
+``register-<key>.sha256`` holds the sha256 of the entry's bytes, written after the entry,
+and an entry whose bytes do not match (a torn write, a disk error, an edit) is not read but
+rebuilt from the register. Someone able to rewrite both could also rewrite the register
+file; the independent audit reads neither the cache nor the state's copy of anything, only
+the register versions the manifests name (docs/design.md section 9).
 """
 
 from __future__ import annotations
@@ -54,6 +62,18 @@ def _path(workspace_root: Path, key: str) -> Path:
     return workspace_root / CACHE_DIR / f"register-{key}.arrow"
 
 
+def _digest_path(path: Path) -> Path:
+    return path.with_suffix(".sha256")
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while block := f.read(1 << 24):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def load(
     workspace_root: Path, key: str
 ) -> tuple[pd.Index, npt.NDArray[np.int64], dict[str, Any] | None] | None:
@@ -61,6 +81,8 @@ def load(
     the passed suite's record or None; None when there is no readable entry."""
     path = _path(workspace_root, key)
     try:
+        if _digest_path(path).read_text(encoding="utf-8").strip() != _sha256(path):
+            return None
         with pa.memory_map(str(path)) as source:
             table = pa.ipc.open_file(source).read_all()
     except (OSError, pa.ArrowInvalid):
@@ -85,10 +107,16 @@ def save(
     schema = pa.schema([pa.field("id", pa.string()), *(pa.field(q, pa.int32()) for q in qis)])
     if suite is not None:
         schema = schema.with_metadata({_SUITE_META: json.dumps(suite, sort_keys=True).encode()})
+    path = _path(workspace_root, key)
     tmp = folder / f".register-{key}.tmp"
     with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
         writer.write_table(pa.table(columns, schema=schema))
-    os.replace(tmp, _path(workspace_root, key))
-    for stale in folder.glob("register-*.arrow"):
-        if stale.name != _path(workspace_root, key).name:
+    digest = _sha256(tmp)
+    os.replace(tmp, path)
+    # the digest last: an entry without its digest, or with an older one, is not read
+    tmp_digest = folder / f".register-{key}.sha256.tmp"
+    tmp_digest.write_text(digest + "\n", encoding="utf-8")
+    os.replace(tmp_digest, _digest_path(path))
+    for stale in folder.glob("register-*"):
+        if stale.name not in (path.name, _digest_path(path).name):
             stale.unlink(missing_ok=True)
