@@ -19,6 +19,7 @@ from serialpub.analysis.verify import verify_state
 from serialpub.config import DATABASE_ENV, load_config
 from serialpub.errors import InputChecksFailed, InputError
 from serialpub.io.sources import InputSource, parse_source
+from serialpub.workflow.public_copy import write_public_copy
 from serialpub.workflow.publisher import Publisher
 
 
@@ -146,6 +147,10 @@ def test_a_sql_register_and_snapshots_publish_as_csv_does(
     assert len(manifests) == 3
     report = verify_state(load_config(root))  # rebuilt from the register the database holds
     assert report.ok, [(d.kind, d.examples) for d in report.differences]
+    # the public copy carries the register in its canonical form, and audits PASS from it
+    copy = write_public_copy(Publisher(load_config(root)), tmp_path / "public", with_register=True)
+    assert copy.releases == [1, 2, 3]
+    assert audit_workspace(tmp_path / "public").ok
 
 
 def test_a_postgresql_snapshot_query_with_period_through_the_command_line(

@@ -75,9 +75,10 @@ def write_public_copy(ctx: ReleaseContext, out: Path, with_register: bool = Fals
         if with_register and kept.has(sha):
             plan += [(path, out / path.relative_to(ws.root)) for path in kept.chain_files(sha)]
     # today's register and hierarchies replace the copy's: they change from period to period
-    current = [(path, out / "hierarchies" / path.name) for path in sorted(ws.hierarchy_dir.glob("*.csv"))]
-    if with_register:
-        current.append((ws.register_path, out / "register.csv"))
+    current = [(path.read_bytes(), out / "hierarchies" / path.name) for path in sorted(ws.hierarchy_dir.glob("*.csv"))]
+    if with_register:  # a register in a database is copied in its canonical CSV form (serialpub.io.sources)
+        register = ws.register_source.read_bytes("population register", ws.config.id_column)
+        current.append((register, out / "register.csv"))
     key = ws.signing_key_path
     public_key = None if key is None else key.with_suffix(".pub")  # never the private key itself
     if public_key is not None and public_key != key and public_key.is_file():
@@ -95,9 +96,9 @@ def write_public_copy(ctx: ReleaseContext, out: Path, with_register: bool = Fals
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, target)
             written += 1
-    for source, target in current:
-        if not target.is_file() or target.read_bytes() != source.read_bytes():
+    for content, target in current:
+        if not target.is_file() or target.read_bytes() != content:
             target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, target)
+            target.write_bytes(content)
             written += 1
     return PublicCopy([r.seq for r in published], written)
