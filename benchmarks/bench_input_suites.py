@@ -7,9 +7,12 @@ Reported: building the inputs (not timed as part of the suite), the register-id 
 alone, and the whole suite (fingerprint and the register ids' hash table included: every run
 gets a fresh ``pd.Index`` of the ids), best and all of ``--repeat`` runs.
 
+``--gx-fingerprint`` lets Great Expectations fingerprint each batch again (an md5 of pandas'
+row hashes, which ``checks.gx`` turns off): run with and without it for that step's cost.
+
 Usage::
 
-    uv run python benchmarks/bench_input_suites.py [--rows 1000000] [--register 5000000] [--repeat 3]
+    uv run python benchmarks/bench_input_suites.py [--rows 1000000] [--register 5000000] [--repeat 3] [--gx-fingerprint]
 """
 
 from __future__ import annotations
@@ -43,7 +46,12 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--register", type=int, default=5_000_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--gx-fingerprint", action="store_true", help="GX's batch fingerprint on (as before 034b065)")
     args = parser.parse_args()
+    if args.gx_fingerprint:
+        from great_expectations.execution_engine import pandas_execution_engine
+
+        pandas_execution_engine.HASH_THRESHOLD = 1e9  # GX's own default
     rng = np.random.default_rng(0)
     h = hierarchies()
 
@@ -108,6 +116,7 @@ def main() -> None:
                 "register_suite_s": round(register_time, 2),
                 "register_success": reg_result.success,
                 "expectations": result.result["statistics"]["evaluated_expectations"],
+                "gx_fingerprint": args.gx_fingerprint,
             }
         )
     )
