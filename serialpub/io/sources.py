@@ -27,7 +27,7 @@ import io
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from serialpub.errors import InputError
 
@@ -53,7 +53,7 @@ class InputSource:
         url: the SQLAlchemy URL of the input database (sql); None for files.
     """
 
-    kind: str
+    kind: Literal["csv", "parquet", "sql"]
     path: Path | None = None
     relation: str | None = None
     url: str | None = None
@@ -102,17 +102,17 @@ class InputSource:
         """The source's canonical CSV form (module docstring).
 
         Raises:
-            InputError: the file is missing or unreadable, the table or query fails, or
-                ``input_database_url`` is not set.
+            InputError: the file is missing or unreadable, or the table or query fails
+                (named, with the database's first line of explanation).
         """
-        if self.kind == "csv":
-            try:
-                return self.path.read_bytes()  # type: ignore[union-attr]
-            except FileNotFoundError:
-                raise InputError(f"{self.label}: {what} file not found") from None
+        if self.path is None:
+            return _sql_csv(self, what, id_column)
         if self.kind == "parquet":
-            return _parquet_csv(self.path, what)  # type: ignore[arg-type]
-        return _sql_csv(self, what, id_column)
+            return _parquet_csv(self.path, what)
+        try:
+            return self.path.read_bytes()
+        except FileNotFoundError:
+            raise InputError(f"{self.label}: {what} file not found") from None
 
 
 def parse_source(spec: str | Path, base: Path, url: str | None, setting: str) -> InputSource:
