@@ -6,7 +6,7 @@ command prints what it printed before; the steps are still logged."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -39,8 +39,7 @@ class _Bar:
 def shown(console: Console) -> Iterator[None]:
     """Show the release's steps inside the block when ``console`` is a terminal."""
     if not console.is_terminal:
-        with nullcontext():
-            yield
+        yield
         return
     bar = _Bar(console)
     with bar.progress, progress.listening(bar):
