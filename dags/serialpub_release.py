@@ -185,9 +185,13 @@ def build_release_dag(root: str) -> Any:
 
         if ws.config.sign_off.auto_approve:
 
-            @task(task_id="sign_off")
+            # one XCom, as the gate's: a dict return would otherwise be split into one XCom
+            # per key, and finalize would read the key "decision" as the string "approved"
+            @task(task_id="sign_off", multiple_outputs=False)
             def automatic_sign_off(facts: dict[str, Any]) -> dict[str, Any]:
-                return _steps().auto_approve(root, facts["release"])
+                recorded = _steps().auto_approve(root, facts["release"])
+                get_current_context()["ti"].xcom_push(key="decision", value=recorded)
+                return recorded
 
             gate: Any = None
         else:
@@ -241,7 +245,7 @@ def build_release_dag(root: str) -> Any:
                     )
                 raise AirflowFailException(f"{failure}{note}: nothing was published and the state did not move")
             decisions = context["ti"].xcom_pull(task_ids=gate_ids(required), key="decision") or []
-            rejected = [d for d in decisions if d and d.get("decision") == "rejected"]
+            rejected = [d for d in decisions if isinstance(d, dict) and d.get("decision") == "rejected"]
             if rejected:
                 decision = rejected[0]
                 raise AirflowFailException(

@@ -139,6 +139,25 @@ def test_rejected_sign_off_publishes_nothing(airflow_home: Path, adult_template:
     assert list(ws.dataset_dir.iterdir()) == []
 
 
+def test_an_automatic_sign_off_publishes_and_the_run_succeeds(
+    airflow_home: Path, adult_template: Path, tmp_path: Path
+) -> None:
+    # the automatic sign-off returned a dict, which Airflow split into one XCom per key:
+    # finalize read the key "decision" as the string "approved" and failed a published run
+    root = airflow_workspace(adult_template, tmp_path, "adult_auto")
+    config = yaml.safe_load((root / "serialpub.yaml").read_text())
+    config["sign_off"] = {"auto_approve": True}
+    (root / "serialpub.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    ws = load_config(root)
+    result, log = run_dag(airflow_home, root, {"period": "2024-H1"})
+    assert result["state"] == "success", log[-5000:]
+    assert set(result["tasks"].values()) == {"success"}, result["tasks"]
+    manifest = json.loads((ws.dataset_dir / "release-0001" / "manifest.json").read_text())
+    assert manifest["sign_off"]["automatic"] is True
+    assert [r.seq for r in _store(root).published(ws.config.dataset)] == [1]
+    assert [e["extra"]["release"] for e in result["events"]] == [1]
+
+
 def test_two_required_approvals_are_two_gates_by_two_approvers(
     airflow_home: Path, adult_template: Path, tmp_path: Path
 ) -> None:
