@@ -355,6 +355,23 @@ def test_a_different_register_gives_a_different_fingerprint() -> None:
     assert a.sha256 != b.sha256
 
 
+def test_a_fingerprint_is_kept_per_index_object_and_forgotten_with_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+
+    ids = pd.Index(sorted(REGISTER_IDS))
+    first = input_suites.reference_key("population register", ids)
+    hashed: list[int] = []
+    monkeypatch.setattr(input_suites, "_fingerprint", lambda values: hashed.append(len(values)) or 0)
+    assert input_suites.reference_key("population register", ids) == first and hashed == []
+    # another Index, even with the same ids, is hashed anew: only an object is known
+    input_suites.reference_key("population register", pd.Index(sorted(REGISTER_IDS)))
+    assert hashed == [len(ids)]
+    slot = id(ids)
+    del ids
+    gc.collect()
+    assert slot not in input_suites._FINGERPRINTS  # the cache does not keep a register alive
+
+
 def test_every_expectation_has_a_description() -> None:
     bad = _set(good_snapshot(), 6, ID, "zz")
     for r in (run_register(good_register()), run_snapshot(bad)):

@@ -97,7 +97,7 @@ def _validate(ctx: ReleaseContext, rel: OpenRelease) -> list[SuiteResult]:
     with progress.step("breach probabilities"):
         breach = compute_breach(
             draft,
-            Population(ctx.register.keys, ctx.register.ids.to_numpy(), presence, snap.individual if presence else None),
+            Population(ctx.register.keys, ctx.register.ids, presence, snap.individual if presence else None),
             PriorState(ctx.protected, history.survival, cfg.ell, history.class_of),
             (
                 SnapshotRecords(snap.individual, record_sets(ctx, snap))
