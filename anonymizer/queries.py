@@ -203,7 +203,7 @@ def _leaf_weights(
 @dataclass(frozen=True)
 class _Table:
     codes: list[IntArray]  # per QI, node id of every distinct row, shape (D,)
-    sens: IntArray  # (D,) sensitive code; n_sens for values outside the domain
+    sens: IntArray  # (D,) sensitive code, ascending; n_sens for values outside the domain
     counts: FloatArray  # (D,) records per distinct row
     n_records: int
     # re-aggregations on a subset of the QIs (by QI position), computed once (factor)
@@ -223,8 +223,12 @@ class _Table:
             else:
                 qi_rows, row_of = [], np.zeros(len(self.counts), dtype=np.int64)
             width = len(qi_rows[0]) if attrs else 1
-            # the COO -> CSR conversion sums the counts of rows that agree on ``attrs``
-            matrix = sparse.coo_matrix((self.counts, (self.sens, row_of)), shape=(n_sens, width)).tocsr()
+            # the rows are sorted by sensitive code, so the CSR form is the rows as they are:
+            # no sort. Rows that agree on ``attrs`` stay separate entries of one cell, which
+            # the product sums (scipy's sparse @ dense needs neither sorted nor unique indices)
+            indptr = np.zeros(n_sens + 1, dtype=np.int64)
+            np.cumsum(np.bincount(self.sens, minlength=n_sens), out=indptr[1:])
+            matrix = sparse.csr_matrix((self.counts, row_of, indptr), shape=(n_sens, width))
             self.projections[attrs] = (qi_rows, matrix)
         return self.projections[attrs]
 
@@ -308,7 +312,8 @@ def _encode(
     sens[sens < 0] = n_sens
     sizes = [h.n_nodes for h in hierarchies.values()] + [n_sens + 1]
     cols, counts = _group([*qi_codes, sens], sizes, np.ones(len(df), dtype=np.float64))
-    return _Table(cols[:-1], cols[-1], counts, len(df))
+    by_sens = np.argsort(cols[-1], kind="stable")
+    return _Table([c[by_sens] for c in cols[:-1]], cols[-1][by_sens], counts[by_sens], len(df))
 
 
 # --------------------------------------------------------------------------------------

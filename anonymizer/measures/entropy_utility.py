@@ -4,8 +4,9 @@ Barker, CODASPY'12, paper 003 §4.2 eq 8–15).
 U_max(A_i) = H_max(A_i) − H(A_i | the other attributes) per attribute, in bits; the table's
 utility is their mean under the publisher's belief ℙ(A_i) (eq 14), and the degradation of a
 release is Utility_T − Utility_T' (eq 15). How a generalized cell is read (the source leaves it
-open) is in :func:`attribute_utilities`. Everything is per release and O(R·p), vectorized by
-hashing rows. The mechanism's expected degradation (eq 16) is
+open) is in :func:`attribute_utilities`. Everything is per release: one O(R·p) pass groups
+the R records into D distinct rows, then O(D·p) per attribute, vectorized by hashing rows.
+The mechanism's expected degradation (eq 16) is
 :func:`anonymizer.measures.channel.mechanism_utility`.
 """
 
@@ -24,11 +25,15 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 
-def _entropy_bits(keys: IntArray) -> float:
-    codes, _ = factorize(keys)
-    c = np.bincount(codes).astype(np.float64)
-    f = c / c.sum()
+def _entropy_of(counts: FloatArray) -> float:
+    """Entropy in bits of the frequencies ``counts / counts.sum()`` (every count > 0)."""
+    f = counts / counts.sum()
     return float(-(f * np.log2(f)).sum())
+
+
+def _entropy_bits(keys: IntArray, weights: FloatArray) -> float:
+    """Entropy in bits of the distribution that puts ``weights[r]`` on key ``keys[r]``."""
+    return _entropy_of(np.asarray(np.bincount(factorize(keys)[0], weights=weights), dtype=np.float64))
 
 
 def int_table(table: npt.ArrayLike, name: str) -> IntArray:
@@ -107,13 +112,17 @@ def attribute_utilities(
         raise ValueError(f"domain_sizes must give one size ≥ 1 per attribute ({t.shape[1]})")
     counts = _leaf_counts(leaf_counts, t)
     radices = t.max(axis=0) + 1
-    h_all = _entropy_bits(row_keys(t, radices.tolist()))
+    # every entropy is one of the distinct rows weighted by their records: R records
+    # collapse to D distinct rows once, and the p conditional entropies hash D rows, not R
+    row_of, first = factorize(row_keys(t, radices.tolist()))
+    rows, weight = t[first], np.bincount(row_of).astype(np.float64)
+    h_all = _entropy_of(weight)
     out = np.empty(t.shape[1], dtype=np.float64)
     for i in range(t.shape[1]):
         rest = np.delete(np.arange(t.shape[1]), i)
-        h_rest = _entropy_bits(row_keys(t[:, rest], radices[rest].tolist())) if rest.size else 0.0
+        h_rest = _entropy_bits(row_keys(rows[:, rest], radices[rest].tolist()), weight) if rest.size else 0.0
         c = counts[i]
-        spread = float(np.log2(c[t[:, i]]).mean()) if c is not None else 0.0
+        spread = float(np.dot(weight, np.log2(c[rows[:, i]])) / weight.sum()) if c is not None else 0.0
         out[i] = math.log2(int(k[i])) - (h_all - h_rest + spread)
     return out
 
