@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -12,8 +13,9 @@ from helpers import make_workspace, snapshot
 
 from serialpub.config import DATABASE_ENV, load_config
 from serialpub.errors import InputChecksFailed
-from serialpub.io import register_cache
-from serialpub.io.inputs import load_register
+from serialpub.io import register_cache, verdict_cache, versions
+from serialpub.io.inputs import load_register, read_csv
+from serialpub.workflow import input_checks
 from serialpub.workflow.publisher import Publisher
 
 
@@ -94,3 +96,67 @@ def test_an_unreadable_entry_is_read_again_from_the_source(root: Path) -> None:
     Publisher(load_config(root)).publish(snapshot(root, 2))
     assert _suite_sha(root) == ran
     assert register_cache.load(root, entry.stem.removeprefix("register-")) is not None  # written again
+
+
+# -- the snapshot suite's verdict (serialpub.io.verdict_cache) ---------------------------
+
+
+def _verdicts(root: Path) -> list[Path]:
+    return sorted((root / register_cache.CACHE_DIR).glob("snapshot-*.json"))
+
+
+def _count_suite_runs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    runs: list[str] = []
+    real = input_checks.snapshot_suite
+
+    def counted(*args: object, **kwargs: object) -> object:
+        runs.append("ran")
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(input_checks, "snapshot_suite", counted)
+    return runs
+
+
+def test_a_passed_snapshot_verdict_is_read_by_the_next_process(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    runs = _count_suite_runs(monkeypatch)
+    first = input_checks.check_inputs(Publisher(load_config(root)), snapshot(root, 1), "0001")
+    assert runs == ["ran"] and len(_verdicts(root)) == 1
+    # a fresh context (an Airflow task's process) on the same inputs: the same evidence, no run
+    again = input_checks.check_inputs(Publisher(load_config(root)), snapshot(root, 1), "0001")
+    assert runs == ["ran"]
+    assert [c.sha256 for c in again.suites] == [c.sha256 for c in first.suites]
+    assert again.suites[1].result == first.suites[1].result
+    # other bytes: checked anew, and the folder keeps the latest verdict only
+    input_checks.check_inputs(Publisher(load_config(root)), snapshot(root, 2), "0002")
+    assert runs == ["ran", "ran"] and len(_verdicts(root)) == 1
+
+
+def test_a_verdict_is_bound_to_the_period_order(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same snapshot bytes checked after another last period or row count: the suite
+    runs again (its period and row-count expectations read them)."""
+    runs = _count_suite_runs(monkeypatch)
+    ctx = Publisher(load_config(root))
+    table = read_csv(snapshot(root, 2), "snapshot")
+    sha = versions.sha256_bytes(snapshot(root, 2).read_bytes())
+    earlier = [SimpleNamespace(period="0001", params={"snapshot_rows": len(table)})]
+    for published in ([], earlier, earlier, [SimpleNamespace(period="0001", params={"snapshot_rows": len(table) + 1})]):
+        input_checks.check_snapshot(ctx, table, "snapshot-0002.csv", "0002", published, sha)  # type: ignore[arg-type]
+    assert runs == ["ran", "ran", "ran"]  # the third check is the second's
+
+
+def test_an_edited_or_failed_verdict_is_never_read(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    runs = _count_suite_runs(monkeypatch)
+    input_checks.check_inputs(Publisher(load_config(root)), snapshot(root, 1), "0001")
+    (entry,) = _verdicts(root)
+    entry.write_text(entry.read_text().replace('"success": true', '"success": true ', 1))  # digest now stale
+    input_checks.check_inputs(Publisher(load_config(root)), snapshot(root, 1), "0001")
+    assert runs == ["ran", "ran"]
+    with pytest.raises(ValueError, match="only a passed suite"):
+        verdict_cache.save(root, "k", {"success": False})
+    bad = root / "snapshots" / "snapshot-0003.csv"
+    lines = snapshot(root, 1).read_text().splitlines()
+    bad.write_text("\n".join([lines[0], lines[1], lines[1], *lines[2:]]) + "\n")  # an id twice
+    for _ in range(2):  # a failed verdict is made afresh every time
+        with pytest.raises(InputChecksFailed):
+            input_checks.check_inputs(Publisher(load_config(root)), bad, "0003")
+    assert runs == ["ran"] * 4

@@ -6,6 +6,7 @@ move.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import pandas as pd
 from checks.gx import SuiteResult
 from checks.input_suites import PeriodOrder, snapshot_suite
 from serialpub.errors import InputChecksFailed, InputError
-from serialpub.io import periods, versions
+from serialpub.io import periods, verdict_cache, versions
 from serialpub.io.hierarchies import nearest_spelling
 from serialpub.io.inputs import read_csv, snapshot_from_table
 from serialpub.io.sources import InputSource
@@ -136,7 +137,7 @@ def check_inputs(ctx: ReleaseContext, snapshot: str | Path | InputSource, period
         del content
     register = ctx.register  # coded before the suite, which reads its ids: the steps do not nest
     with progress.step("snapshot suite"):
-        snapshot_check = check_snapshot(ctx, table, source.label, period, published)
+        snapshot_check = check_snapshot(ctx, table, source.label, period, published, sha)
     with progress.step("checking the snapshot against the register"):
         snap = snapshot_from_table(
             table, source.label, cfg.id_column, ctx.qis, cfg.sensitive, register, ctx.hierarchies,
@@ -148,7 +149,8 @@ def check_inputs(ctx: ReleaseContext, snapshot: str | Path | InputSource, period
 
 
 def check_snapshot(
-    ctx: ReleaseContext, table: pd.DataFrame, path: Path | str, period: str, published: list[PublishedRelease]
+    ctx: ReleaseContext, table: pd.DataFrame, path: Path | str, period: str, published: list[PublishedRelease],
+    sha: str | None = None,
 ) -> SuiteResult:
     """Run the snapshot input suite (checks.input_suites.snapshot_suite) on a snapshot as
     read: columns, text without blanks, unique ids in the register, QI values leaves of
@@ -156,6 +158,10 @@ def check_snapshot(
     published one, the row count within the configured multiples of the previous
     snapshot's (recorded with each release; a release without it, e.g. an imported
     one, skips that expectation).
+
+    With ``sha`` (the snapshot's sha256) a verdict that passed on the same inputs before
+    is read from the workspace's cache instead (:mod:`serialpub.io.verdict_cache`): the
+    later tasks of an Airflow run check the snapshot their first task checked.
 
     Raises:
         InputChecksFailed: naming the file; one line per failed expectation with the
@@ -170,7 +176,18 @@ def check_snapshot(
         previous_rows if bounds != (None, None) else None,
         (bounds[0] or 0.0, bounds[1] if bounds[1] is not None else float("inf")),
     )
-    outcome = snapshot_suite(by_file_line(table), ctx.input_columns, ctx.register.ids, order, row_label="line")
+    cols = ctx.input_columns
+    key = verdict_cache.verdict_key(
+        register=ctx._cache_key, snapshot=sha, order=dataclasses.asdict(order), id_column=cols.id_column,
+        qis=list(cols.qis), sensitive=cols.sensitive,
+        domain=None if cols.sensitive_domain is None else sorted(map(str, cols.sensitive_domain)),
+    )  # fmt: skip
+    cached = verdict_cache.load(ctx.ws.root, key) if sha is not None else None
+    if cached is not None:
+        return SuiteResult(**cached)
+    outcome = snapshot_suite(by_file_line(table), cols, ctx.register.ids, order, row_label="line")
+    if outcome.success and sha is not None:
+        verdict_cache.save(ctx.ws.root, key, dataclasses.asdict(outcome))
     if not outcome.success:
         raise InputChecksFailed(
             f"{path}: the snapshot failed its input checks (suite 'snapshot'); nothing was published and "
