@@ -13,6 +13,7 @@ millions of int64 keys, hence :func:`factorize`.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -95,3 +96,63 @@ def expand_csr(rows: IntArray, start: IntArray, items: IntArray) -> tuple[IntArr
     rep = np.repeat(np.arange(rows.size, dtype=np.int64), cnt)
     offset = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(cnt) - cnt, cnt)
     return rep, items[np.repeat(lo, cnt) + offset]
+
+
+def id_hashes(ids: npt.ArrayLike) -> npt.NDArray[np.uint64] | None:
+    """pandas' fixed-key 64-bit hash of every id, shape (n,); the same in every process.
+    Values that are not text are hashed as their text (so 1 and "1" collide); None when
+    pandas cannot hash them."""
+    try:
+        return np.asarray(pd.util.hash_array(np.asarray(ids, dtype=object), categorize=False), dtype=np.uint64)
+    except TypeError:
+        return None
+
+
+@dataclass(frozen=True)
+class IdLookup:
+    """The register ids' hashes, sorted, and the register row of each: a lookup of many ids
+    by binary search. Built once per register version (the register cache keeps it), where
+    pandas' hash table of 5M ids as Python objects is rebuilt in every process (2-3 s).
+
+    Attributes:
+        hashes: :func:`id_hashes` of the register ids in ascending order, all distinct, (N,).
+        rows: register row of every hash, shape (N,).
+    """
+
+    hashes: npt.NDArray[np.uint64]
+    rows: IntArray
+
+    @classmethod
+    def of(cls, ids: npt.ArrayLike) -> IdLookup | None:
+        """The lookup of ``ids``; None when they cannot be hashed or two hashes collide
+        (then ids are looked up by pandas)."""
+        hashes = id_hashes(ids)
+        if hashes is None:
+            return None
+        order = np.argsort(hashes, kind="stable")
+        ordered = hashes[order]
+        if ordered.size > 1 and bool((ordered[1:] == ordered[:-1]).any()):
+            return None
+        return cls(ordered, order.astype(np.int64))
+
+    def find(self, ids: npt.NDArray[np.object_], wanted: npt.NDArray[np.object_]) -> IntArray | None:
+        """The position in ``ids`` (the values this lookup was built of, shape (N,)) of every
+        ``wanted`` value, -1 where absent, shape (M,); None when ``wanted`` cannot be hashed.
+
+        Exact: a hash found counts only where ``ids`` holds the same value at that position
+        (equal values have equal hashes, and the lookup's hashes are distinct), so a wrong
+        lookup can make a value look absent but never point at another one."""
+        hashes = id_hashes(wanted)
+        if hashes is None:
+            return None
+        if not self.hashes.size:
+            return np.full(hashes.size, -1, dtype=np.int64)
+        # the queries sorted first: a binary search of sorted queries walks the hashes in
+        # order (0.1 s for 1M in 5M, against 0.8 s in random order)
+        order = np.argsort(hashes)
+        at = np.empty(hashes.size, dtype=np.int64)
+        at[order] = np.minimum(np.searchsorted(self.hashes, hashes[order]), self.hashes.size - 1)
+        rows = np.where(self.hashes[at] == hashes, self.rows[at], -1)
+        hit = np.flatnonzero(rows >= 0)
+        rows[hit[ids[rows[hit]] != wanted[hit]]] = -1
+        return rows

@@ -49,8 +49,9 @@ def airflow_env(home: Path, workspace: Path) -> dict[str, str]:
 
 
 def reset(root: Path) -> None:
-    """A fresh state: no releases, no state database (the register cache stays)."""
-    for stale in root.glob("state.sqlite*"):
+    """A fresh state: no releases, no state database, no snapshot verdict (the register
+    cache stays: it is warm every period; a new period's snapshot never has a verdict)."""
+    for stale in [*root.glob("state.sqlite*"), *root.glob("cache/snapshot-*")]:
         stale.unlink()
     shutil.rmtree(root / "releases", ignore_errors=True)
 

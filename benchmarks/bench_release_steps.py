@@ -5,7 +5,8 @@ process's peak resident memory.
 Set-up: the scaling study's register (``bench_scaling.py`` builds
 ``out/scaling/N-<register>``) and its diagnosis snapshots of ``--records`` records. The
 workspace's state, releases and register cache are reset first unless ``--keep-cache``
-keeps the cache (a fresh process whose register was coded and checked before).
+keeps the register cache (a fresh process whose register was coded and checked before);
+snapshot verdicts are always removed (a new period's snapshot never has one).
 
 Usage::
 
@@ -54,6 +55,8 @@ def main() -> None:
     shutil.rmtree(root / "releases", ignore_errors=True)
     if not args.keep_cache:
         shutil.rmtree(root / "cache", ignore_errors=True)
+    for verdict in root.glob("cache/snapshot-*"):  # a new period's snapshot has none
+        verdict.unlink()
     write_config(root, "diagnosis", "register")
     out: dict[str, object] = {"machine": machine(), "register": args.register, "records": args.records,
                               "cache_kept": args.keep_cache, "releases": []}  # fmt: skip

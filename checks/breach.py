@@ -285,15 +285,17 @@ def compute_breach(
 
     With ``per_unit`` the table is not expanded to individuals: one row per unit (register
     individuals sharing their QI combination and history, hence every figure), naming one
-    of them as ``individual`` and their number as ``weight``. The report uses it; at 5M
-    register individuals the expansion is most of the cost. ``unit_classes`` (one int per
+    of them as ``individual`` (categorical over the representatives' ids only), its register
+    row as ``row`` and their number as ``weight``. The report uses it; at 5M register
+    individuals the expansion is most of the cost. ``unit_classes`` (one int per
     register individual, shape (N,)) splits units further, so that every member of a unit
     also shares the caller's class (the report keeps per-class linked-release counts,
     which the survival product alone does not determine). Validation and the report share
     one such computation per release.
 
     Raises:
-        ValueError: inconsistent shapes, or duplicate register ids.
+        ValueError: inconsistent shapes, or duplicate register ids (per unit: among the
+            units' representatives; the register suite checks them all before a draft).
     """
     qis, sensitive, hierarchies, protected = draft.qis, draft.sensitive, draft.hierarchies, prior.protected
     presence, present_rows = population.presence, population.present_rows
@@ -303,12 +305,9 @@ def compute_breach(
     v = len(protected)
     row_of = _survival_rows(surv, prior.history_class, n_ind, v)
     ell_ind = np.broadcast_to(np.asarray(prior.ell, dtype=np.float64), (n_ind,))
-    # an Index is used as it is: its uniqueness, once known (it was when the register's ids
-    # were looked up), is not hashed again (4 s at 5M ids)
     ids = population.ids if isinstance(population.ids, pd.Index) else pd.Index(np.asarray(population.ids))
     if len(ids) != n_ind:
         raise ValueError("register_ids must hold one id per register row")
-    id_type = pd.CategoricalDtype(ids)  # raises ValueError on duplicate ids
     hs = [hierarchies[q] for q in qis]
     dg = draft_groups(draft.table, qis, sensitive, hierarchies, protected)
     g = dg.records.size
@@ -372,9 +371,13 @@ def compute_breach(
     p = 1.0 - before * ((nj - ns) / nj)
     exceeds = _exceeds(before, nj, ns, ell_ind[rep_member], p)
     if per_unit:
+        # the ids of the units' representatives only: a categorical over all N register ids
+        # would hash them all to check their uniqueness (3 s at 5M) in every process
+        named, named_code = np.unique(rep_member, return_inverse=True)
         table = pd.DataFrame(
             {
-                "individual": pd.Categorical.from_codes(rep_member, dtype=id_type),
+                "individual": pd.Categorical.from_codes(named_code.reshape(-1), categories=ids[named]),
+                "row": rep_member,
                 "value": pd.Categorical.from_codes(val.astype(np.int16), categories=pd.Index(list(protected))),
                 "p": p,
                 "n_j": nj,
@@ -390,6 +393,7 @@ def compute_breach(
             excess_records=excess, mechanism_aware=snapshot is not None, per_unit=True,
         )
 
+    id_type = pd.CategoricalDtype(ids)  # raises ValueError on duplicate ids
     # expand to individuals: members sorted by unit
     order = np.argsort(unit_of_member, kind="stable")
     mstart = np.zeros(unit_first.size + 1, dtype=np.int64)

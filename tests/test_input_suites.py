@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from anonymizer.arrays import IdLookup
 from anonymizer.hierarchy import Hierarchy
 from checks import input_suites
 from checks.input_suites import DatasetColumns, PeriodOrder, explain, register_suite, snapshot_suite
@@ -72,7 +73,8 @@ def run_snapshot(snap: pd.DataFrame, **overrides: Any) -> Any:
     kwargs.update(overrides)
     columns = DatasetColumns(ID, QIS, HIERARCHIES, SENSITIVE, kwargs.pop("sensitive_domain"))
     register_ids = kwargs.pop("register_ids")
-    return snapshot_suite(snap, columns, register_ids, PeriodOrder(**kwargs))
+    id_lookup = kwargs.pop("id_lookup", None)
+    return snapshot_suite(snap, columns, register_ids, PeriodOrder(**kwargs), id_lookup=id_lookup)
 
 
 def _set(df: pd.DataFrame, row: int, column: str, value: Any) -> pd.DataFrame:
@@ -337,6 +339,28 @@ def test_register_ids_as_set_list_or_index_give_the_same_evidence() -> None:
         for x in (set(ids), ids, list(reversed(ids)), pd.Index(ids), [*ids, *ids[:3]])
     }
     assert len(shas) == 1
+
+
+def test_the_register_id_lookup_gives_the_same_evidence() -> None:
+    ids = pd.Index(sorted(REGISTER_IDS), dtype=object)
+    built = IdLookup.of(ids)
+    assert built is not None
+    used: list[int] = []
+
+    class Counted(IdLookup):
+        def find(self, ids: Any, wanted: Any) -> Any:
+            used.append(len(wanted))
+            return super().find(ids, wanted)
+
+    lookup = Counted(built.hashes, built.rows)
+    for table in (good_snapshot(), _set(good_snapshot(), 6, ID, "zz")):  # "zz" is not in the register
+        plain = run_snapshot(table, register_ids=ids)
+        looked_up = run_snapshot(table, register_ids=ids, id_lookup=lookup)
+        assert (looked_up.success, looked_up.failures) == (plain.success, plain.failures)
+        assert looked_up.sha256 == plain.sha256
+    assert used == [len(good_snapshot())] * 2  # the expectation looked the ids up through it
+    assert not plain.success and any("population register" in f for f in plain.failures)
+    assert input_suites._LOOKUPS == {}  # released after the run
 
 
 def test_register_ids_are_not_copied_into_the_evidence() -> None:

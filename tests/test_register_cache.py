@@ -73,7 +73,7 @@ def test_an_altered_entry_is_not_used(root: Path) -> None:
     Publisher(load_config(root)).publish(snapshot(root, 1))
     (entry,) = _entries(root)
     key = entry.stem.removeprefix("register-")
-    ids, keys, suite = register_cache.load(root, key)  # type: ignore[misc]
+    ids, keys, suite, _ = register_cache.load(root, key)  # type: ignore[misc]
     altered = keys.copy()
     altered[0, 0] = (altered[0, 0] + 1) % 2  # individual 1's sex flipped
     digest = entry.with_suffix(".sha256").read_text()

@@ -223,7 +223,9 @@ def test_breach_table_per_unit_is_the_individual_table_compressed(series: Path) 
     )  # fmt: skip
     # every individual of a unit has the representative's history class
     cls = history.class_of
-    rep = units["individual"].cat.codes.to_numpy()
+    rep = units["row"].to_numpy()
+    ids = publisher.register.ids
+    assert list(units["individual"].astype(str)) == [str(ids[r]) for r in rep]  # the row's id
     per_ind = full.assign(cls=cls[full["individual"].cat.codes.to_numpy()])
     for (g, v), part in per_ind.groupby(["group", "value"], observed=True):
         reps = units[(units["group"] == g) & (units["value"] == v)]

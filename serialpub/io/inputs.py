@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 
+from anonymizer.arrays import IdLookup
 from anonymizer.hierarchy import Hierarchy
 from serialpub.errors import InputError
 from serialpub.io.hierarchies import spelling_hint
@@ -103,15 +105,28 @@ class Register:
     """The population register, integer-coded.
 
     Attributes:
-        ids: individual ids in file order, shape (N,).
+        ids: individual ids in file order, shape (N,), unique (the register suite checks).
         keys: leaf id per QI, shape (N, d).
+        lookup: the ids' :class:`IdLookup` when already built (the register cache keeps
+            it); built on first use otherwise.
     """
 
     ids: pd.Index
     keys: npt.NDArray[np.int64]
+    lookup: IdLookup | None = None
+
+    @cached_property
+    def id_lookup(self) -> IdLookup | None:
+        """The ids' lookup (None: ids that cannot be hashed, or colliding hashes; pandas
+        looks them up then)."""
+        return self.lookup if self.lookup is not None else IdLookup.of(self.ids)
 
     def rows_of(self, ids: pd.Series) -> npt.NDArray[np.int64]:
-        return np.asarray(self.ids.get_indexer(pd.Index(ids)), dtype=np.int64)
+        """The register row of every id, -1 for an id not in the register, shape (len(ids),)
+        (:meth:`anonymizer.arrays.IdLookup.find`, or pandas' hash table without a lookup)."""
+        lookup = self.id_lookup
+        found = None if lookup is None else lookup.find(self.ids.to_numpy(dtype=object), np.asarray(ids, dtype=object))
+        return np.asarray(self.ids.get_indexer(pd.Index(ids)), dtype=np.int64) if found is None else found
 
 
 def load_register(path: Path, id_column: str, qis: list[str], hierarchies: dict[str, Hierarchy]) -> Register:

@@ -4,7 +4,9 @@ docs/operating.md, "The register cache").
 Parsing a 5M-person register, coding its QIs and running its input suite takes about 15 s,
 and every Airflow task of a release runs in a fresh process. The cache keeps, under
 ``cache/register-<key>.arrow`` in the workspace, what those steps produce: the ids, the
-leaf id of every QI (Arrow IPC, int32) and the register suite's result when it passed.
+leaf id of every QI (Arrow IPC, int32), the ids' sorted hashes with their rows (the id
+lookup of :class:`serialpub.io.inputs.IdLookup`) and the register suite's result when it
+passed.
 
 The key is the sha256 of everything the coded register and the suite's verdict depend on:
 the register's sha256 (the bytes read, as the manifest records them), the id column, the
@@ -39,6 +41,8 @@ import pyarrow as pa
 
 CACHE_DIR = "cache"
 _SUITE_META = b"serialpub.register_suite"
+#: the id lookup's columns (sorted id hashes, their rows), after every QI's
+_LOOKUP = ("__id_hash", "__id_hash_row")
 
 
 def cache_key(
@@ -74,11 +78,14 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def load(
-    workspace_root: Path, key: str
-) -> tuple[pd.Index, npt.NDArray[np.int64], dict[str, Any] | None] | None:
-    """``(ids, keys, suite)`` of the entry ``key``: ids shape (N,), leaf ids shape (N, d),
-    the passed suite's record or None; None when there is no readable entry."""
+Lookup = tuple[npt.NDArray[np.uint64], npt.NDArray[np.int64]]
+Entry = tuple[pd.Index, npt.NDArray[np.int64], dict[str, Any] | None, Lookup | None]
+
+
+def load(workspace_root: Path, key: str) -> Entry | None:
+    """``(ids, keys, suite, lookup)`` of the entry ``key``: ids shape (N,), leaf ids shape
+    (N, d), the passed suite's record or None, and the ids' sorted hashes with their rows
+    (:class:`serialpub.io.inputs.IdLookup`) or None; None when there is no readable entry."""
     path = _path(workspace_root, key)
     try:
         if _digest_path(path).read_text(encoding="utf-8").strip() != _sha256(path):
@@ -89,22 +96,30 @@ def load(
         return None
     meta = table.schema.metadata or {}
     suite = json.loads(meta[_SUITE_META]) if _SUITE_META in meta else None
+    lookup: Lookup | None = None
+    if _LOOKUP[0] in table.column_names:
+        lookup = (table.column(_LOOKUP[0]).to_numpy(), table.column(_LOOKUP[1]).to_numpy().astype(np.int64))
+        table = table.drop_columns(list(_LOOKUP))
     # dtype given: pandas would otherwise scan 5M strings to infer it (0.8 s against 0.2 s)
     ids = pd.Index(table.column(0).to_numpy(zero_copy_only=False), dtype=object)
     keys = np.stack([table.column(i).to_numpy().astype(np.int64) for i in range(1, table.num_columns)], axis=1)
-    return ids, keys, suite
+    return ids, keys, suite, lookup
 
 
 def save(
     workspace_root: Path, key: str, ids: pd.Index, keys: npt.NDArray[np.int64], qis: Sequence[str],
-    suite: dict[str, Any] | None,
+    suite: dict[str, Any] | None, lookup: Lookup | None = None,
 ) -> None:  # fmt: skip
     """Write the entry ``key`` (atomically: a temporary file renamed into place); the
     entries of other keys are removed, the cache holds the register in use."""
     folder = workspace_root / CACHE_DIR
     folder.mkdir(parents=True, exist_ok=True)
     columns = [pa.array(ids.to_numpy(), pa.string())] + [pa.array(keys[:, a].astype(np.int32)) for a in range(len(qis))]
-    schema = pa.schema([pa.field("id", pa.string()), *(pa.field(q, pa.int32()) for q in qis)])
+    fields = [pa.field("id", pa.string()), *(pa.field(q, pa.int32()) for q in qis)]
+    if lookup is not None:
+        columns += [pa.array(lookup[0], pa.uint64()), pa.array(lookup[1].astype(np.int64), pa.int64())]
+        fields += [pa.field(_LOOKUP[0], pa.uint64()), pa.field(_LOOKUP[1], pa.int64())]
+    schema = pa.schema(fields)
     if suite is not None:
         schema = schema.with_metadata({_SUITE_META: json.dumps(suite, sort_keys=True).encode()})
     path = _path(workspace_root, key)

@@ -129,7 +129,7 @@ def privacy_figures(inp: PrivacyInputs, settings: ReportConfig) -> PrivacyFigure
     if not bc.per_unit:
         raise ValueError("privacy_figures needs the per-unit breach computation (compute_breach(per_unit=True))")
     t = bc.table
-    ind = np.asarray(t["individual"].cat.codes, dtype=np.int64)
+    ind = t["row"].to_numpy(np.int64)
     val = np.asarray(t["value"].cat.codes, dtype=np.int64)
     p, linked, weight, exceeds = _pairs_after(
         inp, ind, val, t["p"].to_numpy(np.float64), t["weight"].to_numpy(np.int64), t["exceeds"].to_numpy(bool)

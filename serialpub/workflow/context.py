@@ -31,7 +31,7 @@ from serialpub.config import Workspace
 from serialpub.errors import InputChecksFailed, InputError
 from serialpub.io import register_cache, release_files, signing, versions
 from serialpub.io.hierarchies import read_domain, read_hierarchies, read_hierarchy, spelling_hint
-from serialpub.io.inputs import Register, Snapshot, read_csv, register_from_table
+from serialpub.io.inputs import IdLookup, Register, Snapshot, read_csv, register_from_table
 from serialpub.io.statistics_file import StatisticsFile
 from serialpub.workflow import progress
 from state.store import OpenRelease, StateError, StateStore, open_engine, this_process
@@ -224,7 +224,7 @@ class ReleaseContext:
         )  # fmt: skip
 
     @cached_property
-    def _cached(self) -> tuple[pd.Index, npt.NDArray[np.int64], dict[str, Any] | None] | None:
+    def _cached(self) -> register_cache.Entry | None:
         """This register's cache entry, or None."""
         entry = register_cache.load(self.ws.root, self._cache_key)
         if entry is not None:
@@ -237,7 +237,9 @@ class ReleaseContext:
         if "register" in self.__dict__ and check is not None and check.success and self._cached is None:
             suite = {"suite": check.suite, "success": True, "failures": [], "result": check.result,
                      "sha256": check.sha256}  # fmt: skip
-            register_cache.save(self.ws.root, self._cache_key, self.register.ids, self.register.keys, self.qis, suite)
+            lookup = self.register.id_lookup
+            register_cache.save(self.ws.root, self._cache_key, self.register.ids, self.register.keys, self.qis, suite,
+                                None if lookup is None else (lookup.hashes, lookup.rows))  # fmt: skip
 
     @cached_property
     def register(self) -> Register:
@@ -250,7 +252,9 @@ class ReleaseContext:
         """
         if self._cached is not None:
             with progress.step("coding the register"):
-                return Register(ids=self._cached[0], keys=self._cached[1])
+                lookup = self._cached[3]
+                return Register(ids=self._cached[0], keys=self._cached[1],
+                                lookup=None if lookup is None else IdLookup(*lookup))  # fmt: skip
         cfg = self.ws.config
         rows = self._register_rows()
         try:

@@ -185,7 +185,10 @@ def check_snapshot(
     cached = verdict_cache.load(ctx.ws.root, key) if sha is not None else None
     if cached is not None:
         return SuiteResult(**cached)
-    outcome = snapshot_suite(by_file_line(table), cols, ctx.register.ids, order, row_label="line")
+    register = ctx.register
+    outcome = snapshot_suite(
+        by_file_line(table), cols, register.ids, order, row_label="line", id_lookup=register.id_lookup
+    )
     if outcome.success and sha is not None:
         verdict_cache.save(ctx.ws.root, key, dataclasses.asdict(outcome))
     if not outcome.success:

@@ -1,0 +1,50 @@
+"""Looking snapshot ids up in the register (anonymizer.arrays.IdLookup, through
+serialpub.io.inputs.Register.rows_of): the same rows as pandas' hash table, for any ids, and
+never a wrong row from a wrong lookup."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from anonymizer import arrays
+from anonymizer.arrays import IdLookup
+from serialpub.io.inputs import Register
+
+texts = st.text(alphabet="ab01 é-", max_size=4)
+
+
+def _register(ids: list[str], lookup: IdLookup | None = None) -> Register:
+    return Register(pd.Index(ids, dtype=object), np.zeros((len(ids), 1), dtype=np.int64), lookup)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(texts, unique=True, max_size=30), st.lists(texts, max_size=30))
+def test_rows_are_pandas_rows(register_ids: list[str], wanted: list[str]) -> None:
+    register = _register(register_ids)
+    expected = pd.Index(register_ids, dtype=object).get_indexer(pd.Index(wanted, dtype=object))
+    assert register.rows_of(pd.Series(wanted, dtype=object)).tolist() == expected.tolist()
+
+
+def test_colliding_or_non_text_ids_are_looked_up_by_pandas(monkeypatch: pytest.MonkeyPatch) -> None:
+    numbers = Register(pd.Index([1, 2, "3"], dtype=object), np.zeros((3, 1), dtype=np.int64))
+    assert numbers.rows_of(pd.Series(["1", 2, 3, "3"], dtype=object)).tolist() == [-1, 1, -1, 2]  # as pandas
+    assert _register(["a", "b"]).rows_of(pd.Series([3.5, "b"], dtype=object)).tolist() == [-1, 1]
+    assert IdLookup.of(pd.Index([1, "1"], dtype=object)) is None  # the same text: colliding hashes
+    monkeypatch.setattr(arrays, "id_hashes", lambda ids: np.zeros(len(ids), dtype=np.uint64))
+    assert IdLookup.of(pd.Index(["a", "b"], dtype=object)) is None  # every hash the same
+    assert _register(["a", "b", "c"]).rows_of(pd.Series(["c", "x", "a"])).tolist() == [2, -1, 0]
+
+
+def test_a_wrong_lookup_never_gives_a_wrong_row() -> None:
+    """The cache keeps the lookup; one with its rows scrambled (an edit) can only make an id
+    look absent, which the caller refuses with a message, never another individual's row."""
+    ids = [f"p{i}" for i in range(50)]
+    good = IdLookup.of(pd.Index(ids, dtype=object))
+    assert good is not None
+    scrambled = IdLookup(good.hashes, np.roll(good.rows, 1))
+    rows = _register(ids, scrambled).rows_of(pd.Series(ids))
+    assert ((rows == -1) | (rows == np.arange(50))).all() and (rows == -1).any()
