@@ -1,5 +1,5 @@
 """The coded register and its suite's verdict, cached per register version (issue 20, item 1;
-docs/operating.md, "The register cache").
+docs/configuration.md, "Inputs: files and databases").
 
 Parsing a 5M-person register, coding its QIs and running its input suite takes about 15 s,
 and every Airflow task of a release runs in a fresh process. The cache keeps, under

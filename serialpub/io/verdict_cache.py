@@ -1,5 +1,5 @@
 """Passed snapshot-suite verdicts, cached per snapshot version (issue 20, item 2;
-docs/operating.md, "The register cache").
+docs/configuration.md, "Inputs: files and databases").
 
 An Airflow run of a release checks its snapshot in three tasks, each a fresh process
 (validating the inputs, drafting, validating the draft), and the snapshot suite takes about
