@@ -98,11 +98,15 @@ def load(workspace_root: Path, key: str) -> Entry | None:
     suite = json.loads(meta[_SUITE_META]) if _SUITE_META in meta else None
     lookup: Lookup | None = None
     if _LOOKUP[0] in table.column_names:
-        lookup = (table.column(_LOOKUP[0]).to_numpy(), table.column(_LOOKUP[1]).to_numpy().astype(np.int64))
+        lookup = (table.column(_LOOKUP[0]).to_numpy(), table.column(_LOOKUP[1]).to_numpy().astype(np.int64, copy=False))
         table = table.drop_columns(list(_LOOKUP))
     # dtype given: pandas would otherwise scan 5M strings to infer it (0.8 s against 0.2 s)
     ids = pd.Index(table.column(0).to_numpy(zero_copy_only=False), dtype=object)
-    keys = np.stack([table.column(i).to_numpy().astype(np.int64) for i in range(1, table.num_columns)], axis=1)
+    # filled column by column: stacking int64 copies of the columns took 1.2-1.5 s at 5M
+    # individuals, this 0.2-0.3 s
+    keys = np.empty((table.num_rows, table.num_columns - 1), dtype=np.int64)
+    for i in range(1, table.num_columns):
+        keys[:, i - 1] = table.column(i).to_numpy()
     return ids, keys, suite, lookup
 
 
