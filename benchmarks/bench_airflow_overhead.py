@@ -12,7 +12,8 @@ what a publisher pays every period:
   metadata database made once under ``out/airflow-home``.
 
 Reported: the seconds of each (whole processes, interpreter start and imports included)
-and their difference. Each pair runs back to back, ``--repeat`` times.
+and their difference. Each pair runs back to back, ``--repeat`` times. The last DAG run's
+task ends and step lines (with their times) are kept in ``out/airflow_overhead_tasks.log``.
 
 Usage::
 
@@ -56,15 +57,19 @@ def reset(root: Path) -> None:
     shutil.rmtree(root / "releases", ignore_errors=True)
 
 
-def timed(args: list[str], env: dict[str, str] | None = None) -> float:
+def timed(args: list[str], env: dict[str, str] | None = None, log: Path | None = None) -> float:
     """Seconds of a whole process; exits naming the command when it fails (for the DAG
-    runner: when its run did not succeed)."""
+    runner: when its run did not succeed). ``log``: where to keep the task ends and the
+    steps' lines of its output, with their times (where a run spends them)."""
     t = time.perf_counter()
     proc = subprocess.run(args, env=env, capture_output=True, text=True, timeout=3600)
     seconds = time.perf_counter() - t
     results = [json.loads(line[7:]) for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     if proc.returncode != 0 or any(r.get("state") != "success" for r in results):
         sys.exit(f"{' '.join(args[:3])} ... failed ({proc.returncode}):\n{(proc.stdout + proc.stderr)[-4000:]}")
+    if log is not None:
+        lines = (proc.stdout + proc.stderr).splitlines()
+        log.write_text("\n".join(x for x in lines if "serialpub.progress" in x or "[DAG TEST] end task" in x) + "\n")
     return seconds
 
 
@@ -91,7 +96,7 @@ def main() -> None:
         reset(root)
         cli_s = timed(cli)
         reset(root)
-        dag_s = timed(dag, airflow_env(home, root))
+        dag_s = timed(dag, airflow_env(home, root), OUT / "airflow_overhead_tasks.log")
         runs.append({"cli_seconds": round(cli_s, 1), "airflow_seconds": round(dag_s, 1),
                      "overhead_seconds": round(dag_s - cli_s, 1)})  # fmt: skip
         print(f"command line {cli_s:.1f} s, Airflow {dag_s:.1f} s: +{dag_s - cli_s:.1f} s")

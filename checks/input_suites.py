@@ -38,6 +38,7 @@ from typing import Any, ClassVar
 
 import great_expectations.expectations as gxe
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 from great_expectations.execution_engine import PandasExecutionEngine
 from great_expectations.expectations.expectation import BatchExpectation, ColumnMapExpectation, Expectation
@@ -46,7 +47,7 @@ from great_expectations.expectations.metrics.map_metric_provider import (
     column_condition_partial,
 )
 
-from anonymizer.arrays import IdLookup
+from anonymizer.arrays import IdLookup, id_hashes
 from anonymizer.hierarchy import Hierarchy
 from checks.gx import SuiteResult, run_suite
 
@@ -75,22 +76,23 @@ _REFERENCES_LOCK = threading.Lock()
 _FINGERPRINTS: dict[int, tuple[weakref.ref[pd.Index], int]] = {}
 
 
-def reference_key(name: str, values: pd.Index) -> str:
+def reference_key(name: str, values: pd.Index, hashes: npt.NDArray[np.uint64] | None = None) -> str:
     """A stable, order-independent identifier of a set of unique values: its name, its size
-    and the sum (mod 2**64) of pandas' fixed-key hashes of its values as text."""
+    and the sum (mod 2**64) of pandas' fixed-key hashes of its values as text
+    (:func:`anonymizer.arrays.id_hashes`). ``hashes``: those hashes when the caller has them
+    (an :class:`~anonymizer.arrays.IdLookup` holds them, in another order)."""
     slot = id(values)
     known = _FINGERPRINTS.get(slot)
     if known is not None and known[0]() is values:
         return f"{name} ({len(values)} ids, fingerprint {known[1]:016x})"
-    fingerprint = _fingerprint(values)
+    fingerprint = _fingerprint(values) if hashes is None else int(hashes.sum(dtype=np.uint64))
     _FINGERPRINTS[slot] = (weakref.ref(values, lambda _: _FINGERPRINTS.pop(slot, None)), fingerprint)
     return f"{name} ({len(values)} ids, fingerprint {fingerprint:016x})"
 
 
 def _fingerprint(values: pd.Index) -> int:
-    try:
-        hashes = pd.util.hash_array(values.to_numpy(dtype=object), categorize=False)
-    except TypeError:  # values that are not all text
+    hashes = id_hashes(values)
+    if hashes is None:  # values that are not all text
         hashes = pd.util.hash_array(values.astype(str).to_numpy(dtype=object), categorize=False)
     return int(hashes.sum(dtype=np.uint64))
 
@@ -424,7 +426,7 @@ def snapshot_suite(
     with_lookup = id_lookup is not None and ids is register_ids and len(id_lookup.hashes) == len(ids)
     if not with_lookup and not ids.is_unique:
         ids = ids.unique()
-    key = reference_key("population register", ids)
+    key = reference_key("population register", ids, id_lookup.hashes if with_lookup and id_lookup else None)
     if id_column in snapshot.columns:
         expectations.append(
             ExpectColumnValuesToBeInReferenceSet(

@@ -245,7 +245,7 @@ def build_release_dag(root: str) -> Any:
                     )
                 raise AirflowFailException(f"{failure}{note}: nothing was published and the state did not move")
             decisions = context["ti"].xcom_pull(task_ids=gate_ids(required), key="decision") or []
-            rejected = [d for d in decisions if isinstance(d, dict) and d.get("decision") == "rejected"]
+            rejected = [d for d in decisions if d and d.get("decision") == "rejected"]
             if rejected:
                 decision = rejected[0]
                 raise AirflowFailException(

@@ -5,7 +5,7 @@ Parsing a 5M-person register, coding its QIs and running its input suite takes a
 and every Airflow task of a release runs in a fresh process. The cache keeps, under
 ``cache/register-<key>.arrow`` in the workspace, what those steps produce: the ids, the
 leaf id of every QI (Arrow IPC, int32), the ids' sorted hashes with their rows (the id
-lookup of :class:`serialpub.io.inputs.IdLookup`) and the register suite's result when it
+lookup of :class:`anonymizer.arrays.IdLookup`) and the register suite's result when it
 passed.
 
 The key is the sha256 of everything the coded register and the suite's verdict depend on:
@@ -78,6 +78,25 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def intact(path: Path) -> bool:
+    """Whether the cache file ``path`` exists and matches the sha256 beside it (``.sha256``).
+
+    Raises:
+        OSError: the file or its digest cannot be read (a missing entry).
+    """
+    return _digest_path(path).read_text(encoding="utf-8").strip() == _sha256(path)
+
+
+def commit(tmp: Path, path: Path) -> None:
+    """Move the written cache file ``tmp`` to ``path``, then its digest beside it: an entry
+    without its digest, or with an older one, is not read (:func:`intact`)."""
+    digest = _sha256(tmp)
+    os.replace(tmp, path)
+    tmp_digest = tmp.with_name(f"{tmp.name}.sha256")
+    tmp_digest.write_text(digest + "\n", encoding="utf-8")
+    os.replace(tmp_digest, _digest_path(path))
+
+
 Lookup = tuple[npt.NDArray[np.uint64], npt.NDArray[np.int64]]
 Entry = tuple[pd.Index, npt.NDArray[np.int64], dict[str, Any] | None, Lookup | None]
 
@@ -85,10 +104,10 @@ Entry = tuple[pd.Index, npt.NDArray[np.int64], dict[str, Any] | None, Lookup | N
 def load(workspace_root: Path, key: str) -> Entry | None:
     """``(ids, keys, suite, lookup)`` of the entry ``key``: ids shape (N,), leaf ids shape
     (N, d), the passed suite's record or None, and the ids' sorted hashes with their rows
-    (:class:`serialpub.io.inputs.IdLookup`) or None; None when there is no readable entry."""
+    (:class:`anonymizer.arrays.IdLookup`) or None; None when there is no readable entry."""
     path = _path(workspace_root, key)
     try:
-        if _digest_path(path).read_text(encoding="utf-8").strip() != _sha256(path):
+        if not intact(path):
             return None
         with pa.memory_map(str(path)) as source:
             table = pa.ipc.open_file(source).read_all()
@@ -130,12 +149,7 @@ def save(
     tmp = folder / f".register-{key}.tmp"
     with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
         writer.write_table(pa.table(columns, schema=schema))
-    digest = _sha256(tmp)
-    os.replace(tmp, path)
-    # the digest last: an entry without its digest, or with an older one, is not read
-    tmp_digest = folder / f".register-{key}.sha256.tmp"
-    tmp_digest.write_text(digest + "\n", encoding="utf-8")
-    os.replace(tmp_digest, _digest_path(path))
+    commit(tmp, path)
     for stale in folder.glob("register-*"):
         if stale.name not in (path.name, _digest_path(path).name):
             stale.unlink(missing_ok=True)

@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any
 
-from serialpub.io.register_cache import CACHE_DIR
+from serialpub.io.register_cache import CACHE_DIR, commit, intact
 
 _PREFIX = "snapshot-"
 
@@ -40,13 +39,11 @@ def load(workspace_root: Path, key: str) -> dict[str, Any] | None:
     or None when there is no intact entry."""
     path = workspace_root / CACHE_DIR / f"{_PREFIX}{key}.json"
     try:
-        content = path.read_bytes()
-        expected = path.with_suffix(".sha256").read_text(encoding="utf-8").strip()
-    except OSError:
+        if not intact(path):
+            return None
+        record: dict[str, Any] = json.loads(path.read_bytes())
+    except (OSError, ValueError):
         return None
-    if hashlib.sha256(content).hexdigest() != expected:
-        return None
-    record: dict[str, Any] = json.loads(content)
     return record if record.get("success") is True else None
 
 
@@ -57,12 +54,10 @@ def save(workspace_root: Path, key: str, record: dict[str, Any]) -> None:
         raise ValueError("only a passed suite's verdict is cached")
     folder = workspace_root / CACHE_DIR
     folder.mkdir(parents=True, exist_ok=True)
-    content = json.dumps(record, sort_keys=True).encode()
     path = folder / f"{_PREFIX}{key}.json"
-    for target, data in ((path, content), (path.with_suffix(".sha256"), hashlib.sha256(content).hexdigest().encode())):
-        tmp = folder / f".{target.name}.tmp"
-        tmp.write_bytes(data)
-        os.replace(tmp, target)
+    tmp = folder / f".{path.name}.tmp"
+    tmp.write_bytes(json.dumps(record, sort_keys=True).encode())
+    commit(tmp, path)
     for stale in folder.glob(f"{_PREFIX}*"):
         if stale.stem != path.stem:
             stale.unlink(missing_ok=True)
