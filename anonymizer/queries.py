@@ -69,6 +69,10 @@ BoolArray = npt.NDArray[np.bool_]
 #: Upper bound on the elements of one (queries × distinct rows) work matrix (float64, 16 MB).
 CHUNK_ELEMENTS = 1 << 21
 
+#: Keys with at most this many possible values (or four per row) are grouped by counting
+#: every possible value (``np.bincount``, 32 MB) instead of hashing or sorting the rows.
+DENSE_ELEMENTS = 1 << 22
+
 #: At most this many queries per requested query are drawn before giving up on finding
 #: queries with a non-zero actual answer.
 MAX_DRAWS_PER_QUERY = 100
@@ -223,12 +227,23 @@ class _Table:
             else:
                 qi_rows, row_of = [], np.zeros(len(self.counts), dtype=np.int64)
             width = len(qi_rows[0]) if attrs else 1
-            # the rows are sorted by sensitive code, so the CSR form is the rows as they are:
-            # no sort. Rows that agree on ``attrs`` stay separate entries of one cell, which
-            # the product sums (scipy's sparse @ dense needs neither sorted nor unique indices)
+            # one entry per (sensitive code, distinct QI row): the table's rows that agree on
+            # ``attrs`` are summed here once, so every product costs the projection's entries
+            # (tens of thousands) instead of the table's rows (half a million at 1M records).
+            # The key is sensitive-major, so the entries come out in CSR order without a sort
+            pair = self.sens * width + row_of
+            total = n_sens * width
+            if _dense(total, len(pair)):
+                dense = np.bincount(pair, weights=self.counts, minlength=total)
+                keys = np.flatnonzero(dense)
+                summed = dense[keys]
+            else:
+                keys, inverse = np.unique(pair, return_inverse=True)
+                summed = np.bincount(inverse.reshape(-1), weights=self.counts, minlength=len(keys))
+            sens_of, column = np.divmod(keys, width)
             indptr = np.zeros(n_sens + 1, dtype=np.int64)
-            np.cumsum(np.bincount(self.sens, minlength=n_sens), out=indptr[1:])
-            matrix = sparse.csr_matrix((self.counts, row_of, indptr), shape=(n_sens, width))
+            np.cumsum(np.bincount(sens_of, minlength=n_sens), out=indptr[1:])
+            matrix = sparse.csr_matrix((summed, column, indptr), shape=(n_sens, width))
             self.projections[attrs] = (qi_rows, matrix)
         return self.projections[attrs]
 
@@ -259,7 +274,7 @@ def _group(columns: Sequence[IntArray], sizes: Sequence[int], weights: FloatArra
         return [np.zeros(0, dtype=np.int64) for _ in columns], np.zeros(0, dtype=np.float64)
     if total < 2**62:  # the exact mixed-radix number: np.unravel_index decodes it
         key = _mixed_key(columns, sizes, n)
-        if total <= max(4 * n, 1 << 16):
+        if _dense(total, n):
             dense = np.asarray(np.bincount(key, weights=weights, minlength=total), np.float64)
             keys = np.flatnonzero(dense)
             summed = dense[keys]
@@ -271,6 +286,11 @@ def _group(columns: Sequence[IntArray], sizes: Sequence[int], weights: FloatArra
     rows, inverse = np.unique(stacked, axis=0, return_inverse=True)
     summed = np.asarray(np.bincount(inverse.reshape(-1), weights=weights, minlength=len(rows)), np.float64)
     return [rows[:, i].astype(np.int64) for i in range(rows.shape[1])], summed
+
+
+def _dense(total: int, n: int) -> bool:
+    """Whether ``n`` keys with ``total`` possible values are grouped by counting every value."""
+    return total <= max(4 * n, DENSE_ELEMENTS)
 
 
 def _mixed_key(columns: Sequence[IntArray], sizes: Sequence[int], n: int) -> IntArray:
@@ -286,8 +306,17 @@ def _mixed_key(columns: Sequence[IntArray], sizes: Sequence[int], n: int) -> Int
 def _distinct(columns: Sequence[IntArray], sizes: Sequence[int]) -> tuple[list[IntArray], IntArray]:
     """Distinct rows of the integer columns (each in [0, size)), as columns, and the index
     of every input row among them."""
-    if math.prod(sizes) < 2**62:
-        key = _mixed_key(columns, sizes, len(columns[0]))
+    n = len(columns[0])
+    total = math.prod(sizes)
+    if _dense(total, n):  # a count of every possible row: no hashing, no sort
+        key = _mixed_key(columns, sizes, n)
+        present = np.bincount(key, minlength=total) > 0
+        keys = np.flatnonzero(present)
+        inverse = (np.cumsum(present) - 1)[key]
+        rows = np.unravel_index(keys, tuple(sizes))
+        return [np.asarray(c, dtype=np.int64) for c in rows], inverse
+    if total < 2**62:
+        key = _mixed_key(columns, sizes, n)
         inverse, keys = pd.factorize(key, sort=False)  # hashing, O(n)
         rows = np.unravel_index(np.asarray(keys), tuple(sizes))
         return [np.asarray(c, dtype=np.int64) for c in rows], np.asarray(inverse, dtype=np.int64)

@@ -9,7 +9,7 @@ versions of the code can be checked to give the same figures) and the seconds.
 
 Usage::
 
-    uv run python benchmarks/bench_query_workload.py [WORKSPACE] [--release 2]
+    uv run python benchmarks/bench_query_workload.py [WORKSPACE] [--release 2] [--repeat 5]
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("workspace", type=Path, nargs="?", default=DEFAULT)
     ap.add_argument("--release", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=1, help="times to run it; the fastest is printed last")
     args = ap.parse_args()
     ctx = Publisher(load_config(args.workspace))
     rel = next(r for r in ctx.store.published(ctx.ws.config.dataset) if r.seq == args.release)
@@ -39,16 +40,20 @@ def main() -> None:
     table = pd.read_parquet(Path(rel.directory) / "data.parquet")
     cfg = ctx.ws.config
     weights = ctx.register_leaf_counts  # read (and the register coded) before the clock starts
-    t = time.perf_counter()
-    query = drafting.average_relative_error(
-        raw[[*ctx.qis, cfg.sensitive]], table, ctx.read_hierarchies(table), cfg.sensitive,
-        n_queries=drafting.QUERY_COUNT, qd=drafting.QUERY_DIMENSIONS, selectivity=drafting.QUERY_SELECTIVITY,
-        seed=cfg.query_seed, leaf_weights=weights,
-    )  # fmt: skip
-    seconds = time.perf_counter() - t
-    weighted = query.weighted.mean if query.weighted else float("nan")
-    print(f"{len(table):,} records: mean error {query.mean!r}, register-weighted {weighted!r}; {seconds:.2f} s")
-
+    best = float("inf")
+    for _ in range(args.repeat):
+        t = time.perf_counter()
+        query = drafting.average_relative_error(
+            raw[[*ctx.qis, cfg.sensitive]], table, ctx.read_hierarchies(table), cfg.sensitive,
+            n_queries=drafting.QUERY_COUNT, qd=drafting.QUERY_DIMENSIONS, selectivity=drafting.QUERY_SELECTIVITY,
+            seed=cfg.query_seed, leaf_weights=weights,
+        )  # fmt: skip
+        seconds = time.perf_counter() - t
+        best = min(best, seconds)
+        weighted = query.weighted.mean if query.weighted else float("nan")
+        print(f"{len(table):,} records: mean error {query.mean!r}, register-weighted {weighted!r}; {seconds:.2f} s")
+    if args.repeat > 1:
+        print(f"fastest of {args.repeat}: {best:.2f} s")
 
 if __name__ == "__main__":
     main()

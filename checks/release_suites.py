@@ -22,7 +22,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import great_expectations.expectations as gxe
@@ -130,7 +130,7 @@ def name_breaches(result: SuiteResult, table: pd.DataFrame, ell: float, examples
 
 def release_suite(
     draft: Draft,
-    breach: BreachComputation,
+    breach: BreachComputation | Callable[[], BreachComputation],
     ell: float,
     thresholds: Mapping[str, float | None],
     metrics: Mapping[str, float | None] | None = None,
@@ -143,7 +143,8 @@ def release_suite(
         draft: the draft as read back from its staging folder.
         breach: :func:`checks.breach.compute_breach` of the draft (per individual or per
             unit); mechanism-aware when computed with the snapshot, which adds the
-            ``coverage`` suite.
+            ``coverage`` suite. Or a function returning it, called once after the contract and
+            disjointness suites, which do not need it (the caller computes it meanwhile).
         ell: ℓ (the bound is 1/ℓ).
         thresholds: ``max_suppression_rate``, ``max_query_error``, ``max_avg_group_size``,
             ``max_group_size``; a missing or None threshold is not checked.
@@ -175,7 +176,7 @@ def release_suite(
             ],
         )
     )
-    computed = breach
+    computed = breach() if callable(breach) else breach
     guarantee = run_suite(
         "guarantee",
         computed.table,

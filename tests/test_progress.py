@@ -5,6 +5,9 @@ terminal only."""
 from __future__ import annotations
 
 import io
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 import logging
 from pathlib import Path
 
@@ -86,3 +89,44 @@ def test_the_command_off_a_terminal_prints_no_bar(published_once: Path) -> None:
                    url=f"sqlite:///{published_once / 'state.sqlite'}", cwd=published_once)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "anonymizing" not in proc.stdout and "published" in proc.stdout, proc.stdout
+
+
+def test_steps_of_two_threads_are_heard_one_call_at_a_time() -> None:
+    # validation computes the breach probabilities on a second thread beside the release
+    # suites: a listener (the terminal bar counts finished steps) must never be entered by
+    # both at once, and each thread's steps keep their order
+    class _Exclusive(_Heard):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inside = threading.Lock()
+            self.overlaps = 0
+
+        def _enter(self) -> None:
+            if not self.inside.acquire(blocking=False):
+                self.overlaps += 1
+                self.inside.acquire()
+            time.sleep(0.001)  # widen the window a second caller would have to enter
+            self.inside.release()
+
+        def started(self, name: str) -> None:
+            self._enter()
+            super().started(name)
+
+        def ended(self, name: str, seconds: float, ok: bool) -> None:
+            self._enter()
+            super().ended(name, seconds, ok)
+
+    heard = _Exclusive()
+
+    def steps(prefix: str) -> None:
+        for i in range(30):
+            with progress.step(f"{prefix} {i}"):
+                pass
+
+    with progress.listening(heard), ThreadPoolExecutor(max_workers=2) as pool:
+        for f in [pool.submit(steps, "a"), pool.submit(steps, "b")]:
+            f.result()
+    assert heard.overlaps == 0
+    for prefix in "ab":
+        mine = [(kind, name) for kind, name in heard.events if name.startswith(prefix)]
+        assert mine == [(kind, f"{prefix} {i}") for i in range(30) for kind in ("start", "end")]

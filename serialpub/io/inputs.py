@@ -61,7 +61,12 @@ def read_csv(path: Path | str, what: str, content: bytes | None = None) -> pd.Da
         if "UTF8" in str(exc):  # bytes that came without a file (read_bytes of a source)
             raise InputError(f"{path}: the {what} is not UTF-8 text ({exc}); save it as UTF-8") from None
         raise InputError(f"{path}: the {what} is not a readable UTF-8 CSV file ({exc})") from None
-    df = table.to_pandas()
+    # one chunk per column: the multithreaded reader returns one per block (79 for a
+    # 1M-row snapshot), and pyarrow's take and filter on a chunked column concatenate the
+    # chunks on every call; each Great Expectations map expectation filters the whole table
+    # three times (27 ms -> 0.7 ms a filter on 1M rows; the combine costs 0.25 s once)
+    df = table.combine_chunks().to_pandas()
+    del table
     if df.empty:
         raise InputError(f"{path}: the {what} has a header but no rows")
     return df

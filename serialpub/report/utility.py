@@ -37,7 +37,7 @@ def utility_measures(
     query_settings: Mapping[str, object],
     sensitive: np.ndarray | None = None,
 ) -> list[Measure]:
-    """Utility measures of a draft.
+    """Utility measures of a draft: :func:`query_measures` then :func:`draft_measures`.
 
     Args:
         result: the anonymizer's result for the snapshot.
@@ -48,14 +48,26 @@ def utility_measures(
         sensitive: sensitive-value code per snapshot record, shape (R,), for the
             tuple-wise variance loss (not computed without it).
     """
-    query_measure = query_error_measure(None if query is None else float(query.mean), query_settings)
+    return [*query_measures(query, query_settings), *draft_measures(result, leaf_keys, hierarchies, sensitive)]
+
+
+def query_measures(query: QueryErrorResult | None, query_settings: Mapping[str, object]) -> list[Measure]:
+    """The query workload's two measures (uniform and register-weighted estimators), in that order."""
     weighted = None if query is None or query.weighted is None else float(query.weighted.mean)
-    loss = utility_figures(hierarchies, leaf_keys, result.group_of_record, result.group_nodes, sensitive)
-    others = information_loss_measures(loss)
     return [
-        query_measure, weighted_query_error_measure(weighted, query_settings), *others,
-        *_channel(result, leaf_keys, hierarchies, sensitive),
-    ]  # fmt: skip
+        query_error_measure(None if query is None else float(query.mean), query_settings),
+        weighted_query_error_measure(weighted, query_settings),
+    ]
+
+
+def draft_measures(
+    result: ReleaseResult, leaf_keys: np.ndarray, hierarchies: Sequence[Hierarchy], sensitive: np.ndarray | None = None
+) -> list[Measure]:
+    """The information-loss measures and Askari et al.'s figures of a draft: everything but
+    the query workload, which they do not depend on (the drafting step computes both at once,
+    one on each core). Arguments as :func:`utility_measures`."""
+    loss = utility_figures(hierarchies, leaf_keys, result.group_of_record, result.group_nodes, sensitive)
+    return [*information_loss_measures(loss), *_channel(result, leaf_keys, hierarchies, sensitive)]
 
 
 def _channel(

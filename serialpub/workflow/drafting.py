@@ -33,7 +33,7 @@ from serialpub.io.manifest import FORMAT_VERSION, Checksums, GroupRow, Manifest,
 from serialpub.io.sources import InputSource
 from serialpub.report.measure import Measure
 from serialpub.report.render import measure_records
-from serialpub.report.utility import utility_measures
+from serialpub.report.utility import draft_measures, query_measures
 from serialpub.workflow import identity, progress
 from serialpub.workflow.context import ReleaseContext
 from serialpub.workflow.input_checks import check_inputs, period_of_source, skipped_periods, snapshot_source
@@ -231,25 +231,28 @@ def _measure(
     """The release table, its query workload's errors and the utility measures of a draft."""
     cfg = ctx.ws.config
     table = published_table(ctx, snap, result)
-    try:
-        query = average_relative_error(
-            snap.table[[*ctx.qis, cfg.sensitive]],
-            table,
-            ctx.read_hierarchies(table),
-            cfg.sensitive,
-            n_queries=QUERY_COUNT,
-            qd=QUERY_DIMENSIONS,
-            selectivity=QUERY_SELECTIVITY,
-            seed=cfg.query_seed,
-            leaf_weights=ctx.register_leaf_counts,
-        )
-    except ValueError:
-        query = None  # a draft the measure cannot read fails the contract suite, which names the value
     sensitive_codes = pd.factorize(snap.value)[0].astype(np.int64)  # Π_tv only compares values
-    utility = utility_measures(
-        result, ctx.register.keys[snap.individual], ctx.search_hierarchies, query,
-        query_settings(ctx), sensitive_codes,
-    )  # fmt: skip
+    # the information-loss and channel figures do not depend on the query workload: they run
+    # on the second core meanwhile (numpy and pandas release the GIL in their array work)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="serialpub-measures") as pool:
+        figures = pool.submit(
+            draft_measures, result, ctx.register.keys[snap.individual], ctx.search_hierarchies, sensitive_codes
+        )
+        try:
+            query = average_relative_error(
+                snap.table[[*ctx.qis, cfg.sensitive]],
+                table,
+                ctx.read_hierarchies(table),
+                cfg.sensitive,
+                n_queries=QUERY_COUNT,
+                qd=QUERY_DIMENSIONS,
+                selectivity=QUERY_SELECTIVITY,
+                seed=cfg.query_seed,
+                leaf_weights=ctx.register_leaf_counts,
+            )
+        except ValueError:
+            query = None  # a draft the measure cannot read fails the contract suite, which names the value
+        utility = [*query_measures(query, query_settings(ctx)), *figures.result()]
     return table, query, utility
 
 

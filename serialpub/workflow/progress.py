@@ -10,6 +10,7 @@ line draws a progress bar on a terminal, :mod:`serialpub.cli.progress`) register
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -47,14 +48,26 @@ class Listener(Protocol):
 
 
 _listeners: list[Listener] = []
+#: a few steps run on a second thread beside another (the breach probabilities beside the
+#: release suites): listeners hear one call at a time, started and ended in each thread's order
+_heard = threading.Lock()
+
+
+def _tell(name: str, seconds: float | None = None, ok: bool = False) -> None:
+    with _heard:
+        for listener in list(_listeners):
+            if seconds is None:
+                listener.started(name)
+            else:
+                listener.ended(name, seconds, ok)
 
 
 @contextmanager
 def step(name: str) -> Iterator[None]:
     """Run the body as the step ``name``: listeners hear its start and its end, and the
-    end is logged with the seconds it took (a step that raises is logged as failed)."""
-    for listener in list(_listeners):
-        listener.started(name)
+    end is logged with the seconds it took (a step that raises is logged as failed). Steps
+    may run in two threads at once; each thread's steps do not nest."""
+    _tell(name)
     t0 = time.perf_counter()
     ok = False
     try:
@@ -63,8 +76,7 @@ def step(name: str) -> Iterator[None]:
     finally:
         seconds = time.perf_counter() - t0
         LOG.info("%s: %.2f s%s", name, seconds, "" if ok else " (failed)")
-        for listener in list(_listeners):
-            listener.ended(name, seconds, ok)
+        _tell(name, seconds, ok)
 
 
 @contextmanager

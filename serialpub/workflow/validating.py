@@ -9,6 +9,7 @@ counted).
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -93,29 +94,32 @@ def _validate(ctx: ReleaseContext, rel: OpenRelease) -> list[SuiteResult]:
     draft = Draft(table, ctx.qis, cfg.sensitive, ctx.read_hierarchies(table))
     # one breach computation per release, shared by the guarantee suite and the report: per
     # unit (individuals sharing their QI cell and history class share every figure), and
-    # mechanism-aware under the default model (docs/threat-model.md)
-    with progress.step("breach probabilities"):
-        breach = compute_breach(
-            draft,
-            Population(ctx.register.keys, ctx.register.ids, presence, snap.individual if presence else None),
-            PriorState(ctx.protected, history.survival, cfg.ell, history.class_of),
-            (
-                SnapshotRecords(snap.individual, record_sets(ctx, snap))
-                if cfg.suppression_model is SuppressionModel.MECHANISM
-                else None
-            ),
-            per_unit=True,
-            unit_classes=history.class_of,
-        )
-    with progress.step("release suites"):
-        suites = release_suite(
-            draft, breach, cfg.ell, thresholds,
-            metrics={
-                "suppression_rate": (manifest.suppressed or 0) / max(len(snap.individual), 1),
-                "query_error": manifest.utility.average_relative_error if manifest.utility else None,
-            },
-            id_column=cfg.id_column, sensitive_domain=ctx.sensitive_domain,
-        )  # fmt: skip
+    # mechanism-aware under the default model (docs/threat-model.md). It runs on the second
+    # core while the contract and disjointness suites, which do not need it, run on this one
+    population = Population(ctx.register.keys, ctx.register.ids, presence, snap.individual if presence else None)
+    prior = PriorState(ctx.protected, history.survival, cfg.ell, history.class_of)
+    records = (
+        SnapshotRecords(snap.individual, record_sets(ctx, snap))
+        if cfg.suppression_model is SuppressionModel.MECHANISM
+        else None
+    )
+
+    def breach_probabilities() -> BreachComputation:
+        with progress.step("breach probabilities"):
+            return compute_breach(draft, population, prior, records, per_unit=True, unit_classes=history.class_of)
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="serialpub-breach") as pool:
+        computing = pool.submit(breach_probabilities)
+        with progress.step("release suites"):
+            suites = release_suite(
+                draft, computing.result, cfg.ell, thresholds,
+                metrics={
+                    "suppression_rate": (manifest.suppressed or 0) / max(len(snap.individual), 1),
+                    "query_error": manifest.utility.average_relative_error if manifest.utility else None,
+                },
+                id_column=cfg.id_column, sensitive_domain=ctx.sensitive_domain,
+            )  # fmt: skip
+    breach = computing.result()
     if cfg.guarantee is Guarantee.LOCALIZED:
         suites = [r for r in suites if r.suite != "guarantee"]
     suites = [register_check, snapshot_check, *suites]
