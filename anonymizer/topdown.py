@@ -40,6 +40,7 @@ the hierarchies' depths) and QIs.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -263,66 +264,75 @@ def partition(
         root_counts = cells.counts.sum(axis=0, keepdims=True)
         root_req = cells.requirement.max(axis=0, keepdims=True) if cells.requirement.size else cells.requirement[:1]
         open_valid = _meets(np.array([n.sum()], dtype=np.int64), root_counts, root_req)
-    while open_cells.size:
-        n_open = open_nodes.shape[0]
-        sub = Cells(  # the open cells; ``candidates`` holds n (the records, under presence)
-            keys=leaves[open_cells], candidates=n[open_cells], records=cells.records[open_cells],
-            counts=cells.counts[open_cells], requirement=cells.requirement[open_cells],
-        )
-        region_counts = None
-        if published:
-            region_counts = np.zeros((n_open, sub.counts.shape[1]), dtype=np.int64)
-            for v in range(sub.counts.shape[1]):  # a loop over protected values, not cells
-                region_counts[:, v] = np.bincount(region_of_cell, weights=sub.counts[:, v], minlength=n_open)
-        splits = [
-            _split(a, trees[a], region_of_cell, n_open, open_nodes[:, a], sub, presence, rule, not open_valid.all(),
-                   region_counts)
-            for a in range(d)
-        ]  # fmt: skip
-        # choose per region: the best admissible split; an invalid region takes the least need
-        admissible = np.stack([s.admissible for s in splits], axis=1)  # (R, d)
-        splittable = np.stack([s.splittable for s in splits], axis=1)
-        score = np.stack([s.score for s in splits], axis=1)
-        need = np.stack([s.need for s in splits], axis=1)
-        best_ok = np.argmax(np.where(admissible, score, -np.inf), axis=1)
-        # a forced split under the published model may not read its parts' counts: the rule alone
-        forced_key = np.where(splittable, 0.0 if published else need, np.inf)
-        best_forced = _argmin_then_max(forced_key, score)
-        has_ok = admissible.any(axis=1)
-        stuck = ~open_valid & ~splittable.any(axis=1)
-        if stuck.any():
-            r = int(np.flatnonzero(stuck)[0])
-            values = ", ".join(f"{h.attribute}={h.labels[int(open_nodes[r, a])]}" for a, h in enumerate(hierarchies))
-            raise InfeasibleError(
-                f"the individuals with QI values ({values}) hold more records of a protected value than their "
-                f"number allows under its requirement ({int(stuck.sum())} such QI combination(s) at the level "
-                "where the search stopped); no partition without suppression meets the requirement"
+    # a pool per search, not per process: a forked process (an Airflow task) would inherit a
+    # module-level pool's bookkeeping without its threads
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="serialpub-split") as splitters:
+        while open_cells.size:
+            n_open = open_nodes.shape[0]
+            sub = Cells(  # the open cells; ``candidates`` holds n (the records, under presence)
+                keys=leaves[open_cells], candidates=n[open_cells], records=cells.records[open_cells],
+                counts=cells.counts[open_cells], requirement=cells.requirement[open_cells],
             )
-        choice = np.where(open_valid, np.where(has_ok, best_ok, -1), best_forced)
-        final_region = choice < 0
-        # regions that stay: record their nodes for their cells
-        fin_cell = final_region[region_of_cell]
-        final_node_of_cell[open_cells[fin_cell]] = open_nodes[region_of_cell[fin_cell]]
-        # regions that split: cells move to the chosen QI's part
-        moving = ~fin_cell
-        if not moving.any():
-            break
-        cell_choice = choice[region_of_cell[moving]]
-        n_parts = np.array([s.part_region.size for s in splits], dtype=np.int64)
-        offset = np.concatenate([[0], np.cumsum(n_parts)[:-1]])
-        part_matrix = np.stack([s.part_of_cell for s in splits], axis=1)[moving]
-        global_part = offset[cell_choice] + part_matrix[np.arange(cell_choice.size), cell_choice]
-        new_region, first = factorize(global_part)
-        open_cells = open_cells[moving]
-        region_of_cell = new_region
-        # a part's box is its parent's with the chosen QI's child; narrowing it to its cells'
-        # common ancestors lands inside that box, so the nodes come from the cells alone
-        open_nodes = _narrow(leaves[open_cells], region_of_cell, first.size, trees)
-        open_valid = np.concatenate([s.part_valid for s in splits])[global_part[first]]
-    groups, group_of_cell = aggregate(
-        final_node_of_cell, [h.n_nodes for h in hierarchies], cells.candidates, cells.records, cells.counts,
-        cells.requirement,
-    )
+            region_counts = None
+            if published:
+                region_counts = np.zeros((n_open, sub.counts.shape[1]), dtype=np.int64)
+                for v in range(sub.counts.shape[1]):  # a loop over protected values, not cells
+                    region_counts[:, v] = np.bincount(region_of_cell, weights=sub.counts[:, v], minlength=n_open)
+            forced = not open_valid.all()
+            # the QIs' splits are independent array work (numpy releases the GIL in it): two at a
+            # time on the machine's cores; the list keeps the QI order, so the result is the same.
+            # (list() consumes the map before the loop's variables change: B023 does not apply)
+            splits = list(splitters.map(
+                lambda a: _split(a, trees[a], region_of_cell, n_open, open_nodes[:, a], sub, presence, rule,  # noqa: B023
+                                 forced, region_counts),  # noqa: B023
+                range(d),
+            ))  # fmt: skip
+            # choose per region: the best admissible split; an invalid region takes the least need
+            admissible = np.stack([s.admissible for s in splits], axis=1)  # (R, d)
+            splittable = np.stack([s.splittable for s in splits], axis=1)
+            score = np.stack([s.score for s in splits], axis=1)
+            need = np.stack([s.need for s in splits], axis=1)
+            best_ok = np.argmax(np.where(admissible, score, -np.inf), axis=1)
+            # a forced split under the published model may not read its parts' counts: the rule alone
+            forced_key = np.where(splittable, 0.0 if published else need, np.inf)
+            best_forced = _argmin_then_max(forced_key, score)
+            has_ok = admissible.any(axis=1)
+            stuck = ~open_valid & ~splittable.any(axis=1)
+            if stuck.any():
+                r = int(np.flatnonzero(stuck)[0])
+                values = ", ".join(
+                    f"{h.attribute}={h.labels[int(open_nodes[r, a])]}" for a, h in enumerate(hierarchies)
+                )
+                raise InfeasibleError(
+                    f"the individuals with QI values ({values}) hold more records of a protected value than their "
+                    f"number allows under its requirement ({int(stuck.sum())} such QI combination(s) at the level "
+                    "where the search stopped); no partition without suppression meets the requirement"
+                )
+            choice = np.where(open_valid, np.where(has_ok, best_ok, -1), best_forced)
+            final_region = choice < 0
+            # regions that stay: record their nodes for their cells
+            fin_cell = final_region[region_of_cell]
+            final_node_of_cell[open_cells[fin_cell]] = open_nodes[region_of_cell[fin_cell]]
+            # regions that split: cells move to the chosen QI's part
+            moving = ~fin_cell
+            if not moving.any():
+                break
+            cell_choice = choice[region_of_cell[moving]]
+            n_parts = np.array([s.part_region.size for s in splits], dtype=np.int64)
+            offset = np.concatenate([[0], np.cumsum(n_parts)[:-1]])
+            part_matrix = np.stack([s.part_of_cell for s in splits], axis=1)[moving]
+            global_part = offset[cell_choice] + part_matrix[np.arange(cell_choice.size), cell_choice]
+            new_region, first = factorize(global_part)
+            open_cells = open_cells[moving]
+            region_of_cell = new_region
+            # a part's box is its parent's with the chosen QI's child; narrowing it to its cells'
+            # common ancestors lands inside that box, so the nodes come from the cells alone
+            open_nodes = _narrow(leaves[open_cells], region_of_cell, first.size, trees)
+            open_valid = np.concatenate([s.part_valid for s in splits])[global_part[first]]
+        groups, group_of_cell = aggregate(
+            final_node_of_cell, [h.n_nodes for h in hierarchies], cells.candidates, cells.records, cells.counts,
+            cells.requirement,
+        )
     return Generalization(
         node_of_leaf=None,
         group_of_cell=group_of_cell,

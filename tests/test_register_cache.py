@@ -25,12 +25,19 @@ def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return make_workspace(tmp_path / "ws")
 
 
+def _new_process() -> None:
+    """What a fresh process would start with: nothing kept from this one's contexts."""
+    register_cache.forget()
+    input_checks.forget_checked()
+
+
 def _entries(root: Path) -> list[Path]:
     return sorted((root / register_cache.CACHE_DIR).glob("register-*.arrow"))
 
 
 def _suite_sha(root: Path) -> str:
     """The register suite's evidence checksum as a fresh process gets it."""
+    _new_process()
     return Publisher(load_config(root)).check_register().sha256
 
 
@@ -39,6 +46,7 @@ def test_a_cached_register_is_the_parsed_one_with_the_same_verdict(root: Path) -
     first.publish(snapshot(root, 1))
     ran = first.check_register().sha256  # the suite ran in this process
     (entry,) = _entries(root)
+    _new_process()
     ctx = Publisher(load_config(root))
     cached = ctx._cached
     assert cached is not None and cached[2] is not None and cached[2]["success"]
@@ -79,6 +87,7 @@ def test_an_altered_entry_is_not_used(root: Path) -> None:
     digest = entry.with_suffix(".sha256").read_text()
     register_cache.save(root, key, ids, altered, load_config(root).config.quasi_identifiers, suite)
     entry.with_suffix(".sha256").write_text(digest)  # the entry edited, its digest not
+    _new_process()
     assert register_cache.load(root, key) is None
     ctx = Publisher(load_config(root))
     assert ctx._cached is None
@@ -93,8 +102,10 @@ def test_an_unreadable_entry_is_read_again_from_the_source(root: Path) -> None:
     ran = _suite_sha(root)
     entry.write_bytes(b"not arrow")
     entry.with_suffix(".sha256").write_text(hashlib.sha256(b"not arrow").hexdigest())  # passes the digest
+    _new_process()
     Publisher(load_config(root)).publish(snapshot(root, 2))
     assert _suite_sha(root) == ran
+    _new_process()
     assert register_cache.load(root, entry.stem.removeprefix("register-")) is not None  # written again
 
 
@@ -121,7 +132,8 @@ def test_a_passed_snapshot_verdict_is_read_by_the_next_process(root: Path, monke
     runs = _count_suite_runs(monkeypatch)
     first = input_checks.check_inputs(Publisher(load_config(root)), snapshot(root, 1), "0001")
     assert runs == ["ran"] and len(_verdicts(root)) == 1
-    # a fresh context (an Airflow task's process) on the same inputs: the same evidence, no run
+    # a fresh process (an Airflow task's) on the same inputs: the same evidence, no run
+    _new_process()
     again = input_checks.check_inputs(Publisher(load_config(root)), snapshot(root, 1), "0001")
     assert runs == ["ran"]
     assert [c.sha256 for c in again.suites] == [c.sha256 for c in first.suites]
@@ -149,6 +161,7 @@ def test_an_edited_or_failed_verdict_is_never_read(root: Path, monkeypatch: pyte
     input_checks.check_inputs(Publisher(load_config(root)), snapshot(root, 1), "0001")
     (entry,) = _verdicts(root)
     entry.write_text(entry.read_text().replace('"success": true', '"success": true ', 1))  # digest now stale
+    _new_process()
     input_checks.check_inputs(Publisher(load_config(root)), snapshot(root, 1), "0001")
     assert runs == ["ran", "ran"]
     with pytest.raises(ValueError, match="only a passed suite"):
@@ -157,6 +170,34 @@ def test_an_edited_or_failed_verdict_is_never_read(root: Path, monkeypatch: pyte
     lines = snapshot(root, 1).read_text().splitlines()
     bad.write_text("\n".join([lines[0], lines[1], lines[1], *lines[2:]]) + "\n")  # an id twice
     for _ in range(2):  # a failed verdict is made afresh every time
+        _new_process()
         with pytest.raises(InputChecksFailed):
             input_checks.check_inputs(Publisher(load_config(root)), bad, "0003")
     assert runs == ["ran"] * 4
+
+
+def test_the_contexts_of_one_process_share_the_entry_and_the_checked_snapshot(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tasks of an Airflow run each build a context; in one process (dag.test, a worker
+    running them in turn) the register entry is read and the snapshot checked once."""
+    Publisher(load_config(root)).publish(snapshot(root, 1))
+    _new_process()
+    runs = _count_suite_runs(monkeypatch)
+    coded: list[str] = []
+    real = input_checks.snapshot_from_table
+
+    def counted(*args: object, **kwargs: object) -> object:
+        coded.append("coded")
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(input_checks, "snapshot_from_table", counted)
+    first, second = Publisher(load_config(root)), Publisher(load_config(root))
+    a = input_checks.check_inputs(first, snapshot(root, 2), "0002")
+    b = input_checks.check_inputs(second, snapshot(root, 2), "0002")
+    assert second.register.keys is first.register.keys and not second.register.keys.flags.writeable
+    assert b.snapshot is a.snapshot and b.sha256 == a.sha256
+    assert runs == ["ran"] and coded == ["coded"]
+    # other bytes for the same period: another key, checked anew
+    input_checks.check_inputs(second, snapshot(root, 3), "0002")
+    assert runs == ["ran", "ran"] and coded == ["coded", "coded"]

@@ -100,11 +100,35 @@ def commit(tmp: Path, path: Path) -> None:
 Lookup = tuple[npt.NDArray[np.uint64], npt.NDArray[np.int64]]
 Entry = tuple[pd.Index, npt.NDArray[np.int64], dict[str, Any] | None, Lookup | None]
 
+#: the entry this process last loaded or saved, by key. Every Airflow task builds a new
+#: context for the same register; where the tasks share a process (``dag.test``, one worker
+#: running them in turn) the entry is read once. The key binds everything the entry holds,
+#: so a kept entry is the one the file would give; its arrays are read-only
+_kept: tuple[str, Entry] | None = None
+
+
+def forget() -> None:
+    """Forget the kept entry, as a new process starts (the tests of the files use it)."""
+    global _kept
+    _kept = None
+
+
+def _keep(key: str, entry: Entry) -> Entry:
+    global _kept
+    for array in (entry[1], *(entry[3] or ())):
+        array.flags.writeable = False
+    _kept = (key, entry)
+    return entry
+
 
 def load(workspace_root: Path, key: str) -> Entry | None:
     """``(ids, keys, suite, lookup)`` of the entry ``key``: ids shape (N,), leaf ids shape
     (N, d), the passed suite's record or None, and the ids' sorted hashes with their rows
-    (:class:`anonymizer.arrays.IdLookup`) or None; None when there is no readable entry."""
+    (:class:`anonymizer.arrays.IdLookup`) or None; None when there is no readable entry.
+    The arrays are read-only: an entry loaded before in this process is returned as it is."""
+    kept = _kept
+    if kept is not None and kept[0] == key:
+        return kept[1]
     path = _path(workspace_root, key)
     try:
         if not intact(path):
@@ -126,7 +150,7 @@ def load(workspace_root: Path, key: str) -> Entry | None:
     keys = np.empty((table.num_rows, table.num_columns - 1), dtype=np.int64)
     for i in range(1, table.num_columns):
         keys[:, i - 1] = table.column(i).to_numpy()
-    return ids, keys, suite, lookup
+    return _keep(key, (ids, keys, suite, lookup))
 
 
 def save(

@@ -86,7 +86,6 @@ class ReleaseContext:
         self._register_content: bytes | None = None  # read and hashed, not yet parsed
         self._register_check: SuiteResult | None = None
         # the input checks of the last snapshot checked (workflow.input_checks.check_inputs)
-        self._last_checked: tuple[tuple[str, str, str], InputChecks] | None = None
         self.store = StateStore(open_engine(ws.database_url))
         # the operator's reason for letting the next release skip periods (--skip-periods);
         # None: a period that skips one is refused (workflow.input_checks.check_period)
@@ -137,7 +136,7 @@ class ReleaseContext:
             return
         self._stamp = stamp
         self._read_hierarchies()
-        self._register_table, self._register_check, self._last_checked = None, None, None
+        self._register_table, self._register_check = None, None
         self._register_sha, self._register_bytes, self._register_content = None, None, None
         for name in ("register", "register_leaf_counts", "file_sums", "statistics", "_cache_key", "_cached"):
             self.__dict__.pop(name, None)

@@ -114,16 +114,31 @@ def period_of_source(source: InputSource) -> str:
     return periods.period_of_file(Path(source.name) if source.path is None else source.path)
 
 
+#: the inputs last checked in this process, with what they were checked as (the snapshot's
+#: source and the verdict key of :func:`_order_and_key`). Every task of an Airflow run builds a
+#: new context and checks the same snapshot against the same register: where the tasks share
+#: a process (``dag.test``, or one worker running them in turn) that is done once
+_last_checked: tuple[tuple[object, str], InputChecks] | None = None
+
+
+def forget_checked() -> None:
+    """Forget the last inputs checked, as a new process starts (the tests use it)."""
+    global _last_checked
+    _last_checked = None
+
+
 def check_inputs(ctx: ReleaseContext, snapshot: str | Path | InputSource, period: str) -> InputChecks:
     """Every check of the inputs before a draft: the period, the register suite (run
     once per context), the snapshot suite and the snapshot's QIs against the register's.
-    The suite results and the snapshot of the last file checked are kept, keyed by its
-    path, sha256 and period, so that validating the draft in the same process does not
-    run the snapshot suite a second time.
+    The checks of the last snapshot checked in this process are kept, keyed by its source
+    and by everything its suite's verdict depends on (the register cache's key, the
+    snapshot's sha256, the period order, the columns and the sensitive domain), so that
+    validating the draft, in the same context or a later task's, does not check it again.
 
     Raises:
         InputError (``InputChecksFailed`` for a failed suite): nothing was changed.
     """
+    global _last_checked
     cfg = ctx.ws.config
     source = snapshot_source(ctx, snapshot)
     register_check = ctx.check_register()
@@ -131,9 +146,11 @@ def check_inputs(ctx: ReleaseContext, snapshot: str | Path | InputSource, period
     with progress.step("reading the snapshot"):
         content = source.read_bytes("snapshot", cfg.id_column)
         sha = versions.sha256_bytes(content)
-        key = (source.record, sha, period)
-        if ctx._last_checked is not None and ctx._last_checked[0] == key:
-            return ctx._last_checked[1]
+        order, verdict = _order_and_key(ctx, period, published, sha)
+        key = (source.record, verdict)
+        last = _last_checked
+        if last is not None and last[0] == key:
+            return InputChecks([register_check, last[1].suites[1]], last[1].snapshot, sha)
         table = read_csv(source.label, "snapshot", content)
         del content
     register = ctx.register  # coded before the suite, which reads its ids: the steps do not nest
@@ -148,33 +165,19 @@ def check_inputs(ctx: ReleaseContext, snapshot: str | Path | InputSource, period
             ctx.hierarchies, domain,
         )  # fmt: skip
         with progress.step("snapshot suite"):
-            snapshot_check = check_snapshot(ctx, table, source.label, period, published, sha)
+            snapshot_check = check_snapshot(ctx, table, source.label, period, published, sha, (order, verdict))
         with progress.step("checking the snapshot against the register"):
             snap = coded.result()
     checked = InputChecks([register_check, snapshot_check], snap, sha)
-    ctx._last_checked = (key, checked)
+    _last_checked = (key, checked)
     return checked
 
 
-def check_snapshot(
-    ctx: ReleaseContext, table: pd.DataFrame, path: Path | str, period: str, published: list[PublishedRelease],
-    sha: str | None = None,
-) -> SuiteResult:
-    """Run the snapshot input suite (checks.input_suites.snapshot_suite) on a snapshot as
-    read: columns, text without blanks, unique ids in the register, QI values leaves of
-    their hierarchies, sensitive values in their domain, the period after the last
-    published one, the row count within the configured multiples of the previous
-    snapshot's (recorded with each release; a release without it, e.g. an imported
-    one, skips that expectation).
-
-    With ``sha`` (the snapshot's sha256) a verdict that passed on the same inputs before
-    is read from the workspace's cache instead (:mod:`serialpub.io.verdict_cache`): the
-    later tasks of an Airflow run check the snapshot their first task checked.
-
-    Raises:
-        InputChecksFailed: naming the file; one line per failed expectation with the
-            file lines of the first unexpected values.
-    """
+def _order_and_key(
+    ctx: ReleaseContext, period: str, published: list[PublishedRelease], sha: str | None
+) -> tuple[PeriodOrder, str]:
+    """Where the snapshot stands in the series, and the key of its suite's verdict
+    (:func:`serialpub.io.verdict_cache.verdict_key`)."""
     cfg = ctx.ws.config
     bounds = cfg.validation.min_snapshot_rows_ratio, cfg.validation.max_snapshot_rows_ratio
     previous_rows = published[-1].params.get("snapshot_rows") if published else None
@@ -190,6 +193,31 @@ def check_snapshot(
         qis=list(cols.qis), sensitive=cols.sensitive,
         domain=None if cols.sensitive_domain is None else sorted(map(str, cols.sensitive_domain)),
     )  # fmt: skip
+    return order, key
+
+
+def check_snapshot(
+    ctx: ReleaseContext, table: pd.DataFrame, path: Path | str, period: str, published: list[PublishedRelease],
+    sha: str | None = None, order_and_key: tuple[PeriodOrder, str] | None = None,
+) -> SuiteResult:
+    """Run the snapshot input suite (checks.input_suites.snapshot_suite) on a snapshot as
+    read: columns, text without blanks, unique ids in the register, QI values leaves of
+    their hierarchies, sensitive values in their domain, the period after the last
+    published one, the row count within the configured multiples of the previous
+    snapshot's (recorded with each release; a release without it, e.g. an imported
+    one, skips that expectation).
+
+    With ``sha`` (the snapshot's sha256) a verdict that passed on the same inputs before
+    is read from the workspace's cache instead (:mod:`serialpub.io.verdict_cache`): the
+    later tasks of an Airflow run check the snapshot their first task checked.
+    ``order_and_key``: :func:`_order_and_key` of these arguments, when the caller has it.
+
+    Raises:
+        InputChecksFailed: naming the file; one line per failed expectation with the
+            file lines of the first unexpected values.
+    """
+    order, key = order_and_key or _order_and_key(ctx, period, published, sha)
+    cols = ctx.input_columns
     cached = verdict_cache.load(ctx.ws.root, key) if sha is not None else None
     if cached is not None:
         return SuiteResult(**cached)

@@ -1,0 +1,68 @@
+"""The anonymizing step of one large release, alone and repeated (issue 20): exactly the call
+``serialpub release`` makes (:func:`anonymizer.release.anonymize_history` with the
+workspace's register, snapshot, history, parameters and search hierarchies), timed
+``--repeat`` times in one process so that two versions of the code can be compared without
+the rest of the release's noise.
+
+Set-up: the scaling study's register (``bench_scaling.py`` builds ``out/scaling/N-<register>``)
+and its first diagnosis snapshot of ``--records`` records, on a fresh state (release 1's
+history; the workspace's state and releases are removed first). Prints the groups and the largest breach
+probability (equal across versions of the code that decide the same) and the seconds.
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_anonymize.py [--register 5000000] [--records 1000000] [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import time
+
+import numpy as np
+from bench_scaling import register_root, snapshot_pair, write_config
+
+from anonymizer.release import SnapshotCodes, anonymize_history
+from anonymizer.settings import Dilution
+from serialpub.config import load_config
+from serialpub.workflow.drafting import record_sets
+from serialpub.workflow.input_checks import check_inputs
+from serialpub.workflow.publisher import Publisher
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--register", type=int, default=5_000_000)
+    ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args()
+    root = register_root(args.register)
+    first = snapshot_pair(root, "diagnosis", args.records)[0]
+    for stale in root.glob("state.sqlite*"):
+        stale.unlink()
+    shutil.rmtree(root / "releases", ignore_errors=True)
+    write_config(root, "diagnosis", "register")
+    ctx = Publisher(load_config(root))
+    cfg = ctx.ws.config
+    snap = check_inputs(ctx, first, "0001").snapshot
+    history = ctx.statistics.load(
+        ctx.store.latest_statistics(cfg.dataset), np.full(len(ctx.register.ids), float(cfg.ell))
+    )
+    codes = SnapshotCodes(snap.individual, record_sets(ctx, snap), len(ctx.protected))
+    best = float("inf")
+    for _ in range(args.repeat):
+        t = time.perf_counter()
+        result = anonymize_history(
+            ctx.register.keys, codes, history, ctx.params, ctx.search_hierarchies,
+            cfg.dilution is Dilution.PRESENCE, budget=int(np.floor(cfg.suppression_budget * len(snap.individual))),
+            seed=1,
+        )  # fmt: skip
+        seconds = time.perf_counter() - t
+        best = min(best, seconds)
+        print(f"{result.group_candidates.size} groups, largest breach {result.max_breach!r}: {seconds:.2f} s")
+    print(f"fastest of {args.repeat}: {best:.2f} s")
+
+
+if __name__ == "__main__":
+    main()
