@@ -5,10 +5,10 @@ terminal only."""
 from __future__ import annotations
 
 import io
+import logging
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-import logging
 from pathlib import Path
 
 import pytest

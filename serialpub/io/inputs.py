@@ -64,7 +64,8 @@ def read_csv(path: Path | str, what: str, content: bytes | None = None) -> pd.Da
     # one chunk per column: the multithreaded reader returns one per block (79 for a
     # 1M-row snapshot), and pyarrow's take and filter on a chunked column concatenate the
     # chunks on every call; each Great Expectations map expectation filters the whole table
-    # three times (27 ms -> 0.7 ms a filter on 1M rows; the combine costs 0.25 s once)
+    # three times (28 ms -> 0.75 ms a filter on 1M rows, bench_lookups.py; the combine costs
+    # 0.25 s once)
     df = table.combine_chunks().to_pandas()
     del table
     if df.empty:
