@@ -116,16 +116,21 @@ def _verdicts(root: Path) -> list[Path]:
     return sorted((root / register_cache.CACHE_DIR).glob("snapshot-*.json"))
 
 
-def _count_suite_runs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    runs: list[str] = []
-    real = input_checks.snapshot_suite
+def _count_calls(monkeypatch: pytest.MonkeyPatch, name: str, mark: str) -> list[str]:
+    """``mark`` appended to the returned list at every call of ``input_checks.<name>``."""
+    calls: list[str] = []
+    real = getattr(input_checks, name)
 
     def counted(*args: object, **kwargs: object) -> object:
-        runs.append("ran")
-        return real(*args, **kwargs)  # type: ignore[arg-type]
+        calls.append(mark)
+        return real(*args, **kwargs)
 
-    monkeypatch.setattr(input_checks, "snapshot_suite", counted)
-    return runs
+    monkeypatch.setattr(input_checks, name, counted)
+    return calls
+
+
+def _count_suite_runs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    return _count_calls(monkeypatch, "snapshot_suite", "ran")
 
 
 def test_a_passed_snapshot_verdict_is_read_by_the_next_process(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -184,14 +189,7 @@ def test_the_contexts_of_one_process_share_the_entry_and_the_checked_snapshot(
     Publisher(load_config(root)).publish(snapshot(root, 1))
     _new_process()
     runs = _count_suite_runs(monkeypatch)
-    coded: list[str] = []
-    real = input_checks.snapshot_from_table
-
-    def counted(*args: object, **kwargs: object) -> object:
-        coded.append("coded")
-        return real(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(input_checks, "snapshot_from_table", counted)
+    coded = _count_calls(monkeypatch, "snapshot_from_table", "coded")
     first, second = Publisher(load_config(root)), Publisher(load_config(root))
     a = input_checks.check_inputs(first, snapshot(root, 2), "0002")
     b = input_checks.check_inputs(second, snapshot(root, 2), "0002")

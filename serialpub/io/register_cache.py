@@ -100,7 +100,7 @@ def commit(tmp: Path, path: Path) -> None:
 Lookup = tuple[npt.NDArray[np.uint64], npt.NDArray[np.int64]]
 Entry = tuple[pd.Index, npt.NDArray[np.int64], dict[str, Any] | None, Lookup | None]
 
-#: the entry this process last loaded or saved, by key. Every Airflow task builds a new
+#: the entry this process last loaded, by key. Every Airflow task builds a new
 #: context for the same register; where the tasks share a process (``dag.test``, one worker
 #: running them in turn) the entry is read once. The key binds everything the entry holds,
 #: so a kept entry is the one the file would give; its arrays are read-only
