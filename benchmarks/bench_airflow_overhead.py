@@ -13,7 +13,9 @@ what a publisher pays every period:
 
 Reported: the seconds of each (whole processes, interpreter start and imports included)
 and their difference. Each pair runs back to back, ``--repeat`` times. The last DAG run's
-task ends and step lines (with their times) are kept in ``out/airflow_overhead_tasks.log``.
+task ends and step lines (with their times) are kept in ``out/airflow_overhead_tasks.log``,
+with the process's start and end, its first output line, the DAG's loading, the run's
+creation and each task's start.
 
 Usage::
 
@@ -29,6 +31,7 @@ import shutil
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 from bench_scaling import register_root, snapshot_pair, write_config
@@ -61,15 +64,26 @@ def timed(args: list[str], env: dict[str, str] | None = None, log: Path | None =
     """Seconds of a whole process; exits naming the command when it fails (for the DAG
     runner: when its run did not succeed). ``log``: where to keep the task ends and the
     steps' lines of its output, with their times (where a run spends them)."""
+    started = datetime.now(UTC)
     t = time.perf_counter()
     proc = subprocess.run(args, env=env, capture_output=True, text=True, timeout=3600)
     seconds = time.perf_counter() - t
+    ended = datetime.now(UTC)
     results = [json.loads(line[7:]) for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     if proc.returncode != 0 or any(r.get("state") != "success" for r in results):
         sys.exit(f"{' '.join(args[:3])} ... failed ({proc.returncode}):\n{(proc.stdout + proc.stderr)[-4000:]}")
     if log is not None:
         lines = (proc.stdout + proc.stderr).splitlines()
-        log.write_text("\n".join(x for x in lines if "serialpub.progress" in x or "[DAG TEST] end task" in x) + "\n")
+        # the process's start and end, its first line (Airflow imported), the DAG filled and
+        # the run created, and each task's first API call: where the time before the first
+        # task and after the last one goes
+        marks = ("serialpub.progress", "[DAG TEST] end task", "Filling up the DagBag", "Created dag run",
+                 "Task started")  # fmt: skip
+        kept = [
+            f"{started.isoformat()} process started", *lines[:1],
+            *(x for x in lines[1:] if any(m in x for m in marks)), f"{ended.isoformat()} process ended",
+        ]  # fmt: skip
+        log.write_text("\n".join(kept) + "\n")
     return seconds
 
 
