@@ -12,6 +12,8 @@ millions of int64 keys, hence :func:`factorize`.
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -59,6 +61,51 @@ def row_keys(mat: npt.NDArray[np.integer[Any]], radices: Sequence[int]) -> IntAr
         key = key * int(radix) + col.astype(np.int64)
         span *= int(radix)
     return key
+
+
+def frozen(a: npt.NDArray[Any]) -> bool:
+    """Whether nothing can change ``a``'s values: it and every array it views are read-only
+    and the last of them owns its memory (a view of a foreign buffer does not count)."""
+    while isinstance(a, np.ndarray):
+        if a.flags.writeable:
+            return False
+        if a.base is None:
+            return True
+        a = a.base
+    return False
+
+
+#: the last :func:`factorize_rows` result of a frozen array: (its weak reference, the
+#: radices, the codes, the firsts)
+_ROWS_KEPT: tuple[weakref.ref[npt.NDArray[Any]], tuple[int, ...], IntArray, IntArray] | None = None
+_ROWS_LOCK = threading.Lock()
+
+
+def factorize_rows(mat: npt.NDArray[np.integer[Any]], radices: Sequence[int]) -> tuple[IntArray, IntArray]:
+    """:func:`factorize` of :func:`row_keys` ``(mat, radices)``: the group of every row of
+    ``mat`` (n, d), numbered by first appearance, shape (n,), and each group's first row,
+    shape (u,); both read-only.
+
+    For a :func:`frozen` ``mat`` (the register's leaf ids, read-only from the register cache
+    or from coding) the last result is kept: the anonymizer and the breach check of a release,
+    and every release of one process, group the same rows (2-3 s at 5M individuals). A frozen
+    array's values cannot change, and the result is kept only while the array lives, so a kept
+    result is the one a new computation would give.
+    """
+    global _ROWS_KEPT
+    shape = tuple(int(r) for r in radices)
+    keep = frozen(mat)
+    if keep:
+        with _ROWS_LOCK:
+            kept = _ROWS_KEPT
+        if kept is not None and kept[0]() is mat and kept[1] == shape:
+            return kept[2], kept[3]
+    codes, first = factorize(row_keys(mat, shape))
+    codes.flags.writeable = first.flags.writeable = False
+    if keep:
+        with _ROWS_LOCK:
+            _ROWS_KEPT = (weakref.ref(mat), shape, codes, first)
+    return codes, first
 
 
 def expand_ranges(lo: IntArray, hi: IntArray, chunk: int) -> Iterator[tuple[IntArray, IntArray]]:

@@ -38,7 +38,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from anonymizer.arrays import expand_csr, expand_ranges, factorize, row_keys
+from anonymizer.arrays import expand_csr, expand_ranges, factorize, factorize_rows, row_keys
 from anonymizer.hierarchy import Hierarchy
 
 IntArray = npt.NDArray[np.int64]
@@ -209,7 +209,7 @@ class RegisterCombos:
     @classmethod
     def of(cls, keys: IntArray, hierarchies: Sequence[Hierarchy]) -> RegisterCombos:
         """Combos of individuals given as leaf ids per QI, shape (N, d), one hierarchy per column."""
-        codes, first = factorize(row_keys(keys, [h.n_leaves for h in hierarchies]))
+        codes, first = factorize_rows(keys, [h.n_leaves for h in hierarchies])
         leaves = np.asarray(keys[first], dtype=np.int64).reshape(-1, keys.shape[1])
         return cls(codes, leaves, first, np.bincount(codes, minlength=first.size).astype(np.int64))
 

@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from anonymizer import privacy, topdown
-from anonymizer.arrays import factorize, row_keys
+from anonymizer.arrays import factorize, factorize_rows
 from anonymizer.bottomup import Cells, Generalization, generalize
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.settings import AfterKPrime, Algorithm, Guarantee, PartitionModel, Strategy, SuppressionModel
@@ -327,7 +327,9 @@ def anonymize_history(
     targets = class_targets(params, history)
     # cells: distinct leaf combinations of the individuals that can be candidates
     members = record_individual if presence else np.arange(n_ind)
-    cell_of_member, first = factorize(row_keys(register_keys[members], [h.n_leaves for h in hierarchies]))
+    # everyone's keys as given: a read-only register's cells are kept between calls
+    member_keys = register_keys[members] if presence else register_keys
+    cell_of_member, first = factorize_rows(member_keys, [h.n_leaves for h in hierarchies])
     n_cells = first.size
     # requirement: the largest target over the (cell, history class) pairs present
     pair_of_member, pair_first = factorize(cell_of_member * n_classes + history.class_of[members])

@@ -319,12 +319,10 @@ def compute_breach(
         if snap_rows.shape != snap_value.shape:
             raise ValueError("snapshot: one protected-value index per record is needed")
         present_rows = snap_rows
-    members = (
-        np.arange(n_ind, dtype=np.int64)
-        if not presence or present_rows is None
-        else np.asarray(present_rows, dtype=np.int64)
-    )
-    combos = RegisterCombos.of(keys[members], hs)
+    everyone = not presence or present_rows is None
+    members = np.arange(n_ind, dtype=np.int64) if everyone else np.asarray(present_rows, dtype=np.int64)
+    # everyone's keys as given: a read-only register's combos are kept between calls
+    combos = RegisterCombos.of(keys if everyone else keys[members], hs)
     combo_of_member, first, combo_count = combos.of_individual, combos.first, combos.counts
     pc, pg = cover_pairs(dg.nodes, combos.leaves, [NodeSpans.of(h) for h in hs])
     in_region = np.bincount(pg, weights=combo_count[pc], minlength=g).astype(np.int64)

@@ -1,7 +1,9 @@
 """Input suites: the Great Expectations form of the checks on the population register and
 on a snapshot, run before anonymization (issue 5, part 1).
 
-Both suites run through :func:`checks.gx.run_suite` and return its
+Both suites run through :func:`checks.distinct.run_suite_on_distinct_values` (the
+expectations on QI and sensitive values checked on each column's distinct values, the rest
+on the rows, the whole suite again on the rows when anything fails) and return a
 :class:`~checks.gx.SuiteResult`: a JSON-serializable evidence record with a checksum and one
 readable line per failed expectation (which expectation, which column, how many
 unexpected values, the first rows). Every expectation carries a ``description`` written for
@@ -49,7 +51,8 @@ from great_expectations.expectations.metrics.map_metric_provider import (
 
 from anonymizer.arrays import IdLookup, id_hashes
 from anonymizer.hierarchy import Hierarchy
-from checks.gx import SuiteResult, run_suite
+from checks.distinct import run_suite_on_distinct_values
+from checks.gx import SuiteResult
 
 __all__ = [
     "ExpectColumnValuesToBeInReferenceSet",
@@ -320,7 +323,7 @@ def register_suite(register: pd.DataFrame, columns: DatasetColumns, row_label: s
         if q in register.columns:
             expectations += _text_and_filled(q, "quasi-identifier", what)
             expectations.append(_leaves(q, hierarchies[q], what, _source(q, hierarchy_sources)))
-    return _stable(run_suite("register", register, expectations, row_label))
+    return _stable(run_suite_on_distinct_values("register", register, expectations, qis, row_label))
 
 
 def snapshot_suite(
@@ -436,7 +439,7 @@ def snapshot_suite(
             )
         )
     with _registered(key, ids, id_lookup if with_lookup else None):
-        return _stable(run_suite("snapshot", snapshot, expectations, row_label))
+        return _stable(run_suite_on_distinct_values("snapshot", snapshot, expectations, [*qis, sensitive], row_label))
 
 
 # ---------------------------------------------------------------------------------------

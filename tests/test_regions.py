@@ -13,7 +13,7 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from anonymizer.arrays import row_keys
+from anonymizer.arrays import factorize, factorize_rows, frozen, row_keys
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.intervals import extend_hierarchy, interval_label, quantile_hierarchy
 from anonymizer.regions import (
@@ -250,3 +250,39 @@ def test_overlapping_pairs_lists_the_first_pairs_in_order() -> None:
     assert overlapping_pairs(lo, hi, max_examples=0)[1].shape == (0, 2)
     assert overlapping_pairs(lo[:1], hi[:1])[0] == 0
 
+
+
+def _frozen_copy(a: np.ndarray) -> np.ndarray:
+    b = a.copy()
+    b.flags.writeable = False
+    return b
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**31), st.integers(1, 4), st.integers(0, 60))
+def test_factorize_rows_is_the_grouping_of_the_row_keys(seed: int, d: int, n: int) -> None:
+    rng = np.random.default_rng(seed)
+    radices = [int(r) for r in rng.integers(1, 5, size=d)]
+    mat = np.stack([rng.integers(0, r, size=n) for r in radices], axis=1).astype(np.int64)
+    expected = factorize(row_keys(mat, radices))
+    for given_mat in (mat, _frozen_copy(mat)):
+        for _ in range(2):  # the second call of a frozen array reads the kept result
+            codes, first = factorize_rows(given_mat, radices)
+            assert np.array_equal(codes, expected[0]) and np.array_equal(first, expected[1])
+            assert not codes.flags.writeable and not first.flags.writeable
+
+
+def test_factorize_rows_keeps_only_what_cannot_change() -> None:
+    mat = np.array([[0, 1], [0, 1], [1, 0]], dtype=np.int64)
+    assert frozen(_frozen_copy(mat)) and not frozen(mat)
+    view = mat[:2]
+    view.flags.writeable = False
+    assert not frozen(view)  # its base can still be written
+    first_codes, _ = factorize_rows(view, [2, 2])
+    mat[1] = [1, 0]
+    assert factorize_rows(view, [2, 2])[0].tolist() == [0, 1] != first_codes.tolist()
+    frozen_mat = _frozen_copy(mat)
+    kept = factorize_rows(frozen_mat, [2, 2])
+    assert factorize_rows(frozen_mat, [2, 2])[0] is kept[0]  # kept
+    assert factorize_rows(frozen_mat, [3, 2])[0] is not kept[0]  # other radices: computed
+    assert factorize_rows(_frozen_copy(mat), [2, 2])[0] is not kept[0]  # another array: computed

@@ -167,6 +167,9 @@ def register_from_table(
         )
     _check_ids(df, id_column, path, "register")
     keys = np.stack([leaf_codes(df, q, hierarchies[q], path) for q in qis], axis=1)
+    # read-only, as the register cache gives them: nothing may change a register's codes,
+    # and the grouping of frozen rows is kept (anonymizer.arrays.factorize_rows)
+    keys.flags.writeable = False
     return Register(ids=pd.Index(df[id_column].to_numpy()), keys=keys)
 
 
