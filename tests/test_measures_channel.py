@@ -147,6 +147,19 @@ def test_attribute_utilities_against_dictionaries(rows: list[list[int]]) -> None
     assert EU.table_utility(t, k, w) == pytest.approx(float(np.dot(w, u)), abs=1e-12)
 
 
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**31), st.integers(2, 6), st.integers(1, 40))
+def test_attribute_utilities_with_codes_beyond_int64_keys(seed: int, p: int, n: int) -> None:
+    """Codes whose radices multiply past 2**62: the rest-of-row keys are re-encoded, not
+    derived from one mixed-radix number (entropy_utility._rest_keys)."""
+    rng = np.random.default_rng(seed)
+    t = rng.integers(0, 3, size=(n, p)) * (2**14)  # radices up to 2**15 + 1 per column
+    t[0] = 2**15  # every radix 2**15 + 1: the product passes 2**62 from five columns on
+    k = [2**15 + 1] * p
+    u = EU.attribute_utilities(t, k)
+    assert u == pytest.approx([brute_u_max(t, i, k[i]) for i in range(p)], abs=1e-9)
+
+
 def test_utility_hand_example() -> None:
     # A_1 is determined by A_2: H(A_1|A_2) = 0, so U_max(A_1) = log2 4 = 2 bits (eq 13)
     t = np.array([[0, 0], [1, 1], [2, 2], [3, 3]])

@@ -13,7 +13,7 @@ The mechanism's expected degradation (eq 16) is
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -72,6 +72,30 @@ def _leaf_counts(leaf_counts: LeafCounts, t: IntArray) -> list[FloatArray | None
     return out
 
 
+def _rest_keys(rows: IntArray, radices: IntArray) -> Callable[[int], IntArray]:
+    """A function giving, for attribute i, a key per row of ``rows`` (D, p) that is equal iff
+    the rows agree on every attribute but i.
+
+    While the radices' product stays below 2**62, the rows' mixed-radix number
+    (:func:`anonymizer.arrays.row_keys`) minus attribute i's digit: one multiply-subtract
+    per attribute instead of copying and re-encoding p − 1 columns (at 1M records, 0.9 s of
+    the 1.5 s a table took). Beyond that, the other columns re-encoded.
+    """
+    p = rows.shape[1]
+    if float(np.prod(radices.astype(np.float64))) < 2.0**62:
+        mult = np.ones(p, dtype=np.int64)
+        for j in range(p - 2, -1, -1):
+            mult[j] = mult[j + 1] * radices[j + 1]
+        full = row_keys(rows, radices.tolist())
+        return lambda i: full - rows[:, i] * mult[i]
+
+    def encoded(i: int) -> IntArray:
+        rest = np.delete(np.arange(p), i)
+        return row_keys(rows[:, rest], radices[rest].tolist())
+
+    return encoded
+
+
 def attribute_utilities(
     table: npt.ArrayLike, domain_sizes: Sequence[int], leaf_counts: LeafCounts = None
 ) -> FloatArray:
@@ -117,10 +141,10 @@ def attribute_utilities(
     row_of, first = factorize(row_keys(t, radices.tolist()))
     rows, weight = t[first], np.bincount(row_of).astype(np.float64)
     h_all = _entropy_of(weight)
+    rest_keys = _rest_keys(rows, radices)
     out = np.empty(t.shape[1], dtype=np.float64)
     for i in range(t.shape[1]):
-        rest = np.delete(np.arange(t.shape[1]), i)
-        h_rest = _entropy_bits(row_keys(rows[:, rest], radices[rest].tolist()), weight) if rest.size else 0.0
+        h_rest = _entropy_bits(rest_keys(i), weight) if t.shape[1] > 1 else 0.0
         c = counts[i]
         spread = float(np.dot(weight, np.log2(c[rows[:, i]])) / weight.sum()) if c is not None else 0.0
         out[i] = math.log2(int(k[i])) - (h_all - h_rest + spread)
