@@ -1,6 +1,6 @@
 """Per-step seconds of consecutive releases in one process (issue 20): the steps that
 ``serialpub release`` logs (:mod:`serialpub.workflow.progress`), heard by a listener, plus the
-process's peak resident memory.
+process's peak resident memory, and the peak so far and the resident memory when each step ended.
 
 Set-up: the scaling study's register (``bench_scaling.py`` builds
 ``out/scaling/N-<register>``) and its diagnosis snapshots of ``--records`` records. The
@@ -31,15 +31,35 @@ from serialpub.workflow import progress
 from serialpub.workflow.publisher import Publisher
 
 
+def _peak_gib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+def _rss_gib() -> float:
+    """The resident memory now (Linux: /proc/self/statm's second field, in pages)."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+    except OSError:
+        return float("nan")
+    return pages * resource.getpagesize() / 2**30
+
+
 class Steps:
+    """Seconds per step, and the process's peak and current resident memory when each step
+    ended (the step during which the peak grew holds it)."""
+
     def __init__(self) -> None:
         self.seconds: dict[str, float] = defaultdict(float)
+        self.peak: dict[str, float] = {}
+        self.rss: dict[str, float] = {}
 
     def started(self, name: str) -> None:
         pass
 
     def ended(self, name: str, seconds: float, ok: bool) -> None:
         self.seconds[name] += seconds
+        self.peak[name] = round(_peak_gib(), 2)
+        self.rss[name] = round(_rss_gib(), 2)
 
 
 def main() -> None:
@@ -69,11 +89,12 @@ def main() -> None:
             publisher.publish(path, period=f"{i:04d}")
         total = time.perf_counter() - t
         out["releases"].append({"release": i, "seconds": round(total, 2),  # type: ignore[attr-defined]
-                                "steps": {k: round(v, 2) for k, v in steps.seconds.items()}})  # fmt: skip
+                                "steps": {k: round(v, 2) for k, v in steps.seconds.items()},
+                                "peak_gib_after": steps.peak, "rss_gib_after": steps.rss})  # fmt: skip
         print(f"release {i}: {total:.1f} s" + (f" (process start {time.perf_counter() - t0:.1f} s)" if i == 1 else ""))
         for name, s in steps.seconds.items():
-            print(f"  {name:<45} {s:6.2f} s")
-    out["peak_rss_gib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2)
+            print(f"  {name:<45} {s:6.2f} s   peak so far {steps.peak[name]:.2f} GiB, now {steps.rss[name]:.2f} GiB")
+    out["peak_rss_gib"] = round(_peak_gib(), 2)
     print(f"peak RSS {out['peak_rss_gib']} GiB")
     target = Path(__file__).resolve().parent / "out" / "release_steps.json"
     target.write_text(json.dumps(out, indent=2))

@@ -318,6 +318,8 @@ def tuple_wise_variance(
         return TupleVariance(0.0, 0.0, attrs)
     value, _ = factorize(s)  # dense codes 0..V-1 of the values that occur
     global_p = np.bincount(value).astype(np.float64) / s.size
-    orig_block = factorize(row_keys(leaves[:, attrs], [hs[a].n_leaves for a in attrs]))[0]
-    rel_block = factorize(row_keys(pub[:, attrs], [hs[a].n_nodes for a in attrs]))[0]
+    # every QI (the default): the arrays as they are, not a copy of every column
+    every = attrs == tuple(range(d))
+    orig_block = factorize(row_keys(leaves if every else leaves[:, attrs], [hs[a].n_leaves for a in attrs]))[0]
+    rel_block = factorize(row_keys(pub if every else pub[:, attrs], [hs[a].n_nodes for a in attrs]))[0]
     return TupleVariance(_variance(orig_block, value, global_p), _variance(rel_block, value, global_p), attrs)

@@ -365,9 +365,11 @@ def channel_figures(
     ):
         ch = kanonymity_channel([*hierarchies, s], r, k)
         bayes, n_in, n_out = float(privacy_error(ch.matrix)), len(ch.inputs), len(ch.outputs)
-    t_full = np.column_stack([orig, v])
-    tp_full = np.column_stack([pub, v])
     w = attribute_weights(attribute_prior, len(sizes))
+    # one (R, q + 1) table at a time: each is 72 MB at 1M records
+    utility_original = table_utility(np.column_stack([orig, v]), sizes, w)
+    leaf_counts = [h.leaf_counts() for h in hierarchies] + [None]
+    utility_published = table_utility(np.column_stack([pub, v]), sizes, w, leaf_counts)
     return ChannelFigures(
         records=r,
         k=k,
@@ -376,8 +378,8 @@ def channel_figures(
         input_tables=n_in,
         output_tables=n_out,
         factorized=factorized_privacy(pub, hierarchies),
-        utility_original=table_utility(t_full, sizes, w),
-        utility_published=table_utility(tp_full, sizes, w, [h.leaf_counts() for h in hierarchies] + [None]),
+        utility_original=utility_original,
+        utility_published=utility_published,
     )
 
 

@@ -172,7 +172,9 @@ def utility_figures(
     sizes_all = np.bincount(group[published], minlength=int(np.asarray(group_nodes).shape[0]))
     sizes = sizes_all[sizes_all > 0]
     counts = [np.bincount(leaves[:, j], minlength=h.n_leaves) for j, h in enumerate(hs)]
-    pub_nodes = nodes[published]
+    # a release without suppression (the top-down search's) publishes every row: no copies
+    pub_nodes = nodes if r == n else nodes[published]
+    pub_leaves = leaves if r == n else leaves[published]
     k_used: float | None = None
     avg: float | None = None
     cavg: float | None = None
@@ -197,6 +199,6 @@ def utility_figures(
         normalized_average_group_size=cavg,
         ncp=ncp(hs, pub_nodes, suppressed) if n else None,
         # an empty snapshot has no frequencies to take the entropy measures' probabilities from
-        loss=information_loss(hs, pub_nodes, leaves[published], counts) if n else None,
+        loss=information_loss(hs, pub_nodes, pub_leaves, counts) if n else None,
         tuple_variance=tv,
     )

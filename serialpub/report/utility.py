@@ -79,7 +79,10 @@ def _channel(
     keep = np.flatnonzero(result.published)
     if keep.size == 0:
         return []
-    nodes = result.group_nodes[result.group_of_record[keep]]
+    every = keep.size == result.published.size  # nothing suppressed: no copies of the records
+    nodes = result.group_nodes[result.group_of_record if every else result.group_of_record[keep]]
     k = int(result.group_records.min()) if result.group_records.size else None
-    figures = channel_figures(leaf_keys[keep], nodes, hierarchies, sensitive[keep], k=k)
+    figures = channel_figures(
+        leaf_keys if every else leaf_keys[keep], nodes, hierarchies, sensitive if every else sensitive[keep], k=k
+    )
     return channel_measures(figures, suppressed=result.suppressed)

@@ -151,6 +151,9 @@ def check_inputs(ctx: ReleaseContext, snapshot: str | Path | InputSource, period
         last = _last_checked
         if last is not None and last[0] == key:
             return InputChecks([register_check, last[1].suites[1]], last[1].snapshot, sha)
+        # another snapshot: the kept one is let go before this one is read, not after it
+        # is checked (a 1M-record snapshot's table and codes are about 0.3 GB)
+        _last_checked = last = None
         table = read_csv(source.label, "snapshot", content)
         del content
     register = ctx.register  # coded before the suite, which reads its ids: the steps do not nest
