@@ -199,3 +199,24 @@ def test_the_contexts_of_one_process_share_the_entry_and_the_checked_snapshot(
     # other bytes for the same period: another key, checked anew
     input_checks.check_inputs(second, snapshot(root, 3), "0002")
     assert runs == ["ran", "ran"] and coded == ["coded", "coded"]
+
+
+def test_the_cache_key_binds_every_checks_module_the_suites_import() -> None:
+    """A change to any module of ``checks`` the input suites run through re-runs them:
+    the key's code list holds all of them (the modules ``checks.input_suites`` imports from
+    ``checks``, and their own)."""
+    import ast
+
+    from serialpub.workflow.context import suite_code
+
+    keyed = {p.resolve() for p in suite_code()}
+    todo, seen = [Path(input_checks.__file__).parents[2] / "checks" / "input_suites.py"], set()
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("checks."):
+                todo.append(path.parent / f"{node.module.split('.', 1)[1]}.py")
+    assert {p.resolve() for p in seen} <= keyed, sorted(p.name for p in seen)

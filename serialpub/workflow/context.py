@@ -50,6 +50,16 @@ class InputChecks:
     sha256: str
 
 
+def suite_code() -> list[Path]:
+    """The source files of the input suites: every module whose change can change a suite's
+    verdict or evidence (the register cache and the snapshot verdicts are keyed by them)."""
+    import checks.distinct
+    import checks.gx
+    import checks.input_suites
+
+    return [Path(m.__file__ or "") for m in (checks.input_suites, checks.gx, checks.distinct)]
+
+
 class ReleaseContext:
     """The inputs and the state of one workspace's dataset, as every step reads them.
 
@@ -212,14 +222,10 @@ class ReleaseContext:
         (:mod:`serialpub.io.register_cache`)."""
         import great_expectations
 
-        import checks.gx
-        import checks.input_suites
-
         sums = self.file_sums
-        code = [Path(checks.input_suites.__file__), Path(checks.gx.__file__)]
         return register_cache.cache_key(
             sums["register"], self.ws.config.id_column, self.qis, sums["hierarchies"], self.hierarchy_sources,
-            code, great_expectations.__version__,
+            suite_code(), great_expectations.__version__,
         )  # fmt: skip
 
     @cached_property
