@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -207,7 +208,7 @@ class RegisterCombos:
     counts: IntArray
 
     @classmethod
-    def of(cls, keys: IntArray, hierarchies: Sequence[Hierarchy]) -> RegisterCombos:
+    def of(cls, keys: npt.NDArray[np.integer[Any]], hierarchies: Sequence[Hierarchy]) -> RegisterCombos:
         """Combos of individuals given as leaf ids per QI, shape (N, d), one hierarchy per column."""
         codes, first = factorize_rows(keys, [h.n_leaves for h in hierarchies])
         leaves = np.asarray(keys[first], dtype=np.int64).reshape(-1, keys.shape[1])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -282,7 +283,7 @@ def anonymize_release(
 
 
 def anonymize_history(
-    register_keys: IntArray,
+    register_keys: npt.NDArray[np.integer[Any]],
     snapshot: SnapshotCodes,
     history: History,
     params: PrivacyParams,
@@ -295,7 +296,8 @@ def anonymize_history(
     """Anonymize one snapshot and compute the state after publishing it.
 
     Args:
-        register_keys: leaf id per QI of every register individual, shape (N, d).
+        register_keys: leaf id per QI of every register individual, shape (N, d), any integer
+            dtype (the register's are int32).
         snapshot: the snapshot's records as register rows and protected-value indexes.
         history: the state before the release.
         params: strategy and guarantee.

@@ -299,7 +299,9 @@ def compute_breach(
     """
     qis, sensitive, hierarchies, protected = draft.qis, draft.sensitive, draft.hierarchies, prior.protected
     presence, present_rows = population.presence, population.present_rows
-    keys = np.asarray(population.keys, dtype=np.int64)
+    keys = np.asarray(population.keys)  # as given (int32 leaf ids): a copy would lose the kept combos
+    if keys.dtype.kind not in "iu":
+        keys = keys.astype(np.int64)
     n_ind = keys.shape[0]
     surv = np.asarray(prior.survival, dtype=np.float64)
     v = len(protected)

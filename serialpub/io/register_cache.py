@@ -98,7 +98,7 @@ def commit(tmp: Path, path: Path) -> None:
 
 
 Lookup = tuple[npt.NDArray[np.uint64], npt.NDArray[np.int64]]
-Entry = tuple[pd.Index, npt.NDArray[np.int64], dict[str, Any] | None, Lookup | None]
+Entry = tuple[pd.Index, npt.NDArray[np.int32], dict[str, Any] | None, Lookup | None]
 
 #: the entry this process last loaded, by key. Every Airflow task builds a new
 #: context for the same register; where the tasks share a process (``dag.test``, one worker
@@ -146,15 +146,15 @@ def load(workspace_root: Path, key: str) -> Entry | None:
     # dtype given: pandas would otherwise scan 5M strings to infer it (0.8 s against 0.2 s)
     ids = pd.Index(table.column(0).to_numpy(zero_copy_only=False), dtype=object)
     # filled column by column: stacking int64 copies of the columns took 1.2-1.5 s at 5M
-    # individuals, this 0.2-0.3 s
-    keys = np.empty((table.num_rows, table.num_columns - 1), dtype=np.int64)
+    # individuals, this 0.2-0.3 s; int32 as stored (Register.keys)
+    keys = np.empty((table.num_rows, table.num_columns - 1), dtype=np.int32)
     for i in range(1, table.num_columns):
         keys[:, i - 1] = table.column(i).to_numpy()
     return _keep(key, (ids, keys, suite, lookup))
 
 
 def save(
-    workspace_root: Path, key: str, ids: pd.Index, keys: npt.NDArray[np.int64], qis: Sequence[str],
+    workspace_root: Path, key: str, ids: pd.Index, keys: npt.NDArray[np.integer[Any]], qis: Sequence[str],
     suite: dict[str, Any] | None, lookup: Lookup | None = None,
 ) -> None:  # fmt: skip
     """Write the entry ``key`` (atomically: a temporary file renamed into place); the
