@@ -182,13 +182,15 @@ class IdLookup:
             return None
         return cls(ordered, order.astype(np.int64))
 
-    def find(self, ids: npt.NDArray[np.object_], wanted: npt.NDArray[np.object_]) -> IntArray | None:
+    def find(self, ids: pd.Index | npt.NDArray[np.object_], wanted: npt.NDArray[np.object_]) -> IntArray | None:
         """The position in ``ids`` (the values this lookup was built of, shape (N,)) of every
         ``wanted`` value, -1 where absent, shape (M,); None when ``wanted`` cannot be hashed.
 
         Exact: a hash found counts only where ``ids`` holds the same value at that position
         (equal values have equal hashes, and the lookup's hashes are distinct), so a wrong
-        lookup can make a value look absent but never point at another one."""
+        lookup can make a value look absent but never point at another one. Only the found
+        positions of ``ids`` are read: an Index of 5M Arrow strings is not turned into 5M
+        Python objects (0.5 s and 0.3 GB a lookup)."""
         hashes = id_hashes(wanted)
         if hashes is None:
             return None
@@ -201,5 +203,6 @@ class IdLookup:
         at[order] = np.minimum(np.searchsorted(self.hashes, hashes[order]), self.hashes.size - 1)
         rows = np.where(self.hashes[at] == hashes, self.rows[at], -1)
         hit = np.flatnonzero(rows >= 0)
-        rows[hit[ids[rows[hit]] != wanted[hit]]] = -1
+        at_hit = ids.take(rows[hit]) if isinstance(ids, pd.Index) else ids[rows[hit]]
+        rows[hit[np.asarray(at_hit, dtype=object) != wanted[hit]]] = -1
         return rows

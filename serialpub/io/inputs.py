@@ -131,7 +131,7 @@ class Register:
         """The register row of every id, -1 for an id not in the register, shape (len(ids),)
         (:meth:`anonymizer.arrays.IdLookup.find`, or pandas' hash table without a lookup)."""
         lookup = self.id_lookup
-        found = None if lookup is None else lookup.find(self.ids.to_numpy(dtype=object), np.asarray(ids, dtype=object))
+        found = None if lookup is None else lookup.find(self.ids, np.asarray(ids, dtype=object))
         return np.asarray(self.ids.get_indexer(pd.Index(ids)), dtype=np.int64) if found is None else found
 
 
