@@ -145,14 +145,26 @@ def expand_csr(rows: IntArray, start: IntArray, items: IntArray) -> tuple[IntArr
     return rep, items[np.repeat(lo, cnt) + offset]
 
 
+#: ids hashed per chunk: pandas hashes Python objects, and 50M ids at once would be 3 GB of them
+_HASH_CHUNK = 1 << 20
+
+
 def id_hashes(ids: npt.ArrayLike) -> npt.NDArray[np.uint64] | None:
     """pandas' fixed-key 64-bit hash of every id, shape (n,); the same in every process.
     Values that are not text are hashed as their text (so 1 and "1" collide); None when
-    pandas cannot hash them."""
+    pandas cannot hash them. An Index, Series or array is hashed a chunk at a time (the
+    hash of each id is its own, so the result is the same)."""
+    seq: Any = ids if isinstance(ids, pd.Index | np.ndarray) else np.asarray(ids, dtype=object)
+    if isinstance(ids, pd.Series):
+        seq = ids.array
+    out = np.empty(len(seq), dtype=np.uint64)
     try:
-        return np.asarray(pd.util.hash_array(np.asarray(ids, dtype=object), categorize=False), dtype=np.uint64)
+        for start in range(0, len(seq), _HASH_CHUNK):
+            part = np.asarray(seq[start : start + _HASH_CHUNK], dtype=object)
+            out[start : start + part.size] = pd.util.hash_array(part, categorize=False)
     except TypeError:
         return None
+    return out
 
 
 @dataclass(frozen=True)

@@ -48,3 +48,21 @@ def test_a_wrong_lookup_never_gives_a_wrong_row() -> None:
     scrambled = IdLookup(good.hashes, np.roll(good.rows, 1))
     rows = _register(ids, scrambled).rows_of(pd.Series(ids))
     assert ((rows == -1) | (rows == np.arange(50))).all() and (rows == -1).any()
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(texts | st.integers(-5, 5), max_size=40), st.integers(1, 7))
+def test_ids_are_hashed_the_same_a_chunk_at_a_time(ids: list[object], chunk: int) -> None:
+    whole = arrays.id_hashes(np.asarray(ids, dtype=object))
+    original = arrays._HASH_CHUNK
+    try:
+        arrays._HASH_CHUNK = chunk
+        for given_ids in (pd.Index(ids, dtype=object), np.asarray(ids, dtype=object), pd.Series(ids, dtype=object)):
+            chunked = arrays.id_hashes(given_ids)
+            assert chunked is not None and whole is not None
+            assert chunked.tolist() == whole.tolist()
+    finally:
+        arrays._HASH_CHUNK = original
+    text = [str(i) for i in ids]
+    arrow = arrays.id_hashes(pd.Index(text, dtype="str"))  # Arrow strings, as read_csv gives them
+    assert arrow is not None and arrow.tolist() == arrays.id_hashes(np.asarray(text, dtype=object)).tolist()  # type: ignore[union-attr]

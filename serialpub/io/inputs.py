@@ -106,6 +106,22 @@ def leaf_codes(df: pd.DataFrame, column: str, hierarchy: Hierarchy, path: Path |
     return codes[inverse]
 
 
+def arrow_ids(ids: pd.Index) -> pa.Array:
+    """The ids as an Arrow string array: the Index's own Arrow strings when it has them
+    (no Python object per id: 5M ids took 2.5 s and 0.3 GB through NumPy), else their text."""
+    if isinstance(ids.dtype, pd.StringDtype | pd.ArrowDtype) and hasattr(ids.array, "__arrow_array__"):
+        arr = pa.array(ids.array)
+        if (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)) and arr.null_count == 0:
+            return arr.cast(pa.string())
+    return pa.array(ids.to_numpy().astype(str))
+
+
+def text_index(values: pa.Array | pa.ChunkedArray) -> pd.Index:
+    """An Index of Arrow strings over ``values`` (text): what :func:`read_csv` gives a
+    column, without a Python object per value."""
+    return pd.Index(pd.array(values, dtype=pd.ArrowDtype(pa.string())).astype("str"))
+
+
 @dataclass(frozen=True)
 class Register:
     """The population register, integer-coded.
@@ -173,7 +189,8 @@ def register_from_table(
     # read-only, as the register cache gives them: nothing may change a register's codes,
     # and the grouping of frozen rows is kept (anonymizer.arrays.factorize_rows)
     keys.flags.writeable = False
-    return Register(ids=pd.Index(df[id_column].to_numpy()), keys=keys)
+    # the column's own array: as text read by read_csv, Arrow strings, no object per id
+    return Register(ids=pd.Index(df[id_column].array), keys=keys)
 
 
 @dataclass(frozen=True)

@@ -22,18 +22,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from anonymizer.release import History
-from serialpub.io.inputs import Register
+from serialpub.io.inputs import Register, arrow_ids
 from state.engine import StateError
-
-
-def _text_ids(ids: pd.Index) -> pa.Array:
-    """The register ids as an Arrow string array: the Index's own Arrow strings when it has
-    them (5M ids: no Python objects, where the NumPy round trip took 2.5 s), else their text."""
-    if isinstance(ids.dtype, pd.StringDtype | pd.ArrowDtype) and hasattr(ids.array, "__arrow_array__"):
-        arr = pa.array(ids.array)
-        if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
-            return arr.cast(pa.string()) if arr.null_count == 0 else pa.array(ids.to_numpy().astype(str))
-    return pa.array(ids.to_numpy().astype(str))
 
 
 class StatisticsFile:
@@ -43,7 +33,7 @@ class StatisticsFile:
         self.register = register
         self.protected = protected
         self.register_sha256 = register_sha256
-        self._ids = _text_ids(register.ids)
+        self._ids = arrow_ids(register.ids)
         # the members no longer in the register and their classes' rows, as :meth:`load`
         # read them; :meth:`tables` writes them back
         self.departed: tuple[pa.Table, pa.Table] | None = None
