@@ -82,7 +82,8 @@ def _rest_keys(rows: IntArray, radices: IntArray) -> Callable[[int], IntArray]:
     the 1.5 s a table took). Beyond that, the other columns re-encoded.
     """
     p = rows.shape[1]
-    if float(np.prod(radices.astype(np.float64))) < 2.0**62:
+    # exact integers: row_keys re-ranks (and the digits no longer add up) from 2**62 on
+    if math.prod(int(r) for r in radices) < 2**62:
         mult = np.ones(p, dtype=np.int64)
         for j in range(p - 2, -1, -1):
             mult[j] = mult[j + 1] * radices[j + 1]
