@@ -154,9 +154,13 @@ def id_hashes(ids: npt.ArrayLike) -> npt.NDArray[np.uint64] | None:
     Values that are not text are hashed as their text (so 1 and "1" collide); None when
     pandas cannot hash them. An Index, Series or array is hashed a chunk at a time (the
     hash of each id is its own, so the result is the same)."""
-    seq: Any = ids if isinstance(ids, pd.Index | np.ndarray) else np.asarray(ids, dtype=object)
-    if isinstance(ids, pd.Series):
+    seq: Any
+    if isinstance(ids, pd.Index | np.ndarray):
+        seq = ids
+    elif isinstance(ids, pd.Series):
         seq = ids.array
+    else:
+        seq = np.asarray(ids, dtype=object)
     out = np.empty(len(seq), dtype=np.uint64)
     try:
         for start in range(0, len(seq), _HASH_CHUNK):
