@@ -235,6 +235,9 @@ class BreachComputation:
         mechanism_aware: the counts are the snapshot's (the snapshot was given).
         per_unit: ``table`` has one row per unit with its ``weight`` (see
             :func:`compute_breach`), not one per individual.
+        group_of_record: the group of every draft row, -1 where a QI label is unknown,
+            shape (R,) (:attr:`DraftGroups.group_of_record`): the report's per-record
+            figures take it rather than grouping the draft's labels again.
     """
 
     table: pd.DataFrame
@@ -244,6 +247,7 @@ class BreachComputation:
     excess_records: int = 0
     mechanism_aware: bool = False
     per_unit: bool = False
+    group_of_record: IntArray | None = None
 
 
 def _survival_rows(surv: FloatArray, history_class: npt.ArrayLike | None, n_ind: int, v: int) -> IntArray | None:
@@ -391,6 +395,7 @@ def compute_breach(
         return BreachComputation(
             table=table, groups=groups, unknown_records=dg.unknown_records, uncovered_records=uncovered,
             excess_records=excess, mechanism_aware=snapshot is not None, per_unit=True,
+            group_of_record=dg.group_of_record,
         )
 
     id_type = pd.CategoricalDtype(ids)  # raises ValueError on duplicate ids
@@ -414,7 +419,7 @@ def compute_breach(
     )
     return BreachComputation(
         table=table, groups=groups, unknown_records=dg.unknown_records, uncovered_records=uncovered,
-        excess_records=excess, mechanism_aware=snapshot is not None,
+        excess_records=excess, mechanism_aware=snapshot is not None, group_of_record=dg.group_of_record,
     )
 
 

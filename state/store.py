@@ -288,7 +288,6 @@ class StateStore:
         groups: list[dict[str, Any]],
         stats: tuple[pa.Table, pa.Table],
         staging: str,
-        owner: str | None = None,
     ) -> None:
         """Store what publishing an open release will count, without counting it: its
         figures, groups and the statistics file after it. ``latest_statistics`` and every
@@ -298,8 +297,9 @@ class StateStore:
         Args:
             summary: ``records``, ``groups``, ``suppressed``, ``max_breach``, ``data_sha256``.
             staging: the staging folder of its files.
-            owner: hand the release to a new owner (e.g. ``airflow:<dag>/<run>``), so that
-                the drafting process may end without the release being failed by recovery.
+
+        The drafting process still owns the release; :meth:`hand_over` gives it to its next
+        owner once the draft is complete.
         """
         with Session(self.engine) as s, s.begin():
             rel = s.get(Release, release_id, with_for_update=True)
@@ -309,8 +309,20 @@ class StateStore:
             _store_figures(s, rel, summary, groups, stats)
             rel.staging = staging
             rel.updated = datetime.now(UTC)
-            if owner is not None:
-                rel.owner = owner
+
+    def hand_over(self, release_id: int, owner: str) -> None:
+        """Give the open release a new owner (e.g. ``airflow:<dag>/<run>``) once its draft is
+        complete, so that the drafting process may end without recovery failing it.
+
+        Raises:
+            StateError: the release is not open.
+        """
+        with Session(self.engine) as s, s.begin():
+            rel = s.get(Release, release_id, with_for_update=True)
+            if rel is None or rel.status not in OPEN_STATUSES:
+                raise StateError(f"release row {release_id} is not open; it cannot be handed over")
+            rel.owner = owner
+            rel.updated = datetime.now(UTC)
 
     def publish_staged(self, release_id: int, manifest_sha256: str, directory: str, actor: str) -> None:
         """Mark an approved release published, counting what :meth:`stage` stored (step 2 of

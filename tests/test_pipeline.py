@@ -108,6 +108,44 @@ def test_identical_input_gives_identical_parquet_bytes(tmp_path: Path) -> None:
     assert files[0].read_bytes() == files[1].read_bytes()
 
 
+def test_a_draft_is_handed_over_only_with_its_measures_in_the_manifest(
+    ws_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the measures run beside staging the state: the manifest is written first without them,
+    # and the release goes to its next owner only once the manifest on disk holds them
+    owner = "airflow:serialpub_release_clinic/run-1"
+    publisher = Publisher(load_config(ws_root))
+    seen: list[dict[str, object]] = []
+    hand_over = StateStore.hand_over
+
+    def spy(store: StateStore, release_id: int, new_owner: str) -> None:
+        [staging] = (ws_root / "releases" / "clinic").glob(".staging-*")
+        seen.append(json.loads((staging / "manifest.json").read_text(encoding="utf-8")))
+        hand_over(store, release_id, new_owner)
+
+    monkeypatch.setattr(StateStore, "hand_over", spy)
+    staged = publisher.draft(snapshot(ws_root, 1), owner=owner)
+    rel = publisher.store.open_release("clinic")
+    assert rel is not None and rel.owner == owner
+    [manifest] = seen
+    assert manifest == json.loads((staged.staging / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["utility"]["average_relative_error"] == pytest.approx(staged.outcome.query_error)  # type: ignore[index]
+    assert manifest["utility"]["register_weighted_error"] is not None  # type: ignore[index]
+    assert manifest["measures"], "the draft's utility measures"
+    assert manifest["sha256"]["data.parquet"] == release_files.sha256_file(staged.staging / "data.parquet")  # type: ignore[index]
+    publisher.close(staged.seq, "test")
+
+    # the second manifest write fails: the release is not handed over, and this process fails it
+    def broken(*args: object, **kwargs: object) -> str:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(release_files, "write_manifest", broken)
+    with pytest.raises(OSError, match="disk full"):
+        publisher.draft(snapshot(ws_root, 1), owner=owner)
+    assert len(seen) == 1
+    assert publisher.store.open_release("clinic") is None
+
+
 # ---------------------------------------------------------------------------------------
 # bad input: an InputError naming the file and the line or column, and no trace
 

@@ -34,6 +34,24 @@ class _Heard:
         self.events.append(("end" if ok else "failed", name))
 
 
+#: steps that run on a second thread beside others, with the steps they end after and before:
+#: the query workload beside staging the draft and saving its state, the report figures
+#: beside the release suites
+BESIDE = {
+    "query workload and utility": ("anonymizing", "breach probabilities"),
+    "report figures": ("breach probabilities", "report"),
+}
+
+
+def _assert_in_order(ended: list[str], expected: list[str]) -> None:
+    """``ended`` is ``expected``, except that a step of ``BESIDE`` may end anywhere between
+    the step whose result it needs and the step that uses its own."""
+    assert [s for s in ended if s not in BESIDE] == [s for s in expected if s not in BESIDE], ended
+    for beside, (after, before) in BESIDE.items():
+        assert ended.count(beside) == 1, ended
+        assert ended.index(after) < ended.index(beside) < ended.index(before), ended
+
+
 def test_a_release_reports_every_step_in_order_and_logs_it(
     published_once: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -45,7 +63,7 @@ def test_a_release_reports_every_step_in_order_and_logs_it(
     ended = [name for kind, name in heard.events if kind == "end"]
     # a fresh process reads, parses and codes the register once (the copied workspace's
     # cache names the template's hierarchy paths, so it is not used)
-    assert ended == list(progress.RELEASE_STEPS), ended
+    _assert_in_order(ended, list(progress.RELEASE_STEPS))
     assert all(kind != "failed" for kind, _ in heard.events)
     logged = [r.getMessage() for r in caplog.records if r.name == "serialpub.progress"]
     assert [m.rsplit(":", 1)[0] for m in logged] == ended and all(m.endswith(" s") for m in logged), logged
@@ -55,7 +73,7 @@ def test_a_release_reports_every_step_in_order_and_logs_it(
     with progress.listening(again):
         Publisher(load_config(published_once)).publish(snapshot(published_once, 3))
     ended = [name for kind, name in again.events if kind == "end"]
-    assert ended == [s for s in progress.RELEASE_STEPS if s != "parsing the register"], ended
+    _assert_in_order(ended, [s for s in progress.RELEASE_STEPS if s != "parsing the register"])
     assert heard.events[-1] == ("end", "publishing")  # heard nothing outside its block
 
 

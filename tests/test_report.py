@@ -194,6 +194,24 @@ def test_categories_feed_the_categorical_measures_and_bad_ones_are_refused(tmp_p
         Publisher(load_config(bad))
 
 
+def test_the_breach_computation_carries_the_draft_s_groups_for_the_report(series: Path) -> None:
+    # the report's per-record figures take the groups the breach computation made of the same
+    # draft, in both table shapes, instead of grouping the labels again
+    from checks.breach import Draft, Population, PriorState, compute_breach, draft_groups
+
+    ws = load_config(series)
+    publisher = Publisher(ws)
+    draft = release_files.read_release(ws.dataset_dir / release_files.release_name(2))[1]
+    d = Draft(draft, publisher.qis, "disease", publisher.hierarchies)
+    args = (d, Population(publisher.register.keys, publisher.register.ids.to_numpy()),
+            PriorState(publisher.protected, np.ones((60, len(publisher.protected))), 2.0))  # fmt: skip
+    want = draft_groups(draft, d.qis, d.sensitive, d.hierarchies, publisher.protected).group_of_record
+    for per_unit in (False, True):
+        got = compute_breach(*args, per_unit=per_unit).group_of_record
+        assert got is not None and np.array_equal(got, want)
+    assert (want >= 0).all() and len(want) == len(draft)
+
+
 def test_breach_table_per_unit_is_the_individual_table_compressed(series: Path) -> None:
     """The report's compressed breach table (checks.breach per_unit) holds exactly the rows of
     the validation's per-individual table, each unit standing for ``weight`` individuals who

@@ -142,8 +142,10 @@ def privacy_figures(inp: PrivacyInputs, settings: ReportConfig) -> PrivacyFigure
         budget = ratio_budget(linked, weight, params.k_prime)
     measures = guarantee_measures(dist, budget, ell=inp.params.ell, near_fraction=settings.near_bound_fraction)
     d = inp.draft
-    dg = draft_groups(d.table, d.qis, d.sensitive, d.hierarchies, inp.protected)
-    measures += _classical(inp, settings, dg.group_of_record, bc.groups["n_j"].to_numpy(np.int64))
+    group_of_record = bc.group_of_record  # grouped once, by the breach computation of this draft
+    if group_of_record is None or len(group_of_record) != len(d.table):
+        group_of_record = draft_groups(d.table, d.qis, d.sensitive, d.hierarchies, inp.protected).group_of_record
+    measures += _classical(inp, settings, group_of_record, bc.groups["n_j"].to_numpy(np.int64))
     return PrivacyFigures(
         distribution=dist,
         budget=budget,

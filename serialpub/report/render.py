@@ -83,8 +83,23 @@ def write_text(folder: Path, name: str, text: str) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def report_plots(privacy: PrivacyFigures, presence: bool) -> dict[str, str]:
+    """The report's two figures as inline SVG documents, by name (``breach``, ``groups``).
+    They depend on the privacy figures only, so validation draws them on its second core
+    while the release suites run (matplotlib's pyplot is used by one thread at a time)."""
+    return {
+        "breach": plots.to_svg(plots.breach_histogram(privacy.distribution)),
+        "groups": plots.to_svg(plots.group_sizes(privacy.group_records, privacy.group_candidates, presence)),
+    }
+
+
 def write_release_report(
-    folder: Path, manifest: Manifest, status: str, privacy: PrivacyFigures, presence: bool
+    folder: Path,
+    manifest: Manifest,
+    status: str,
+    privacy: PrivacyFigures,
+    presence: bool,
+    figures: dict[str, str] | None = None,
 ) -> dict[str, str]:
     """Write ``report.html`` and ``report.json`` for one release into ``folder``.
 
@@ -93,6 +108,8 @@ def write_release_report(
         status: how the release stands, in words (e.g. "awaiting sign-off").
         privacy: the figures from :func:`serialpub.report.privacy.privacy_figures`.
         presence: presence mode (n_j counts records, not candidates).
+        figures: :func:`report_plots` of ``privacy`` and ``presence`` when the caller drew
+            them already; drawn here when None.
 
     Returns:
         sha256 of each file written, by file name.
@@ -105,10 +122,7 @@ def write_release_report(
     classical += [m for m in at_draft if m.family != "utility"]
     validation = m["validation"]
     ok = bool(validation.get("success"))  # the suites' exact verdict, not a float comparison
-    figures = {
-        "breach": plots.to_svg(plots.breach_histogram(privacy.distribution)),
-        "groups": plots.to_svg(plots.group_sizes(privacy.group_records, privacy.group_candidates, presence)),
-    }
+    figures = report_plots(privacy, presence) if figures is None else figures
     # the manifest and the sign-off record these files' sha256 in public, and they hold
     # figures computed from the raw snapshot: a secret random nonce in each makes those
     # checksums hiding commitments (docs/threat-model.md, "Figures computed from the raw snapshot")

@@ -35,6 +35,7 @@ RELEASE_STEPS = (
     "saving the draft's state",
     "reading the snapshot",  # validation checks it is the one drafted
     "breach probabilities",
+    "report figures",  # on the breach thread, beside the release suites
     "release suites",
     "report",
     "publishing",

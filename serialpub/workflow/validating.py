@@ -25,9 +25,9 @@ from serialpub.errors import InputError, ValidationFailed
 from serialpub.faults import checkpoint
 from serialpub.io import release_files
 from serialpub.io.manifest import Manifest, SuiteVerdict, Validation
-from serialpub.report.privacy import PrivacyInputs, privacy_figures
+from serialpub.report.privacy import PrivacyFigures, PrivacyInputs, privacy_figures
 from serialpub.report.render import HTML_FILE as REPORT_FILE
-from serialpub.report.render import write_release_report
+from serialpub.report.render import report_plots, write_release_report
 from serialpub.workflow import progress
 from serialpub.workflow.context import ReleaseContext
 from serialpub.workflow.drafting import record_sets
@@ -110,6 +110,15 @@ def _validate(ctx: ReleaseContext, rel: OpenRelease) -> list[SuiteResult]:
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="serialpub-breach") as pool:
         computing = pool.submit(breach_probabilities)
+        # the report's figures and plots need the breach computation, not the suites' verdicts:
+        # the same thread makes them after it, while the suites run here. They are used only
+        # if every suite passes; an error in them is raised then, not before a suite's failure
+        def figures() -> tuple[PrivacyFigures, dict[str, str]]:
+            breach = computing.result()
+            with progress.step("report figures"):
+                return report_figures(ctx, draft, breach, history)
+
+        figuring = pool.submit(figures)
         with progress.step("release suites"):
             suites = release_suite(
                 draft, computing.result, cfg.ell, thresholds,
@@ -119,7 +128,7 @@ def _validate(ctx: ReleaseContext, rel: OpenRelease) -> list[SuiteResult]:
                 },
                 id_column=cfg.id_column, sensitive_domain=ctx.sensitive_domain,
             )  # fmt: skip
-    breach = computing.result()
+    computing.result()  # a computation that failed raises here, before anything is recorded
     if cfg.guarantee is Guarantee.LOCALIZED:
         suites = [r for r in suites if r.suite != "guarantee"]
     suites = [register_check, snapshot_check, *suites]
@@ -140,19 +149,17 @@ def _validate(ctx: ReleaseContext, rel: OpenRelease) -> list[SuiteResult]:
         suites={r.suite: SuiteVerdict(success=r.success, sha256=r.sha256) for r in suites},
     )
     with progress.step("report"):
-        manifest.report = write_report(ctx, staging, manifest, draft, breach, history)
+        manifest.report = write_report(ctx, staging, manifest, *figuring.result())
     release_files.write_manifest(staging, manifest)
     checkpoint("after_validation")
     return suites
 
 
-def write_report(
-    ctx: ReleaseContext, staging: Path, manifest: Manifest, draft: Draft, breach: BreachComputation, history: History
-) -> dict[str, str]:
-    """Write the release report into the staging folder from the staged draft as read back
-    by :func:`_validate` and the breach computation its guarantee suite checked; returns
-    the files' checksums for the manifest (the sign-off records the checksum of the page
-    the approver saw)."""
+def report_figures(
+    ctx: ReleaseContext, draft: Draft, breach: BreachComputation, history: History
+) -> tuple[PrivacyFigures, dict[str, str]]:
+    """The release report's privacy figures and plots, from the staged draft as read back by
+    :func:`_validate` and the breach computation its guarantee suite checked."""
     cfg = ctx.ws.config
     presence = cfg.dilution is Dilution.PRESENCE
     domain = ctx.sensitive_domain
@@ -165,13 +172,23 @@ def write_report(
         draft=draft, breach=breach, history=history, params=ctx.params, presence=presence, protected=ctx.protected,
         sensitive_hierarchy=ctx.sensitive_hierarchy, sensitive_domain=domain,
     )
+    figures = privacy_figures(inputs, cfg.report)
+    return figures, report_plots(figures, presence)
+
+
+def write_report(
+    ctx: ReleaseContext, staging: Path, manifest: Manifest, figures: PrivacyFigures, plots: dict[str, str]
+) -> dict[str, str]:
+    """Write the release report into the staging folder from :func:`report_figures`; returns
+    the files' checksums for the manifest (the sign-off records the checksum of the page
+    the approver saw)."""
     return write_release_report(
         staging, manifest,
         # the page is signed as it is, so it keeps this status after the decision: say where
         # the decision is
         "validated, awaiting sign-off when this page was made (the page is what the approver signed; the "
         "decision, approver and time are in manifest.json's sign_off and in 'serialpub history --all')",
-        privacy_figures(inputs, cfg.report), presence,
+        figures, ctx.ws.config.dilution is Dilution.PRESENCE, plots,
     )
 
 
