@@ -238,8 +238,12 @@ class _Table:
                 keys = np.flatnonzero(dense)
                 summed = dense[keys]
             else:
-                keys, inverse = np.unique(pair, return_inverse=True)
-                summed = np.bincount(inverse.reshape(-1), weights=self.counts, minlength=len(keys))
+                # hashing, then a sort of the distinct keys only (a fraction of the rows): the
+                # same keys and sums as np.unique, each key's weights added in row order
+                inverse, found = pd.factorize(pair, sort=False)
+                unsorted = np.bincount(inverse, weights=self.counts, minlength=len(found))
+                order = np.argsort(found)
+                keys, summed = np.asarray(found)[order], unsorted[order]
             sens_of, column = np.divmod(keys, width)
             indptr = np.zeros(n_sens + 1, dtype=np.int64)
             np.cumsum(np.bincount(sens_of, minlength=n_sens), out=indptr[1:])
@@ -337,7 +341,11 @@ def _encode(
         raise ValueError(f"{table} table lacks column(s) {missing}")
     qi_codes = [_node_codes(df[a], h, leaves_only, table) for a, h in hierarchies.items()]
     n_sens = len(sensitive_values)
-    sens = pd.Index(list(sensitive_values)).get_indexer(df[sensitive]).astype(np.int64)
+    # each distinct value is looked up once (1M records hold a few thousand values)
+    found, values = pd.factorize(df[sensitive], use_na_sentinel=True)
+    position = pd.Index(list(sensitive_values)).get_indexer(values).astype(np.int64)
+    position = np.append(position, -1)  # the missing values' code -1 takes the last entry
+    sens = position[found]
     sens[sens < 0] = n_sens
     sizes = [h.n_nodes for h in hierarchies.values()] + [n_sens + 1]
     cols, counts = _group([*qi_codes, sens], sizes, np.ones(len(df), dtype=np.float64))

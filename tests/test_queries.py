@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from unittest.mock import patch
+
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from anonymizer import queries
 from anonymizer.hierarchy import Hierarchy
@@ -454,3 +458,46 @@ def test_bad_leaf_weights_are_refused_naming_the_attribute(weights: dict[str, np
         average_relative_error(
             raw, raw, {"sex": sex}, "disease", n_queries=5, qd=1, selectivity=0.5, leaf_weights=weights
         )
+
+
+# --------------------------------------------------------------------------------------
+# the draws' partition and the factor's hashing give what the sorts gave
+# --------------------------------------------------------------------------------------
+
+
+@given(
+    st.integers(1, 30), st.integers(1, 40), st.integers(0, 2**32 - 1), st.sampled_from([3, 1000, None])
+)
+def test_the_k_smallest_draws_are_the_sort_s_set(rows: int, cols: int, seed: int, levels: int | None) -> None:
+    # few levels force ties at the k-th draw: those rows must still get the sort's set
+    from anonymizer.workload import _smallest
+
+    rng = np.random.default_rng(seed)
+    draws = rng.random((rows, cols)) if levels is None else rng.integers(0, levels, (rows, cols)) / levels
+    for k in {1, max(1, cols // 2), cols}:
+        want = np.zeros(draws.shape, dtype=bool)
+        want[np.arange(rows)[:, None], np.argsort(draws, axis=1)[:, :k]] = True
+        assert np.array_equal(_smallest(draws, k), want)
+
+
+@given(st.integers(0, 2**32 - 1), st.integers(2, 3000))
+def test_a_projection_sums_like_np_unique(seed: int, n_sens: int) -> None:
+    # the projection's hashing path (keys too many to count) gives np.unique's keys and sums
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 400))
+    sizes = [int(rng.integers(50, 400)) for _ in range(3)]
+    codes = [rng.integers(0, s, n) for s in sizes]
+    sens = np.sort(rng.integers(0, n_sens, n))
+    counts = rng.integers(1, 5, n).astype(np.float64)
+    for dense_elements in (0, queries.DENSE_ELEMENTS):  # 0: the hashing path wherever n_sens > 4
+        with patch.object(queries, "DENSE_ELEMENTS", dense_elements):
+            _, row_of = queries._distinct(codes, sizes)
+            table = queries._Table(codes, sens, counts, int(counts.sum()))
+            qi_rows, matrix = table.factor((0, 1, 2), sizes, n_sens)
+        width = int(row_of.max()) + 1
+        keys, inverse = np.unique(sens * width + row_of, return_inverse=True)
+        summed = np.bincount(inverse.reshape(-1), weights=counts, minlength=len(keys))
+        assert len(qi_rows[0]) == width
+        coo = matrix.tocoo()
+        assert np.array_equal(coo.row * width + coo.col, keys)
+        assert np.array_equal(coo.data, summed)
