@@ -132,7 +132,7 @@ class ColumnValuesInReferenceSet(ColumnMapMetricProvider):
         if values.empty:
             return np.zeros(len(column), dtype=bool)
         lookup = _LOOKUPS.get(reference)
-        rows = None if lookup is None else lookup.find(values, column.to_numpy(dtype=object))
+        rows = None if lookup is None else lookup.find(values, column)  # Arrow strings compared in Arrow
         if rows is not None:
             return pd.Series(rows >= 0, index=column.index)
         try:

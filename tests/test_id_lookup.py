@@ -39,15 +39,33 @@ def test_colliding_or_non_text_ids_are_looked_up_by_pandas(monkeypatch: pytest.M
     assert _register(["a", "b", "c"]).rows_of(pd.Series(["c", "x", "a"])).tolist() == [2, -1, 0]
 
 
-def test_a_wrong_lookup_never_gives_a_wrong_row() -> None:
+@pytest.mark.parametrize("dtype", [object, "str"])  # "str": Arrow strings, as read_csv and the cache give them
+def test_a_wrong_lookup_never_gives_a_wrong_row(dtype: object) -> None:
     """The cache keeps the lookup; one with its rows scrambled (an edit) can only make an id
     look absent, which the caller refuses with a message, never another individual's row."""
     ids = [f"p{i}" for i in range(50)]
-    good = IdLookup.of(pd.Index(ids, dtype=object))
+    good = IdLookup.of(pd.Index(ids, dtype=dtype))
     assert good is not None
     scrambled = IdLookup(good.hashes, np.roll(good.rows, 1))
-    rows = _register(ids, scrambled).rows_of(pd.Series(ids))
+    register = Register(pd.Index(ids, dtype=dtype), np.zeros((50, 1), dtype=np.int64), scrambled)
+    rows = register.rows_of(pd.Series(ids, dtype=dtype))
     assert ((rows == -1) | (rows == np.arange(50))).all() and (rows == -1).any()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(texts, unique=True, max_size=30), st.lists(texts, max_size=30),
+       st.sampled_from([(object, "str"), ("str", "str"), ("str", object)]))  # fmt: skip
+def test_arrow_strings_find_pandas_rows(
+    register_ids: list[str], wanted: list[str], dtypes: tuple[object, object]
+) -> None:
+    # Arrow strings on both sides are compared in Arrow, mixed sides as objects: the same rows
+    register = Register(pd.Index(register_ids, dtype=dtypes[0]), np.zeros((len(register_ids), 1), dtype=np.int64))
+    expected = pd.Index(register_ids, dtype=object).get_indexer(pd.Index(wanted, dtype=object))
+    assert register.rows_of(pd.Series(wanted, dtype=dtypes[1])).tolist() == expected.tolist()
+    found = register.id_lookup
+    assert found is not None
+    assert found.find(register.ids, pd.Index(wanted, dtype=dtypes[1])).tolist() == expected.tolist()  # type: ignore[union-attr]
+    assert found.find(register.ids, np.asarray(wanted, dtype=object)).tolist() == expected.tolist()  # type: ignore[union-attr]
 
 
 @settings(max_examples=50, deadline=None)

@@ -152,7 +152,7 @@ class Register:
         """The register row of every id, -1 for an id not in the register, shape (len(ids),)
         (:meth:`anonymizer.arrays.IdLookup.find`, or pandas' hash table without a lookup)."""
         lookup = self.id_lookup
-        found = None if lookup is None else lookup.find(self.ids, np.asarray(ids, dtype=object))
+        found = None if lookup is None else lookup.find(self.ids, ids if isinstance(ids, pd.Series) else pd.Series(ids))
         return np.asarray(self.ids.get_indexer(pd.Index(ids)), dtype=np.int64) if found is None else found
 
 
