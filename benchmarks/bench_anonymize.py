@@ -26,7 +26,7 @@ from bench_scaling import register_root, snapshot_pair, write_config
 from anonymizer.release import SnapshotCodes, anonymize_history
 from anonymizer.settings import Dilution
 from serialpub.config import load_config
-from serialpub.workflow.drafting import record_sets
+from serialpub.workflow.anonymizing import record_sets
 from serialpub.workflow.input_checks import check_inputs
 from serialpub.workflow.publisher import Publisher
 

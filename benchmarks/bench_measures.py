@@ -25,7 +25,7 @@ from anonymizer.measures.entropy_utility import table_utility
 from anonymizer.release import SnapshotCodes, anonymize_history
 from serialpub.config import load_config
 from serialpub.report.utility import draft_measures
-from serialpub.workflow.drafting import record_sets
+from serialpub.workflow.anonymizing import record_sets
 from serialpub.workflow.input_checks import check_inputs
 from serialpub.workflow.publisher import Publisher
 

@@ -35,9 +35,11 @@ class _Heard:
 
 
 #: steps that run on a second thread beside others, with the steps they end after and before:
-#: the query workload beside staging the draft and saving its state, the report figures
-#: beside the release suites
+#: the state's loading and the anonymizing beside the snapshot suite, the query workload
+#: beside staging the draft and saving its state, the report figures beside the release suites
 BESIDE = {
+    "loading the state": ("reading the snapshot", "staging the draft"),
+    "anonymizing": ("loading the state", "staging the draft"),
     "query workload and utility": ("anonymizing", "breach probabilities"),
     "report figures": ("breach probabilities", "report"),
 }

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -43,11 +44,13 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class InputChecks:
     """What :func:`serialpub.workflow.input_checks.check_inputs` found: the register and
-    snapshot suites' results, the checked snapshot and the snapshot file's sha256."""
+    snapshot suites' results, the checked snapshot and the snapshot file's sha256; and
+    ``ahead``, the work given to run beside the snapshot suite, when the suite ran."""
 
     suites: list[SuiteResult]
     snapshot: Snapshot
     sha256: str
+    ahead: Future[Any] | None = None
 
 
 def suite_code() -> list[Path]:

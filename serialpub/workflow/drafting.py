@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
 
@@ -23,7 +22,7 @@ from anonymizer import privacy
 from anonymizer.bottomup import InfeasibleError
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.queries import QueryErrorResult, average_relative_error
-from anonymizer.release import History, ReleaseResult, SnapshotCodes, anonymize_history
+from anonymizer.release import History, ReleaseResult
 from anonymizer.settings import Dilution, Guarantee, Strategy, SuppressionModel
 from serialpub.errors import InputError
 from serialpub.faults import checkpoint
@@ -34,7 +33,8 @@ from serialpub.io.sources import InputSource
 from serialpub.report.measure import Measure
 from serialpub.report.render import measure_records
 from serialpub.report.utility import draft_measures, query_measures
-from serialpub.workflow import identity, progress
+from serialpub.workflow import anonymizing, identity, progress
+from serialpub.workflow.anonymizing import Anonymized, anonymize_snapshot, load_state, take
 from serialpub.workflow.context import ReleaseContext
 from serialpub.workflow.input_checks import check_inputs, period_of_source, skipped_periods, snapshot_source
 from serialpub.workflow.publishing import recover
@@ -116,7 +116,8 @@ def draft(
     ctx.refresh_inputs()  # the register of this period may differ from the last one read
     recover(ctx)
     _ = ctx.signing_key  # a missing or wrong key is refused now, not after the sign-off
-    checked = check_inputs(ctx, source, period)
+    # the state is loaded and the snapshot anonymized while its suite runs (anonymizing.ahead)
+    checked = check_inputs(ctx, source, period, lambda coded, stop: anonymizing.ahead(ctx, coded, stop))
     snap = checked.snapshot
     published = ctx.store.published(cfg.dataset)
     checkpoint("after_snapshot")
@@ -141,7 +142,7 @@ def draft(
     keeping = pool.submit(ctx.keep_input_versions)
     pool.shutdown(wait=False)
     try:
-        return _stage(ctx, opened, snap, snapshot_path, period, published, started, owner, keeping)
+        return _stage(ctx, opened, snap, snapshot_path, period, published, started, owner, keeping, checked.ahead)
     except BaseException as exc:
         ctx.abandon(opened, exc)
         raise
@@ -150,32 +151,26 @@ def draft(
 def _stage(
     ctx: ReleaseContext, opened: OpenRelease, snap: Snapshot, snapshot_path: str, period: str,
     published: list[PublishedRelease], started: float, owner: str | None, keeping: Future[None],
+    ahead: Future[Anonymized | None] | None,
 ) -> StagedRelease:  # fmt: skip
     cfg = ctx.ws.config
     seq = opened.seq
-    ell = np.full(len(ctx.register.ids), float(cfg.ell))
-    t_state = time.perf_counter()
-    with progress.step("loading the state"):
-        history = ctx.statistics.load(ctx.store.latest_statistics(cfg.dataset), ell)
-    t_state = time.perf_counter() - t_state
-    checkpoint("after_state_load")
-    t_anon = time.perf_counter()
-    try:
-        with progress.step("anonymizing"):
-            result = anonymize_history(
-                ctx.register.keys,
-                SnapshotCodes(snap.individual, record_sets(ctx, snap), len(ctx.protected)),
-                history,
-                ctx.params,
-                ctx.search_hierarchies,
-                cfg.dilution is Dilution.PRESENCE,
-                budget=int(np.floor(cfg.suppression_budget * len(snap.individual))),
-                seed=seq,
-            )
-    except InfeasibleError as exc:
-        raise InputError(f"{snapshot_path}: cannot publish under ℓ = {cfg.ell:g}: {exc}. "
-                         f"{infeasible_advice(ctx, history)}") from None  # fmt: skip
-    t_anon = time.perf_counter() - t_anon
+    done = take(ctx, ahead, opened)
+    if done is not None:  # anonymized while the snapshot suite ran, for exactly this draft
+        history, result, t_state, t_anon = done.history, done.result, done.seconds_state, done.seconds_anonymize
+        checkpoint("after_state_load")
+    else:
+        t_state = time.perf_counter()
+        history = load_state(ctx)
+        t_state = time.perf_counter() - t_state
+        checkpoint("after_state_load")
+        t_anon = time.perf_counter()
+        try:
+            result = anonymize_snapshot(ctx, snap, history, seq)
+        except InfeasibleError as exc:
+            raise InputError(f"{snapshot_path}: cannot publish under ℓ = {cfg.ell:g}: {exc}. "
+                             f"{infeasible_advice(ctx, history)}") from None  # fmt: skip
+        t_anon = time.perf_counter() - t_anon
     checkpoint("after_anonymize")
     table = published_table(ctx, snap, result)
     # the query workload and the utility measures read the draft in memory, not its files or
@@ -350,11 +345,6 @@ def group_rows(ctx: ReleaseContext, result: ReleaseResult) -> list[GroupRow]:
             )
         )
     return rows
-
-
-def record_sets(ctx: ReleaseContext, snap: Snapshot) -> npt.NDArray[np.int64]:
-    """Index of every snapshot record's value in the protected values, -1 for none."""
-    return pd.Index(ctx.protected).get_indexer(pd.Index(snap.value)).astype(np.int64)
 
 
 def params_record(ctx: ReleaseContext) -> dict[str, Any]:

@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -19,7 +23,7 @@ from checks.input_suites import PeriodOrder, snapshot_suite
 from serialpub.errors import InputChecksFailed, InputError
 from serialpub.io import periods, verdict_cache, versions
 from serialpub.io.hierarchies import nearest_spelling
-from serialpub.io.inputs import read_csv, snapshot_from_table
+from serialpub.io.inputs import Snapshot, read_csv, snapshot_from_table
 from serialpub.io.sources import InputSource
 from serialpub.workflow import progress
 from serialpub.workflow.context import InputChecks, ReleaseContext, by_file_line
@@ -127,13 +131,25 @@ def forget_checked() -> None:
     _last_checked = None
 
 
-def check_inputs(ctx: ReleaseContext, snapshot: str | Path | InputSource, period: str) -> InputChecks:
+def check_inputs(
+    ctx: ReleaseContext, snapshot: str | Path | InputSource, period: str,
+    meanwhile: Callable[[Callable[[], Snapshot], threading.Event], Any] | None = None,
+) -> InputChecks:  # fmt: skip
     """Every check of the inputs before a draft: the period, the register suite (run
     once per context), the snapshot suite and the snapshot's QIs against the register's.
     The checks of the last snapshot checked in this process are kept, keyed by its source
     and by everything its suite's verdict depends on (the register cache's key, the
     snapshot's sha256, the period order, the columns and the sensitive domain), so that
     validating the draft, in the same context or a later task's, does not check it again.
+
+    Args:
+        meanwhile: work to run on the second core beside the snapshot suite once the
+            snapshot is coded (:func:`serialpub.workflow.anonymizing.ahead`, on the same
+            thread after the coding, which holds the snapshot's memory until then); it is
+            given a function returning the coded snapshot (raising what the coding raised)
+            and an event set when the checks fail, after which nothing waits for it. Its
+            future is the result's ``ahead`` (None for the checks of a snapshot kept from
+            before).
 
     Raises:
         InputError (``InputChecksFailed`` for a failed suite): nothing was changed.
@@ -160,20 +176,29 @@ def check_inputs(ctx: ReleaseContext, snapshot: str | Path | InputSource, period
     _ = register.id_lookup  # built here, not raced for by the two threads below
     domain = set(ctx.sensitive_domain) if ctx.sensitive_domain is not None else None
     # the check across the two files (numpy and pandas work that releases the GIL) runs on the
-    # second core while the suite runs (Great Expectations' Python holds it). The suite's
-    # verdict is still the one reported first: when it fails, the other result is not read
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="serialpub-snapshot") as pool:
+    # second core while the suite runs (Great Expectations' Python holds it), then the work
+    # given to run meanwhile. The suite's verdict is still the one reported first: when it
+    # fails, the other results are not read, and nothing waits for them
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="serialpub-snapshot")
+    stop = threading.Event()
+    try:
         coded = pool.submit(
             snapshot_from_table, table, source.label, cfg.id_column, ctx.qis, cfg.sensitive, register,
             ctx.hierarchies, domain,
         )  # fmt: skip
+        ahead = None if meanwhile is None else pool.submit(meanwhile, coded.result, stop)
         with progress.step("snapshot suite"):
             snapshot_check = check_snapshot(ctx, table, source.label, period, published, sha, (order, verdict))
         with progress.step("checking the snapshot against the register"):
             snap = coded.result()
+    except BaseException:
+        stop.set()  # and the work not yet started is dropped
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=False)  # the work ahead goes on: the draft waits for it
     checked = InputChecks([register_check, snapshot_check], snap, sha)
     _last_checked = (key, checked)
-    return checked
+    return replace(checked, ahead=ahead)
 
 
 def _order_and_key(

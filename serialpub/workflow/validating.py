@@ -29,8 +29,8 @@ from serialpub.report.privacy import PrivacyFigures, PrivacyInputs, privacy_figu
 from serialpub.report.render import HTML_FILE as REPORT_FILE
 from serialpub.report.render import report_plots, write_release_report
 from serialpub.workflow import progress
+from serialpub.workflow.anonymizing import record_sets
 from serialpub.workflow.context import ReleaseContext
-from serialpub.workflow.drafting import record_sets
 from serialpub.workflow.input_checks import check_inputs, snapshot_source
 from state.store import OpenRelease, StateError, this_process
 

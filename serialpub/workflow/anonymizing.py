@@ -1,0 +1,129 @@
+"""Loading the state and anonymizing a snapshot, for a draft or ahead of it (issue 20;
+docs/scaling.md, "Anonymizing ahead").
+
+A draft is opened only for a snapshot whose input suite passed, and the state is the one
+after the newest published release. The suite (Great Expectations, single-threaded Python)
+and the anonymizer (array work) are independent, so :func:`ahead` loads the state and
+anonymizes on the second core while the suite runs, before the draft is opened. Its result
+is used only when it was computed for exactly the draft that is then opened
+(:func:`take`): the same release number (the anonymizer's seed) and the same newest
+published release, whose statistics it read. Otherwise, and whenever it failed, the draft
+computes its own (:func:`load_state`, :func:`anonymize_snapshot`), so the released table, the state and every error are
+those of computing it after opening the draft.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from anonymizer.release import History, ReleaseResult, SnapshotCodes, anonymize_history
+from anonymizer.settings import Dilution
+from serialpub.io.inputs import Snapshot
+from serialpub.workflow import progress
+from serialpub.workflow.context import ReleaseContext
+from state.store import OpenRelease
+
+
+@dataclass(frozen=True)
+class Anonymized:
+    """A snapshot anonymized against the state after the newest published release.
+
+    Attributes:
+        history: the state before this release (the statistics file as loaded).
+        result: the anonymizer's result for the release.
+        seq: the release number it was computed for (the anonymizer's seed).
+        basis: the release row of the newest published release, None before the first.
+        seconds_state: seconds loading the state.
+        seconds_anonymize: seconds anonymizing.
+    """
+
+    history: History
+    result: ReleaseResult
+    seq: int
+    basis: int | None
+    seconds_state: float
+    seconds_anonymize: float
+
+
+def record_sets(ctx: ReleaseContext, snap: Snapshot) -> npt.NDArray[np.int64]:
+    """Index of every snapshot record's value in the protected values, -1 for none, shape (R,)."""
+    return pd.Index(ctx.protected).get_indexer(pd.Index(snap.value)).astype(np.int64)
+
+
+def load_state(ctx: ReleaseContext) -> History:
+    """The state after the dataset's newest published release, for the current register
+    (the statistics file; docs/design.md section 4)."""
+    with progress.step("loading the state"):
+        return ctx.statistics.load(
+            ctx.store.latest_statistics(ctx.ws.config.dataset), np.full(len(ctx.register.ids), float(ctx.ws.config.ell))
+        )
+
+
+def anonymize_snapshot(ctx: ReleaseContext, snap: Snapshot, history: History, seq: int) -> ReleaseResult:
+    """Anonymize ``snap`` as release ``seq`` (its number seeds the anonymizer) after
+    ``history`` (docs/design.md sections 3-5).
+
+    Raises:
+        anonymizer.bottomup.InfeasibleError: no generalization fits the suppression budget.
+    """
+    cfg = ctx.ws.config
+    with progress.step("anonymizing"):
+        return anonymize_history(
+            ctx.register.keys,
+            SnapshotCodes(snap.individual, record_sets(ctx, snap), len(ctx.protected)),
+            history,
+            ctx.params,
+            ctx.search_hierarchies,
+            cfg.dilution is Dilution.PRESENCE,
+            budget=int(np.floor(cfg.suppression_budget * len(snap.individual))),
+            seed=seq,
+        )
+
+
+def newest_published(ctx: ReleaseContext) -> tuple[int | None, int]:
+    """The release row of the dataset's newest published release (None before the first)
+    and the number the next release gets."""
+    published = ctx.store.published(ctx.ws.config.dataset)
+    return (published[-1].id, published[-1].seq + 1) if published else (None, 1)
+
+
+def ahead(ctx: ReleaseContext, coded: Callable[[], Snapshot], stop: threading.Event) -> Anonymized | None:
+    """:func:`load_state` and :func:`anonymize_snapshot` of the snapshot ``coded()`` returns,
+    for the release the next draft will be, before the draft is opened. None when ``stop``
+    was set (the snapshot failed its checks), when a release was published while the state
+    was read, or on any error (the draft then computes its own and reports it)."""
+    try:
+        basis, seq = newest_published(ctx)
+        if stop.is_set():
+            return None
+        t0 = time.perf_counter()
+        history = load_state(ctx)
+        t_state = time.perf_counter() - t0
+        snap = coded()
+        if stop.is_set():
+            return None
+        t1 = time.perf_counter()
+        result = anonymize_snapshot(ctx, snap, history, seq)
+        done = Anonymized(history, result, seq, basis, t_state, time.perf_counter() - t1)
+        # the statistics read must be the basis's: nothing was published meanwhile
+        return done if newest_published(ctx) == (basis, seq) else None
+    except Exception:  # computed again after the draft is opened, which reports it
+        return None
+
+
+def take(ctx: ReleaseContext, pending: Future[Anonymized | None] | None, opened: OpenRelease) -> Anonymized | None:
+    """The result of :func:`ahead` if it was computed for the draft ``opened``: the same
+    release number and the same newest published release (read again now that the draft
+    is open, when no other release can be published). None otherwise."""
+    done = pending.result() if pending is not None and not pending.cancelled() else None
+    if done is None or done.seq != opened.seq:
+        return None
+    return done if newest_published(ctx) == (done.basis, done.seq) else None

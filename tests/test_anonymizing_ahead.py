@@ -1,0 +1,99 @@
+"""Anonymizing ahead of the snapshot suite (serialpub.workflow.anonymizing): a draft takes the
+result computed beside the suite only when it was computed for exactly that draft, releases
+are the same bytes either way, and a snapshot that fails its checks is reported without
+waiting for the work beside the suite."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+from helpers import make_workspace, snapshot, state_of
+
+from serialpub.config import load_config
+from serialpub.errors import InputChecksFailed
+from serialpub.workflow import anonymizing, drafting
+from serialpub.workflow.input_checks import check_inputs, forget_checked
+from serialpub.workflow.publisher import Publisher
+from state.store import OpenRelease
+
+
+def _series(root: Path) -> list[bytes]:
+    publisher = Publisher(load_config(root))
+    for t in (1, 2, 3):
+        publisher.publish(snapshot(root, t))
+    return [
+        (root / "releases" / "clinic" / f"release-{t:04d}" / "data.parquet").read_bytes() for t in (1, 2, 3)
+    ]
+
+
+def test_releases_are_the_same_with_and_without_anonymizing_ahead(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    taken: list[bool] = []
+    take = anonymizing.take
+
+    def spy(*args: object) -> anonymizing.Anonymized | None:
+        done = take(*args)  # type: ignore[arg-type]
+        taken.append(done is not None)
+        return done
+
+    monkeypatch.setattr(drafting, "take", spy)
+    ahead = _series(make_workspace(tmp_path / "ahead", seed=3))
+    assert taken == [True, True, True]  # every draft took the result computed beside its suite
+
+    forget_checked()
+    monkeypatch.setattr(anonymizing, "ahead", lambda *args: None)  # every draft computes its own
+    taken.clear()
+    plain = _series(make_workspace(tmp_path / "plain", seed=3))
+    assert taken == [False, False, False]
+    assert ahead == plain
+    assert state_of(tmp_path / "ahead")[1] == state_of(tmp_path / "plain")[1]  # the statistics after release 3
+
+
+def test_a_result_for_another_draft_is_not_taken(tmp_path: Path) -> None:
+    root = make_workspace(tmp_path / "ws")
+    publisher = Publisher(load_config(root))
+    publisher.publish(snapshot(root, 1))
+    [first] = publisher.store.published("clinic")
+    checked = check_inputs(publisher, snapshot(root, 2), "0002", lambda coded, stop: anonymizing.ahead(
+        publisher, coded, stop))  # fmt: skip
+    assert checked.ahead is not None
+    done = checked.ahead.result()
+    assert done is not None and (done.seq, done.basis) == (2, first.id)
+
+    def opened(seq: int) -> OpenRelease:
+        return OpenRelease(0, seq, "0002", "draft", "test", None, first.published_at)  # type: ignore[arg-type]
+
+    future = checked.ahead
+    assert anonymizing.take(publisher, future, opened(2)) is done
+    assert anonymizing.take(publisher, future, opened(3)) is None  # another release number
+    # the newest published release is another one than the state read: not taken
+    publisher.publish(snapshot(root, 2))
+    assert anonymizing.take(publisher, future, opened(2)) is None
+    assert anonymizing.take(publisher, None, opened(2)) is None
+
+
+def test_a_failing_snapshot_is_reported_without_waiting_for_the_work_beside_it(tmp_path: Path) -> None:
+    root = make_workspace(tmp_path / "ws")
+    bad = root / "snapshots" / "snapshot-0001.csv"
+    bad.write_text(bad.read_text(encoding="utf-8").replace(",M,", ",X,", 1), encoding="utf-8")
+    publisher = Publisher(load_config(root))
+    go_on = threading.Event()
+    stopped = threading.Event()
+    finished = threading.Event()
+
+    def beside(coded: object, stop: threading.Event) -> None:
+        go_on.wait(timeout=60)  # held until the test has seen the failure (or a minute passed)
+        if stop.is_set():
+            stopped.set()
+        finished.set()
+
+    before = state_of(root)
+    with pytest.raises(InputChecksFailed, match="snapshot"):
+        check_inputs(publisher, bad, "0001", beside)
+    assert not finished.is_set()  # the failure did not wait for the work beside the suite
+    go_on.set()
+    assert finished.wait(timeout=60) and stopped.is_set()  # which was told the checks failed
+    assert state_of(root) == before
