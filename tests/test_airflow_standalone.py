@@ -57,6 +57,13 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+#: seconds one REST call may take: longer than the 60 s a writer of the shared SQLite file waits
+#: for another's lock (AIRFLOW__DATABASE__SQL_ALCHEMY_CONN below), so a call queued behind the
+#: scheduler's or the DAG processor's write on a loaded 2-core machine is not given up on
+#: (a POST given up on may still have been applied: it cannot be retried)
+CALL_TIMEOUT = 180
+
+
 class Rest:
     """A minimal client of Airflow's REST API v2 with a SimpleAuthManager token."""
 
@@ -71,7 +78,7 @@ class Rest:
         if self.token:
             req.add_header("Authorization", f"Bearer {self.token}")
         try:
-            with urllib.request.urlopen(req, timeout=30) as response:
+            with urllib.request.urlopen(req, timeout=CALL_TIMEOUT) as response:
                 raw = response.read()
                 return json.loads(raw) if raw else None
         except urllib.error.HTTPError as exc:
@@ -289,7 +296,7 @@ def test_standalone_airflow_publishes_after_rest_approval(
         assert run["run_type"] == "asset_triggered"
         # the link in the answered prompt still opens what was signed, now from release-0001/
         request = urllib.request.Request(link, headers={"Authorization": f"Bearer {rest.token}"})
-        with urllib.request.urlopen(request, timeout=30) as response:
+        with urllib.request.urlopen(request, timeout=CALL_TIMEOUT) as response:
             assert hashlib.sha256(response.read()).hexdigest() == signed_sha
 
         # the backfill: four historic half years, oldest first, each signed off in turn
