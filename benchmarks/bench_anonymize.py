@@ -17,18 +17,14 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import shutil
 import time
 
 import numpy as np
-from bench_scaling import register_root, snapshot_pair, write_config
+from bench_scaling import checked_first_snapshot
 
 from anonymizer.release import SnapshotCodes, anonymize_history
 from anonymizer.settings import Dilution
-from serialpub.config import load_config
 from serialpub.workflow.anonymizing import record_sets
-from serialpub.workflow.input_checks import check_inputs
-from serialpub.workflow.publisher import Publisher
 
 
 def main() -> None:
@@ -37,15 +33,8 @@ def main() -> None:
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
-    root = register_root(args.register)
-    first = snapshot_pair(root, "diagnosis", args.records)[0]
-    for stale in root.glob("state.sqlite*"):
-        stale.unlink()
-    shutil.rmtree(root / "releases", ignore_errors=True)
-    write_config(root, "diagnosis", "register")
-    ctx = Publisher(load_config(root))
+    ctx, snap = checked_first_snapshot(args.register, args.records)
     cfg = ctx.ws.config
-    snap = check_inputs(ctx, first, "0001").snapshot
     history = ctx.statistics.load(
         ctx.store.latest_statistics(cfg.dataset), np.full(len(ctx.register.ids), float(cfg.ell))
     )

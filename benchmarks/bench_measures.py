@@ -13,21 +13,17 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import shutil
 import time
 import tracemalloc
 
 import numpy as np
 import pandas as pd
-from bench_scaling import register_root, snapshot_pair, write_config
+from bench_scaling import checked_first_snapshot
 
 from anonymizer.measures.entropy_utility import table_utility
 from anonymizer.release import SnapshotCodes, anonymize_history
-from serialpub.config import load_config
 from serialpub.report.utility import draft_measures
 from serialpub.workflow.anonymizing import record_sets
-from serialpub.workflow.input_checks import check_inputs
-from serialpub.workflow.publisher import Publisher
 
 
 def main() -> None:
@@ -36,15 +32,8 @@ def main() -> None:
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
-    root = register_root(args.register)
-    first = snapshot_pair(root, "diagnosis", args.records)[0]
-    for stale in root.glob("state.sqlite*"):
-        stale.unlink()
-    shutil.rmtree(root / "releases", ignore_errors=True)
-    write_config(root, "diagnosis", "register")
-    ctx = Publisher(load_config(root))
+    ctx, snap = checked_first_snapshot(args.register, args.records)
     cfg = ctx.ws.config
-    snap = check_inputs(ctx, first, "0001").snapshot
     history = ctx.statistics.load(None, np.full(len(ctx.register.ids), float(cfg.ell)))
     codes = SnapshotCodes(snap.individual, record_sets(ctx, snap), len(ctx.protected))
     result = anonymize_history(ctx.register.keys, codes, history, ctx.params, ctx.search_hierarchies, False)

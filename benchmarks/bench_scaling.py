@@ -50,6 +50,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -122,6 +123,24 @@ def write_config(root: Path, scenario: str, dilution: str) -> None:
         protected = (root / "protected-diagnosis.txt").read_text(encoding="utf-8").split()
         text = diagnosis.list_protected(text, protected, "least frequent codes (10 %) of this register")
     (root / CONFIG_NAME).write_text(text, encoding="utf-8")
+
+
+def checked_first_snapshot(n_register: int, n_records: int) -> tuple[Any, Any]:
+    """A fresh state on the ``n_register`` register (no state, no releases, the diagnosis
+    configuration) and its first ``n_records``-record snapshot checked: the Publisher and
+    the coded snapshot, for the benchmarks of single steps."""
+    from serialpub.config import load_config
+    from serialpub.workflow.input_checks import check_inputs
+    from serialpub.workflow.publisher import Publisher
+
+    root = register_root(n_register)
+    first = snapshot_pair(root, "diagnosis", n_records)[0]
+    for stale in root.glob("state.sqlite*"):
+        stale.unlink()
+    shutil.rmtree(root / "releases", ignore_errors=True)
+    write_config(root, "diagnosis", "register")
+    ctx = Publisher(load_config(root))
+    return ctx, check_inputs(ctx, first, "0001").snapshot
 
 
 def run_case(root: Path, scenario: str, dilution: str, snapshots: list[Path]) -> dict[str, object]:
