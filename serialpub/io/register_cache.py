@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -174,7 +175,9 @@ def save(
     if suite is not None:
         schema = schema.with_metadata({_SUITE_META: json.dumps(suite, sort_keys=True).encode()})
     path = _path(workspace_root, key)
-    tmp = folder / f".register-{key}.tmp"
+    # a temp file of its own: two processes coding the same new version at once (two
+    # publishers started together) must not rename each other's file away
+    tmp = folder / f".register-{key}.{os.getpid()}-{threading.get_ident()}.tmp"
     with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
         writer.write_table(pa.table(columns, schema=schema))
     commit(tmp, path)
