@@ -59,7 +59,8 @@ from anonymizer.regions import NodeSpans, label_nodes
 from anonymizer.workload import QueryRanges, check_parameters, draw_queries
 
 __all__ = [
-    "QueryErrorResult", "QueryRanges", "WeightedEstimate", "average_relative_error", "draw_queries", "evaluate_queries",
+    "QueryErrorResult", "QueryRanges", "WeightedEstimate", "Workload", "average_relative_error", "draw_queries",
+    "draw_workload", "estimate_workload", "evaluate_queries",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -483,6 +484,35 @@ def _sensitive_domain(column: pd.Series) -> tuple[Any, ...]:
         return tuple(sorted(values, key=str))
 
 
+@dataclass(frozen=True, eq=False)
+class Workload:
+    """The queries of a workload and their actual answers on the raw snapshot: everything of
+    the measure that does not depend on the release, so that it can be computed while the
+    snapshot is anonymized (docs/scaling.md, "Anonymizing ahead").
+    :func:`estimate_workload` answers the same queries on a release.
+
+    Attributes:
+        ranges: the accepted queries, in draw order.
+        actual: their exact answers on the raw snapshot, int64 of shape (n_queries,), all > 0.
+        n_draws: queries drawn in total (as :class:`QueryErrorResult`).
+        n_records: records of the raw snapshot.
+        qd: QI attributes per query actually used, ``min(requested qd, n_QIs)``.
+        selectivity: the requested expected selectivity.
+        seed: seed of the random generator.
+        leaves: per QI, in the order of the hierarchies drawn with, its leaf labels: a
+            release is read with hierarchies that have the same leaves (the masks index them).
+    """
+
+    ranges: QueryRanges
+    actual: IntArray
+    n_draws: int
+    n_records: int
+    qd: int
+    selectivity: float
+    seed: int
+    leaves: tuple[tuple[str, tuple[str, ...]], ...]
+
+
 def average_relative_error(
     raw: pd.DataFrame,
     published: pd.DataFrame,
@@ -500,7 +530,8 @@ def average_relative_error(
     the selectivity rule), the sensitive domain being the distinct values of
     ``raw[sensitive]`` (sorted). Queries whose actual answer is 0 are dropped and replaced by
     fresh draws, in rounds, keeping the first ``n_queries`` accepted in draw order; the result
-    is a function of the inputs and the seed only.
+    is a function of the inputs and the seed only. The same as :func:`draw_workload` on
+    ``raw`` followed by :func:`estimate_workload` on ``published``.
 
     Args:
         raw: the snapshot before anonymization: one row per record, the QI columns (one per
@@ -532,28 +563,37 @@ def average_relative_error(
     (uniform estimator, the "average + std" marker ≈ 85th percentile); Wong et al.
     (paper 004) section 8 (5,000 range queries per release, following Xiao & Tao).
     """
-    if n_queries < 1:
-        raise ValueError(f"n_queries must be >= 1, got {n_queries}")
-    check_parameters(n_queries, qd, selectivity)
-    if len(raw) == 0:
-        raise ValueError("raw table is empty: no query can have a non-zero answer")
-    if sensitive in hierarchies:
-        raise ValueError(f"{sensitive!r} is both the sensitive attribute and a quasi-identifier")
-    for table, df in (("raw", raw), ("published", published)):
-        if sensitive not in df.columns:
-            raise ValueError(f"{table} table lacks the sensitive column {sensitive!r}")
-    domain = _sensitive_domain(raw[sensitive])
-    unknown = ~published[sensitive].isin(pd.Index(list(domain)))
-    if unknown.any():
-        raise ValueError(
-            f"published sensitive value {published[sensitive][unknown].iloc[0]!r} does not occur in the raw "
-            "table; the release must hold records of the raw snapshot"
-        )
+    _check_arguments(raw, hierarchies, sensitive, n_queries, qd, selectivity)
+    if sensitive not in published.columns:
+        raise ValueError(f"published table lacks the sensitive column {sensitive!r}")
+    # before the draws, which take seconds on a large snapshot
+    _check_published_values(_sensitive_domain(raw[sensitive]), published, sensitive)
+    workload = draw_workload(raw, hierarchies, sensitive, n_queries, qd, selectivity, seed)
+    return estimate_workload(workload, published, hierarchies, sensitive, leaf_weights)
 
-    weights = _leaf_weights(hierarchies, leaf_weights)
+
+def draw_workload(
+    raw: pd.DataFrame,
+    hierarchies: Mapping[str, Hierarchy],
+    sensitive: str,
+    n_queries: int = 5000,
+    qd: int = 3,
+    selectivity: float = 0.05,
+    seed: int = 0,
+) -> Workload:
+    """The queries of :func:`average_relative_error` and their actual answers on ``raw``,
+    before any release exists. Arguments, selection of the queries and the errors raised
+    about ``raw`` and the parameters as there.
+
+    A release read with other hierarchies of the same leaves (:func:`release_hierarchies
+    <anonymizer.intervals.release_hierarchies>` adds interval nodes to numeric QIs) draws
+    the same queries: the draws read only the leaves of a numeric QI, and a categorical
+    QI's hierarchy is the declared one.
+    """
+    _check_arguments(raw, hierarchies, sensitive, n_queries, qd, selectivity)
+    domain = _sensitive_domain(raw[sensitive])
     spans = [NodeSpans.of(h) for h in hierarchies.values()]
     raw_t = _encode(raw, hierarchies, sensitive, domain, True, "raw")
-    pub_t = _encode(published, hierarchies, sensitive, domain, False, "published")
 
     rng = np.random.default_rng(seed)
     max_draws = MAX_DRAWS_PER_QUERY * n_queries
@@ -578,9 +618,66 @@ def average_relative_error(
         kept.append(ranges.take(good))
         kept_actual.append(actual[good])
         n_kept += len(good)
+    return Workload(
+        ranges=QueryRanges.concat(kept),
+        actual=np.rint(np.concatenate(kept_actual)).astype(np.int64),
+        n_draws=n_draws,
+        n_records=len(raw),
+        qd=min(qd, len(hierarchies)),
+        selectivity=selectivity,
+        seed=seed,
+        leaves=tuple((a, h.leaves) for a, h in hierarchies.items()),
+    )
 
-    ranges = QueryRanges.concat(kept)
-    actual_i = np.rint(np.concatenate(kept_actual)).astype(np.int64)
+
+def _check_arguments(
+    raw: pd.DataFrame, hierarchies: Mapping[str, Hierarchy], sensitive: str, n_queries: int, qd: int,
+    selectivity: float,
+) -> None:  # fmt: skip
+    if n_queries < 1:
+        raise ValueError(f"n_queries must be >= 1, got {n_queries}")
+    check_parameters(n_queries, qd, selectivity)
+    if len(raw) == 0:
+        raise ValueError("raw table is empty: no query can have a non-zero answer")
+    if sensitive in hierarchies:
+        raise ValueError(f"{sensitive!r} is both the sensitive attribute and a quasi-identifier")
+    if sensitive not in raw.columns:
+        raise ValueError(f"raw table lacks the sensitive column {sensitive!r}")
+
+
+def _check_published_values(domain: tuple[Any, ...], published: pd.DataFrame, sensitive: str) -> None:
+    unknown = ~published[sensitive].isin(pd.Index(list(domain)))
+    if unknown.any():
+        raise ValueError(
+            f"published sensitive value {published[sensitive][unknown].iloc[0]!r} does not occur in the raw "
+            "table; the release must hold records of the raw snapshot"
+        )
+
+
+def estimate_workload(
+    workload: Workload,
+    published: pd.DataFrame,
+    hierarchies: Mapping[str, Hierarchy],
+    sensitive: str,
+    leaf_weights: Mapping[str, npt.ArrayLike] | None = None,
+) -> QueryErrorResult:
+    """The errors of a :func:`draw_workload` workload on a release: the second half of
+    :func:`average_relative_error`, whose arguments these are.
+
+    Raises:
+        ValueError: ``hierarchies`` are not over the workload's QIs and leaves; a missing
+            column or value, or a label not in its hierarchy, in ``published``; a published
+            sensitive value outside the raw snapshot's.
+    """
+    if tuple((a, h.leaves) for a, h in hierarchies.items()) != workload.leaves:
+        raise ValueError("the release is read with hierarchies whose QIs or leaves differ from the workload's")
+    if sensitive not in published.columns:
+        raise ValueError(f"published table lacks the sensitive column {sensitive!r}")
+    ranges, actual_i = workload.ranges, workload.actual
+    _check_published_values(ranges.sensitive_values, published, sensitive)
+    weights = _leaf_weights(hierarchies, leaf_weights)
+    spans = [NodeSpans.of(h) for h in hierarchies.values()]
+    pub_t = _encode(published, hierarchies, sensitive, ranges.sensitive_values, False, "published")
     estimate = _answers(pub_t, hierarchies, spans, ranges)
     errors = np.abs(actual_i - estimate) / actual_i
     weighted = None
@@ -594,15 +691,15 @@ def average_relative_error(
         mean=float(errors.mean()),
         median=float(np.median(errors)),
         p85=float(np.percentile(errors, 85)),
-        n_queries=n_queries,
-        qd=min(qd, len(hierarchies)),
-        selectivity=selectivity,
-        seed=seed,
+        n_queries=len(actual_i),
+        qd=workload.qd,
+        selectivity=workload.selectivity,
+        seed=workload.seed,
         actual=actual_i,
         estimate=estimate,
         errors=errors,
-        n_draws=n_draws,
-        mean_selectivity=float((actual_i / len(raw)).mean()),
+        n_draws=workload.n_draws,
+        mean_selectivity=float((actual_i / workload.n_records).mean()),
         ranges=ranges,
         weighted=weighted,
     )

@@ -504,3 +504,29 @@ def test_generalizing_one_cell_never_lowers_the_monotone_measures(case: Case, da
     assert after.tree.sum() > before.tree.sum()
     assert after.redactions.sum() >= before.redactions.sum()
     assert cp.ncp(hs, up) >= cp.ncp(hs, nodes) - 1e-12  # a one-child node has its child's NCP
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_check_generalizes_is_the_per_record_rule(data: st.DataObject) -> None:
+    """The check on distinct (leaf, node) pairs raises exactly when some record's published
+    node is neither its leaf nor an ancestor of it, naming the first such record."""
+    from anonymizer.measures._checks import check_generalizes
+
+    hs = [NATION, LEMMA]
+    n = data.draw(st.integers(1, 40))
+    leaves = np.array([[data.draw(st.integers(0, h.n_leaves - 1)) for h in hs] for _ in range(n)], dtype=np.int64)
+    nodes = np.array([[data.draw(st.integers(0, h.n_nodes - 1)) for h in hs] for _ in range(n)], dtype=np.int64)
+    bad = [
+        (r, j) for r in range(n) for j, h in enumerate(hs)
+        if nodes[r, j] not in {int(h.leaf_nodes[d, leaves[r, j]]) for d in range(h.depth)}
+    ]  # fmt: skip
+    if not bad:
+        check_generalizes(hs, nodes, leaves)
+        return
+    with pytest.raises(ValueError) as raised:
+        check_generalizes(hs, nodes, leaves)
+    # QI by QI, the first record that breaks the rule on that QI
+    j = min(j for _, j in bad)
+    r = min(r for r, jj in bad if jj == j)
+    assert str(raised.value).startswith(f"record {r}: ") and hs[j].attribute in str(raised.value)

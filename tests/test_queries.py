@@ -7,15 +7,18 @@ from unittest.mock import patch
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from anonymizer import queries
 from anonymizer.hierarchy import Hierarchy
+from anonymizer.intervals import release_hierarchies
 from anonymizer.queries import (
     QueryRanges,
     average_relative_error,
     draw_queries,
+    draw_workload,
+    estimate_workload,
     evaluate_queries,
 )
 
@@ -501,3 +504,66 @@ def test_a_projection_sums_like_np_unique(seed: int, n_sens: int) -> None:
         coo = matrix.tocoo()
         assert np.array_equal(coo.row * width + coo.col, keys)
         assert np.array_equal(coo.data, summed)
+
+
+# --------------------------------------------------------------------------------------
+# the workload drawn before the release exists (serialpub drafting, docs/scaling.md)
+# --------------------------------------------------------------------------------------
+
+
+def _with_intervals(pub: pd.DataFrame, hierarchies: dict[str, Hierarchy], rng: np.random.Generator) -> pd.DataFrame:
+    """``pub`` with some leaf values of each numeric QI published as interval labels that
+    are not declared nodes, as a release of a numeric QI may be: ``[v, v]`` for its own leaf
+    v, or ``[lo, hi]`` over every leaf (both nest with any declared node)."""
+    out = pub.copy()
+    for a, h in hierarchies.items():
+        if not h.numeric:
+            continue
+        numbers = h.leaf_numbers()
+        whole = f"[{numbers.min():g}, {numbers.max():g}]"
+        values = out[a].astype(str)
+        leaf = values.map(lambda v, h=h: h.has_label(v) and h.node(v) < h.n_leaves).to_numpy()
+        draw = rng.random(len(out))
+        own = [f"[{float(v):g}, {float(v):g}]" for v in values[leaf & (draw < 0.3)]]
+        out.loc[leaf & (draw < 0.3), a] = own
+        out.loc[leaf & (draw >= 0.3) & (draw < 0.5), a] = whole
+    return out
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_the_workload_drawn_before_the_release_is_the_one_drawn_after(seed: int) -> None:
+    """Drafting draws the queries and answers them on the snapshot with the declared
+    hierarchies, before the release exists; the release is read with hierarchies that add
+    interval nodes to its numeric QIs. Queries, answers, estimates and errors are those of
+    the whole measure computed on the release's hierarchies."""
+    rng = np.random.default_rng(seed)
+    hierarchies = random_hierarchies(rng, 4)
+    raw, pub = random_tables(rng, hierarchies, 400, 6)
+    pub = _with_intervals(pub, hierarchies, rng)
+    read = release_hierarchies(hierarchies, [a for a, h in hierarchies.items() if h.numeric], pub)
+    weights = {a: rng.integers(0, 5, h.n_leaves) for a, h in hierarchies.items()}
+    args = {"n_queries": 60, "qd": 2, "selectivity": 0.3, "seed": seed}
+    whole = average_relative_error(raw, pub, read, "disease", leaf_weights=weights, **args)  # type: ignore[arg-type]
+    workload = draw_workload(raw, hierarchies, "disease", **args)  # type: ignore[arg-type]
+    split = estimate_workload(workload, pub, read, "disease", leaf_weights=weights)
+    for a in hierarchies:
+        np.testing.assert_array_equal(split.ranges.qi[a], whole.ranges.qi[a])
+    np.testing.assert_array_equal(split.ranges.sensitive, whole.ranges.sensitive)
+    np.testing.assert_array_equal(split.actual, whole.actual)
+    np.testing.assert_array_equal(split.estimate, whole.estimate)
+    assert split.weighted is not None and whole.weighted is not None
+    np.testing.assert_array_equal(split.weighted.estimate, whole.weighted.estimate)
+    assert (split.mean, split.n_draws, split.qd, split.mean_selectivity) == (
+        whole.mean, whole.n_draws, whole.qd, whole.mean_selectivity
+    )
+
+
+def test_a_workload_is_not_estimated_with_other_leaves() -> None:
+    age, sex = age_hierarchy(), sex_hierarchy()
+    raw = pd.DataFrame({"age": ["21", "26", "28", "56"], "sex": ["F", "M", "F", "M"], "disease": ["a", "b", "a", "b"]})
+    workload = draw_workload(raw, {"age": age, "sex": sex}, "disease", n_queries=5, qd=1, selectivity=0.5)
+    other = make_hierarchy("sex", [["F", "*"], ["M", "*"]])  # the same leaves in another order
+    with pytest.raises(ValueError, match="leaves differ"):
+        estimate_workload(workload, raw, {"age": age, "sex": other}, "disease")
+    assert estimate_workload(workload, raw, {"age": age, "sex": sex}, "disease").mean == 0.0

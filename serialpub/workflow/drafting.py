@@ -6,6 +6,7 @@ the release is published.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -21,7 +22,7 @@ import pyarrow as pa
 from anonymizer import privacy
 from anonymizer.bottomup import InfeasibleError
 from anonymizer.hierarchy import Hierarchy
-from anonymizer.queries import QueryErrorResult, average_relative_error
+from anonymizer.queries import QueryErrorResult, Workload, draw_workload, estimate_workload
 from anonymizer.release import History, ReleaseResult
 from anonymizer.settings import Dilution, Guarantee, Strategy, SuppressionModel
 from serialpub.errors import InputError
@@ -32,7 +33,7 @@ from serialpub.io.manifest import FORMAT_VERSION, Checksums, GroupRow, Manifest,
 from serialpub.io.sources import InputSource
 from serialpub.report.measure import Measure
 from serialpub.report.render import measure_records
-from serialpub.report.utility import draft_measures, query_measures
+from serialpub.report.utility import channel_measures_of, loss_measures, query_measures
 from serialpub.workflow import anonymizing, identity, progress
 from serialpub.workflow.anonymizing import Anonymized, anonymize_snapshot, load_state, take
 from serialpub.workflow.context import ReleaseContext
@@ -155,6 +156,9 @@ def _stage(
 ) -> StagedRelease:  # fmt: skip
     cfg = ctx.ws.config
     seq = opened.seq
+    # the queries and their answers on the snapshot need no release: this thread draws them
+    # while the snapshot is anonymized ahead (its other core runs the anonymizer)
+    workload = snapshot_workload(ctx, snap)
     done = take(ctx, ahead, opened)
     if done is not None:  # anonymized while the snapshot suite ran, for exactly this draft
         history, result, t_state, t_anon = done.history, done.result, done.seconds_state, done.seconds_anonymize
@@ -178,7 +182,7 @@ def _stage(
     # state (about 1.5 s at 1M records). The manifest is written first without them and again
     # with them before the release is handed to its owner, so no other task reads it without
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="serialpub-queries") as pool:
-        measuring = pool.submit(_measure, ctx, snap, result, table)
+        measuring = pool.submit(_measure, ctx, snap, result, table, workload)
         manifest = new_manifest(ctx, seq, period, published[-1].seq if published else None, result, None, [])
         keeping.result()  # the versions exist before anything names them: the staged manifest does
         staging = ctx.ws.dataset_dir / release_files.staging_name(seq, opened.id)
@@ -230,41 +234,58 @@ def _stage(
     return StagedRelease(id=opened.id, seq=seq, period=period, staging=staging, outcome=outcome)
 
 
-def _measure(
-    ctx: ReleaseContext, snap: Snapshot, result: ReleaseResult, table: pd.DataFrame
-) -> tuple[QueryErrorResult | None, list[Measure]]:
-    """The query workload's errors and the utility measures of a draft whose release table
-    is ``table`` (:func:`published_table`)."""
-    with progress.step("query workload and utility"):
-        return _measures(ctx, snap, result, table)
-
-
-def _measures(
-    ctx: ReleaseContext, snap: Snapshot, result: ReleaseResult, table: pd.DataFrame
-) -> tuple[QueryErrorResult | None, list[Measure]]:
+def snapshot_workload(ctx: ReleaseContext, snap: Snapshot) -> Workload | None:
+    """The query workload's queries and their exact answers on the snapshot
+    (docs/design.md section 8), drawn with the declared hierarchies: a release is read with
+    the same leaves (:func:`anonymizer.queries.draw_workload`). None when the measure cannot
+    read the snapshot (the draft then has no query error, as :func:`_measures` says)."""
     cfg = ctx.ws.config
-    sensitive_codes = pd.factorize(snap.value)[0].astype(np.int64)  # Π_tv only compares values
-    # the information-loss and channel figures do not depend on the query workload: they run
-    # on the second core meanwhile (numpy and pandas release the GIL in their array work)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="serialpub-measures") as pool:
-        figures = pool.submit(
-            draft_measures, result, ctx.register.keys[snap.individual], ctx.search_hierarchies, sensitive_codes
-        )
+    with progress.step("query workload on the snapshot"):
         try:
-            query = average_relative_error(
+            return draw_workload(
                 snap.table[[*ctx.qis, cfg.sensitive]],
-                table,
-                ctx.read_hierarchies(table),
+                ctx.hierarchies,
                 cfg.sensitive,
                 n_queries=QUERY_COUNT,
                 qd=QUERY_DIMENSIONS,
                 selectivity=QUERY_SELECTIVITY,
                 seed=cfg.query_seed,
-                leaf_weights=ctx.register_leaf_counts,
             )
         except ValueError:
-            query = None  # a draft the measure cannot read fails the contract suite, which names the value
-        utility = [*query_measures(query, query_settings(ctx)), *figures.result()]
+            return None
+
+
+def _measure(
+    ctx: ReleaseContext, snap: Snapshot, result: ReleaseResult, table: pd.DataFrame, workload: Workload | None
+) -> tuple[QueryErrorResult | None, list[Measure]]:
+    """The query workload's errors and the utility measures of a draft whose release table
+    is ``table`` (:func:`published_table`), ``workload`` its :func:`snapshot_workload`."""
+    with progress.step("query workload and utility"):
+        return _measures(ctx, snap, result, table, workload)
+
+
+def _measures(
+    ctx: ReleaseContext, snap: Snapshot, result: ReleaseResult, table: pd.DataFrame, workload: Workload | None
+) -> tuple[QueryErrorResult | None, list[Measure]]:
+    cfg = ctx.ws.config
+    sensitive_codes = pd.factorize(snap.value)[0].astype(np.int64)  # Π_tv only compares values
+    leaf_keys = ctx.register.keys[snap.individual]
+    # the information-loss and the channel figures do not depend on the query workload: the
+    # three run at once, beside the thread that stages the draft (numpy and pandas release
+    # the GIL in their array work)
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="serialpub-measures") as pool:
+        parts = [
+            pool.submit(part, result, leaf_keys, ctx.search_hierarchies, sensitive_codes)
+            for part in (loss_measures, channel_measures_of)
+        ]
+        # None: a draft the measure cannot read fails the contract suite, which names the value
+        query = None
+        if workload is not None:
+            with contextlib.suppress(ValueError):
+                query = estimate_workload(
+                    workload, table, ctx.read_hierarchies(table), cfg.sensitive, leaf_weights=ctx.register_leaf_counts
+                )
+        utility = [*query_measures(query, query_settings(ctx)), *(m for part in parts for m in part.result())]
     return query, utility
 
 

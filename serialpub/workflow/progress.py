@@ -28,6 +28,7 @@ RELEASE_STEPS = (
     "coding the register",
     "snapshot suite",
     "checking the snapshot against the register",
+    "query workload on the snapshot",  # beside the loading of the state and the anonymizing
     "loading the state",
     "anonymizing",
     "query workload and utility",
