@@ -49,6 +49,7 @@ SET_EXPECTATIONS = frozenset(
         "expect_column_values_to_not_be_blank",
         "expect_column_values_to_be_in_set",
         "expect_column_values_to_be_in_reference_set",
+        "expect_column_values_to_be_text",  # checks.expectations.ExpectColumnValuesToBeText
     }
 )
 #: expectation types that read only the table's column names

