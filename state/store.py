@@ -168,22 +168,40 @@ class StateStore:
     def latest_statistics(self, dataset: str) -> tuple[pa.Table, pa.Table] | None:
         """The statistics file (members, classes) after the newest published release, or
         None before the first."""
+        return self.latest_statistics_unless(dataset, None)[1]
+
+    def latest_statistics_unless(
+        self, dataset: str, known: str | None
+    ) -> tuple[str | None, tuple[pa.Table, pa.Table] | None]:
+        """The sha256 of the statistics file after the newest published release and the file
+        itself as :meth:`latest_statistics`, read in one transaction; the file is not read
+        (None) when its sha256 is ``known``. ``(None, None)`` before the first release.
+
+        Raises:
+            StateError: the file fails its checksum.
+        """
         with Session(self.engine) as s:
             ds = self._dataset(s, dataset, create=False)
             if ds is None:
-                return None
-            row = s.execute(
-                select(Statistics.members_data, Statistics.classes_data, Statistics.sha256)
+                return None, None
+            newest = (
+                select(Statistics.release_id, Statistics.sha256)
                 .join(Release, Release.id == Statistics.release_id)
                 .where(Release.dataset_id == ds.id, Release.status == "published")
                 .order_by(Release.seq.desc())
                 .limit(1)
-            ).first()
-            if row is None:
-                return None
-            if _digest(row.members_data, row.classes_data) != row.sha256:
+            )
+            head = s.execute(newest).first()
+            if head is None or head.sha256 == known:
+                return (None if head is None else head.sha256), None
+            row = s.execute(
+                select(Statistics.members_data, Statistics.classes_data).where(
+                    Statistics.release_id == head.release_id
+                )
+            ).one()
+            if _digest(row.members_data, row.classes_data) != head.sha256:
                 raise StateError(f"the statistics file of dataset {dataset!r} fails its checksum")
-            return table_from_bytes(row.members_data), table_from_bytes(row.classes_data)
+            return head.sha256, (table_from_bytes(row.members_data), table_from_bytes(row.classes_data))
 
     def audit_log(self, dataset: str) -> list[dict[str, Any]]:
         with Session(self.engine) as s:

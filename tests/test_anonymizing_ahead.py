@@ -97,3 +97,40 @@ def test_a_failing_snapshot_is_reported_without_waiting_for_the_work_beside_it(t
     go_on.set()
     assert finished.wait(timeout=60) and stopped.is_set()  # which was told the checks failed
     assert state_of(root) == before
+
+
+def test_the_state_is_read_once_per_statistics_file_and_cannot_be_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A draft and its validation in one process load the same statistics file: it is read
+    and decoded once, found again by its sha256; a newly published release's file is read;
+    the History's arrays are read-only."""
+    import numpy as np
+
+    from serialpub.io import statistics_file
+
+    root = make_workspace(tmp_path / "ws")
+    publisher = Publisher(load_config(root))
+    decoded: list[int] = []
+    load = statistics_file.StatisticsFile.load
+
+    def spy(self: statistics_file.StatisticsFile, stats: object, ell: object) -> object:
+        decoded.append(0 if stats is None else 1)
+        return load(self, stats, ell)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(statistics_file.StatisticsFile, "load", spy)
+    publisher.publish(snapshot(root, 1))
+    assert decoded == [0]  # before the first release: the empty state, once for draft and validation
+    ell = np.full(len(publisher.register.ids), float(publisher.ws.config.ell))
+    first = publisher.statistics.load_latest(publisher.store, "clinic", ell)
+    assert decoded == [0, 1]  # release 1's file, read once
+    assert publisher.statistics.load_latest(publisher.store, "clinic", ell) is first
+    assert decoded == [0, 1]
+    with pytest.raises(ValueError, match="read-only"):
+        first.survival[0, 0] = 0.5
+    publisher.publish(snapshot(root, 2))
+    assert decoded == [0, 1]  # release 2's draft and validation took release 1's file as loaded
+    second = publisher.statistics.load_latest(publisher.store, "clinic", ell)
+    assert decoded == [0, 1, 1] and second is not first  # release 2's file
+    assert publisher.statistics.load_latest(publisher.store, "clinic", ell + 1) is not second
+    assert decoded == [0, 1, 1, 1]  # another ℓ: loaded again

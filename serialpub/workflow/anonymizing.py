@@ -62,8 +62,8 @@ def load_state(ctx: ReleaseContext) -> History:
     """The state after the dataset's newest published release, for the current register
     (the statistics file; docs/design.md section 4)."""
     with progress.step("loading the state"):
-        return ctx.statistics.load(
-            ctx.store.latest_statistics(ctx.ws.config.dataset), np.full(len(ctx.register.ids), float(ctx.ws.config.ell))
+        return ctx.statistics.load_latest(
+            ctx.store, ctx.ws.config.dataset, np.full(len(ctx.register.ids), float(ctx.ws.config.ell))
         )
 
 

@@ -84,9 +84,8 @@ def _validate(ctx: ReleaseContext, rel: OpenRelease) -> list[SuiteResult]:
         )
     register_check, snapshot_check = checked.suites
     snap = checked.snapshot
-    history = ctx.statistics.load(
-        ctx.store.latest_statistics(cfg.dataset), np.full(len(ctx.register.ids), float(cfg.ell))
-    )
+    # the draft's own, when this process drafted it: found by the file's sha256, not read again
+    history = ctx.statistics.load_latest(ctx.store, cfg.dataset, np.full(len(ctx.register.ids), float(cfg.ell)))
     presence = cfg.dilution is Dilution.PRESENCE
     thresholds = cfg.validation.model_dump()
     if thresholds["max_suppression_rate"] is None:
