@@ -35,6 +35,13 @@ def _peak_gib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
+def _cpu_seconds() -> float:
+    """User plus system CPU seconds of every thread of this process so far: with two cores,
+    a release cannot take less wall time than half its CPU seconds."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _rss_gib() -> float:
     """The resident memory now (Linux: /proc/self/statm's second field, in pages)."""
     try:
@@ -84,14 +91,16 @@ def main() -> None:
     publisher = Publisher(load_config(root))
     for i, path in enumerate(snapshots, start=1):
         steps = Steps()
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), _cpu_seconds()
         with progress.listening(steps):
             publisher.publish(path, period=f"{i:04d}")
-        total = time.perf_counter() - t
+        total, cpu = time.perf_counter() - t, _cpu_seconds() - cpu
         out["releases"].append({"release": i, "seconds": round(total, 2),  # type: ignore[attr-defined]
+                                "cpu_seconds": round(cpu, 2),
                                 "steps": {k: round(v, 2) for k, v in steps.seconds.items()},
                                 "peak_gib_after": steps.peak, "rss_gib_after": steps.rss})  # fmt: skip
-        print(f"release {i}: {total:.1f} s" + (f" (process start {time.perf_counter() - t0:.1f} s)" if i == 1 else ""))
+        start = f" (process start {time.perf_counter() - t0:.1f} s)" if i == 1 else ""
+        print(f"release {i}: {total:.1f} s, {cpu:.1f} CPU s{start}")
         for name, s in steps.seconds.items():
             print(f"  {name:<45} {s:6.2f} s   peak so far {steps.peak[name]:.2f} GiB, now {steps.rss[name]:.2f} GiB")
     out["peak_rss_gib"] = round(_peak_gib(), 2)
