@@ -36,12 +36,13 @@ class _Heard:
 
 #: steps that run on a second thread beside others, with the steps they end after and before:
 #: the state's loading and the anonymizing beside the snapshot suite, the query workload
-#: beside staging the draft and saving its state, the report figures beside the release suites
+#: beside staging the draft and saving its state, the report figures and measures beside the release suites
 BESIDE = {
     "loading the state": ("reading the snapshot", "staging the draft"),
     "anonymizing": ("loading the state", "staging the draft"),
     "query workload and utility": ("anonymizing", "breach probabilities"),
     "report figures": ("breach probabilities", "report"),
+    "report measures": ("breach probabilities", "report"),
 }
 
 

@@ -117,8 +117,14 @@ def _pairs_after(
     return np.clip(p, 0.0, 1.0), linked, np.concatenate([weight, linked_weight]), exceeds
 
 
-def privacy_figures(inp: PrivacyInputs, settings: ReportConfig) -> PrivacyFigures:
+def privacy_figures(inp: PrivacyInputs, settings: ReportConfig, classical: bool = True) -> PrivacyFigures:
     """Compute the privacy figures of a release.
+
+    Args:
+        classical: with the per-release measures of the source papers
+            (:func:`classical_measures`, appended to ``measures``); without them, the
+            figures the report's plots need, so that validation can draw the plots on one
+            thread while another computes them.
 
     Raises:
         ValueError: inconsistent inputs (shapes, a value outside the sensitive domain).
@@ -141,11 +147,8 @@ def privacy_figures(inp: PrivacyInputs, settings: ReportConfig) -> PrivacyFigure
         # the budget only binds under the global guarantee (the localized baseline ignores k')
         budget = ratio_budget(linked, weight, params.k_prime)
     measures = guarantee_measures(dist, budget, ell=inp.params.ell, near_fraction=settings.near_bound_fraction)
-    d = inp.draft
-    group_of_record = bc.group_of_record  # grouped once, by the breach computation of this draft
-    if group_of_record is None or len(group_of_record) != len(d.table):
-        group_of_record = draft_groups(d.table, d.qis, d.sensitive, d.hierarchies, inp.protected).group_of_record
-    measures += _classical(inp, settings, group_of_record, bc.groups["n_j"].to_numpy(np.int64))
+    if classical:
+        measures += classical_measures(inp, settings)
     return PrivacyFigures(
         distribution=dist,
         budget=budget,
@@ -153,6 +156,21 @@ def privacy_figures(inp: PrivacyInputs, settings: ReportConfig) -> PrivacyFigure
         group_candidates=bc.groups["n_j"].to_numpy(np.int64),
         measures=measures,
     )
+
+
+def classical_measures(inp: PrivacyInputs, settings: ReportConfig) -> list[Measure]:
+    """The per-release measures of the source papers (ℓ-diversity, t-closeness, categories,
+    personalized privacy, disclosure), in report order after the guarantee's: the last part
+    of :func:`privacy_figures`.
+
+    Raises:
+        ValueError: a value outside the sensitive domain, or a category naming one.
+    """
+    bc, d = inp.breach, inp.draft
+    group_of_record = bc.group_of_record  # grouped once, by the breach computation of this draft
+    if group_of_record is None or len(group_of_record) != len(d.table):
+        group_of_record = draft_groups(d.table, d.qis, d.sensitive, d.hierarchies, inp.protected).group_of_record
+    return _classical(inp, settings, group_of_record, bc.groups["n_j"].to_numpy(np.int64))
 
 
 def _classical(inp: PrivacyInputs, settings: ReportConfig, group: IntArray, n_j: IntArray) -> list[Measure]:

@@ -37,6 +37,7 @@ RELEASE_STEPS = (
     "reading the snapshot",  # validation checks it is the one drafted
     "breach probabilities",
     "report figures",  # on the breach thread, beside the release suites
+    "report measures",  # on a third thread, beside the report figures
     "release suites",
     "report",
     "publishing",

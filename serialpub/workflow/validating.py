@@ -10,6 +10,7 @@ counted).
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,8 @@ from serialpub.errors import InputError, ValidationFailed
 from serialpub.faults import checkpoint
 from serialpub.io import release_files
 from serialpub.io.manifest import Manifest, SuiteVerdict, Validation
-from serialpub.report.privacy import PrivacyFigures, PrivacyInputs, privacy_figures
+from serialpub.report.measure import Measure
+from serialpub.report.privacy import PrivacyFigures, PrivacyInputs, classical_measures, privacy_figures
 from serialpub.report.render import HTML_FILE as REPORT_FILE
 from serialpub.report.render import report_plots, write_release_report
 from serialpub.workflow import progress
@@ -107,17 +109,23 @@ def _validate(ctx: ReleaseContext, rel: OpenRelease) -> list[SuiteResult]:
         with progress.step("breach probabilities"):
             return compute_breach(draft, population, prior, records, per_unit=True, unit_classes=history.class_of)
 
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="serialpub-breach") as pool:
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="serialpub-breach") as pool:
         computing = pool.submit(breach_probabilities)
-        # the report's figures and plots need the breach computation, not the suites' verdicts:
-        # the same thread makes them after it, while the suites run here. They are used only
-        # if every suite passes; an error in them is raised then, not before a suite's failure
+        # the report's figures, plots and per-release measures need the breach computation, not
+        # the suites' verdicts: the two other threads make them after it, while the suites run
+        # here. They are used only if every suite passes; an error in them is raised then, not
+        # before a suite's failure
         def figures() -> tuple[PrivacyFigures, dict[str, str]]:
             breach = computing.result()
             with progress.step("report figures"):
                 return report_figures(ctx, draft, breach, history)
 
-        figuring = pool.submit(figures)
+        def measures() -> list[Measure]:
+            breach = computing.result()
+            with progress.step("report measures"):
+                return classical_measures(report_inputs(ctx, draft, breach, history), cfg.report)
+
+        figuring, measuring = pool.submit(figures), pool.submit(measures)
         with progress.step("release suites"):
             suites = release_suite(
                 draft, computing.result, cfg.ell, thresholds,
@@ -148,7 +156,9 @@ def _validate(ctx: ReleaseContext, rel: OpenRelease) -> list[SuiteResult]:
         suites={r.suite: SuiteVerdict(success=r.success, sha256=r.sha256) for r in suites},
     )
     with progress.step("report"):
-        manifest.report = write_report(ctx, staging, manifest, *figuring.result())
+        figures_drawn, plots = figuring.result()
+        figures_drawn = replace(figures_drawn, measures=[*figures_drawn.measures, *measuring.result()])
+        manifest.report = write_report(ctx, staging, manifest, figures_drawn, plots)
     release_files.write_manifest(staging, manifest)
     checkpoint("after_validation")
     return suites
@@ -158,7 +168,15 @@ def report_figures(
     ctx: ReleaseContext, draft: Draft, breach: BreachComputation, history: History
 ) -> tuple[PrivacyFigures, dict[str, str]]:
     """The release report's privacy figures and plots, from the staged draft as read back by
-    :func:`_validate` and the breach computation its guarantee suite checked."""
+    :func:`_validate` and the breach computation its guarantee suite checked; without the
+    per-release measures of the source papers, which :func:`_validate` computes beside them
+    (:func:`serialpub.report.privacy.classical_measures`) and appends."""
+    figures = privacy_figures(report_inputs(ctx, draft, breach, history), ctx.ws.config.report, classical=False)
+    return figures, report_plots(figures, ctx.ws.config.dilution is Dilution.PRESENCE)
+
+
+def report_inputs(ctx: ReleaseContext, draft: Draft, breach: BreachComputation, history: History) -> PrivacyInputs:
+    """What the report's privacy figures are computed from."""
     cfg = ctx.ws.config
     presence = cfg.dilution is Dilution.PRESENCE
     domain = ctx.sensitive_domain
@@ -167,12 +185,10 @@ def report_figures(
         # release need not hold every protected value)
         named = [v for values in (cfg.report.categories or {}).values() for v in values]
         domain = sorted({*draft.table[cfg.sensitive].astype(str), *ctx.protected, *named})
-    inputs = PrivacyInputs(
+    return PrivacyInputs(
         draft=draft, breach=breach, history=history, params=ctx.params, presence=presence, protected=ctx.protected,
         sensitive_hierarchy=ctx.sensitive_hierarchy, sensitive_domain=domain,
     )
-    figures = privacy_figures(inputs, cfg.report)
-    return figures, report_plots(figures, presence)
 
 
 def write_report(
