@@ -66,14 +66,15 @@ def _on_distinct(expectation: Expectation, distinct_columns: Collection[str]) ->
 
 def distinct_table(table: pd.DataFrame, distinct_columns: Collection[str]) -> pd.DataFrame:
     """``table``'s columns in order, each of ``distinct_columns`` reduced to its distinct
-    values (dtype kept, a missing value kept once) and repeated at the end up to the longest
-    one's count; every other column is its first rows (only its name is read).
+    values (dtype kept, a Categorical's as its values' dtype; a missing value kept once)
+    and repeated at the end up to the longest one's count; every other column is its first
+    rows (only its name is read).
 
     Returns:
         shape (m, table's columns), m the largest distinct count (at least 1 when the table
         has rows).
     """
-    reduced = {c: table[c].drop_duplicates() for c in table.columns if c in distinct_columns}
+    reduced = {c: _as_text(table[c].drop_duplicates()) for c in table.columns if c in distinct_columns}
     m = max((len(v) for v in reduced.values()), default=min(len(table), 1))
     out = {}
     for c in table.columns:
@@ -81,6 +82,24 @@ def distinct_table(table: pd.DataFrame, distinct_columns: Collection[str]) -> pd
         at = np.minimum(np.arange(m), len(values) - 1)
         out[c] = values.iloc[at].reset_index(drop=True)
     return pd.DataFrame(out, columns=table.columns)
+
+
+def _as_text(column: pd.Series) -> pd.Series:
+    """A Categorical column (a register's QI read as a dictionary,
+    :func:`serialpub.io.inputs.read_csv`) as its values in their own dtype, the column read
+    as text would have; any other column as it is. The expectations see the same values and
+    dtype either way."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return column.astype(column.cat.categories.dtype)
+    return column
+
+
+def as_text(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with every Categorical column as text (:func:`_as_text`); itself when it has none."""
+    categorical = [c for c in table.columns if isinstance(table[c].dtype, pd.CategoricalDtype)]
+    if not categorical:
+        return table
+    return table.assign(**{c: _as_text(table[c]) for c in categorical})
 
 
 def run_suite_on_distinct_values(
@@ -98,7 +117,7 @@ def run_suite_on_distinct_values(
     """
     reduced = [c for c in table.columns if c in distinct_columns]
     if not reduced or len(table) == 0:
-        return run_suite(name, table, expectations, row_label)
+        return run_suite(name, as_text(table), expectations, row_label)
     on_distinct = [_on_distinct(e, reduced) for e in expectations]
     parts = {on: [i for i, d in enumerate(on_distinct) if d is on] for on in (False, True)}
 
@@ -108,10 +127,11 @@ def run_suite_on_distinct_values(
 
     read_on_rows = {getattr(expectations[i], "column", None) for i in parts[False]}
     rows_columns = [c for c in table.columns if c not in reduced or c in read_on_rows]
-    rows = run_suite(name, table[rows_columns], those(False), row_label)
+    rows = run_suite(name, as_text(table[rows_columns]), those(False), row_label)
     values = run_suite(name, distinct_table(table, reduced), those(True), row_label) if rows.success else None
     merged = None if values is None or not values.success else _merged(name, expectations, parts, rows, values, reduced)
-    return merged or run_suite(name, table, [copy.copy(e) for e in expectations], row_label)
+    # on a failure the rows as text: the evidence of a table read without dictionaries
+    return merged or run_suite(name, as_text(table), [copy.copy(e) for e in expectations], row_label)
 
 
 def _column(expectation: Expectation) -> str | None:

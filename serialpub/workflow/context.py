@@ -215,7 +215,9 @@ class ReleaseContext:
         if self._register_table is None:
             content = self._read_register()
             with progress.step("parsing the register"):
-                self._register_table = read_csv(self.ws.register_source.label, "population register", content)
+                self._register_table = read_csv(
+                    self.ws.register_source.label, "population register", content, dictionary=self.qis
+                )
             self._register_content = None
         return self._register_table
 
@@ -246,8 +248,9 @@ class ReleaseContext:
             suite = {"suite": check.suite, "success": True, "failures": [], "result": check.result,
                      "sha256": check.sha256}  # fmt: skip
             lookup = self.register.id_lookup
-            register_cache.save(self.ws.root, self._cache_key, self.register.ids, self.register.keys, self.qis, suite,
-                                None if lookup is None else (lookup.hashes, lookup.rows))  # fmt: skip
+            # written on a thread of its own while the release goes on (register_cache.save_soon)
+            register_cache.save_soon(self.ws.root, self._cache_key, self.register.ids, self.register.keys, self.qis,
+                                     suite, None if lookup is None else (lookup.hashes, lookup.rows))  # fmt: skip
 
     @cached_property
     def register(self) -> Register:
@@ -266,9 +269,11 @@ class ReleaseContext:
         cfg = self.ws.config
         rows = self._register_rows()
         try:
+            # the ids' checks are the suite's when it passed on these rows
+            checked = self._register_check is not None and self._register_check.success
             with progress.step("coding the register"):
                 register = register_from_table(rows, self.ws.register_source.label, cfg.id_column, self.qis,
-                                               self.hierarchies)  # fmt: skip
+                                               self.hierarchies, ids_checked=checked)  # fmt: skip
         except InputError:
             self.check_register()  # the suite's report names every problem, not just the first
             raise
