@@ -32,6 +32,7 @@ def _new_process() -> None:
 
 
 def _entries(root: Path) -> list[Path]:
+    register_cache.wait()  # written on a thread of their own (register_cache.save_soon)
     return sorted((root / register_cache.CACHE_DIR).glob("register-*.arrow"))
 
 
@@ -220,3 +221,60 @@ def test_the_cache_key_binds_every_checks_module_the_suites_import() -> None:
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("checks."):
                 todo.append(path.parent / f"{node.module.split('.', 1)[1]}.py")
     assert {p.resolve() for p in seen} <= keyed, sorted(p.name for p in seen)
+
+
+def test_a_new_register_version_checks_its_ids_once(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Coding a register the suite passed on does not check its ids again (the suite's
+    expectations are the same: present, non-blank, unique); without the suite it does, and
+    the register is the same either way."""
+    from serialpub.io import inputs
+
+    calls: list[str] = []
+    check = inputs._check_ids
+    def spy(df: object, id_column: str, path: object, what: str) -> None:
+        if what == "register":  # snapshots check their ids as before
+            calls.append(str(path))
+        check(df, id_column, path, what)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(inputs, "_check_ids", spy)
+    ctx = Publisher(load_config(root))
+    ctx.publish(snapshot(root, 1))  # the cache was empty: parsed, checked by the suite, coded
+    assert ctx.check_register().success
+    assert calls == []
+    ws = load_config(root)
+    parsed = load_register(ws.register_path, "id", ws.config.quasi_identifiers, ctx.hierarchies)
+    assert calls == [str(ws.register_path)]  # no suite there: the ids are checked while coding
+    assert list(parsed.ids) == list(ctx.register.ids) and np.array_equal(parsed.keys, ctx.register.keys)
+
+
+def test_an_entry_written_beside_the_release_is_read_once_written(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """save_soon writes on a thread of its own; a load of the same key in this process waits
+    for it (never a torn entry), and the digest hashed while writing is the file's."""
+    import threading
+
+    release = threading.Event()
+    save = register_cache.save
+
+    def slow_save(*args: object, **kwargs: object) -> None:
+        assert release.wait(120), "the test never let the write go"
+        save(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(register_cache, "save", slow_save)
+    ctx = Publisher(load_config(root))
+    ws = load_config(root)
+    parsed = load_register(ws.register_path, "id", ws.config.quasi_identifiers, ctx.hierarchies)
+    key = "0" * 64
+    writing = register_cache.save_soon(root, key, parsed.ids, parsed.keys, ws.config.quasi_identifiers, None)
+    assert not writing.done() and not list((root / register_cache.CACHE_DIR).glob("register-*.arrow"))
+    loaded: list[object] = []
+    reader = threading.Thread(target=lambda: loaded.append(register_cache.load(root, key)))
+    reader.start()
+    reader.join(0.5)
+    assert reader.is_alive() and loaded == []  # waiting for the write, not reading a missing entry
+    release.set()
+    reader.join(120)
+    entry = loaded[0]
+    assert entry is not None and list(entry[0]) == list(parsed.ids) and np.array_equal(entry[1], parsed.keys)
+    path = root / register_cache.CACHE_DIR / f"register-{key}.arrow"
+    assert register_cache.intact(path)
+    assert path.with_suffix(".sha256").read_text().strip() == hashlib.sha256(path.read_bytes()).hexdigest()

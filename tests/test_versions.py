@@ -7,12 +7,13 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from serialpub.errors import InputError
-from serialpub.io.versions import FULL_EVERY, RegisterVersions, _join, _lines
+from serialpub.io.versions import FULL_EVERY, RegisterVersions, _delta_ops, _join, _lines, _whole
 
 
 def _keep(folder: Path, data: bytes) -> tuple[str, int]:
@@ -104,3 +105,14 @@ def test_an_altered_or_missing_version_is_named(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="changed while it was being read"):
         (tmp_path / "register.csv").write_bytes(b"id,x\n")
         RegisterVersions(tmp_path).keep(tmp_path / "register.csv", "0" * 64)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.binary(max_size=6).map(lambda b: b.replace(b"\n", b"") + b"\n"), max_size=30), st.booleans())
+def test_a_whole_version_is_the_delta_from_no_parent(lines: list[bytes], cut: bool) -> None:
+    """A version stored whole is built without the delta's lookup and copy: the same table
+    (hence the same Parquet bytes) as the delta from an empty parent."""
+    data = b"".join(lines)
+    data = data[:-1] if cut and data else data  # a file without a final newline
+    child = _lines(data)
+    assert _whole(child).equals(_delta_ops(pa.array([], pa.large_binary()), child))

@@ -29,9 +29,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import threading
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -90,10 +92,11 @@ def intact(path: Path) -> bool:
     return _digest_path(path).read_text(encoding="utf-8").strip() == _sha256(path)
 
 
-def commit(tmp: Path, path: Path) -> None:
+def commit(tmp: Path, path: Path, digest: str | None = None) -> None:
     """Move the written cache file ``tmp`` to ``path``, then its digest beside it: an entry
-    without its digest, or with an older one, is not read (:func:`intact`)."""
-    digest = _sha256(tmp)
+    without its digest, or with an older one, is not read (:func:`intact`). ``digest``: the
+    sha256 of the bytes written, when the writer hashed them (else ``tmp`` is read back)."""
+    digest = _sha256(tmp) if digest is None else digest
     os.replace(tmp, path)
     tmp_digest = tmp.with_name(f"{tmp.name}.sha256")
     tmp_digest.write_text(digest + "\n", encoding="utf-8")
@@ -111,9 +114,19 @@ _kept: tuple[str, Entry] | None = None
 
 
 def forget() -> None:
-    """Forget the kept entry, as a new process starts (the tests of the files use it)."""
+    """Forget the kept entry, as a new process starts (the tests of the files use it); a new
+    process starts after this one has written its entries (:func:`wait`)."""
     global _kept
+    wait()
     _kept = None
+
+
+def wait() -> None:
+    """Wait until every entry this process is writing (:func:`save_soon`) is written."""
+    with _pending_lock:
+        writing = list(_pending.values())
+    for done in writing:
+        done.result()
 
 
 def _keep(key: str, entry: Entry) -> Entry:
@@ -132,6 +145,10 @@ def load(workspace_root: Path, key: str) -> Entry | None:
     kept = _kept
     if kept is not None and kept[0] == key:
         return kept[1]
+    with _pending_lock:
+        writing = _pending.get(key)
+    if writing is not None:  # this process is writing the entry: read it once written
+        writing.result()
     path = _path(workspace_root, key)
     try:
         if not intact(path):
@@ -158,6 +175,68 @@ def load(workspace_root: Path, key: str) -> Entry | None:
     return _keep(key, (ids, keys, suite, lookup))
 
 
+class _HashingFile:
+    """A binary file object that hashes (sha256) every byte written through it."""
+
+    def __init__(self, f: Any) -> None:
+        self.f, self.digest, self.closed = f, hashlib.sha256(), False
+
+    def write(self, data: Any) -> int:
+        self.digest.update(data)
+        return int(self.f.write(data))
+
+    def flush(self) -> None:
+        self.f.flush()
+
+    def close(self) -> None:
+        self.closed = True  # the caller closes the file itself
+
+    def writable(self) -> bool:
+        return True
+
+
+#: entries being written by :func:`save_soon`, by key; :func:`load` waits for one of its key
+_pending: dict[str, Future[None]] = {}
+_pending_lock = threading.Lock()
+#: (process id, the writer thread's executor): made in the process that writes, since a
+#: forked child has none of its parent's threads
+_writer: tuple[int, ThreadPoolExecutor] | None = None
+LOG = logging.getLogger(__name__)
+
+
+def _executor() -> ThreadPoolExecutor:
+    global _writer
+    if _writer is None or _writer[0] != os.getpid():
+        _writer = (os.getpid(), ThreadPoolExecutor(max_workers=1, thread_name_prefix="serialpub-register-cache"))
+    return _writer[1]
+
+
+def save_soon(
+    workspace_root: Path, key: str, ids: pd.Index, keys: npt.NDArray[np.integer[Any]], qis: Sequence[str],
+    suite: dict[str, Any] | None, lookup: Lookup | None = None,
+) -> Future[None]:  # fmt: skip
+    """:func:`save` on a thread of its own, so the release goes on while the entry is written
+    (10-20 s for a 50M-person register). :func:`load` of the same key in this process waits
+    for it, and the process does not exit before it is done (the executor's thread is
+    joined at exit). A write that fails is logged: the entry is then built again next time.
+    The arrays must not change meanwhile (the register's are read-only)."""
+
+    def write() -> None:
+        try:
+            save(workspace_root, key, ids, keys, qis, suite, lookup)
+        except OSError as exc:  # a full disk, say: only the next process pays
+            LOG.warning("the register cache entry %s was not written (%s); it is built again next time", key, exc)
+        finally:
+            with _pending_lock:
+                if _pending.get(key) is done:
+                    del _pending[key]
+
+    with _pending_lock:
+        done = _executor().submit(write)
+        _pending[key] = done
+    return done
+
+
 def save(
     workspace_root: Path, key: str, ids: pd.Index, keys: npt.NDArray[np.integer[Any]], qis: Sequence[str],
     suite: dict[str, Any] | None, lookup: Lookup | None = None,
@@ -178,9 +257,12 @@ def save(
     # a temp file of its own: two processes coding the same new version at once (two
     # publishers started together) must not rename each other's file away
     tmp = folder / f".register-{key}.{os.getpid()}-{threading.get_ident()}.tmp"
-    with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
-        writer.write_table(pa.table(columns, schema=schema))
-    commit(tmp, path)
+    # hashed as written: a 50M-person register's 3 GB entry is not read back for its digest
+    with tmp.open("wb") as f:
+        hashing = _HashingFile(f)
+        with pa.PythonFile(hashing, mode="w") as sink, pa.ipc.new_file(sink, schema) as writer:
+            writer.write_table(pa.table(columns, schema=schema))
+    commit(tmp, path, hashing.digest.hexdigest())
     for stale in folder.glob("register-*"):
         if stale.name not in (path.name, _digest_path(path).name):
             stale.unlink(missing_ok=True)

@@ -90,6 +90,14 @@ def _delta_ops(parent: pa.LargeBinaryArray, child: pa.LargeBinaryArray) -> pa.Ta
     return pa.table({"start": pa.array(starts), "length": pa.array(lengths.astype(np.int64)), "line": lines})
 
 
+def _whole(child: pa.LargeBinaryArray) -> pa.Table:
+    """:func:`_delta_ops` from no parent: every line a new line, the lines themselves (no
+    copy of them, no lookup: a 50M-person register's 3.8 GB are not taken a second time)."""
+    n = len(child)
+    return pa.table({"start": pa.array(np.full(n, -1, dtype=np.int64)), "length": pa.array(np.ones(n, dtype=np.int64)),
+                     "line": child})  # fmt: skip
+
+
 def _apply(parent: pa.LargeBinaryArray, ops: pa.Table) -> pa.LargeBinaryArray:
     """The child's lines from its parent's and the operations of :func:`_delta_ops`."""
     starts = ops.column("start").to_numpy()
@@ -141,7 +149,7 @@ class RegisterVersions:
             depth = self._depth(parent_sha) + 1
         if parent_sha is None or depth >= FULL_EVERY:
             parent_sha, depth = None, 0
-            ops = _delta_ops(pa.array([], pa.large_binary()), child)
+            ops = _whole(child)
         else:
             ops = _delta_ops(self._tip(parent_sha) or self.lines(parent_sha), child)
         meta = {"sha256": sha, "parent": parent_sha or "", "depth": str(depth), "lines": str(len(child))}
