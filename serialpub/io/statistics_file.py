@@ -38,9 +38,10 @@ class StatisticsFile:
         # the members no longer in the register and their classes' rows, as :meth:`load`
         # read them; :meth:`tables` writes them back
         self.departed: tuple[pa.Table, pa.Table] | None = None
-        # (sha256 of the statistics file or None before the first release, ℓ per individual,
-        # the History loaded, its departed members) of :meth:`load_latest`'s last load
-        self._loaded: tuple[str | None, np.ndarray, History, tuple[pa.Table, pa.Table] | None] | None = None
+        # (sha256 of the statistics file or None before the first release, (individuals, ℓ)
+        # of the ℓ given to every one, the History loaded, its departed members) of
+        # :meth:`load_latest`'s last load with one ℓ for everyone
+        self._loaded: tuple[str | None, tuple[int, float], History, tuple[pa.Table, pa.Table] | None] | None = None
 
     def load_latest(self, store: StateStore, dataset: str, ell: np.ndarray) -> History:
         """:meth:`load` of the statistics file after ``dataset``'s newest published release.
@@ -53,17 +54,22 @@ class StatisticsFile:
         Raises:
             StateError: as :meth:`load`, or the file fails its checksum.
         """
+        ell = np.asarray(ell, dtype=np.float64)
+        # the callers give everyone the configured ℓ: the key is that ℓ, not a copy of the array
+        same = (len(ell), float(ell[0])) if len(ell) and bool((ell == ell[0]).all()) else None
         known = self._loaded
         sha, stats = store.latest_statistics_unless(dataset, None if known is None else known[0])
-        if known is not None and stats is None and known[0] == sha and np.array_equal(known[1], ell):
+        if known is not None and stats is None and known[0] == sha and same is not None and known[1] == same:
             self.departed = known[3]
             return known[2]
+        self._loaded = None  # the History kept is let go before the next is loaded
         if stats is None and sha is not None:  # the file was known, ℓ was not
             sha, stats = store.latest_statistics_unless(dataset, None)
         history = self.load(stats, ell)
         for array in (history.class_of, history.survival, history.linked, history.ell):
             array.flags.writeable = False
-        self._loaded = (sha, np.array(ell, copy=True), history, self.departed)
+        if same is not None:
+            self._loaded = (sha, same, history, self.departed)
         return history
 
     def load(self, stats: tuple[pa.Table, pa.Table] | None, ell: np.ndarray) -> History:
