@@ -64,8 +64,8 @@ def draft_measures(
     result: ReleaseResult, leaf_keys: np.ndarray, hierarchies: Sequence[Hierarchy], sensitive: np.ndarray | None = None
 ) -> list[Measure]:
     """The information-loss measures and Askari et al.'s figures of a draft: everything but
-    the query workload, which they do not depend on (the drafting step computes the three
-    parts at once: :func:`loss_measures`, :func:`channel_measures_of`, the workload).
+    the query workload, which they do not depend on (the drafting step computes its two
+    parts, :func:`loss_measures` then :func:`channel_measures_of`, beside the workload).
     Arguments as :func:`utility_measures`."""
     loss = loss_measures(result, leaf_keys, hierarchies, sensitive)
     return [*loss, *channel_measures_of(result, leaf_keys, hierarchies, sensitive)]

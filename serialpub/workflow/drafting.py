@@ -270,10 +270,13 @@ def _measures(
     cfg = ctx.ws.config
     sensitive_codes = pd.factorize(snap.value)[0].astype(np.int64)  # Π_tv only compares values
     leaf_keys = ctx.register.keys[snap.individual]
-    # the information-loss and the channel figures do not depend on the query workload: the
-    # three run at once, beside the thread that stages the draft (numpy and pandas release
-    # the GIL in their array work)
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="serialpub-measures") as pool:
+    # the information-loss and then the channel figures, which do not depend on the query
+    # workload, on a second thread beside its estimates, while the main thread stages the
+    # draft (numpy and pandas release the GIL in their array work). Not each on a thread of
+    # its own: with the staging that is four threads on two cores, no faster, and their
+    # temporaries at once raise the peak (release 2: 13.0-13.1 s at 2.61-2.65 GiB against
+    # 12.5-12.9 s at 2.52-2.61 GiB, bench_release_steps.py)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="serialpub-measures") as pool:
         parts = [
             pool.submit(part, result, leaf_keys, ctx.search_hierarchies, sensitive_codes)
             for part in (loss_measures, channel_measures_of)
