@@ -201,7 +201,8 @@ def register_from_table(
 
     ``ids_checked``: the register suite passed on this very table, so its ids are known to
     be present, non-blank and unique (expectations of :func:`checks.input_suites.register_suite`)
-    and are not checked again here (1.6 s per 5M ids, 16 s at a 50M-person register).
+    and are not checked again here (1.6 s for 5M ids; coding a 50M-person register took 42 s
+    with the check, 11 s without).
     """
     missing = [c for c in [id_column, *qis] if c not in df.columns]
     if missing:

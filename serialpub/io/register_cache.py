@@ -216,7 +216,7 @@ def save_soon(
     suite: dict[str, Any] | None, lookup: Lookup | None = None,
 ) -> Future[None]:  # fmt: skip
     """:func:`save` on a thread of its own, so the release goes on while the entry is written
-    (10-20 s for a 50M-person register). :func:`load` of the same key in this process waits
+    (3 GB for a 50M-person register). :func:`load` of the same key in this process waits
     for it, and the process does not exit before it is done (the executor's thread is
     joined at exit). A write that fails is logged: the entry is then built again next time.
     The arrays must not change meanwhile (the register's are read-only)."""
