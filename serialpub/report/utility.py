@@ -64,26 +64,16 @@ def draft_measures(
     result: ReleaseResult, leaf_keys: np.ndarray, hierarchies: Sequence[Hierarchy], sensitive: np.ndarray | None = None
 ) -> list[Measure]:
     """The information-loss measures and Askari et al.'s figures of a draft: everything but
-    the query workload, which they do not depend on (the drafting step computes its two
-    parts, :func:`loss_measures` then :func:`channel_measures_of`, beside the workload).
-    Arguments as :func:`utility_measures`."""
-    loss = loss_measures(result, leaf_keys, hierarchies, sensitive)
-    return [*loss, *channel_measures_of(result, leaf_keys, hierarchies, sensitive)]
-
-
-def loss_measures(
-    result: ReleaseResult, leaf_keys: np.ndarray, hierarchies: Sequence[Hierarchy], sensitive: np.ndarray | None = None
-) -> list[Measure]:
-    """The information-loss measures of a draft (the first part of :func:`draft_measures`)."""
+    the query workload, which they do not depend on (the drafting step computes both at once,
+    one on each core). Arguments as :func:`utility_measures`."""
     loss = utility_figures(hierarchies, leaf_keys, result.group_of_record, result.group_nodes, sensitive)
-    return information_loss_measures(loss)
+    return [*information_loss_measures(loss), *_channel(result, leaf_keys, hierarchies, sensitive)]
 
 
-def channel_measures_of(
+def _channel(
     result: ReleaseResult, leaf_keys: np.ndarray, hierarchies: Sequence[Hierarchy], sensitive: np.ndarray | None
 ) -> list[Measure]:
-    """Askari et al.'s figures on the published records (original row i published as row i):
-    the second part of :func:`draft_measures`."""
+    """Askari et al.'s figures on the published records (original row i published as row i)."""
     if sensitive is None:
         return []
     keep = np.flatnonzero(result.published)

@@ -33,7 +33,7 @@ from serialpub.io.manifest import FORMAT_VERSION, Checksums, GroupRow, Manifest,
 from serialpub.io.sources import InputSource
 from serialpub.report.measure import Measure
 from serialpub.report.render import measure_records
-from serialpub.report.utility import channel_measures_of, loss_measures, query_measures
+from serialpub.report.utility import draft_measures, query_measures
 from serialpub.workflow import anonymizing, identity, progress
 from serialpub.workflow.anonymizing import Anonymized, anonymize_snapshot, load_state, take
 from serialpub.workflow.context import ReleaseContext
@@ -277,10 +277,7 @@ def _measures(
     # temporaries at once raise the peak (release 2: 13.0-13.1 s at 2.61-2.65 GiB against
     # 12.5-12.9 s at 2.52-2.61 GiB, bench_release_steps.py)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="serialpub-measures") as pool:
-        parts = [
-            pool.submit(part, result, leaf_keys, ctx.search_hierarchies, sensitive_codes)
-            for part in (loss_measures, channel_measures_of)
-        ]
+        figures = pool.submit(draft_measures, result, leaf_keys, ctx.search_hierarchies, sensitive_codes)
         # None: a draft the measure cannot read fails the contract suite, which names the value
         query = None
         if workload is not None:
@@ -288,7 +285,7 @@ def _measures(
                 query = estimate_workload(
                     workload, table, ctx.read_hierarchies(table), cfg.sensitive, leaf_weights=ctx.register_leaf_counts
                 )
-        utility = [*query_measures(query, query_settings(ctx)), *(m for part in parts for m in part.result())]
+        utility = [*query_measures(query, query_settings(ctx)), *figures.result()]
     return query, utility
 
 
