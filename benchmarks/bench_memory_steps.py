@@ -1,0 +1,87 @@
+"""Peak resident memory per step of one release in a fresh process (issue 20, sixth pass):
+a thread samples /proc/self/statm every 20 ms, and each step (serialpub.workflow.progress)
+gets the highest sample inside its time. The register cache is emptied first (a new register
+version) unless ``--warm``. Run it in a process that did not just build the data: a process
+keeps memory it freed, so build with ``bench_scaling.py`` or ``bench_release_steps.py`` first.
+
+Usage::
+
+    uv run python benchmarks/bench_memory_steps.py [--register 5000000] [--warm]
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import shutil
+import threading
+import time
+from pathlib import Path
+
+from bench_scaling import register_root, snapshot_pair, write_config
+
+from serialpub.config import load_config
+from serialpub.workflow import progress
+from serialpub.workflow.publisher import Publisher
+
+
+def _rss_gib() -> float:
+    return int(Path("/proc/self/statm").read_text().split()[1]) * resource.getpagesize() / 2**30
+
+
+class Steps:
+    """Start and end of every step, by thread."""
+
+    def __init__(self, t0: float) -> None:
+        self.t0, self.open, self.rows = t0, {}, []  # type: ignore[var-annotated]
+
+    def started(self, name: str) -> None:
+        self.open[(threading.current_thread().name, name)] = time.perf_counter() - self.t0
+
+    def ended(self, name: str, seconds: float, ok: bool) -> None:
+        thread = threading.current_thread().name
+        start = self.open.pop((thread, name))
+        self.rows.append((start, start + seconds, thread, name))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--register", type=int, default=5_000_000)
+    ap.add_argument("--warm", action="store_true")
+    args = ap.parse_args()
+    root = register_root(args.register)
+    snapshots = snapshot_pair(root, "diagnosis", 1_000_000)
+    for stale in root.glob("state.sqlite*"):
+        stale.unlink()
+    shutil.rmtree(root / "releases", ignore_errors=True)
+    if not args.warm:
+        shutil.rmtree(root / "cache", ignore_errors=True)
+    for verdict in root.glob("cache/snapshot-*"):
+        verdict.unlink()
+    write_config(root, "diagnosis", "register")
+    samples: list[tuple[float, float]] = []
+    done = threading.Event()
+    t0 = time.perf_counter()
+
+    def sample() -> None:
+        while not done.wait(0.02):
+            samples.append((time.perf_counter() - t0, _rss_gib()))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    steps = Steps(t0)
+    with progress.listening(steps):
+        Publisher(load_config(root)).publish(snapshots[0], period="0001")
+    done.set()
+    sampler.join()
+    print(f"release 1 in a fresh process: {time.perf_counter() - t0:.1f} s")
+    for start, end, thread, name in sorted(steps.rows):
+        inside = [rss for t, rss in samples if start <= t <= end]
+        peak = f"{max(inside):.2f} GiB" if inside else "-"
+        print(f"  {start:7.2f} {end:7.2f}  {thread[:22]:22} {name:45} max {peak}")
+    at, peak = max(samples, key=lambda x: x[1])
+    print(f"peak {peak:.2f} GiB at {at:.2f} s")
+
+
+if __name__ == "__main__":
+    main()
