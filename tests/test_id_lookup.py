@@ -4,6 +4,9 @@ never a wrong row from a wrong lookup."""
 
 from __future__ import annotations
 
+import threading
+import time
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -12,6 +15,8 @@ from hypothesis import strategies as st
 
 from anonymizer import arrays
 from anonymizer.arrays import IdLookup
+from serialpub.errors import InputError
+from serialpub.io import inputs
 from serialpub.io.inputs import Register
 
 texts = st.text(alphabet="ab01 é-", max_size=4)
@@ -84,3 +89,80 @@ def test_ids_are_hashed_the_same_a_chunk_at_a_time(ids: list[object], chunk: int
     text = [str(i) for i in ids]
     arrow = arrays.id_hashes(pd.Index(text, dtype="str"))  # Arrow strings, as read_csv gives them
     assert arrow is not None and arrow.tolist() == arrays.id_hashes(np.asarray(text, dtype=object)).tolist()  # type: ignore[union-attr]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(texts, unique=True, max_size=20), st.lists(texts, max_size=20), st.integers(0, 3))
+def test_kept_find_is_a_fresh_find(register_ids: list[str], wanted: list[str], start: int) -> None:
+    """The kept answer (the last find of Arrow strings) is the answer a new lookup gives, for
+    the column and for a slice of it (other offsets: not the kept answer), and a caller that
+    changes its copy changes nobody else's."""
+    lookup = IdLookup.of(pd.Index(register_ids, dtype="str"))
+    assert lookup is not None
+    ids = pd.Index(register_ids, dtype="str")
+    column = pd.Series(wanted, dtype="str")
+    expected = ids.get_indexer(pd.Index(wanted, dtype=object))
+    first = lookup.find(ids, column)
+    assert first is not None and first.tolist() == expected.tolist()
+    first[:] = 7  # the caller's own copy
+    again = lookup.find(ids, column)
+    assert again is not None and again.tolist() == expected.tolist()
+    part = column.iloc[start:]
+    sliced = lookup.find(ids, part)
+    assert sliced is not None and sliced.tolist() == expected[start:].tolist()
+    same_values = pd.Series(list(wanted), dtype="str")  # other buffers, the same answer
+    other = lookup.find(ids, same_values)
+    assert other is not None and other.tolist() == expected.tolist()
+
+
+def test_two_threads_finding_one_column_look_it_up_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The snapshot's coding and its suite look the same column up, often at once: the second
+    caller waits for the first's answer."""
+    ids = pd.Index([f"p{i}" for i in range(1000)], dtype="str")
+    lookup = IdLookup.of(ids)
+    assert lookup is not None
+    column = pd.Series([f"p{i}" for i in range(0, 2000, 3)], dtype="str")
+    computed: list[int] = []
+    release = threading.Event()
+    real = IdLookup._find
+
+    def slow(self: IdLookup, ids_: pd.Index, wanted: pd.Series) -> object:
+        computed.append(len(wanted))
+        release.wait(timeout=60)  # held until the second caller is waiting
+        return real(self, ids_, wanted)
+
+    monkeypatch.setattr(IdLookup, "_find", slow)
+    answers: list[object] = []
+    threads = [threading.Thread(target=lambda: answers.append(lookup.find(ids, column))) for _ in range(2)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + 60
+    while not computed and time.monotonic() < deadline:
+        time.sleep(0.01)
+    release.set()
+    for t in threads:
+        t.join(timeout=60)
+    expected = ids.get_indexer(pd.Index(column.tolist(), dtype=object)).tolist()
+    assert computed == [len(column)]
+    assert [a.tolist() for a in answers] == [expected, expected]  # type: ignore[attr-defined]
+
+
+ids_or_blank = st.sampled_from(["p0", "p1", "p2", "p3", "q9", "", " "])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(ids_or_blank, min_size=1, max_size=12))
+def test_repeated_ids_found_by_register_rows_as_by_text(snapshot_ids: list[str]) -> None:
+    """A snapshot's repeated ids are found by their register rows when every id has one (the
+    register's ids are unique), by the text otherwise: the same line and message either way."""
+    register = _register(["p0", "p1", "p2", "p3"])
+    df = pd.DataFrame({"id": pd.array(snapshot_ids, dtype="str")})
+
+    def message(rows: np.ndarray | None) -> str | None:
+        try:
+            inputs._check_ids(df, "id", "s.csv", "snapshot", rows)
+        except InputError as exc:
+            return str(exc)
+        return None
+
+    assert message(register.rows_of(df["id"])) == message(None)

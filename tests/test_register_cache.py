@@ -231,10 +231,10 @@ def test_a_new_register_version_checks_its_ids_once(root: Path, monkeypatch: pyt
 
     calls: list[str] = []
     check = inputs._check_ids
-    def spy(df: object, id_column: str, path: object, what: str) -> None:
+    def spy(df: object, id_column: str, path: object, what: str, rows: object = None) -> None:
         if what == "register":  # snapshots check their ids as before
             calls.append(str(path))
-        check(df, id_column, path, what)  # type: ignore[arg-type]
+        check(df, id_column, path, what, rows)  # type: ignore[arg-type]
 
     monkeypatch.setattr(inputs, "_check_ids", spy)
     ctx = Publisher(load_config(root))

@@ -100,11 +100,21 @@ def _line(mask: npt.NDArray[np.bool_]) -> int:
     return int(np.flatnonzero(mask)[0]) + 2
 
 
-def _check_ids(df: pd.DataFrame, id_column: str, path: Path | str, what: str) -> None:
+def _check_ids(
+    df: pd.DataFrame, id_column: str, path: Path | str, what: str, rows: npt.NDArray[np.int64] | None = None
+) -> None:
+    """InputError naming the first line with an empty id, else the first repeating an earlier
+    line's id. ``rows``: the register row of every id (-1 where absent), when known."""
     ids = df[id_column]
     empty = (ids.str.strip() == "").to_numpy()
     if empty.any():
         raise InputError(f"{path}, line {_line(empty)}: empty {id_column!r}; every {what} row needs an id")
+    if rows is not None and rows.size and rows.min() >= 0:
+        # every id has its register row, and the register's ids are unique: two lines share an
+        # id iff they share a row. Sorting 1M integers takes 0.02 s, hashing 1M texts 0.35 s
+        ordered = np.sort(rows)
+        if not (ordered[1:] == ordered[:-1]).any():
+            return
     dup = ids.duplicated().to_numpy()
     if dup.any():
         raise InputError(
@@ -261,8 +271,8 @@ def snapshot_from_table(
             f"{path}: unexpected column(s) {', '.join(map(repr, extra))}; a snapshot holds exactly "
             f"{', '.join(expected)} (remove the others so nothing unvetted is published)"
         )
-    _check_ids(df, id_column, path, "snapshot")
-    rows = register.rows_of(df[id_column])
+    rows = register.rows_of(df[id_column])  # an empty id is absent; _check_ids reports it first
+    _check_ids(df, id_column, path, "snapshot", rows)
     absent = rows < 0
     if absent.any():
         raise InputError(
@@ -278,7 +288,9 @@ def snapshot_from_table(
     if empty.any():
         raise InputError(f"{path}, line {_line(empty)}, column {sensitive!r}: empty sensitive value")
     if sensitive_domain is not None:
-        unknown = ~np.isin(values, list(sensitive_domain))
+        # each distinct value looked up once (np.isin sorted the 1M texts: 0.3 s)
+        codes, distinct = pd.factorize(df[sensitive], use_na_sentinel=False)
+        unknown = ~pd.Index(distinct).isin(list(sensitive_domain))[codes]
         if unknown.any():
             raise InputError(
                 f"{path}, line {_line(unknown)}, column {sensitive!r}: value {values[unknown][0]!r} is not in the "
