@@ -166,3 +166,19 @@ def test_repeated_ids_found_by_register_rows_as_by_text(snapshot_ids: list[str])
         return None
 
     assert message(register.rows_of(df["id"])) == message(None)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from(["flu", "cold", "Flu", "é", "b", "a b", "10", "9"]), max_size=30),
+       st.booleans())  # fmt: skip
+def test_snapshot_value_order_sorts_as_the_values(values: list[str], from_column: bool) -> None:
+    """A snapshot's sorted value codes: labels[codes] is the values, codes sort as the
+    values do (the published table is ordered by them instead of by 1M texts), from the
+    table's column or from the values alone."""
+    value = np.asarray(values, dtype=str)
+    table = pd.DataFrame({"d": pd.array(values, dtype="str")})
+    snap = inputs.Snapshot(table, np.arange(len(values)), value, "d" if from_column else None)
+    codes, labels = snap.value_order
+    assert labels[codes].tolist() == value.tolist()
+    assert labels.tolist() == sorted(set(values))
+    assert np.array_equal(np.argsort(codes, kind="stable"), np.argsort(value, kind="stable"))

@@ -241,11 +241,33 @@ class Snapshot:
         table: the snapshot as read (QIs and sensitive column as text).
         individual: register row of every record, shape (R,).
         value: sensitive value of every record, shape (R,).
+        sensitive: the name of the sensitive column of ``table`` (``value`` as read), if known.
     """
 
     table: pd.DataFrame
     individual: npt.NDArray[np.int64]
     value: npt.NDArray[np.str_]
+    sensitive: str | None = None
+
+    @cached_property
+    def value_order(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.str_]]:
+        """``(codes, labels)``: the distinct sensitive values sorted as text (as numpy sorts
+        ``value``), shape (V,), and the position of every record's value among them, shape
+        (R,): ``labels[codes]`` equals ``value``, and codes sort as the values do.
+
+        Hashed from the table's own column when known (Arrow strings: 0.03 s at 1M records,
+        where sorting ``value``'s 1M texts took 0.5 s); the labels are ``value``'s own texts.
+        """
+        column = self.table[self.sensitive] if self.sensitive in self.table.columns else self.value
+        found, distinct = pd.factorize(column, use_na_sentinel=False)
+        found = np.asarray(found, dtype=np.int64)
+        first = np.empty(len(distinct), dtype=np.int64)
+        first[found[::-1]] = np.arange(found.size - 1, -1, -1)
+        # as text, two distinct values may read the same: grouped again on the few labels
+        labels, rank = np.unique(self.value[first], return_inverse=True)
+        codes = np.asarray(rank, dtype=np.int64).reshape(-1)[found]
+        codes.flags.writeable = labels.flags.writeable = False  # shared by every step of a release
+        return codes, labels
 
 
 def snapshot_from_table(
@@ -296,7 +318,7 @@ def snapshot_from_table(
                 f"{path}, line {_line(unknown)}, column {sensitive!r}: value {values[unknown][0]!r} is not in the "
                 f"sensitive domain{spelling_hint(str(values[unknown][0]), sorted(sensitive_domain))}"
             )
-    return Snapshot(table=df, individual=rows, value=values)
+    return Snapshot(table=df, individual=rows, value=values, sensitive=sensitive)
 
 
 def _check_same_as_register(

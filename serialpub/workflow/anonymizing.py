@@ -55,7 +55,8 @@ class Anonymized:
 
 def record_sets(ctx: ReleaseContext, snap: Snapshot) -> npt.NDArray[np.int64]:
     """Index of every snapshot record's value in the protected values, -1 for none, shape (R,)."""
-    return pd.Index(ctx.protected).get_indexer(pd.Index(snap.value)).astype(np.int64)
+    codes, labels = snap.value_order  # each distinct value looked up once, not 1M texts
+    return pd.Index(ctx.protected).get_indexer(pd.Index(labels.tolist())).astype(np.int64)[codes]
 
 
 def load_state(ctx: ReleaseContext) -> History:
