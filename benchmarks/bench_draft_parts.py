@@ -1,0 +1,86 @@
+"""Parts of drafting a release timed alone (issue 20, seventh pass; docs/benchmarks.md):
+coding the snapshot against the register together with the snapshot suite's lookup of the
+same ids, the published table, the state's group rows and writing the statistics file.
+They call functions both before and after the pass have: run it with ``PYTHONPATH``
+pointing at a worktree of the older commit for "before".
+
+Set-up: the scaling study's register (``bench_scaling.py`` builds
+``out/scaling/N-<register>``) and its first diagnosis snapshot of ``--records`` records,
+anonymized as release 1.
+
+Usage::
+
+    uv run python benchmarks/bench_draft_parts.py [--register 5000000] [--records 1000000] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from bench_scaling import checked_first_snapshot, register_root, snapshot_pair
+from machine_info import machine
+
+from anonymizer import arrays
+from anonymizer.release import SnapshotCodes, anonymize_history
+from serialpub.io.inputs import read_csv, snapshot_from_table
+from serialpub.workflow import drafting
+from serialpub.workflow.anonymizing import record_sets
+from state.store import table_to_bytes
+
+
+def _best(label: str, f: Callable[[], Any], repeat: int) -> None:
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        f()
+        times.append(time.perf_counter() - t)
+    print(f"  {label:<52} {', '.join(f'{x:.3f}' for x in times)} s")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--register", type=int, default=5_000_000)
+    ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    print(machine())
+    ctx, snap = checked_first_snapshot(args.register, args.records)
+    cfg = ctx.ws.config
+    path = snapshot_pair(register_root(args.register), "diagnosis", args.records)[0]
+    table = read_csv(path, "snapshot")
+    register = ctx.register
+
+    def coding() -> None:
+        if hasattr(arrays, "_FIND_KEPT"):  # a new snapshot: nothing looked up yet
+            arrays._FIND_KEPT = None
+        snapshot_from_table(table, path, cfg.id_column, ctx.qis, cfg.sensitive, register, ctx.hierarchies,
+                            ctx.sensitive_domain)  # fmt: skip
+        lookup = register.id_lookup
+        assert lookup is not None
+        lookup.find(register.ids, table[cfg.id_column])  # the snapshot suite's ids-in-register expectation
+
+    print(f"{args.records:,} records over a register of {args.register:,}")
+    _best("coding the snapshot + the suite's id lookup", coding, args.repeat)
+    history = ctx.statistics.load(None, np.full(len(register.ids), float(cfg.ell)))
+    codes = SnapshotCodes(snap.individual, record_sets(ctx, snap), len(ctx.protected))
+    result = anonymize_history(register.keys, codes, history, ctx.params, ctx.search_hierarchies, False)
+    # a new Snapshot each time: what a release computes once per snapshot is counted once
+    _best("published table", lambda: drafting.published_table(ctx, dataclasses.replace(snap), result), args.repeat)
+
+    def stored_rows() -> list[Any]:  # before this pass, GroupRow objects the stage dumped
+        return [r if isinstance(r, dict) else r.model_dump() for r in drafting.group_rows(ctx, result)]
+
+    _best("group rows as the state stores them", stored_rows, args.repeat)
+    members, classes = ctx.statistics.tables(result.history)
+    _best(f"statistics file written ({members.num_rows:,} members)",
+          lambda: (table_to_bytes(members), table_to_bytes(classes)), args.repeat)  # fmt: skip
+    print(f"  statistics file: {len(table_to_bytes(members)) + len(table_to_bytes(classes)):,} bytes")
+
+
+if __name__ == "__main__":
+    main()
