@@ -14,14 +14,12 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from bench_scaling import ROOT
+from bench_scaling import ROOT, print_runs
 from machine_info import machine
 
 from anonymizer.measures._checks import check_generalizes
@@ -31,15 +29,6 @@ from checks.release_suites import contract_expectations
 from serialpub.config import load_config
 from serialpub.io.inputs import read_csv
 from serialpub.workflow.publisher import Publisher
-
-
-def _best(label: str, f: Callable[[], Any], repeat: int) -> None:
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - t)
-    print(f"  {label:<48} {', '.join(f'{x:.3f}' for x in times)} s")
 
 
 def _generalizes_per_record(hs: list[Any], nodes: np.ndarray, leaves: np.ndarray) -> None:
@@ -68,8 +57,8 @@ def main() -> None:
         return contract_expectations(ctx.qis, cfg.sensitive, hierarchies, cfg.id_column, ctx.sensitive_domain)
 
     print(f"release contract suite on release 2 ({len(table):,} records)")
-    _best("on the rows", lambda: run_suite("contract", table, contract()), args.repeat)
-    _best("on distinct values", lambda: distinct.run_suite_on_distinct_values(
+    print_runs("on the rows", lambda: run_suite("contract", table, contract()), args.repeat)
+    print_runs("on distinct values", lambda: distinct.run_suite_on_distinct_values(
         "contract", table, contract(), [*ctx.qis, cfg.sensitive]), args.repeat)  # fmt: skip
 
     hs = list(ctx.search_hierarchies)
@@ -78,14 +67,15 @@ def main() -> None:
     leaves = np.stack([rng.integers(0, h.n_leaves, n) for h in hs], axis=1)
     nodes = np.stack([h.leaf_nodes[rng.integers(0, h.depth, n), leaves[:, j]] for j, h in enumerate(hs)], axis=1)
     print(f"check_generalizes, {n:,} records, {len(hs)} QIs, each published at a random level")
-    _best("record by record", lambda: _generalizes_per_record(hs, nodes, leaves), args.repeat)
-    _best("distinct (leaf, node) pairs", lambda: check_generalizes(hs, nodes, leaves), args.repeat)
+    print_runs("record by record", lambda: _generalizes_per_record(hs, nodes, leaves), args.repeat)
+    print_runs("distinct (leaf, node) pairs", lambda: check_generalizes(hs, nodes, leaves), args.repeat)
 
     path = root / "register.csv"
     content = path.read_bytes()
     print(f"register parse, {args.register:,} individuals ({len(content) / 1e9:.2f} GB)")
-    _best("as text", lambda: read_csv(path, "register", content), args.repeat)
-    _best("QI columns as dictionaries", lambda: read_csv(path, "register", content, dictionary=ctx.qis), args.repeat)
+    print_runs("as text", lambda: read_csv(path, "register", content), args.repeat)
+    print_runs("QI columns as dictionaries", lambda: read_csv(path, "register", content, dictionary=ctx.qis),
+               args.repeat)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -17,12 +17,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from bench_scaling import checked_first_snapshot, register_root, snapshot_pair
+from bench_scaling import checked_first_snapshot, print_runs, register_root, snapshot_pair
 from machine_info import machine
 
 from anonymizer import arrays
@@ -31,15 +29,6 @@ from serialpub.io.inputs import read_csv, snapshot_from_table
 from serialpub.workflow import drafting
 from serialpub.workflow.anonymizing import record_sets
 from state.store import table_to_bytes
-
-
-def _best(label: str, f: Callable[[], Any], repeat: int) -> None:
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - t)
-    print(f"  {label:<52} {', '.join(f'{x:.3f}' for x in times)} s")
 
 
 def main() -> None:
@@ -65,19 +54,19 @@ def main() -> None:
         lookup.find(register.ids, table[cfg.id_column])  # the snapshot suite's ids-in-register expectation
 
     print(f"{args.records:,} records over a register of {args.register:,}")
-    _best("coding the snapshot + the suite's id lookup", coding, args.repeat)
+    print_runs("coding the snapshot + the suite's id lookup", coding, args.repeat)
     history = ctx.statistics.load(None, np.full(len(register.ids), float(cfg.ell)))
     codes = SnapshotCodes(snap.individual, record_sets(ctx, snap), len(ctx.protected))
     result = anonymize_history(register.keys, codes, history, ctx.params, ctx.search_hierarchies, False)
     # a new Snapshot each time: what a release computes once per snapshot is counted once
-    _best("published table", lambda: drafting.published_table(ctx, dataclasses.replace(snap), result), args.repeat)
+    print_runs("published table", lambda: drafting.published_table(ctx, dataclasses.replace(snap), result), args.repeat)
 
     def stored_rows() -> list[Any]:  # before this pass, GroupRow objects the stage dumped
         return [r if isinstance(r, dict) else r.model_dump() for r in drafting.group_rows(ctx, result)]
 
-    _best("group rows as the state stores them", stored_rows, args.repeat)
+    print_runs("group rows as the state stores them", stored_rows, args.repeat)
     members, classes = ctx.statistics.tables(result.history)
-    _best(f"statistics file written ({members.num_rows:,} members)",
+    print_runs(f"statistics file written ({members.num_rows:,} members)",
           lambda: (table_to_bytes(members), table_to_bytes(classes)), args.repeat)  # fmt: skip
     print(f"  statistics file: {len(table_to_bytes(members)) + len(table_to_bytes(classes)):,} bytes")
 

@@ -49,6 +49,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,17 @@ RESULT = OUT / "scaling.json"
 PLOT = Path(__file__).resolve().parents[1] / "docs" / "images" / "scaling.png"
 CASES = ["adult:register", "adult:presence", "diagnosis:register", "diagnosis:presence"]
 SENSITIVE = {"adult": "occupation", "diagnosis": "diagnosis"}
+
+
+def print_runs(label: str, f: Callable[[], Any], repeat: int) -> None:
+    """Run ``f`` ``repeat`` times and print the label with every run's wall seconds (the
+    part benchmarks: ``bench_check_parts.py``, ``bench_draft_parts.py``)."""
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        f()
+        times.append(time.perf_counter() - t)
+    print(f"  {label:<52} {', '.join(f'{x:.3f}' for x in times)} s")
 
 
 def register_root(n_register: int, seed: int = 0) -> Path:
