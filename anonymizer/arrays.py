@@ -213,7 +213,7 @@ class IdLookup:
         Python objects (0.5 s and 0.3 GB a lookup); where both sides are Arrow strings (a
         column as read and the register's ids) they are compared in Arrow, not as objects.
 
-        The last answer for ``wanted`` Arrow strings is kept (:func:`_kept_find`): the
+        The last answer for ``wanted`` Arrow strings is kept (:data:`_FIND_KEPT`): the
         snapshot's coding and its suite's reference-set expectation look up the same column
         (0.5-0.7 s each at 1M ids in 5M), often at once on two threads."""
         key = _find_key(self, ids, wanted)
@@ -221,14 +221,17 @@ class IdLookup:
             return self._find(ids, wanted)
         with _FIND_LOCK:  # the second caller waits for the first's answer instead of redoing it
             global _FIND_KEPT
-            if _FIND_KEPT is None or _FIND_KEPT[0] != key[0]:
+            kept = _FIND_KEPT
+            if kept is None or kept[0] != key[0] or kept[1][0]() is not self or kept[1][1]() is not ids:
                 _FIND_KEPT = None  # let the last answer go first
                 found = self._find(ids, wanted)
                 if found is not None:
                     found.flags.writeable = False
-                _FIND_KEPT = (key[0], key[1], found)
-            kept = _FIND_KEPT[2]
-        return None if kept is None else kept.copy()
+                # the lookup and the register ids only weakly (they may be 1.5 GB at 50M and
+                # must go with their register); the column strongly, so that its buffers'
+                # addresses name it for as long as the answer is kept
+                kept = _FIND_KEPT = (key[0], (weakref.ref(self), weakref.ref(ids), key[1]), found)
+        return None if kept[2] is None else kept[2].copy()
 
     def _find(
         self, ids: pd.Index | npt.NDArray[np.object_], wanted: pd.Series | pd.Index | npt.NDArray[np.object_]
@@ -251,17 +254,19 @@ class IdLookup:
         return rows
 
 
-#: the last :meth:`IdLookup.find` of Arrow strings: (its key, the objects the key names, kept
-#: alive so that no other object can take their addresses, the answer)
+#: the last :meth:`IdLookup.find` of Arrow strings: (its key; weak references to the lookup
+#: and the ids, which must still be the very objects the key's identities name, and the
+#: wanted values' Arrow data, kept alive so that no other data can take its addresses; the
+#: answer)
 _FIND_KEPT: tuple[tuple[Any, ...], tuple[Any, ...], IntArray | None] | None = None
 _FIND_LOCK = threading.Lock()
 
 
-def _find_key(lookup: IdLookup, ids: Any, wanted: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]] | None:
+def _find_key(lookup: IdLookup, ids: Any, wanted: Any) -> tuple[tuple[Any, ...], Any] | None:
     """What decides :meth:`IdLookup.find`'s answer, for ``wanted`` Arrow strings: the lookup and
     the ids by identity, and the addresses, offsets and lengths of ``wanted``'s Arrow buffers
-    (Arrow buffers are immutable, and the objects are kept alive with the answer, so equal
-    keys are equal values); with the objects to keep. None for any other ``wanted``."""
+    (Arrow buffers are immutable, so while the data is kept alive, equal keys are equal
+    values); with that Arrow data. None for any other ``wanted``."""
     text = _arrow_text(wanted)
     if text is None:
         return None
@@ -269,7 +274,7 @@ def _find_key(lookup: IdLookup, ids: Any, wanted: Any) -> tuple[tuple[Any, ...],
     layout = tuple(
         (c.offset, len(c), *((b.address, b.size) if b is not None else (0, 0) for b in c.buffers())) for c in chunks
     )
-    return (id(lookup), id(ids), str(text.type), layout), (lookup, ids, text)
+    return (id(lookup), id(ids), str(text.type), layout), text
 
 
 def _arrow_text(values: Any) -> pa.Array | pa.ChunkedArray | None:

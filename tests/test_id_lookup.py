@@ -182,3 +182,23 @@ def test_snapshot_value_order_sorts_as_the_values(values: list[str], from_column
     assert labels[codes].tolist() == value.tolist()
     assert labels.tolist() == sorted(set(values))
     assert np.array_equal(np.argsort(codes, kind="stable"), np.argsort(value, kind="stable"))
+
+
+def test_a_kept_answer_lets_its_register_go() -> None:
+    """The kept answer holds the lookup and the register ids only weakly (a 50M register's are
+    1.5 GB), and a lookup of another register finds the same column anew."""
+    import gc
+    import weakref
+
+    column = pd.Series(["p1", "p7", "q"], dtype="str")
+    ids = pd.Index([f"p{i}" for i in range(10)], dtype="str")
+    lookup = IdLookup.of(ids)
+    assert lookup is not None
+    assert lookup.find(ids, column).tolist() == [1, 7, -1]  # type: ignore[union-attr]
+    gone = weakref.ref(lookup), weakref.ref(ids)
+    del lookup, ids
+    gc.collect()
+    assert gone[0]() is None and gone[1]() is None
+    other_ids = pd.Index(["q", "p7"], dtype="str")
+    other = IdLookup.of(other_ids)
+    assert other is not None and other.find(other_ids, column).tolist() == [-1, 1, 0]  # type: ignore[union-attr]
