@@ -36,9 +36,26 @@ def factorize(values: npt.ArrayLike) -> tuple[IntArray, IntArray]:
     """
     codes, uniques = pd.factorize(np.asarray(values))
     codes = np.asarray(codes, dtype=np.int64)
-    first = np.empty(len(uniques), dtype=np.int64)
+    return codes, first_positions(codes, len(uniques))
+
+
+def first_positions(codes: IntArray, n: int) -> IntArray:
+    """The position of each code's first occurrence in ``codes`` (every code in [0, n) occurs),
+    shape (n,)."""
+    first = np.empty(n, dtype=np.int64)
     first[codes[::-1]] = np.arange(codes.size - 1, -1, -1)
-    return codes, first
+    return first
+
+
+def sorted_counts(keys: npt.ArrayLike) -> tuple[IntArray, IntArray]:
+    """The distinct values of ``keys`` in ascending order, shape (u,), and how often each
+    occurs, shape (u,), by sorting: numpy sorts 1M int64 keys in a fraction of the time a
+    hash table groups them, when only the counts are needed (no code per key)."""
+    ordered = np.sort(np.asarray(keys))
+    if not ordered.size:
+        return ordered, np.zeros(0, dtype=np.int64)
+    starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
+    return ordered[starts], np.diff(np.append(starts, ordered.size))
 
 
 def row_keys(mat: npt.NDArray[np.integer[Any]], radices: Sequence[int]) -> IntArray:

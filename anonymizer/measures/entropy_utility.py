@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from anonymizer.arrays import row_keys
+from anonymizer.arrays import row_keys, sorted_counts
 from anonymizer.measures.channel import STOCHASTIC_TOL
 
 FloatArray = npt.NDArray[np.float64]
@@ -35,9 +35,7 @@ def _entropy_of(counts: FloatArray) -> float:
 def _key_entropy(keys: IntArray) -> float:
     """Entropy in bits of the frequencies of the distinct values of ``keys`` (shape (R,), R ≥ 1):
     the lengths of the runs of equal keys once sorted."""
-    ordered = np.sort(keys)
-    starts = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
-    return _entropy_of(np.diff(np.concatenate([[0], starts, [ordered.size]])).astype(np.float64))
+    return _entropy_of(sorted_counts(keys)[1].astype(np.float64))
 
 
 def int_table(table: npt.ArrayLike, name: str) -> IntArray:

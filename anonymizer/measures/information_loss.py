@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from anonymizer.arrays import factorize, row_keys
+from anonymizer.arrays import factorize, row_keys, sorted_counts
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.measures._checks import (
     IntArray,
@@ -258,10 +258,9 @@ def _variance(block: IntArray, sensitive: IntArray, global_p: FloatArray) -> flo
     n_values = int(global_p.size)
     # the distinct (block, value) pairs and their records by sorting the pair keys, a tenth of
     # a hash table's time at 1M records (block < records and value < n_values: no overflow)
-    ordered = np.sort(block * n_values + sensitive)
-    starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
-    pair_count = np.diff(np.append(starts, ordered.size)).astype(np.float64)
-    pair_block, pair_value = np.divmod(ordered[starts], n_values)
+    pairs, pair_count = sorted_counts(block * n_values + sensitive)
+    pair_count = pair_count.astype(np.float64)
+    pair_block, pair_value = np.divmod(pairs, n_values)
     block_size = np.bincount(block).astype(np.float64)
     p_block = pair_count / block_size[pair_block]
     p_t = global_p[pair_value]

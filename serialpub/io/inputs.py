@@ -19,7 +19,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 
-from anonymizer.arrays import IdLookup
+from anonymizer.arrays import IdLookup, first_positions
 from anonymizer.hierarchy import Hierarchy
 from serialpub.errors import InputError
 from serialpub.io.hierarchies import spelling_hint
@@ -261,8 +261,7 @@ class Snapshot:
         column = self.table[self.sensitive] if self.sensitive in self.table.columns else self.value
         found, distinct = pd.factorize(column, use_na_sentinel=False)
         found = np.asarray(found, dtype=np.int64)
-        first = np.empty(len(distinct), dtype=np.int64)
-        first[found[::-1]] = np.arange(found.size - 1, -1, -1)
+        first = first_positions(found, len(distinct))
         # as text, two distinct values may read the same: grouped again on the few labels
         labels, rank = np.unique(self.value[first], return_inverse=True)
         codes = np.asarray(rank, dtype=np.int64).reshape(-1)[found]

@@ -1,0 +1,26 @@
+"""The counting primitives of anonymizer.arrays shared by the measures and the inputs:
+sorted_counts as numpy's unique with counts, first_positions as a scan for each first."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from anonymizer.arrays import factorize, first_positions, sorted_counts
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(-(2**62), 2**62) | st.integers(0, 5), max_size=40))
+def test_sorted_counts_are_unique_with_counts(keys: list[int]) -> None:
+    values, counts = sorted_counts(np.asarray(keys, dtype=np.int64))
+    want_values, want_counts = np.unique(np.asarray(keys, dtype=np.int64), return_counts=True)
+    assert values.tolist() == want_values.tolist() and counts.tolist() == want_counts.tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 6), max_size=40))
+def test_first_positions_are_each_codes_first(values: list[int]) -> None:
+    codes, first = factorize(np.asarray(values, dtype=np.int64))
+    assert first.tolist() == [codes.tolist().index(c) for c in range(len(first))]
+    assert first_positions(codes, len(first)).tolist() == first.tolist()
