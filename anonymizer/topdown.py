@@ -15,7 +15,8 @@ region at once:
 1. every region is *narrowed*: on each QI its node becomes the lowest common ancestor of
    its cells' leaves (the register is public, so this tells nothing new);
 2. for every open region and every QI whose node is not a leaf, the split into children
-   is aggregated (candidates and counts add, requirements take the maximum);
+   is aggregated (candidates and counts add, requirements take the maximum; the counts
+   and requirements are kept sparse, :mod:`anonymizer.part_counts`);
 3. a split is *admissible* when every part meets its requirement, ``n >= requirement · n_s``
    for every protected value it holds (:func:`anonymizer.privacy.meets_requirement`'s
    comparison, on the mechanism-aware counts the caller passes); among admissible splits
@@ -46,9 +47,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from anonymizer.arrays import factorize
+from anonymizer.arrays import expand_csr, factorize
 from anonymizer.bottomup import Cells, Generalization, InfeasibleError, aggregate, suppression_need
 from anonymizer.hierarchy import Hierarchy
+from anonymizer.part_counts import RegionCounts, ValueCounts, all_per_row, meets
 from anonymizer.settings import PartitionModel
 
 IntArray = npt.NDArray[np.int64]
@@ -147,20 +149,31 @@ class _Split:
     score: FloatArray  # (R_open,): higher is better under the split rule
 
 
+@dataclass(frozen=True)
+class _OpenCells:
+    """The cells of the open regions: leaf per QI (C, d), n (their candidates, or records
+    under presence) and records (C,), and their counts and requirements, sparse."""
+
+    keys: IntArray
+    n: IntArray
+    records: IntArray
+    values: ValueCounts
+
+
 def _split(
-    a: int, tree: _Tree, region: IntArray, n_open: int, node: IntArray, cells: Cells, presence: bool, rule: str,
-    forced: bool, region_counts: IntArray | None = None,
+    a: int, tree: _Tree, region: IntArray, n_open: int, node: IntArray, cells: _OpenCells, presence: bool,
+    rule: str, forced: bool, region_counts: RegionCounts | None = None,
 ) -> _Split:
     """Aggregate the split of every open region on QI ``a`` (``node``: its node per region).
     ``forced``: some open region breaks its requirement, so the parts' suppression need,
     which only such regions use to choose their split, is computed (0 otherwise).
-    ``region_counts``: (n_open, V) counts of every open region; given (the "published"
+    ``region_counts``: the counts of every open region; given (the "published"
     partition model), the split is admissible when every part would be valid for every
     placement of its region's counts, so the verdict reads no count the release does not
     publish. ``part_valid`` is always the part's own verdict: a split taken publishes its
     parts' counts (as sums of final groups), so a part may read them to know whether it must
     itself be split by force."""
-    leaves, n = cells.keys, cells.candidates
+    leaves, n, values = cells.keys, cells.n, cells.values
     v = node[region]
     splittable_cell = tree.width[v] > 0
     child = np.where(splittable_cell, tree.anc[leaves[:, a], np.minimum(tree.depth[v] + 1, tree.anc.shape[1] - 1)], -1)
@@ -175,19 +188,24 @@ def _split(
     rows = idx[order]
     part_n = np.add.reduceat(n[rows], starts) if p else np.empty(0, dtype=np.int64)
     part_records = np.add.reduceat(cells.records[rows], starts) if p else np.empty(0, dtype=np.int64)
-    if p and cells.counts.shape[1]:
-        counts = np.add.reduceat(cells.counts[rows], starts, axis=0)
-        req = np.maximum.reduceat(cells.requirement[rows], starts, axis=0)
-        part_valid = _meets(part_n, counts, req)
-        part_admits = part_valid if region_counts is None else _meets(part_n, region_counts[region[idx[first]]], req)
-        part_need = (
-            suppression_need(part_n, counts, req, presence).sum(axis=1).astype(np.float64) if forced else np.zeros(p)
-        )
-    else:
-        part_valid = part_admits = np.ones(p, dtype=bool)
-        part_need = np.zeros(p)
     part_region = region[idx[first]] if p else np.empty(0, dtype=np.int64)
     part_child = child[idx[first]] if p else np.empty(0, dtype=np.int64)
+    # each verdict is meets_requirement's comparison where the part (or its region) holds
+    # records of a value, with the part's requirement for that value: the dense
+    # ``_meets(part_n, counts, requirement)`` without its (parts, V) matrices
+    parts = values.parts(part_of_cell, p)
+    req = parts.requirement(parts.part, parts.value)
+    part_valid = all_per_row(meets(part_n[parts.part], req, parts.count), parts.part, p)
+    part_admits = part_valid
+    if region_counts is not None:
+        held, entry = expand_csr(part_region, region_counts.start, np.arange(region_counts.value.size))
+        value = region_counts.value[entry]
+        admits = meets(part_n[held], parts.requirement(held, value), region_counts.count[entry])
+        part_admits = all_per_row(admits, held, p)
+    part_need = np.zeros(p)
+    if forced:
+        cut = suppression_need(part_n[parts.part], parts.count[:, None], req[:, None], presence)[:, 0]
+        part_need = np.bincount(parts.part, weights=cut, minlength=p).astype(np.float64)
     splittable = np.zeros(n_open, dtype=bool)
     splittable[part_region] = True
     all_valid = np.ones(n_open, dtype=bool)
@@ -200,8 +218,8 @@ def _split(
     elif rule == "widest":
         # ties (every QI is at its root at first) go to the split with more parts: a
         # many-way split (a flat hierarchy) only fits while the region is large
-        parts = np.bincount(part_region, minlength=n_open).astype(np.float64)
-        score = tree.width[node].astype(np.float64) + 1e-6 * parts
+        parts_per_region = np.bincount(part_region, minlength=n_open).astype(np.float64)
+        score = tree.width[node].astype(np.float64) + 1e-6 * parts_per_region
     else:  # balanced
         region_n = np.bincount(part_region, weights=part_n, minlength=n_open)
         largest = np.zeros(n_open)
@@ -259,6 +277,7 @@ def partition(
     region_of_cell = np.zeros(n_cells, dtype=np.int64)  # index into the current open regions
     open_nodes = _narrow(leaves, region_of_cell, 1, trees) if n_cells else np.empty((0, d), dtype=np.int64)
     open_cells = np.arange(n_cells, dtype=np.int64)
+    open_values = ValueCounts.of(cells.counts, cells.requirement)  # of the open cells, sparse
     final_node_of_cell = np.empty((n_cells, d), dtype=np.int64)
     if n_cells:
         root_counts = cells.counts.sum(axis=0, keepdims=True)
@@ -269,15 +288,8 @@ def partition(
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="serialpub-split") as splitters:
         while open_cells.size:
             n_open = open_nodes.shape[0]
-            sub = Cells(  # the open cells; ``candidates`` holds n (the records, under presence)
-                keys=leaves[open_cells], candidates=n[open_cells], records=cells.records[open_cells],
-                counts=cells.counts[open_cells], requirement=cells.requirement[open_cells],
-            )
-            region_counts = None
-            if published:
-                region_counts = np.zeros((n_open, sub.counts.shape[1]), dtype=np.int64)
-                for v in range(sub.counts.shape[1]):  # a loop over protected values, not cells
-                    region_counts[:, v] = np.bincount(region_of_cell, weights=sub.counts[:, v], minlength=n_open)
+            sub = _OpenCells(leaves[open_cells], n[open_cells], cells.records[open_cells], open_values)
+            region_counts = open_values.regions(region_of_cell, n_open) if published else None
             forced = not open_valid.all()
             # the QIs' splits are independent array work (numpy releases the GIL in it): two at a
             # time on the machine's cores; the list keeps the QI order, so the result is the same.
@@ -324,6 +336,7 @@ def partition(
             global_part = offset[cell_choice] + part_matrix[np.arange(cell_choice.size), cell_choice]
             new_region, first = factorize(global_part)
             open_cells = open_cells[moving]
+            open_values = open_values.take(moving)
             region_of_cell = new_region
             # a part's box is its parent's with the chosen QI's child; narrowing it to its cells'
             # common ancestors lands inside that box, so the nodes come from the cells alone
