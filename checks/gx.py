@@ -25,6 +25,8 @@ from great_expectations.data_context.types.base import ProgressBarsConfig
 from great_expectations.execution_engine import pandas_execution_engine
 from great_expectations.expectations.expectation import Expectation
 
+from checks import gx_kwargs  # noqa: F401  (GX reads an expectation's kwargs once per lookup)
+
 # GX fingerprints every batch under 1 GB in memory with an md5 of pandas' row hashes (the
 # result's meta.batch_markers.pandas_data_fingerprint): 4 s for a 5M-row register, 1 s per
 # 1M-row snapshot, and no verdict depends on it. The evidence binds its inputs otherwise: the
