@@ -32,16 +32,19 @@ def test_releases_are_the_same_with_and_without_anonymizing_ahead(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     taken: list[bool] = []
+    tables: list[bool] = []
     take = anonymizing.take
 
     def spy(*args: object) -> anonymizing.Anonymized | None:
         done = take(*args)  # type: ignore[arg-type]
         taken.append(done is not None)
+        tables.append(done is not None and done.table is not None)
         return done
 
     monkeypatch.setattr(drafting, "take", spy)
     ahead = _series(make_workspace(tmp_path / "ahead", seed=3))
     assert taken == [True, True, True]  # every draft took the result computed beside its suite
+    assert tables == [True, True, True]  # and its release table, built on the same thread
 
     forget_checked()
     monkeypatch.setattr(anonymizing, "ahead", lambda *args: None)  # every draft computes its own

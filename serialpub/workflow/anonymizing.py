@@ -43,6 +43,8 @@ class Anonymized:
         basis: the release row of the newest published release, None before the first.
         seconds_state: seconds loading the state.
         seconds_anonymize: seconds anonymizing.
+        table: the release table of ``result``, when it was built ahead too
+            (:func:`serialpub.workflow.drafting.published_table`).
     """
 
     history: History
@@ -51,6 +53,7 @@ class Anonymized:
     basis: int | None
     seconds_state: float
     seconds_anonymize: float
+    table: pd.DataFrame | None = None
 
 
 def record_sets(ctx: ReleaseContext, snap: Snapshot) -> npt.NDArray[np.int64]:
