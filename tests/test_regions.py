@@ -20,6 +20,7 @@ from anonymizer.regions import (
     MAX_LISTED_OVERLAPS,
     NodeSpans,
     RegisterCombos,
+    _is_cut,
     cover_pairs,
     group_release,
     label_nodes,
@@ -250,6 +251,20 @@ def test_overlapping_pairs_lists_the_first_pairs_in_order() -> None:
     assert overlapping_pairs(lo, hi, max_examples=0)[1].shape == (0, 2)
     assert overlapping_pairs(lo[:1], hi[:1])[0] == 0
 
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(-50, 50), st.integers(0, 6)), max_size=25),
+       st.sampled_from([1, 1 << 40, 1 << 56]))  # fmt: skip
+def test_a_column_is_a_cut_exactly_when_its_distinct_intervals_are_disjoint(
+    intervals: list[tuple[int, int]], scale: int
+) -> None:
+    """``_is_cut`` on int64 keys, and past their range on rows, against the pairwise definition."""
+    lo = np.array([a * scale for a, _ in intervals], dtype=np.int64)
+    hi = lo + np.array([w for _, w in intervals], dtype=np.int64)
+    distinct = sorted(set(zip(lo.tolist(), hi.tolist(), strict=True)))
+    disjoint = all(b[0] > a[1] or a[0] > b[1] for a, b in itertools.combinations(distinct, 2))
+    assert _is_cut(lo, hi) is disjoint
 
 
 def _frozen_copy(a: np.ndarray) -> np.ndarray:
