@@ -184,6 +184,19 @@ def test_snapshot_value_order_sorts_as_the_values(values: list[str], from_column
     assert np.array_equal(np.argsort(codes, kind="stable"), np.argsort(value, kind="stable"))
 
 
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.sampled_from(["flu", "", "Flu", "é", "ü b", "10", "a" * 12])), max_size=30),
+       st.sampled_from(["str", "object", "string[pyarrow]"]))  # fmt: skip
+def test_sensitive_texts_per_distinct_value_equal_the_per_record_conversion(values: list[str | None],
+                                                                           dtype: str) -> None:  # fmt: skip
+    column = pd.Series(values, dtype=dtype)
+    codes, distinct, texts = inputs.as_text(column)
+    expected = column.to_numpy(dtype=str)
+    assert texts.dtype == expected.dtype and np.array_equal(texts, expected)
+    assert len(distinct) == len(pd.unique(column))
+    assert distinct.take(codes).equals(pd.Index(column))  # missing values equal missing ones
+
+
 def test_a_kept_answer_lets_its_register_go() -> None:
     """The kept answer holds the lookup and the register ids only weakly (a 50M register's are
     1.5 GB), and a lookup of another register finds the same column anew."""

@@ -304,13 +304,12 @@ def snapshot_from_table(
         df, path, id_column, qis, register, hierarchies, rows,
         "; the register must hold each individual's current quasi-identifiers",
     )  # fmt: skip
-    values = df[sensitive].to_numpy(dtype=str)
+    # each distinct value looked up once (np.isin sorted the 1M texts: 0.3 s)
+    codes, distinct, values = as_text(df[sensitive])
     empty = values == ""
     if empty.any():
         raise InputError(f"{path}, line {_line(empty)}, column {sensitive!r}: empty sensitive value")
     if sensitive_domain is not None:
-        # each distinct value looked up once (np.isin sorted the 1M texts: 0.3 s)
-        codes, distinct = pd.factorize(df[sensitive], use_na_sentinel=False)
         unknown = ~pd.Index(distinct).isin(list(sensitive_domain))[codes]
         if unknown.any():
             raise InputError(
@@ -318,6 +317,19 @@ def snapshot_from_table(
                 f"sensitive domain{spelling_hint(str(values[unknown][0]), sorted(sensitive_domain))}"
             )
     return Snapshot(table=df, individual=rows, value=values, sensitive=sensitive)
+
+
+def as_text(column: pd.Series) -> tuple[npt.NDArray[np.int64], pd.Index, npt.NDArray[np.str_]]:
+    """``column.to_numpy(dtype=str)`` (the third item, shape (R,)), converted once per distinct
+    value (0.06 s at 1M records of 2,000 values, against 0.23 s per record), with the
+    factorization it came from: the code of every record (R,) and the distinct values (as
+    ``pd.factorize`` with missing values as a value of their own). A column with missing
+    values (which fails its input suite) is converted per record: factorize turns None into
+    NaN, whose text differs."""
+    codes, distinct = pd.factorize(column, use_na_sentinel=False)
+    distinct = pd.Index(distinct)
+    texts = column.to_numpy(dtype=str) if column.isna().any() else np.asarray(distinct.to_numpy(dtype=str))[codes]
+    return np.asarray(codes, dtype=np.int64), distinct, texts
 
 
 def _check_same_as_register(
