@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import shutil
 import subprocess
 import sys
@@ -49,6 +50,22 @@ def _run(root: Path, records: int) -> dict[str, object]:
     }
 
 
+def _prepare(n: int, records: int) -> None:
+    snapshot_pair(register_root(n), "diagnosis", records)
+
+
+def _prepared(n: int, records: int) -> Path:
+    """The workspace of register size ``n`` with its snapshots, built in a child process when
+    missing: building a 50M register holds gigabytes that this process would keep from the
+    runs (its first 50M run was killed for memory while this process held them)."""
+    child = multiprocessing.get_context("spawn").Process(target=_prepare, args=(n, records))
+    child.start()
+    child.join()
+    if child.exitcode != 0:
+        raise SystemExit(f"building the register of {n:,} individuals failed (exit code {child.exitcode})")
+    return register_root(n)
+
+
 def _slope(x: list[float], y: list[float]) -> float:
     return float(np.polyfit(np.log(x), np.log(y), 1)[0])
 
@@ -60,8 +77,7 @@ def main() -> None:
     args = ap.parse_args()
     rows = []
     for n in args.registers:
-        root = register_root(n)
-        snapshot_pair(root, "diagnosis", args.records)
+        root = _prepared(n, args.records)
         shutil.rmtree(root / "cache", ignore_errors=True)
         cold = _run(root, args.records)
         warm = _run(root, args.records)
