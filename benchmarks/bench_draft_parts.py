@@ -2,7 +2,10 @@
 coding the snapshot against the register together with the snapshot suite's lookup of the
 same ids, the published table, the state's group rows and writing the statistics file.
 They call functions both before and after the pass have: run it with ``PYTHONPATH``
-pointing at a worktree of the older commit for "before".
+pointing at a worktree of the older commit for "before". Two parts of the eighth pass are
+timed against their former code in the same run: the snapshot's sensitive texts per record
+and per distinct value (``inputs.as_text``), and the disjointness suite's check for a "cut"
+column on interval rows and on int64 keys (``regions._is_cut``).
 
 Set-up: the scaling study's register (``bench_scaling.py`` builds
 ``out/scaling/N-<register>``) and its first diagnosis snapshot of ``--records`` records,
@@ -23,8 +26,10 @@ import numpy as np
 from bench_scaling import checked_first_snapshot, print_runs, register_root, snapshot_pair
 from machine_info import machine
 
-from anonymizer import arrays
+from anonymizer import arrays, regions
+from anonymizer.regions import NodeSpans
 from anonymizer.release import SnapshotCodes, anonymize_history
+from serialpub.io import inputs
 from serialpub.io.inputs import read_csv, snapshot_from_table
 from serialpub.workflow import drafting
 from serialpub.workflow.anonymizing import record_sets
@@ -55,6 +60,10 @@ def main() -> None:
 
     print(f"{args.records:,} records over a register of {args.register:,}")
     print_runs("coding the snapshot + the suite's id lookup", coding, args.repeat)
+    column = table[cfg.sensitive]
+    print_runs("sensitive texts, per record (to_numpy)", lambda: column.to_numpy(dtype=str), args.repeat)
+    if hasattr(inputs, "as_text"):
+        print_runs("sensitive texts, per distinct value (as_text)", lambda: inputs.as_text(column), args.repeat)
     history = ctx.statistics.load(None, np.full(len(register.ids), float(cfg.ell)))
     codes = SnapshotCodes(snap.individual, record_sets(ctx, snap), len(ctx.protected))
     result = anonymize_history(register.keys, codes, history, ctx.params, ctx.search_hierarchies, False)
@@ -65,6 +74,21 @@ def main() -> None:
         return [r if isinstance(r, dict) else r.model_dump() for r in drafting.group_rows(ctx, result)]
 
     print_runs("group rows as the state stores them", stored_rows, args.repeat)
+    spans = [NodeSpans.of(h) for h in ctx.search_hierarchies]
+    bounds = [(sp.lo[result.group_nodes[:, a]], sp.hi[result.group_nodes[:, a]]) for a, sp in enumerate(spans)]
+
+    def cut_on_rows() -> list[bool]:  # regions._is_cut before the eighth pass
+        out = []
+        for lo, hi in bounds:
+            pairs = np.unique(np.stack([lo, hi], axis=1), axis=0)
+            out.append(bool(np.all(pairs[1:, 0] > pairs[:-1, 1])))
+        return out
+
+    print(f"  cut check of {result.group_nodes.shape[0]:,} groups on every QI")
+    print_runs("cut columns, on interval rows (np.unique axis=0)", cut_on_rows, args.repeat)
+    print_runs("cut columns, on int64 keys (regions._is_cut)", lambda: [regions._is_cut(lo, hi) for lo, hi in bounds],
+               args.repeat)  # fmt: skip
+    assert cut_on_rows() == [regions._is_cut(lo, hi) for lo, hi in bounds]
     members, classes = ctx.statistics.tables(result.history)
     print_runs(f"statistics file written ({members.num_rows:,} members)",
           lambda: (table_to_bytes(members), table_to_bytes(classes)), args.repeat)  # fmt: skip

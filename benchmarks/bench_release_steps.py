@@ -1,6 +1,8 @@
 """Per-step seconds of consecutive releases in one process (issue 20): the steps that
 ``serialpub release`` logs (:mod:`serialpub.workflow.progress`), heard by a listener, plus the
 process's peak resident memory, and the peak so far and the resident memory when each step ended.
+``--timeline`` also prints when each step started and ended and on which thread (what runs
+beside what, and which steps make the critical path).
 
 Set-up: the scaling study's register (``bench_scaling.py`` builds
 ``out/scaling/N-<register>``) and its diagnosis snapshots of ``--records`` records. The
@@ -10,7 +12,7 @@ snapshot verdicts are always removed (a new period's snapshot never has one).
 
 Usage::
 
-    uv run python benchmarks/bench_release_steps.py [--register 5000000] [--records 1000000] [--keep-cache]
+    uv run python benchmarks/bench_release_steps.py [--register 5000000] [--records 1000000] [--keep-cache] [--timeline]
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import argparse
 import json
 import resource
 import shutil
+import threading
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -59,14 +62,20 @@ class Steps:
         self.seconds: dict[str, float] = defaultdict(float)
         self.peak: dict[str, float] = {}
         self.rss: dict[str, float] = {}
+        self.t0 = time.perf_counter()
+        self.began: dict[tuple[str, str], float] = {}
+        self.timeline: list[tuple[float, float, str, str]] = []  # start, end, thread, step
 
     def started(self, name: str) -> None:
-        pass
+        self.began[(threading.current_thread().name, name)] = time.perf_counter() - self.t0
 
     def ended(self, name: str, seconds: float, ok: bool) -> None:
         self.seconds[name] += seconds
         self.peak[name] = round(_peak_gib(), 2)
         self.rss[name] = round(_rss_gib(), 2)
+        thread = threading.current_thread().name
+        end = time.perf_counter() - self.t0
+        self.timeline.append((self.began.pop((thread, name), end - seconds), end, thread, name))
 
 
 def main() -> None:
@@ -74,6 +83,7 @@ def main() -> None:
     ap.add_argument("--register", type=int, default=5_000_000)
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--keep-cache", action="store_true")
+    ap.add_argument("--timeline", action="store_true", help="print each step's start, end and thread")
     args = ap.parse_args()
     root = register_root(args.register)
     snapshots = snapshot_pair(root, "diagnosis", args.records)
@@ -103,6 +113,9 @@ def main() -> None:
         print(f"release {i}: {total:.1f} s, {cpu:.1f} CPU s{start}")
         for name, s in steps.seconds.items():
             print(f"  {name:<45} {s:6.2f} s   peak so far {steps.peak[name]:.2f} GiB, now {steps.rss[name]:.2f} GiB")
+        if args.timeline:
+            for start, end, thread, name in sorted(steps.timeline):
+                print(f"    {start:6.2f} -> {end:6.2f} s  {thread[:24]:<24} {name}")
     out["peak_rss_gib"] = round(_peak_gib(), 2)
     print(f"peak RSS {out['peak_rss_gib']} GiB")
     target = Path(__file__).resolve().parent / "out" / "release_steps.json"
