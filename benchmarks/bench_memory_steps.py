@@ -18,7 +18,7 @@ import threading
 import time
 from pathlib import Path
 
-from bench_scaling import register_root, snapshot_pair, write_config
+from bench_scaling import new_register_version, register_root, snapshot_pair, write_config
 
 from serialpub.config import load_config
 from serialpub.workflow import progress
@@ -55,7 +55,7 @@ def main() -> None:
         stale.unlink()
     shutil.rmtree(root / "releases", ignore_errors=True)
     if not args.warm:
-        shutil.rmtree(root / "cache", ignore_errors=True)
+        new_register_version(root)
     for verdict in root.glob("cache/snapshot-*"):
         verdict.unlink()
     write_config(root, "diagnosis", "register")

@@ -22,13 +22,12 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
-from bench_scaling import register_root, snapshot_pair
+from bench_scaling import new_register_version, register_root, snapshot_pair
 from machine_info import machine
 
 HERE = Path(__file__).resolve().parent
@@ -78,7 +77,7 @@ def main() -> None:
     rows = []
     for n in args.registers:
         root = _prepared(n, args.records)
-        shutil.rmtree(root / "cache", ignore_errors=True)
+        new_register_version(root)
         cold = _run(root, args.records)
         warm = _run(root, args.records)
         rows.append({"register": n, "cold": cold, "warm": warm})

@@ -26,7 +26,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from bench_scaling import register_root, snapshot_pair, write_config
+from bench_scaling import new_register_version, register_root, snapshot_pair, write_config
 from machine_info import machine
 
 from serialpub.config import load_config
@@ -91,7 +91,7 @@ def main() -> None:
         stale.unlink()
     shutil.rmtree(root / "releases", ignore_errors=True)
     if not args.keep_cache:
-        shutil.rmtree(root / "cache", ignore_errors=True)
+        new_register_version(root)
     for verdict in root.glob("cache/snapshot-*"):  # a new period's snapshot has none
         verdict.unlink()
     write_config(root, "diagnosis", "register")

@@ -103,6 +103,14 @@ def register_root(n_register: int, seed: int = 0) -> Path:
     return root
 
 
+def new_register_version(root: Path) -> None:
+    """Make the workspace at ``root`` meet its register as a new version: no register cache
+    entry and no stored register or hierarchy versions, so the next release parses, checks
+    and codes the register and stores its version (what a new period's register costs)."""
+    for folder in ("cache", "registers", "hierarchy-versions"):
+        shutil.rmtree(root / folder, ignore_errors=True)
+
+
 def snapshot_pair(root: Path, scenario: str, n_records: int, seed: int = 0) -> list[Path]:
     """Two snapshots of ``n_records`` random register members each (drawn independently)
     with the scenario's sensitive attribute: ``snapshots/<scenario>-<R>/snapshot-{1,2}.csv``."""

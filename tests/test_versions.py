@@ -7,12 +7,15 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from serialpub.errors import InputError
+from serialpub.io import versions
 from serialpub.io.versions import FULL_EVERY, RegisterVersions, _delta_ops, _join, _lines, _whole
 
 
@@ -116,3 +119,50 @@ def test_a_whole_version_is_the_delta_from_no_parent(lines: list[bytes], cut: bo
     data = data[:-1] if cut and data else data  # a file without a final newline
     child = _lines(data)
     assert _whole(child).equals(_delta_ops(pa.array([], pa.large_binary()), child))
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.binary(max_size=9).map(lambda b: b.replace(b"\n", b"") + b"\n"), max_size=25),
+    st.booleans(), st.integers(1, 12), st.booleans(),
+)  # fmt: skip
+def test_a_whole_version_is_stored_block_by_block(
+    tmp_path_factory: pytest.TempPathFactory, lines: list[bytes], cut: bool, block: int, from_bytes: bool
+) -> None:
+    """A version stored whole is read and written ``_BLOCK`` bytes at a time (blocks here
+    of 1-12 bytes, shorter than some lines): its file holds the table of :func:`_whole`
+    over every line, its tip every line, and it rebuilds the file; the newline search by
+    blocks finds what one search over the whole finds. ``from_bytes``: a register given as
+    bytes (Parquet or SQL source) rather than read from its file."""
+    data = b"".join(lines)
+    data = data[:-1] if cut and data else data  # a file without a final newline
+    folder = tmp_path_factory.mktemp("whole")
+    path = folder / "register.csv"
+    path.write_bytes(data)
+    sha = hashlib.sha256(data).hexdigest()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(versions, "_BLOCK", block)
+        assert versions._line_ends(np.frombuffer(data, dtype=np.uint8)).tolist() == [
+            i + 1 for i, b in enumerate(data) if b == 10
+        ]
+        kept = RegisterVersions(folder)
+        kept.keep(path, sha, data if from_bytes else None)
+    stored = pq.read_table(kept.path(sha))
+    assert stored.combine_chunks().equals(_whole(_lines(data)).combine_chunks())
+    assert kept._meta(sha) == {"sha256": sha, "parent": "", "depth": "0", "lines": str(len(_lines(data)))}
+    tip = kept._tip(sha)
+    assert tip is not None and tip.equals(_lines(data))
+    assert RegisterVersions(folder).read_bytes(sha) == data
+    stored_files = sorted(p.name for p in (folder / "registers").iterdir())
+    assert stored_files == sorted([".tip.arrow", "latest", f"{sha}.parquet"])
+
+
+def test_a_whole_version_read_changed_leaves_nothing(tmp_path: Path) -> None:
+    """Bytes that do not hash to the sha256 the release recorded are not stored, and no
+    temporary file is left (the version is written as it is read, then checked)."""
+    path = tmp_path / "register.csv"
+    path.write_bytes(b"id,x\n1,a\n" * 1000)
+    with pytest.MonkeyPatch.context() as mp, pytest.raises(InputError, match="changed while it was being read"):
+        mp.setattr(versions, "_BLOCK", 64)
+        RegisterVersions(tmp_path).keep(path, "0" * 64)
+    assert list((tmp_path / "registers").iterdir()) == []

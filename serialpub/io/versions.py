@@ -23,11 +23,15 @@ re-serialization to specify or trust.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, BinaryIO
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -38,6 +42,10 @@ REGISTERS_DIR = "registers"
 HIERARCHY_VERSIONS_DIR = "hierarchy-versions"
 #: a chain of deltas longer than this is cut by storing the next version whole
 FULL_EVERY = 16
+#: bytes read at a time when a version is stored whole: its lines are written block by block,
+#: so storing a 50M-person register (3.9 GB) holds one block of it, not the file; holding the
+#: file and its newline mask took a new 50M version's release to a 15.5 GiB peak (issue 20)
+_BLOCK = 1 << 26
 _LATEST = "latest"  # text file: the sha256 of the version stored last (the next one's parent)
 # the lines of the version stored last, whole and uncompressed: the next version is diffed
 # against it without rebuilding a chain (a cache: deleting it only costs time)
@@ -48,16 +56,38 @@ def sha256_bytes(data: bytes | memoryview) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _line_ends(buf: npt.NDArray[np.uint8]) -> npt.NDArray[np.int64]:
+    """Offsets just past every newline of ``buf``, int64, found ``_BLOCK`` bytes at a time:
+    one boolean mask of a whole 3.9 GB register was 3.9 GB more at once."""
+    parts = [np.flatnonzero(buf[i : i + _BLOCK] == 10) + (i + 1) for i in range(0, buf.size, _BLOCK)]
+    return np.concatenate(parts).astype(np.int64, copy=False) if parts else np.zeros(0, dtype=np.int64)
+
+
 def _lines(data: bytes) -> pa.LargeBinaryArray:
     """The lines of ``data``, each with its newline, as one Arrow array over the same bytes
     (no Python object per line): concatenating the values gives ``data`` back."""
-    buf = np.frombuffer(data, dtype=np.uint8)
-    ends = np.flatnonzero(buf == 10) + 1
-    if ends.size == 0 or ends[-1] != len(data):
-        ends = np.append(ends, len(data))
-    offsets = np.concatenate([[0], ends]).astype(np.int64) if len(data) else np.zeros(1, dtype=np.int64)
-    n = offsets.size - 1
+    ends = _line_ends(np.frombuffer(data, dtype=np.uint8))
+    n = ends.size + int(bool(data) and (ends.size == 0 or int(ends[-1]) != len(data)))
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    offsets[1 : ends.size + 1] = ends
+    offsets[n] = len(data)
     return pa.LargeBinaryArray.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+def _blocks(f: BinaryIO, digest: Any) -> Iterator[pa.LargeBinaryArray]:
+    """The lines of the file ``f``, in blocks of whole lines of about ``_BLOCK`` bytes (the
+    file's last line may lack its newline), every byte read added to ``digest`` (a hashlib
+    object): laid end to end, the blocks' lines are :func:`_lines` of the whole file."""
+    rest = b""
+    while block := f.read(_BLOCK):
+        digest.update(block)
+        data = rest + block if rest else block
+        cut = data.rfind(b"\n") + 1
+        rest = data[cut:]
+        if cut:
+            yield _lines(data[:cut] if rest else data)
+    if rest:
+        yield _lines(rest)
 
 
 def _join(lines: pa.LargeBinaryArray) -> bytes:
@@ -139,33 +169,68 @@ class RegisterVersions:
         :mod:`serialpub.io.sources`); ``register_file`` then only names it."""
         if self.has(sha):
             return 0
-        data = register_file.read_bytes() if data is None else data
-        if sha256_bytes(data) != sha:
-            raise InputError(f"{register_file}: changed while it was being read; run the release again")
-        child = _lines(data)
         parent_sha = self._latest()
-        depth = 0
-        if parent_sha is not None:
-            depth = self._depth(parent_sha) + 1
-        if parent_sha is None or depth >= FULL_EVERY:
-            parent_sha, depth = None, 0
-            ops = _whole(child)
-        else:
-            ops = _delta_ops(self._tip(parent_sha) or self.lines(parent_sha), child)
-        meta = {"sha256": sha, "parent": parent_sha or "", "depth": str(depth), "lines": str(len(child))}
+        depth = 0 if parent_sha is None else self._depth(parent_sha) + 1
         self.dir.mkdir(parents=True, exist_ok=True)
-        tmp = self.dir / f".{sha}.tmp"
-        pq.write_table(ops.replace_schema_metadata(meta), tmp, compression="zstd")
+        tmp, tip_tmp = self.dir / f".{sha}.tmp", self.dir / f"{_TIP}.tmp"
+        if parent_sha is None or depth >= FULL_EVERY:
+            self._write_whole(register_file, sha, data, tmp, tip_tmp)
+            self._cache = None
+        else:
+            data = register_file.read_bytes() if data is None else data
+            if sha256_bytes(data) != sha:
+                raise self._changed(register_file)
+            child = _lines(data)
+            ops = _delta_ops(self._tip(parent_sha) or self.lines(parent_sha), child)
+            meta = {"sha256": sha, "parent": parent_sha, "depth": str(depth), "lines": str(len(child))}
+            pq.write_table(ops.replace_schema_metadata(meta), tmp, compression="zstd")
+            with pa.OSFile(str(tip_tmp), "wb") as sink:
+                tip = pa.table({"line": child})
+                with pa.ipc.new_file(sink, tip.schema.with_metadata({"sha256": sha})) as writer:
+                    writer.write_table(tip)
+            self._cache = (sha, child)
         os.replace(tmp, self.path(sha))
-        with pa.OSFile(str(self.dir / f"{_TIP}.tmp"), "wb") as sink:
-            tip = pa.table({"line": child})
-            with pa.ipc.new_file(sink, tip.schema.with_metadata({"sha256": sha})) as writer:
-                writer.write_table(tip)
-        os.replace(self.dir / f"{_TIP}.tmp", self.dir / _TIP)
+        os.replace(tip_tmp, self.dir / _TIP)
         (self.dir / f".{_LATEST}.tmp").write_text(sha + "\n", encoding="utf-8")
         os.replace(self.dir / f".{_LATEST}.tmp", self.dir / _LATEST)
-        self._cache = (sha, child)
         return self.path(sha).stat().st_size
+
+    @staticmethod
+    def _changed(register_file: Path) -> InputError:
+        return InputError(f"{register_file}: changed while it was being read; run the release again")
+
+    @staticmethod
+    def _write_whole(register_file: Path, sha: str, data: bytes | None, tmp: Path, tip_tmp: Path) -> None:
+        """Write version ``sha`` whole to ``tmp`` and the tip cache to ``tip_tmp``, block by
+        block (:data:`_BLOCK`), from ``data`` or else the file.
+        The same tables as one write of :func:`_whole` and of the lines, in row groups.
+
+        Raises:
+            InputError: the bytes read do not hash to ``sha`` (neither file is left).
+        """
+        digest = hashlib.sha256()
+        ops_schema = _whole(pa.array([], pa.large_binary())).schema
+        tip_schema = pa.schema([pa.field("line", pa.large_binary())]).with_metadata({"sha256": sha})
+        n = 0
+        try:
+            with (
+                io.BytesIO(data) if data is not None else register_file.open("rb") as f,
+                pq.ParquetWriter(tmp, ops_schema, compression="zstd") as ops,
+                pa.OSFile(str(tip_tmp), "wb") as sink,
+                pa.ipc.new_file(sink, tip_schema) as tip,
+            ):
+                for lines in _blocks(f, digest):
+                    n += len(lines)
+                    ops.write_table(_whole(lines))
+                    tip.write_batch(pa.record_batch([lines], schema=tip_schema))
+                # read by _meta: known once the file is read, so added to the footer
+                ops.add_key_value_metadata({"sha256": sha, "parent": "", "depth": "0", "lines": str(n)})
+            if digest.hexdigest() != sha:
+                raise RegisterVersions._changed(register_file)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            tip_tmp.unlink(missing_ok=True)
+            raise
 
     def _latest(self) -> str | None:
         marker = self.dir / _LATEST
@@ -195,8 +260,10 @@ class RegisterVersions:
                 f"{path}: register version missing; a release was published with register sha256 {sha[:12]}... "
                 f"(restore {REGISTERS_DIR}/ from the workspace's backup)"
             )
-        raw = pq.read_schema(path).metadata or {}
-        return {k.decode(): v.decode() for k, v in raw.items()}
+        # the footer's key-value metadata: a version stored whole adds its own there
+        # (_write_whole), which the Arrow schema does not carry
+        raw = pq.read_metadata(path).metadata or {}
+        return {k.decode(): v.decode() for k, v in raw.items() if not k.startswith(b"ARROW:")}
 
     def _depth(self, sha: str) -> int:
         return int(self._meta(sha).get("depth", "0"))
@@ -250,4 +317,3 @@ def keep_hierarchy(workspace_root: Path, qi: str, hierarchy_file: Path, sha: str
 def hierarchy_version(workspace_root: Path, qi: str, sha: str) -> Path:
     """The file of the hierarchy version ``sha`` of ``qi`` (may not exist)."""
     return workspace_root / HIERARCHY_VERSIONS_DIR / qi / f"{sha}.csv"
-
