@@ -4,9 +4,10 @@ docs/configuration.md, "Inputs: files and databases").
 Parsing a 5M-person register, coding its QIs and running its input suite takes about 15 s,
 and every Airflow task of a release runs in a fresh process. The cache keeps, under
 ``cache/register-<key>.arrow`` in the workspace, what those steps produce: the ids, the
-leaf id of every QI (Arrow IPC, int32), the ids' sorted hashes with their rows (the id
-lookup of :class:`anonymizer.arrays.IdLookup`) and the register suite's result when it
-passed.
+leaf id of every QI (Arrow IPC: one fixed-size list of int32 per individual, the (N, d)
+array row by row, which a load maps without a copy), the ids' sorted hashes with their rows
+(the id lookup of :class:`anonymizer.arrays.IdLookup`) and the register suite's result
+when it passed.
 
 The key is the sha256 of everything the coded register and the suite's verdict depend on:
 the register's sha256 (the bytes read, as the manifest records them), the id column, the
@@ -46,8 +47,11 @@ from serialpub.io.inputs import arrow_ids, text_index
 
 CACHE_DIR = "cache"
 _SUITE_META = b"serialpub.register_suite"
-#: the id lookup's columns (sorted id hashes, their rows), after every QI's
+#: the id lookup's columns (sorted id hashes, their rows), after the leaf ids
 _LOOKUP = ("__id_hash", "__id_hash_row")
+#: the layout of an entry, part of its key: an entry of another layout is never read (the
+#: second holds the leaf ids as one fixed-size list column; the first, one column per QI)
+FORMAT = 2
 
 
 def cache_key(
@@ -63,6 +67,7 @@ def cache_key(
         "sources": {q: hierarchy_sources[q] for q in qis},
         "code": {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in code},
         "engine": engine_version,
+        "format": FORMAT,
     }
     return hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()
 
@@ -167,11 +172,12 @@ def load(workspace_root: Path, key: str) -> Entry | None:
     # They share the entry's mapped bytes, which are checked above and never rewritten in
     # place (a new entry is a new file, renamed into place)
     ids = text_index(table.column(0))
-    # filled column by column: stacking int64 copies of the columns took 1.2-1.5 s at 5M
-    # individuals, this 0.2-0.3 s; int32 as stored (Register.keys)
-    keys = np.empty((table.num_rows, table.num_columns - 1), dtype=np.int32)
-    for i in range(1, table.num_columns):
-        keys[:, i - 1] = table.column(i).to_numpy()
+    # the leaf ids as stored, row by row: mapped, not copied (a copy per column was 1.6 GB
+    # more for a 50M-person register, the mapped columns staying resident beside it);
+    # int32 as Register.keys
+    column = table.column(1)
+    leaf = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+    keys = leaf.flatten().to_numpy().reshape(table.num_rows, leaf.type.list_size)
     return _keep(key, (ids, keys, suite, lookup))
 
 
@@ -245,8 +251,10 @@ def save(
     entries of other keys are removed, the cache holds the register in use."""
     folder = workspace_root / CACHE_DIR
     folder.mkdir(parents=True, exist_ok=True)
-    columns = [arrow_ids(ids)] + [pa.array(keys[:, a].astype(np.int32)) for a in range(len(qis))]
-    fields = [pa.field("id", pa.string()), *(pa.field(q, pa.int32()) for q in qis)]
+    d = len(qis)
+    rows = np.ascontiguousarray(keys, dtype=np.int32).reshape(-1)  # no copy of Register.keys
+    columns = [arrow_ids(ids), pa.FixedSizeListArray.from_arrays(pa.array(rows), d)]
+    fields = [pa.field("id", pa.string()), pa.field("leaf_ids", pa.list_(pa.int32(), d))]
     if lookup is not None:
         columns += [pa.array(lookup[0], pa.uint64()), pa.array(lookup[1].astype(np.int64), pa.int64())]
         fields += [pa.field(_LOOKUP[0], pa.uint64()), pa.field(_LOOKUP[1], pa.int64())]
