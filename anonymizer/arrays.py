@@ -82,16 +82,47 @@ def row_keys(mat: npt.NDArray[np.integer[Any]], radices: Sequence[int]) -> IntAr
     return key
 
 
+#: the owners of foreign memory that nothing changes, by id (:func:`declare_frozen`):
+#: weak references, so an entry goes with its owner
+_DECLARED: dict[int, weakref.ref[Any]] = {}
+
+
+def _owner(a: npt.NDArray[Any]) -> Any:
+    """The end of ``a``'s chain of bases: the array owning its memory, or the foreign
+    object holding it (numpy collapses a view of a view onto that end)."""
+    while isinstance(a, np.ndarray) and a.base is not None:
+        a = a.base
+    return a
+
+
+def declare_frozen(a: npt.NDArray[Any]) -> None:
+    """Declare that nothing changes the values of the read-only array ``a``, nor of any
+    read-only view of the memory it views, though numpy does not own that memory: the
+    register cache's leaf ids, mapped read-only from an entry checked against its sha256 and
+    never rewritten in place (a new entry is a new file).
+
+    Raises:
+        ValueError: ``a`` is writeable.
+    """
+    if a.flags.writeable:
+        raise ValueError("only a read-only array can be declared frozen")
+    owner = _owner(a)
+    key = id(owner)
+    _DECLARED[key] = weakref.ref(owner, lambda _ref: _DECLARED.pop(key, None))
+
+
 def frozen(a: npt.NDArray[Any]) -> bool:
     """Whether nothing can change ``a``'s values: it and every array it views are read-only
-    and the last of them owns its memory (a view of a foreign buffer does not count)."""
+    and the last of them owns its memory, or views foreign memory declared frozen
+    (:func:`declare_frozen`); a view of other foreign memory does not count."""
     while isinstance(a, np.ndarray):
         if a.flags.writeable:
             return False
         if a.base is None:
             return True
         a = a.base
-    return False
+    declared = _DECLARED.get(id(a))
+    return declared is not None and declared() is a
 
 
 #: the last :func:`factorize_rows` result of a frozen array: (its weak reference, the

@@ -24,3 +24,32 @@ def test_first_positions_are_each_codes_first(values: list[int]) -> None:
     codes, first = factorize(np.asarray(values, dtype=np.int64))
     assert first.tolist() == [codes.tolist().index(c) for c in range(len(first))]
     assert first_positions(codes, len(first)).tolist() == first.tolist()
+
+
+def test_only_arrays_nothing_can_change_are_frozen() -> None:
+    """frozen() lets factorize_rows keep a grouping: an array is frozen when it and every
+    array it views are read-only and the last owns its memory or was declared frozen; a
+    read-only view of a writeable array, or of foreign memory not declared, is not."""
+    import pyarrow as pa
+
+    from anonymizer.arrays import declare_frozen, frozen
+
+    owned = np.arange(6)
+    assert not frozen(owned)
+    view = owned[1:]
+    view.flags.writeable = False
+    assert not frozen(view)  # its base can still be written
+    owned.flags.writeable = False
+    assert frozen(view) and frozen(owned)
+    foreign = pa.array(np.arange(6, dtype=np.int32)).to_numpy()
+    assert not foreign.flags.writeable and not frozen(foreign)
+    declare_frozen(foreign)
+    assert frozen(foreign) and frozen(foreign.reshape(2, 3)[:, 1])
+    other = pa.array(np.arange(6, dtype=np.int32)).to_numpy()
+    assert not frozen(other)  # declared arrays are named one by one
+    try:
+        declare_frozen(np.arange(3))
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("a writeable array was declared frozen")

@@ -43,6 +43,7 @@ import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
 
+from anonymizer.arrays import declare_frozen
 from serialpub.io.inputs import arrow_ids, text_index
 
 CACHE_DIR = "cache"
@@ -178,6 +179,9 @@ def load(workspace_root: Path, key: str) -> Entry | None:
     column = table.column(1)
     leaf = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
     keys = leaf.flatten().to_numpy().reshape(table.num_rows, leaf.type.list_size)
+    # mapped read-only and checked above: the grouping of its rows may be kept
+    # (anonymizer.arrays.factorize_rows), as for the keys of a register coded here
+    declare_frozen(keys)
     return _keep(key, (ids, keys, suite, lookup))
 
 
