@@ -197,28 +197,42 @@ class ReleaseContext:
                 )
 
     # -- the register, read on first use -------------------------------------------------
-    def _read_register(self) -> bytes:
-        """The register's bytes (its canonical CSV form), hashed: the manifest names the
-        register the release was computed with, even if the source changes meanwhile. Kept
-        until they are parsed or the cache made parsing needless."""
-        if self._register_content is None:
+    def _read_register(self) -> None:
+        """Hash the register (its canonical CSV form): the manifest names the register the
+        release was computed with, even if the source changes meanwhile. A CSV file is
+        hashed as it is read, not held (3.9 GB for a 50M-person register), and hashed again
+        as it is parsed, if it is (:func:`serialpub.io.inputs.read_csv`); a Parquet or SQL
+        register's canonical bytes are made in memory and kept until parsed or the cache
+        made parsing needless, and until its version is kept."""
+        if self._register_sha is None:
             with progress.step("reading the register"):
                 source = self.ws.register_source
+                if source.kind == "csv" and source.path is not None:
+                    try:
+                        self._register_sha = versions.sha256_file(source.path)
+                    except FileNotFoundError:
+                        raise InputError(f"{source.label}: population register file not found") from None
+                    return
                 content = source.read_bytes("population register", self.ws.config.id_column)
                 self._register_sha = versions.sha256_bytes(content)
-                self._register_bytes = None if source.kind == "csv" else content
-                self._register_content = content
-        return self._register_content
+                self._register_bytes = self._register_content = content
 
     def _register_rows(self) -> pd.DataFrame:
         """The register as parsed, kept until both the register and its suite are built."""
         if self._register_table is None:
-            content = self._read_register()
+            self._read_register()
+            content, self._register_content = self._register_content, None
+            source = self.ws.register_source
+            if content is None and source.kind != "csv":  # let go when the cache made parsing needless
+                content = source.read_bytes("population register", self.ws.config.id_column)
+                if versions.sha256_bytes(content) != self._register_sha:
+                    raise InputError(f"{source.label}: the population register changed while it was being read; "
+                                     "run the release again")  # fmt: skip
             with progress.step("parsing the register"):
                 self._register_table = read_csv(
-                    self.ws.register_source.label, "population register", content, dictionary=self.qis
-                )
-            self._register_content = None
+                    self.ws.register_source.label, "population register", content, dictionary=self.qis,
+                    sha256=None if content is not None else self._register_sha,
+                )  # fmt: skip
         return self._register_table
 
     @cached_property
