@@ -112,7 +112,11 @@ class History:
     @classmethod
     def empty(cls, ell: FloatArray, n_sets: int) -> History:
         """Before the first release: one class per distinct ℓ (ell has shape (N,))."""
-        values, class_of = np.unique(np.asarray(ell, dtype=np.float64), return_inverse=True)
+        ell = np.asarray(ell, dtype=np.float64).reshape(-1)
+        if ell.size and bool((ell == ell[0]).all()):  # one ℓ for all, as configured: no sort of N values
+            values, class_of = ell[:1].copy(), np.zeros(ell.size, dtype=np.int64)
+        else:
+            values, class_of = np.unique(ell, return_inverse=True)
         k = values.size
         return cls(
             class_of.reshape(-1).astype(np.int64), np.ones((k, n_sets)), np.zeros((k, n_sets), dtype=np.int64), values
@@ -225,7 +229,10 @@ def advance_history(
     factor = np.ones((n_groups + 1, n_sets))  # last row: not linked by this release
     factor[:-1][holds] = 1.0 - counts[holds] / np.broadcast_to(n_j[:, None], holds.shape)[holds]
     holds_ext = np.vstack([holds, np.zeros((1, n_sets), dtype=bool)])
-    key = history.class_of * (n_groups + 1) + np.where(group_of_ind >= 0, group_of_ind, n_groups)
+    # class * (G+1) + group, G for none; in place: 8 bytes per individual at a time, not 24
+    key = np.multiply(history.class_of, n_groups + 1, dtype=np.int64)
+    key += group_of_ind
+    key[group_of_ind < 0] += n_groups + 1
     new_class_of, class_first = factorize(key)
     uniq = key[class_first]
     old_class, via = uniq // (n_groups + 1), uniq % (n_groups + 1)
@@ -327,28 +334,33 @@ def anonymize_history(
     n_ind = register_keys.shape[0]
     n_classes = history.survival.shape[0]
     targets = class_targets(params, history)
-    # cells: distinct leaf combinations of the individuals that can be candidates
-    members = record_individual if presence else np.arange(n_ind)
+    # cells: distinct leaf combinations of the individuals that can be candidates: the
+    # present ones, or everyone as a slice (views: an arange and the copies it indexed took
+    # 8 bytes per register individual each, several at once; issue 20)
+    members: slice | IntArray = record_individual if presence else slice(None)
     # everyone's keys as given: a read-only register's cells are kept between calls
     member_keys = register_keys[members] if presence else register_keys
     cell_of_member, first = factorize_rows(member_keys, [h.n_leaves for h in hierarchies])
     n_cells = first.size
     # requirement: the largest target over the (cell, history class) pairs present
-    pair_of_member, pair_first = factorize(cell_of_member * n_classes + history.class_of[members])
-    pair = cell_of_member[pair_first] * n_classes + history.class_of[members][pair_first]
+    class_of_member = history.class_of[members]
+    pair_key = cell_of_member * n_classes
+    pair_key += class_of_member
+    pair_of_member, pair_first = factorize(pair_key)
+    del pair_key
+    pair = cell_of_member[pair_first] * n_classes + class_of_member[pair_first]
     pair_count = np.bincount(pair_of_member, minlength=pair_first.size)
     requirement = np.full((n_cells, n_sets), 1.0)
     if n_sets:
         np.maximum.at(requirement, pair // n_classes, targets[pair % n_classes])
-    cell_of_ind = np.full(n_ind, -1, dtype=np.int64)
-    cell_of_ind[members] = cell_of_member
-    cell_of_record = cell_of_ind[record_individual]
+    # a present individual's member row is its record's (record_individual is unique)
+    cell_of_record = cell_of_member if presence else cell_of_member[record_individual]
     protected = record_set >= 0
     counts = np.bincount(
         cell_of_record[protected] * n_sets + record_set[protected], minlength=n_cells * n_sets
     ).reshape(n_cells, n_sets)
     cells = Cells(
-        keys=register_keys[members[first]].astype(np.int64),
+        keys=register_keys[record_individual[first] if presence else first].astype(np.int64),
         candidates=np.bincount(pair // n_classes, weights=pair_count, minlength=n_cells).astype(np.int64),
         records=np.bincount(cell_of_record, minlength=n_cells).astype(np.int64),
         counts=counts.astype(np.int64),
@@ -368,9 +380,12 @@ def anonymize_history(
     live = kept_records > 0
     renumber = np.cumsum(live) - 1
     n_j = kept_records if presence else gen.groups.candidates
-    member_group = gen.group_of_cell[cell_of_member]
-    group_of_ind = np.full(n_ind, -1, dtype=np.int64)
-    group_of_ind[members] = np.where(live[member_group], member_group, -1)
+    member_group = gen.group_of_cell[cell_of_member].astype(np.int64, copy=False)
+    member_group[~live[member_group]] = -1  # in place: the group of every member, -1 for none
+    group_of_ind = member_group
+    if presence:
+        group_of_ind = np.full(n_ind, -1, dtype=np.int64)
+        group_of_ind[members] = member_group
     new_history = advance_history(history, group_of_ind, n_j, np.where(live[:, None], kept_counts, 0))[0]
     return ReleaseResult(
         published=published,
