@@ -27,23 +27,64 @@ import pyarrow.compute as pc
 IntArray = npt.NDArray[np.int64]
 
 
+#: integer values factorized this many at a time when there are more than twice as many:
+#: pandas sizes its hash table for every value it is given (for 50M keys of a register, the
+#: table's touched pages and the position array were about 1 GB at once, for a few hundred
+#: thousand distinct values; issue 20)
+_BLOCK = 1 << 22
+
+
 def factorize(values: npt.ArrayLike) -> tuple[IntArray, IntArray]:
     """Group equal values in linear time.
+
+    Integer arrays of more than ``2 * _BLOCK`` values are factorized a block at a time
+    against the distinct values found so far (the same codes); when the distinct values
+    pass an eighth of the values, the rest is done in one piece, as for any other array.
 
     Returns:
         the code of every value (numbered by first appearance), shape (n,), and the index
         of each code's first value, shape (u,).
     """
-    codes, uniques = pd.factorize(np.asarray(values))
+    arr = np.asarray(values)
+    if arr.ndim == 1 and arr.dtype.kind in "iu" and arr.size > 2 * _BLOCK:
+        blocks = _factorize_blocks(arr)
+        if blocks is not None:
+            return blocks
+    codes, uniques = pd.factorize(arr)
     codes = np.asarray(codes, dtype=np.int64)
     return codes, first_positions(codes, len(uniques))
 
 
+def _factorize_blocks(arr: npt.NDArray[np.integer[Any]]) -> tuple[IntArray, IntArray] | None:
+    """:func:`factorize` of the integers ``arr`` (n,) a block at a time, or None when they
+    hold more than n/8 distinct values (looking each block up among them would cost more
+    than one table for all)."""
+    n = arr.size
+    codes = np.empty(n, dtype=np.int64)
+    found = pd.Index(arr[:0])  # the distinct values so far, in the order of their codes
+    firsts: list[IntArray] = []
+    for start in range(0, n, _BLOCK):
+        block_codes, block_uniques = pd.factorize(arr[start : start + _BLOCK])
+        block_codes = np.asarray(block_codes, dtype=np.int64)
+        code = np.asarray(found.get_indexer(block_uniques), dtype=np.int64)
+        new = code < 0
+        if new.any():  # numbered after the earlier ones, in the order they first occur
+            code[new] = np.arange(len(found), len(found) + int(new.sum()))
+            firsts.append(start + first_positions(block_codes, len(block_uniques))[new])
+            found = found.append(pd.Index(block_uniques[new]))
+            if len(found) > n // 8:
+                return None
+        codes[start : start + block_codes.size] = code[block_codes]
+    return codes, np.concatenate(firsts) if firsts else np.zeros(0, dtype=np.int64)
+
+
 def first_positions(codes: IntArray, n: int) -> IntArray:
     """The position of each code's first occurrence in ``codes`` (every code in [0, n) occurs),
-    shape (n,)."""
+    shape (n,); by blocks from the end, so no position array as long as ``codes`` is made."""
     first = np.empty(n, dtype=np.int64)
-    first[codes[::-1]] = np.arange(codes.size - 1, -1, -1)
+    for end in range(codes.size, 0, -_BLOCK):  # an earlier block overwrites a later one
+        start = max(end - _BLOCK, 0)
+        first[codes[start:end][::-1]] = np.arange(end - 1, start - 1, -1)
     return first
 
 

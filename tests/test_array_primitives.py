@@ -4,6 +4,7 @@ sorted_counts as numpy's unique with counts, first_positions as a scan for each 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -53,3 +54,31 @@ def test_only_arrays_nothing_can_change_are_frozen() -> None:
         pass
     else:
         raise AssertionError("a writeable array was declared frozen")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.integers(0, 3), min_size=24, max_size=80)  # few distinct values: blocks to the end
+    | st.lists(st.integers(-3, 9), max_size=60) | st.lists(st.integers(0, 2**40), max_size=40),
+    st.integers(1, 5), st.sampled_from([np.int64, np.int32, np.uint16]),
+)  # fmt: skip
+def test_factorize_by_blocks_is_factorize_in_one_piece(values: list[int], block: int, dtype: type) -> None:
+    """Blocks of 1-5 values (the register's are 4M): the same codes, numbered by first
+    appearance, and the same first positions as pandas' factorize of the whole, whether
+    the blocks run to the end or give up on too many distinct values."""
+    import pytest
+
+    import anonymizer.arrays as arrays
+
+    arr = np.abs(np.asarray(values, dtype=np.int64)) % 2**16 if dtype is np.uint16 else np.asarray(values)
+    arr = arr.astype(dtype)
+    want, uniques = pd.factorize(arr)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(arrays, "_BLOCK", block)
+        codes, first = factorize(arr)
+        assert first_positions(codes, len(first)).tolist() == first.tolist()
+        if arr.size >= 24 and len(uniques) <= 3:
+            assert arrays._factorize_blocks(arr) is not None  # this case did not give up
+    assert codes.dtype == np.int64 and first.dtype == np.int64
+    assert codes.tolist() == want.tolist()
+    assert first.tolist() == [want.tolist().index(c) for c in range(len(uniques))]
