@@ -85,6 +85,11 @@ def table_from_bytes(blob: bytes) -> pa.Table:
     return pq.read_table(io.BytesIO(blob))
 
 
+def parquet_from_bytes(blob: bytes) -> pq.ParquetFile:
+    """The Parquet file ``blob``, its columns read on demand."""
+    return pq.ParquetFile(io.BytesIO(blob))
+
+
 def _digest(members: bytes, classes: bytes) -> str:
     return hashlib.sha256(hashlib.sha256(members).digest() + hashlib.sha256(classes).digest()).hexdigest()
 
@@ -176,14 +181,17 @@ class StateStore:
     def latest_statistics(self, dataset: str) -> tuple[pa.Table, pa.Table] | None:
         """The statistics file (members, classes) after the newest published release, or
         None before the first."""
-        return self.latest_statistics_unless(dataset, None)[1]
+        stats = self.latest_statistics_unless(dataset, None)[1]
+        return None if stats is None else (stats[0].read(), stats[1])
 
     def latest_statistics_unless(
         self, dataset: str, known: str | None
-    ) -> tuple[str | None, tuple[pa.Table, pa.Table] | None]:
+    ) -> tuple[str | None, tuple[pq.ParquetFile, pa.Table] | None]:
         """The sha256 of the statistics file after the newest published release and the file
-        itself as :meth:`latest_statistics`, read in one transaction; the file is not read
-        (None) when its sha256 is ``known``. ``(None, None)`` before the first release.
+        itself, read in one transaction: the members as a Parquet file whose columns are
+        read on demand (a caller that does not need the ids of a 50M-person register does
+        not decode them), the classes as a table; the file is not read (None) when its
+        sha256 is ``known``. ``(None, None)`` before the first release.
 
         Raises:
             StateError: the file fails its checksum.
@@ -209,7 +217,7 @@ class StateStore:
             ).one()
             if _digest(row.members_data, row.classes_data) != head.sha256:
                 raise StateError(f"the statistics file of dataset {dataset!r} fails its checksum")
-            return head.sha256, (table_from_bytes(row.members_data), table_from_bytes(row.classes_data))
+            return head.sha256, (parquet_from_bytes(row.members_data), table_from_bytes(row.classes_data))
 
     def audit_log(self, dataset: str) -> list[dict[str, Any]]:
         with Session(self.engine) as s:

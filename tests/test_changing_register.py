@@ -240,3 +240,37 @@ def test_a_register_replaced_between_draft_and_validation_fails_the_draft(tmp_pa
         checker.validate(staged.seq)
     ws = load_config(root)
     assert StateStore(open_engine(ws.database_url)).published("clinic") == []
+
+
+def test_the_same_register_reads_the_ids_only_when_members_left(
+    series: tuple[Path, list[pd.DataFrame]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the register the statistics file was written for, its members' ids are not
+    read (50M of them at national scale) unless members have left the register since, whose
+    ids the next file keeps: the state is the one a full read gives either way."""
+    import numpy as np
+
+    from serialpub.io import statistics_file
+
+    root, _ = series
+    publisher = Publisher(load_config(root))
+    codec = publisher.statistics
+    ell = np.full(len(publisher.register.ids), float(load_config(root).config.ell))
+    read: list[list[str] | None] = []
+    real_read = statistics_file._read
+    monkeypatch.setattr(statistics_file, "_read", lambda m, c: read.append(c) or real_read(m, c))
+    _, (members_file, classes) = publisher.store.latest_statistics_unless("clinic", None)  # type: ignore[misc]
+    lazy, lazy_departed = codec.load((members_file, classes), ell), codec.departed
+    assert read == [["row", "class", "ell"], None]  # members left: read again whole, for their ids
+    full, full_departed = codec.load((members_file.read(), classes), ell), codec.departed
+    for name in ("class_of", "survival", "linked", "ell"):
+        assert np.array_equal(getattr(lazy, name), getattr(full, name)), name
+    assert lazy_departed is not None and full_departed is not None
+    assert lazy_departed[0].equals(full_departed[0]) and lazy_departed[1].equals(full_departed[1])
+
+    steady = make_workspace(root.parent / "steady", n=60, periods=2)
+    first = Publisher(load_config(steady))
+    first.publish(snapshot(steady, 1))
+    read.clear()
+    Publisher(load_config(steady)).publish(snapshot(steady, 2))  # a fresh process reads the file
+    assert read == [["row", "class", "ell"]]

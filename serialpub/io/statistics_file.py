@@ -20,11 +20,19 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from anonymizer.release import History
 from serialpub.io.inputs import Register, arrow_ids
 from state.engine import StateError
 from state.store import StateStore
+
+
+def _read(members: pq.ParquetFile | pa.Table, columns: list[str] | None) -> pa.Table:
+    """The members' ``columns`` (all for None), from a Parquet file or a table."""
+    if isinstance(members, pq.ParquetFile):
+        return members.read(columns=columns)
+    return members if columns is None else members.select(columns)
 
 
 class StatisticsFile:
@@ -72,11 +80,14 @@ class StatisticsFile:
             self._loaded = (sha, same, history, self.departed)
         return history
 
-    def load(self, stats: tuple[pa.Table, pa.Table] | None, ell: np.ndarray) -> History:
+    def load(self, stats: tuple[pq.ParquetFile | pa.Table, pa.Table] | None, ell: np.ndarray) -> History:
         """The History over the register's rows; before any release, one class per ℓ.
 
         Args:
-            stats: (members, classes) as ``StateStore.latest_statistics`` returns them.
+            stats: (members, classes) as ``StateStore.latest_statistics`` or
+                ``latest_statistics_unless`` return them (members as a table or a Parquet
+                file: with the register the file was written for, its ids are not read
+                unless members have left the register since).
             ell: ℓ per register individual, shape (N,); used for individuals new to the
                 register since the state was written (they form one fresh class).
 
@@ -89,9 +100,13 @@ class StatisticsFile:
         self.departed = None
         if stats is None:
             return History.empty(ell, len(self.protected))
-        members, classes = stats
-        meta = members.schema.metadata or {}
-        if meta.get(b"register_sha256", b"").decode() == self.register_sha256:
+        members_file, classes = stats
+        meta = (members_file.schema_arrow if isinstance(members_file, pq.ParquetFile) else members_file.schema).metadata
+        same_register = (meta or {}).get(b"register_sha256", b"").decode() == self.register_sha256
+        members = _read(members_file, ["row", "class", "ell"] if same_register else None)
+        if same_register and pc.any(pc.less(members.column("row"), 0)).as_py():
+            members = _read(members_file, None)  # members gone from the register: their ids are kept
+        if same_register:
             rows = members.column("row").to_numpy().astype(np.int64)  # same register: row numbers hold
         else:
             # by id; Arrow's hash join, several times faster than pandas' on millions of strings
