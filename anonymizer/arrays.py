@@ -139,8 +139,8 @@ def _owner(a: npt.NDArray[Any]) -> Any:
 def declare_frozen(a: npt.NDArray[Any]) -> None:
     """Declare that nothing changes the values of the read-only array ``a``, nor of any
     read-only view of the memory it views, though numpy does not own that memory: the
-    register cache's leaf ids, mapped read-only from an entry checked against its sha256 and
-    never rewritten in place (a new entry is a new file).
+    register cache's leaf ids, a view of the immutable Arrow buffer the entry was read into
+    and checked against its sha256 in (serialpub.io.register_cache).
 
     Raises:
         ValueError: ``a`` is writeable.

@@ -5,7 +5,7 @@ Parsing a 5M-person register, coding its QIs and running its input suite takes a
 and every Airflow task of a release runs in a fresh process. The cache keeps, under
 ``cache/register-<key>.arrow`` in the workspace, what those steps produce: the ids, the
 leaf id of every QI (Arrow IPC: one fixed-size list of int32 per individual, the (N, d)
-array row by row, which a load maps without a copy), the ids' sorted hashes with their rows
+array row by row, which a load reads as it is, without a copy per column), the ids' sorted hashes with their rows
 (the id lookup of :class:`anonymizer.arrays.IdLookup`) and the register suite's result
 when it passed.
 
@@ -157,10 +157,16 @@ def load(workspace_root: Path, key: str) -> Entry | None:
         writing.result()
     path = _path(workspace_root, key)
     try:
-        if not intact(path):
+        # read once into this process's memory, and checked as read: the arrays below are
+        # views of exactly the bytes hashed, which nothing outside the process can change
+        # afterwards (a mapped file rewritten in place, by a restore from a backup say,
+        # would change them under a running release, or end it with SIGBUS if truncated)
+        expected = _digest_path(path).read_text(encoding="utf-8").strip()
+        with pa.OSFile(str(path)) as f:
+            data = f.read_buffer()
+        if hashlib.sha256(data).hexdigest() != expected:
             return None
-        with pa.memory_map(str(path)) as source:
-            table = pa.ipc.open_file(source).read_all()
+        table = pa.ipc.open_file(pa.BufferReader(data)).read_all()
     except (OSError, pa.ArrowInvalid):
         return None
     meta = table.schema.metadata or {}
@@ -170,17 +176,16 @@ def load(workspace_root: Path, key: str) -> Entry | None:
         lookup = (table.column(_LOOKUP[0]).to_numpy(), table.column(_LOOKUP[1]).to_numpy().astype(np.int64, copy=False))
         table = table.drop_columns(list(_LOOKUP))
     # Arrow strings, as read_csv gives them: no Python object per id (5M ids were 0.3 GB).
-    # They share the entry's mapped bytes, which are checked above and never rewritten in
-    # place (a new entry is a new file, renamed into place)
+    # They share the entry's bytes read above
     ids = text_index(table.column(0))
-    # the leaf ids as stored, row by row: mapped, not copied (a copy per column was 1.6 GB
-    # more for a 50M-person register, the mapped columns staying resident beside it);
-    # int32 as Register.keys
+    # the leaf ids as stored, row by row: a view, not a copy (a copy per column was 1.6 GB
+    # more for a 50M-person register, the columns staying resident beside it); int32 as
+    # Register.keys
     column = table.column(1)
     leaf = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
     keys = leaf.flatten().to_numpy().reshape(table.num_rows, leaf.type.list_size)
-    # mapped read-only and checked above: the grouping of its rows may be kept
-    # (anonymizer.arrays.factorize_rows), as for the keys of a register coded here
+    # immutable Arrow memory of this process, checked above: the grouping of its rows may
+    # be kept (anonymizer.arrays.factorize_rows), as for the keys of a register coded here
     declare_frozen(keys)
     return _keep(key, (ids, keys, suite, lookup))
 
