@@ -215,7 +215,7 @@ def test_a_csv_register_is_hashed_as_parsed_not_held(tmp_path: Path, monkeypatch
     with nothing published."""
     import hashlib
 
-    from serialpub.io import versions
+    from serialpub.io import release_files
 
     root = make_workspace(tmp_path / "ws")
     register = root / "register.csv"
@@ -227,15 +227,16 @@ def test_a_csv_register_is_hashed_as_parsed_not_held(tmp_path: Path, monkeypatch
     with pytest.raises(InputError, match=r"register\.csv: the population register changed while it was being read"):
         read_csv(register, "population register", dictionary=qis, sha256="0" * 64)
 
-    hashed = versions.sha256_file
+    hashed = release_files.sha256_file
 
     def hashed_then_edited(path: Path) -> str:  # the register edited just after it was hashed
         out = hashed(path)
-        lines = data.splitlines(keepends=True)
-        register.write_bytes(b"".join([lines[0], lines[2], lines[1], *lines[3:]]))
+        if path == register:
+            lines = data.splitlines(keepends=True)
+            register.write_bytes(b"".join([lines[0], lines[2], lines[1], *lines[3:]]))
         return out
 
-    monkeypatch.setattr(versions, "sha256_file", hashed_then_edited)
+    monkeypatch.setattr(release_files, "sha256_file", hashed_then_edited)
     publisher = Publisher(load_config(root))
     # named by the parse, before any draft (storing the version would also notice it)
     with pytest.raises(InputError, match=r"register\.csv: the population register changed while it was being read"):

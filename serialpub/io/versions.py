@@ -56,12 +56,6 @@ def sha256_bytes(data: bytes | memoryview) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def sha256_file(path: Path) -> str:
-    """The sha256 of the file's bytes, read a block at a time (not held)."""
-    with path.open("rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
-
-
 def _line_ends(buf: npt.NDArray[np.uint8]) -> npt.NDArray[np.int64]:
     """Offsets just past every newline of ``buf``, int64, found ``_BLOCK`` bytes at a time:
     one boolean mask of a whole 3.9 GB register was 3.9 GB more at once."""

@@ -209,7 +209,7 @@ class ReleaseContext:
                 source = self.ws.register_source
                 if source.kind == "csv" and source.path is not None:
                     try:
-                        self._register_sha = versions.sha256_file(source.path)
+                        self._register_sha = release_files.sha256_file(source.path)
                     except FileNotFoundError:
                         raise InputError(f"{source.label}: population register file not found") from None
                     return
