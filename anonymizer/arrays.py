@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -112,90 +112,158 @@ def row_keys(mat: npt.NDArray[np.integer[Any]], radices: Sequence[int]) -> IntAr
     Returns:
         shape (n,); zeros for d = 0.
     """
-    key = np.zeros(mat.shape[0], dtype=np.int64)
+    return _column_keys(iter(mat.T), mat.shape[0], radices)
+
+
+def _column_keys(columns: Iterator[npt.ArrayLike], n: int, radices: Sequence[int]) -> IntArray:
+    """:func:`row_keys` of the matrix whose columns ``columns`` yields one at a time."""
+    key = np.zeros(n, dtype=np.int64)
     span = 1
-    for col, radix in zip(mat.T, radices, strict=True):
+    for col, radix in zip(columns, radices, strict=True):
         if span * int(radix) >= 2**62:
             key = factorize(key)[0]
             span = int(key.max()) + 1 if key.size else 1
-        key = key * int(radix) + col.astype(np.int64)
+        key = key * int(radix) + np.asarray(col).astype(np.int64)
         span *= int(radix)
     return key
 
 
-#: the owners of foreign memory that nothing changes, by id (:func:`declare_frozen`):
-#: weak references, so an entry goes with its owner
-_DECLARED: dict[int, weakref.ref[Any]] = {}
+@dataclass(frozen=True, eq=False)
+class CodedRows:
+    """An integer matrix of shape (n, d) held as one code per row among its distinct rows:
+    row i is ``table[codes[i]]`` (a dictionary encoding of the rows).
 
+    The register's leaf ids are held this way (issue 20, item 3): 8 bytes per individual
+    where the (N, 8) int32 matrix took 32, and its grouping into distinct QI combinations,
+    which the anonymizer and the breach check need in every release, is ``codes`` itself
+    (:func:`factorize_rows`), not a further int64 array kept beside the matrix.
 
-def _owner(a: npt.NDArray[Any]) -> Any:
-    """The end of ``a``'s chain of bases: the array owning its memory, or the foreign
-    object holding it (numpy collapses a view of a view onto that end)."""
-    while isinstance(a, np.ndarray) and a.base is not None:
-        a = a.base
-    return a
+    Build it with :meth:`of`, :meth:`of_columns` or :meth:`checked`, which establish the
+    invariants below; indexing gives ordinary arrays (``rows[i]`` a row, ``rows[idx]`` the
+    (k, d) rows of ``idx``, ``rows[idx, a]`` column a of them).
 
-
-def declare_frozen(a: npt.NDArray[Any]) -> None:
-    """Declare that nothing changes the values of the read-only array ``a``, nor of any
-    read-only view of the memory it views, though numpy does not own that memory: the
-    register cache's leaf ids, a view of the immutable Arrow buffer the entry was read into
-    and checked against its sha256 in (serialpub.io.register_cache).
-
-    Raises:
-        ValueError: ``a`` is writeable.
+    Attributes:
+        codes: the code of every row, shape (n,), int64, read-only, numbered by first
+            appearance (the first row of code c comes before the first row of code c + 1),
+            every code in [0, C) occurring.
+        table: the distinct rows in the order of their codes, shape (C, d), int32, read-only.
+        first: the first row of every code, shape (C,), ascending.
+        counts: rows per code, shape (C,).
     """
-    if a.flags.writeable:
-        raise ValueError("only a read-only array can be declared frozen")
-    owner = _owner(a)
-    key = id(owner)
-    _DECLARED[key] = weakref.ref(owner, lambda _ref: _DECLARED.pop(key, None))
+
+    codes: IntArray
+    table: npt.NDArray[np.int32]
+    first: IntArray
+    counts: IntArray
+
+    @classmethod
+    def of(cls, mat: npt.NDArray[np.integer[Any]], radices: Sequence[int]) -> CodedRows:
+        """The coded rows of the matrix ``mat`` (n, d), ``radices[j]`` > every value of column j."""
+        return cls.of_columns(list(mat.T), mat.shape[0], radices)
+
+    @classmethod
+    def of_columns(cls, columns: Iterable[npt.ArrayLike], n: int, radices: Sequence[int]) -> CodedRows:
+        """The coded rows of the matrix whose columns ``columns`` yields one at a time, each
+        shape (n,), ``radices[j]`` > every value of column j >= 0. The (n, d) matrix is never
+        made: each column is kept in the narrowest integer its radix allows until the rows
+        are grouped (8 bytes per row for Adult's 8 QIs, not 32).
+
+        Raises:
+            ValueError: a column of another length, or a value outside [0, radix).
+        """
+        kept: list[npt.NDArray[np.integer[Any]]] = []
+
+        def narrowed() -> Iterator[IntArray]:
+            for col, radix in zip(columns, radices, strict=True):
+                arr = np.asarray(col)
+                if arr.shape != (n,):
+                    raise ValueError(f"column {len(kept)} has shape {arr.shape}, not ({n},)")
+                if arr.size and (int(arr.min()) < 0 or int(arr.max()) >= int(radix)):
+                    raise ValueError(f"column {len(kept)} has a value outside [0, {int(radix)})")
+                kept.append(arr.astype(np.min_scalar_type(max(int(radix) - 1, 0)), copy=False))
+                yield arr
+
+        codes, first = factorize(_column_keys(narrowed(), n, radices))
+        table = np.empty((first.size, len(kept)), dtype=np.int32)
+        for a, col in enumerate(kept):
+            table[:, a] = col[first]
+        return cls._frozen(codes, table, first, np.bincount(codes, minlength=first.size).astype(np.int64))
+
+    @classmethod
+    def checked(cls, codes: npt.NDArray[np.integer[Any]], table: npt.NDArray[np.integer[Any]]) -> CodedRows:
+        """Coded rows from stored ``codes`` (n,) and ``table`` (C, d), checked: one pass over
+        the codes and a grouping of the C table rows.
+
+        Raises:
+            ValueError: a code outside [0, C) or not occurring, codes not numbered by first
+                appearance, or two equal table rows.
+        """
+        codes = np.asarray(codes)
+        table = np.asarray(table)
+        if codes.ndim != 1 or codes.dtype.kind not in "iu" or table.ndim != 2 or table.dtype.kind not in "iu":
+            raise ValueError("coded rows need integer codes of shape (n,) and an integer table of shape (C, d)")
+        c = table.shape[0]
+        if codes.size and (int(codes.min()) < 0 or int(codes.max()) >= c):
+            raise ValueError(f"a code lies outside [0, {c})")
+        counts = np.bincount(codes, minlength=c).astype(np.int64)
+        if not counts.all():
+            raise ValueError(f"code {int(np.flatnonzero(counts == 0)[0])} does not occur")
+        first = first_positions(codes.astype(np.int64, copy=False), c)
+        if (np.diff(first) <= 0).any():
+            raise ValueError("the codes are not numbered by first appearance")
+        if table.size and table.min() < 0:
+            raise ValueError("the table holds a negative value")
+        radices = [int(m) + 1 for m in table.max(axis=0)] if c else [1] * table.shape[1]
+        if factorize(_column_keys(iter(table.T), c, radices))[1].size != c:
+            raise ValueError("two rows of the table are equal")
+        return cls._frozen(codes.astype(np.int64, copy=False), table.astype(np.int32, copy=False), first, counts)
+
+    @classmethod
+    def _frozen(cls, codes: IntArray, table: npt.NDArray[np.int32], first: IntArray, counts: IntArray) -> CodedRows:
+        for arr in (codes, table, first, counts):
+            arr.flags.writeable = False
+        return cls(codes, table, first, counts)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(n, d), as the matrix's."""
+        return self.codes.shape[0], self.table.shape[1]
+
+    def __len__(self) -> int:
+        return int(self.codes.shape[0])
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, tuple):
+            rows, *cols = index
+            return self.table[(self.codes[rows], *cols)]
+        return self.table[self.codes[index]]
+
+    def dense(self) -> npt.NDArray[np.int32]:
+        """The (n, d) matrix itself (n·d int32 values: for tests and small inputs)."""
+        return self.table[self.codes]
+
+    def column_counts(self, column: int, minlength: int) -> IntArray:
+        """How many rows hold each value of column ``column``, shape (max(minlength, ...),)."""
+        out = np.zeros(max(minlength, int(self.table[:, column].max(initial=-1)) + 1), dtype=np.int64)
+        np.add.at(out, self.table[:, column], self.counts)
+        return out
 
 
-def frozen(a: npt.NDArray[Any]) -> bool:
-    """Whether nothing can change ``a``'s values: it and every array it views are read-only
-    and the last of them owns its memory, or views foreign memory declared frozen
-    (:func:`declare_frozen`); a view of other foreign memory does not count."""
-    while isinstance(a, np.ndarray):
-        if a.flags.writeable:
-            return False
-        if a.base is None:
-            return True
-        a = a.base
-    declared = _DECLARED.get(id(a))
-    return declared is not None and declared() is a
+#: an integer matrix (n, d), dense or coded
+Rows: TypeAlias = npt.NDArray[np.integer[Any]] | CodedRows
 
 
-#: the last :func:`factorize_rows` result of a frozen array: (its weak reference, the
-#: radices, the codes, the firsts)
-_ROWS_KEPT: tuple[weakref.ref[npt.NDArray[Any]], tuple[int, ...], IntArray, IntArray] | None = None
-_ROWS_LOCK = threading.Lock()
-
-
-def factorize_rows(mat: npt.NDArray[np.integer[Any]], radices: Sequence[int]) -> tuple[IntArray, IntArray]:
+def factorize_rows(mat: Rows, radices: Sequence[int]) -> tuple[IntArray, IntArray]:
     """:func:`factorize` of :func:`row_keys` ``(mat, radices)``: the group of every row of
     ``mat`` (n, d), numbered by first appearance, shape (n,), and each group's first row,
-    shape (u,); both read-only.
-
-    For a :func:`frozen` ``mat`` (the register's leaf ids, read-only from the register cache
-    or from coding) the last result is kept: the anonymizer and the breach check of a release,
-    and every release of one process, group the same rows (2-3 s at 5M individuals). A frozen
-    array's values cannot change, and the result is kept only while the array lives, so a kept
-    result is the one a new computation would give.
+    shape (u,); both read-only. For :class:`CodedRows` these are its codes and firsts, as
+    they are (the same numbering: its table's rows are distinct, its codes numbered by
+    first appearance).
     """
-    global _ROWS_KEPT
-    shape = tuple(int(r) for r in radices)
-    keep = frozen(mat)
-    if keep:
-        with _ROWS_LOCK:
-            kept = _ROWS_KEPT
-        if kept is not None and kept[0]() is mat and kept[1] == shape:
-            return kept[2], kept[3]
-    codes, first = factorize(row_keys(mat, shape))
+    if isinstance(mat, CodedRows):
+        return mat.codes, mat.first
+    codes, first = factorize(row_keys(mat, radices))
     codes.flags.writeable = first.flags.writeable = False
-    if keep:
-        with _ROWS_LOCK:
-            _ROWS_KEPT = (weakref.ref(mat), shape, codes, first)
     return codes, first
 
 
@@ -270,11 +338,12 @@ class IdLookup:
 
     Attributes:
         hashes: :func:`id_hashes` of the register ids in ascending order, all distinct, (N,).
-        rows: register row of every hash, shape (N,).
+        rows: register row of every hash, shape (N,), int32 below 2**31 rows (4 bytes
+            per register individual, not 8), else int64.
     """
 
     hashes: npt.NDArray[np.uint64]
-    rows: IntArray
+    rows: npt.NDArray[np.int32] | IntArray
 
     @classmethod
     def of(cls, ids: npt.ArrayLike) -> IdLookup | None:
@@ -287,7 +356,7 @@ class IdLookup:
         ordered = hashes[order]
         if ordered.size > 1 and bool((ordered[1:] == ordered[:-1]).any()):
             return None
-        return cls(ordered, order.astype(np.int64))
+        return cls(ordered, order.astype(np.int32) if order.size < 2**31 else order.astype(np.int64))
 
     def find(
         self, ids: pd.Index | npt.NDArray[np.object_], wanted: pd.Series | pd.Index | npt.NDArray[np.object_]
@@ -335,7 +404,7 @@ class IdLookup:
         order = np.argsort(hashes)
         at = np.empty(hashes.size, dtype=np.int64)
         at[order] = np.minimum(np.searchsorted(self.hashes, hashes[order]), self.hashes.size - 1)
-        rows = np.where(self.hashes[at] == hashes, self.rows[at], -1)
+        rows = np.where(self.hashes[at] == hashes, self.rows[at].astype(np.int64), -1)
         hit = np.flatnonzero(rows >= 0)
         at_hit = ids.take(rows[hit]) if isinstance(ids, pd.Index) else ids[rows[hit]]
         wanted_hit = wanted.take(hit) if isinstance(wanted, pd.Series | pd.Index) else wanted[hit]

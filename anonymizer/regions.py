@@ -33,13 +33,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from anonymizer.arrays import expand_csr, expand_ranges, factorize, factorize_rows, row_keys
+from anonymizer.arrays import CodedRows, Rows, expand_csr, expand_ranges, factorize, factorize_rows, row_keys
 from anonymizer.hierarchy import Hierarchy
 
 IntArray = npt.NDArray[np.int64]
@@ -208,8 +207,11 @@ class RegisterCombos:
     counts: IntArray
 
     @classmethod
-    def of(cls, keys: npt.NDArray[np.integer[Any]], hierarchies: Sequence[Hierarchy]) -> RegisterCombos:
-        """Combos of individuals given as leaf ids per QI, shape (N, d), one hierarchy per column."""
+    def of(cls, keys: Rows, hierarchies: Sequence[Hierarchy]) -> RegisterCombos:
+        """Combos of individuals given as leaf ids per QI, shape (N, d), one hierarchy per
+        column; coded rows (:class:`anonymizer.arrays.CodedRows`) are combos already."""
+        if isinstance(keys, CodedRows):
+            return cls(keys.codes, np.asarray(keys.table, dtype=np.int64), keys.first, keys.counts)
         codes, first = factorize_rows(keys, [h.n_leaves for h in hierarchies])
         leaves = np.asarray(keys[first], dtype=np.int64).reshape(-1, keys.shape[1])
         return cls(codes, leaves, first, np.bincount(codes, minlength=first.size).astype(np.int64))

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from anonymizer import privacy, topdown
-from anonymizer.arrays import factorize, factorize_rows
+from anonymizer.arrays import Rows, factorize, factorize_rows
 from anonymizer.bottomup import Cells, Generalization, generalize
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.settings import AfterKPrime, Algorithm, Guarantee, PartitionModel, Strategy, SuppressionModel
@@ -261,7 +260,7 @@ class SnapshotCodes:
 
 
 def anonymize_release(
-    register_keys: IntArray,
+    register_keys: Rows,
     record_individual: IntArray,
     record_set: IntArray,
     n_sets: int,
@@ -290,7 +289,7 @@ def anonymize_release(
 
 
 def anonymize_history(
-    register_keys: npt.NDArray[np.integer[Any]],
+    register_keys: Rows,
     snapshot: SnapshotCodes,
     history: History,
     params: PrivacyParams,
@@ -304,7 +303,8 @@ def anonymize_history(
 
     Args:
         register_keys: leaf id per QI of every register individual, shape (N, d), any integer
-            dtype (the register's are int32).
+            dtype, dense or as :class:`anonymizer.arrays.CodedRows` (the register's: its
+            codes are then the cells of everyone, not grouped again).
         snapshot: the snapshot's records as register rows and protected-value indexes.
         history: the state before the release.
         params: strategy and guarantee.
@@ -338,7 +338,7 @@ def anonymize_history(
     # present ones, or everyone as a slice (views: an arange and the copies it indexed took
     # 8 bytes per register individual each, several at once; issue 20)
     members: slice | IntArray = record_individual if presence else slice(None)
-    # everyone's keys as given: a read-only register's cells are kept between calls
+    # everyone's keys as given: coded rows are grouped already
     member_keys = register_keys[members] if presence else register_keys
     cell_of_member, first = factorize_rows(member_keys, [h.n_leaves for h in hierarchies])
     n_cells = first.size

@@ -3,6 +3,8 @@ pass): both ``anonymize_history`` functions publish the same releases of the sam
 series (the strategy of ``tests/test_topdown.py``: tiny registers, 1-3 releases, both
 strategies, both dilution modes), run with both searches, and must give the same arrays with
 the same dtypes, the same states and the same refusals; ``History.empty`` too, with mixed ℓ.
+The new code is given the register as coded rows (``anonymizer.arrays.CodedRows``, tenth
+pass), the old one the dense (N, d) leaf ids.
 Prints how many releases were compared; an AssertionError names the first difference.
 
 Usage::
@@ -29,6 +31,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from test_topdown import HS, series  # noqa: E402
 
 import anonymizer.release as new  # noqa: E402
+from anonymizer.arrays import CodedRows  # noqa: E402
 from anonymizer.bottomup import InfeasibleError  # noqa: E402
 
 RESULT = ("published", "group_of_record", "group_nodes", "group_candidates", "group_counts", "group_records")
@@ -64,6 +67,8 @@ def main() -> None:
     @given(series())
     def check(case: Any) -> None:
         keys, releases, params, presence, n_sets = case
+        # the new code gets the register as it now holds it (coded rows), the old one dense
+        given_keys = {new: CodedRows.of(keys, [h.n_leaves for h in HS]), old: keys}
         for algorithm in ("topdown", "bottomup"):
             p = dataclasses.replace(params, algorithm=algorithm)
             h_new = new.History.empty(np.full(keys.shape[0], p.ell), n_sets)
@@ -73,7 +78,8 @@ def main() -> None:
                 for module, history in ((new, h_new), (old, h_old)):
                     try:
                         codes = module.SnapshotCodes(rows, sets, n_sets)
-                        outcomes.append(module.anonymize_history(keys, codes, history, p, HS, presence, seed=seq))
+                        given = given_keys[module]
+                        outcomes.append(module.anonymize_history(given, codes, history, p, HS, presence, seed=seq))
                     except InfeasibleError as exc:
                         outcomes.append(str(exc))
                 a, b = outcomes

@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from anonymizer.arrays import expand_csr, factorize
+from anonymizer.arrays import CodedRows, expand_csr, factorize
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.privacy import UNDECIDED_BAND, exact_breach
 from anonymizer.regions import NodeSpans, RegisterCombos, cover_pairs, group_release, record_nodes
@@ -65,7 +65,9 @@ class Population:
     """Who can be a candidate (paper 004 §5; docs/design.md section 2).
 
     Attributes:
-        keys: leaf id per QI of every register individual, shape (N, d).
+        keys: leaf id per QI of every register individual, shape (N, d), an array or
+            :class:`anonymizer.arrays.CodedRows` (the register's; its codes are then the
+            individuals' QI combinations, not grouped again).
         ids: the id of every register individual, shape (N,), unique; a ``pd.Index`` is
             used as given, keeping its cached uniqueness.
         presence: candidates are the present individuals (no virtual dilution); ``n_j``
@@ -75,7 +77,7 @@ class Population:
             mode), shape (P,); None means every register individual.
     """
 
-    keys: npt.ArrayLike
+    keys: npt.ArrayLike | CodedRows
     ids: npt.ArrayLike
     presence: bool = False
     present_rows: npt.ArrayLike | None = None
@@ -303,9 +305,11 @@ def compute_breach(
     """
     qis, sensitive, hierarchies, protected = draft.qis, draft.sensitive, draft.hierarchies, prior.protected
     presence, present_rows = population.presence, population.present_rows
-    keys = np.asarray(population.keys)  # as given (int32 leaf ids): a copy would lose the kept combos
-    if keys.dtype.kind not in "iu":
-        keys = keys.astype(np.int64)
+    keys = population.keys
+    if not isinstance(keys, CodedRows):  # the register's coded rows are used as they are
+        keys = np.asarray(keys)
+        if keys.dtype.kind not in "iu":
+            keys = keys.astype(np.int64)
     n_ind = keys.shape[0]
     surv = np.asarray(prior.survival, dtype=np.float64)
     v = len(protected)
@@ -327,7 +331,7 @@ def compute_breach(
         present_rows = snap_rows
     everyone = not presence or present_rows is None
     members = np.arange(n_ind, dtype=np.int64) if everyone else np.asarray(present_rows, dtype=np.int64)
-    # everyone's keys as given: a read-only register's combos are kept between calls
+    # everyone's keys as given: coded rows are grouped already
     combos = RegisterCombos.of(keys if everyone else keys[members], hs)
     combo_of_member, first, combo_count = combos.of_individual, combos.first, combos.counts
     pc, pg = cover_pairs(dg.nodes, combos.leaves, [NodeSpans.of(h) for h in hs])

@@ -1,14 +1,16 @@
 """The counting primitives of anonymizer.arrays shared by the measures and the inputs:
-sorted_counts as numpy's unique with counts, first_positions as a scan for each first."""
+sorted_counts as numpy's unique with counts, first_positions as a scan for each first,
+and CodedRows as the matrix it codes."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from anonymizer.arrays import factorize, first_positions, sorted_counts
+from anonymizer.arrays import CodedRows, factorize, first_positions, sorted_counts
 
 
 @settings(max_examples=200, deadline=None)
@@ -27,33 +29,45 @@ def test_first_positions_are_each_codes_first(values: list[int]) -> None:
     assert first_positions(codes, len(first)).tolist() == first.tolist()
 
 
-def test_only_arrays_nothing_can_change_are_frozen() -> None:
-    """frozen() lets factorize_rows keep a grouping: an array is frozen when it and every
-    array it views are read-only and the last owns its memory or was declared frozen; a
-    read-only view of a writeable array, or of foreign memory not declared, is not."""
-    import pyarrow as pa
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**31), st.integers(1, 3), st.integers(0, 40), st.integers(-1, 200))
+def test_coded_rows_index_as_their_matrix_and_count_its_columns(seed: int, d: int, n: int, pick: int) -> None:
+    """Indexing coded rows gives what indexing the (n, d) matrix gives, and their column
+    counts are the matrix's per-column bincounts."""
+    rng = np.random.default_rng(seed)
+    radices = [int(r) for r in rng.integers(1, 4, size=d)]
+    mat = np.stack([rng.integers(0, r, size=n) for r in radices], axis=1).astype(np.int32)
+    coded = CodedRows.of_columns(iter(mat.T.copy()), n, radices)
+    rows = rng.integers(0, max(n, 1), size=5) if n else np.zeros(0, dtype=np.int64)
+    assert np.array_equal(coded[rows], mat[rows]) and np.array_equal(coded[1:4], mat[1:4])
+    for a in range(d):
+        assert np.array_equal(coded[rows, a], mat[rows, a])
+        counts = coded.column_counts(a, radices[a] + 1)
+        assert np.array_equal(counts, np.bincount(mat[:, a], minlength=radices[a] + 1))
+    if 0 <= pick < n:
+        assert coded[pick].tolist() == mat[pick].tolist() and int(coded[pick, d - 1]) == int(mat[pick, d - 1])
+    assert not coded.codes.flags.writeable and not coded.table.flags.writeable
 
-    from anonymizer.arrays import declare_frozen, frozen
 
-    owned = np.arange(6)
-    assert not frozen(owned)
-    view = owned[1:]
-    view.flags.writeable = False
-    assert not frozen(view)  # its base can still be written
-    owned.flags.writeable = False
-    assert frozen(view) and frozen(owned)
-    foreign = pa.array(np.arange(6, dtype=np.int32)).to_numpy()
-    assert not foreign.flags.writeable and not frozen(foreign)
-    declare_frozen(foreign)
-    assert frozen(foreign) and frozen(foreign.reshape(2, 3)[:, 1])
-    other = pa.array(np.arange(6, dtype=np.int32)).to_numpy()
-    assert not frozen(other)  # declared arrays are named one by one
-    try:
-        declare_frozen(np.arange(3))
-    except ValueError:
-        pass
-    else:
-        raise AssertionError("a writeable array was declared frozen")
+def test_coded_rows_from_storage_are_checked() -> None:
+    """:meth:`CodedRows.checked` refuses codes that could place a row in a wrong cell or
+    number cells otherwise than their matrix would: each mutation below is one it catches."""
+    table = np.array([[0, 1], [1, 0], [1, 1]], dtype=np.int32)
+    good = np.array([0, 1, 0, 2, 1])
+    assert CodedRows.checked(good, table).first.tolist() == [0, 1, 3]
+    for codes, tab, message in [
+        (np.array([0, 1, 0, 3, 1]), table, "outside"),
+        (np.array([0, 1, 0, -1, 1]), table, "outside"),
+        (np.array([0, 1, 0, 1, 1]), table, "does not occur"),
+        (np.array([1, 0, 0, 2, 1]), table, "first appearance"),
+        (good, np.array([[0, 1], [1, 0], [0, 1]], dtype=np.int32), "equal"),
+        (good, np.array([[0, 1], [1, 0], [1, -1]], dtype=np.int32), "negative"),
+        (good.astype(float), table, "integer"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            CodedRows.checked(codes, tab)
+    with pytest.raises(ValueError, match=r"outside \[0, 3\)"):
+        CodedRows.of_columns(iter([np.array([0, 3])]), 2, [3])
 
 
 @settings(max_examples=300, deadline=None)

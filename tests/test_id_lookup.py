@@ -31,7 +31,10 @@ def _register(ids: list[str], lookup: IdLookup | None = None) -> Register:
 def test_rows_are_pandas_rows(register_ids: list[str], wanted: list[str]) -> None:
     register = _register(register_ids)
     expected = pd.Index(register_ids, dtype=object).get_indexer(pd.Index(wanted, dtype=object))
-    assert register.rows_of(pd.Series(wanted, dtype=object)).tolist() == expected.tolist()
+    found = register.rows_of(pd.Series(wanted, dtype=object))
+    assert found.tolist() == expected.tolist() and found.dtype == np.int64
+    # the lookup keeps its rows as int32 (4 bytes per register individual), answers int64
+    assert register.id_lookup is None or register.id_lookup.rows.dtype == np.int32
 
 
 def test_colliding_or_non_text_ids_are_looked_up_by_pandas(monkeypatch: pytest.MonkeyPatch) -> None:

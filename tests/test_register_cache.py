@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from helpers import make_workspace, snapshot
 
-from anonymizer.arrays import frozen
+from anonymizer.arrays import CodedRows
 from serialpub.config import DATABASE_ENV, load_config
 from serialpub.errors import InputChecksFailed
 from serialpub.io import register_cache, verdict_cache, versions
@@ -54,12 +54,13 @@ def test_a_cached_register_is_the_parsed_one_with_the_same_verdict(root: Path) -
     assert cached is not None and cached[2] is not None and cached[2]["success"]
     ws = load_config(root)
     parsed = load_register(ws.register_path, "id", ws.config.quasi_identifiers, ctx.hierarchies)
-    assert list(cached[0]) == list(parsed.ids) and np.array_equal(cached[1], parsed.keys)
-    # the leaf ids are a view of the entry's bytes as read, row by row, not a copy: a 50M-person
-    # register's 1.6 GB are not held twice; and nobody can write through them
-    assert cached[1].dtype == np.int32 and cached[1].shape == parsed.keys.shape
-    assert not cached[1].flags.owndata and not cached[1].flags.writeable
-    assert frozen(cached[1])  # so the grouping of its rows is kept (factorize_rows)
+    assert list(cached[0]) == list(parsed.ids) and np.array_equal(cached[1].dense(), parsed.keys.dense())
+    # the same combinations in the same order, so the same cells
+    assert np.array_equal(cached[1].codes, parsed.keys.codes) and np.array_equal(cached[1].table, parsed.keys.table)
+    # the codes are a view of the entry's bytes as read, not a copy: a 50M-person register's
+    # 0.4 GB are not held twice; and nobody can write through them
+    assert cached[1].table.dtype == np.int32 and cached[1].shape == parsed.keys.shape
+    assert not cached[1].codes.flags.owndata and not cached[1].codes.flags.writeable
     ctx.publish(snapshot(root, 2))
     assert ctx.check_register().sha256 == ran  # the same evidence as running the suite
     assert _entries(root) == [entry]
@@ -89,8 +90,9 @@ def test_an_altered_entry_is_not_used(root: Path) -> None:
     (entry,) = _entries(root)
     key = entry.stem.removeprefix("register-")
     ids, keys, suite, _ = register_cache.load(root, key)  # type: ignore[misc]
-    altered = keys.copy()
-    altered[0, 0] = (altered[0, 0] + 1) % 2  # individual 1's sex flipped
+    dense = keys.dense().copy()
+    dense[0, 0] = (dense[0, 0] + 1) % 2  # individual 1's sex flipped
+    altered = CodedRows.of(dense, [int(m) + 2 for m in dense.max(axis=0)])
     digest = entry.with_suffix(".sha256").read_text()
     register_cache.save(root, key, ids, altered, load_config(root).config.quasi_identifiers, suite)
     entry.with_suffix(".sha256").write_text(digest)  # the entry edited, its digest not
@@ -100,29 +102,49 @@ def test_an_altered_entry_is_not_used(root: Path) -> None:
     assert ctx._cached is None
     ws = load_config(root)
     parsed = load_register(ws.register_path, "id", ws.config.quasi_identifiers, ctx.hierarchies)
-    assert np.array_equal(ctx.register.keys, parsed.keys)
+    assert np.array_equal(ctx.register.keys.dense(), parsed.keys.dense())
+
+
+def test_an_entry_with_inconsistent_codes_is_not_used(root: Path) -> None:
+    """An entry whose digest matches but whose coded rows break their invariants (written by
+    a faulty build, say) is not used either: a load checks the codes against the table."""
+    Publisher(load_config(root)).publish(snapshot(root, 1))
+    (entry,) = _entries(root)
+    key = entry.stem.removeprefix("register-")
+    ids, keys, suite, _ = register_cache.load(root, key)  # type: ignore[misc]
+    codes = keys.codes.copy()
+    codes[[0, 1]] = codes[[1, 0]]  # no longer numbered by first appearance
+    broken = CodedRows(codes, keys.table, keys.first, keys.counts)  # past the checks
+    register_cache.save(root, key, ids, broken, load_config(root).config.quasi_identifiers, suite)
+    _new_process()
+    assert register_cache.intact(entry)  # its digest matches
+    assert register_cache.load(root, key) is None
+    ctx = Publisher(load_config(root))
+    assert ctx._cached is None and np.array_equal(ctx.register.keys.codes, keys.codes)
 
 
 def test_an_entry_rewritten_in_place_after_its_load_changes_nothing(root: Path) -> None:
     """A loaded entry is the bytes checked at its load: rewriting the file in place
     afterwards (a restore from a backup while a release runs, say) changes neither the
-    leaf ids a release computes with nor the grouping kept for them."""
+    leaf ids a release computes with nor their grouping."""
     from anonymizer.arrays import factorize_rows
 
     Publisher(load_config(root)).publish(snapshot(root, 1))
     (entry,) = _entries(root)
     _new_process()
     _, keys, _, _ = register_cache.load(root, entry.stem.removeprefix("register-"))  # type: ignore[misc]
-    before, radices = keys.copy(), [int(keys[:, a].max()) + 2 for a in range(keys.shape[1])]
+    before = keys.dense().copy()
+    radices = [int(before[:, a].max()) + 2 for a in range(before.shape[1])]
     grouping = factorize_rows(keys, radices)[0].copy()
     data = bytearray(entry.read_bytes())
-    at = data.find(before[:4].tobytes())  # the first individuals' leaf ids in the file
+    at = data.find(keys.table[:4].tobytes())  # the first combinations' leaf ids in the file
     assert at >= 0
     with entry.open("r+b") as f:  # in place: the same inode
         f.seek(at)
-        f.write((before[:4] + 1).tobytes())
-    assert np.array_equal(keys, before)
+        f.write((keys.table[:4] + 1).tobytes())
+    assert np.array_equal(keys.dense(), before)
     assert np.array_equal(factorize_rows(keys, radices)[0], grouping)
+    assert np.array_equal(factorize_rows(before, radices)[0], grouping)
 
 
 def test_an_unreadable_entry_is_read_again_from_the_source(root: Path) -> None:
@@ -222,7 +244,7 @@ def test_the_contexts_of_one_process_share_the_entry_and_the_checked_snapshot(
     first, second = Publisher(load_config(root)), Publisher(load_config(root))
     a = input_checks.check_inputs(first, snapshot(root, 2), "0002")
     b = input_checks.check_inputs(second, snapshot(root, 2), "0002")
-    assert second.register.keys is first.register.keys and not second.register.keys.flags.writeable
+    assert second.register.keys is first.register.keys and not second.register.keys.codes.flags.writeable
     assert b.snapshot is a.snapshot and b.sha256 == a.sha256
     assert runs == ["ran"] and coded == ["coded"]
     # other bytes for the same period: another key, checked anew
@@ -273,7 +295,7 @@ def test_a_new_register_version_checks_its_ids_once(root: Path, monkeypatch: pyt
     ws = load_config(root)
     parsed = load_register(ws.register_path, "id", ws.config.quasi_identifiers, ctx.hierarchies)
     assert calls == [str(ws.register_path)]  # no suite there: the ids are checked while coding
-    assert list(parsed.ids) == list(ctx.register.ids) and np.array_equal(parsed.keys, ctx.register.keys)
+    assert list(parsed.ids) == list(ctx.register.ids) and np.array_equal(parsed.keys.dense(), ctx.register.keys.dense())
 
 
 def test_an_entry_written_beside_the_release_is_read_once_written(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -303,7 +325,8 @@ def test_an_entry_written_beside_the_release_is_read_once_written(root: Path, mo
     release.set()
     reader.join(120)
     entry = loaded[0]
-    assert entry is not None and list(entry[0]) == list(parsed.ids) and np.array_equal(entry[1], parsed.keys)
+    assert entry is not None and list(entry[0]) == list(parsed.ids)
+    assert np.array_equal(entry[1].dense(), parsed.keys.dense())
     path = root / register_cache.CACHE_DIR / f"register-{key}.arrow"
     assert register_cache.intact(path)
     assert path.with_suffix(".sha256").read_text().strip() == hashlib.sha256(path.read_bytes()).hexdigest()

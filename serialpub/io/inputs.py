@@ -21,7 +21,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 
-from anonymizer.arrays import IdLookup, first_positions
+from anonymizer.arrays import CodedRows, IdLookup, first_positions
 from anonymizer.hierarchy import Hierarchy
 from serialpub.errors import InputError
 from serialpub.io.hierarchies import spelling_hint
@@ -198,13 +198,16 @@ class Register:
 
     Attributes:
         ids: individual ids in file order, shape (N,), unique (the register suite checks).
-        keys: leaf id per QI, shape (N, d), int32 (hierarchies of up to 2**31 leaves).
+        keys: leaf id per QI, shape (N, d), as :class:`anonymizer.arrays.CodedRows`: the
+            code of every individual's QI combination (numbered by first appearance) and
+            the combinations' leaf ids, int32 (hierarchies of up to 2**31 leaves). Indexing
+            gives leaf ids (``keys[rows]`` shape (k, d), ``keys[rows, a]``).
         lookup: the ids' :class:`IdLookup` when already built (the register cache keeps
             it); built on first use otherwise.
     """
 
     ids: pd.Index
-    keys: npt.NDArray[np.int32]
+    keys: CodedRows
     lookup: IdLookup | None = None
 
     @cached_property
@@ -260,13 +263,11 @@ def register_from_table(
         )
     if not ids_checked:
         _check_ids(df, id_column, path, "register")
-    # int32, column by column: 32 bytes per individual for 8 QIs, where int64 took 64
-    keys = np.empty((len(df), len(qis)), dtype=np.int32)
-    for a, q in enumerate(qis):
-        keys[:, a] = leaf_codes(df, q, hierarchies[q], path)
-    # read-only, as the register cache gives them: nothing may change a register's codes,
-    # and the grouping of frozen rows is kept (anonymizer.arrays.factorize_rows)
-    keys.flags.writeable = False
+    # coded column by column, as the code of each individual's QI combination: 8 bytes per
+    # individual where the (N, 8) int32 leaf ids took 32, and no (N, d) matrix on the way
+    keys = CodedRows.of_columns(
+        (leaf_codes(df, q, hierarchies[q], path) for q in qis), len(df), [hierarchies[q].n_leaves for q in qis]
+    )
     # the column's own array: as text read by read_csv, Arrow strings, no object per id
     return Register(ids=pd.Index(df[id_column].array), keys=keys)
 

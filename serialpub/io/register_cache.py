@@ -4,8 +4,9 @@ docs/configuration.md, "Inputs: files and databases").
 Parsing a 5M-person register, coding its QIs and running its input suite takes about 15 s,
 and every Airflow task of a release runs in a fresh process. The cache keeps, under
 ``cache/register-<key>.arrow`` in the workspace, what those steps produce: the ids, the
-leaf id of every QI (Arrow IPC: one fixed-size list of int32 per individual, the (N, d)
-array row by row, which a load reads as it is, without a copy per column), the ids' sorted hashes with their rows
+leaf ids of every QI as :class:`anonymizer.arrays.CodedRows` (Arrow IPC: one dictionary
+column, the code of every individual's QI combination as int64 indices into the
+combinations' int32 leaf ids, which a load uses as they are, without a copy), the ids' sorted hashes with their rows
 (the id lookup of :class:`anonymizer.arrays.IdLookup`) and the register suite's result
 when it passed.
 
@@ -43,7 +44,7 @@ import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
 
-from anonymizer.arrays import declare_frozen
+from anonymizer.arrays import CodedRows
 from serialpub.io.inputs import arrow_ids, text_index
 
 CACHE_DIR = "cache"
@@ -51,8 +52,9 @@ _SUITE_META = b"serialpub.register_suite"
 #: the id lookup's columns (sorted id hashes, their rows), after the leaf ids
 _LOOKUP = ("__id_hash", "__id_hash_row")
 #: the layout of an entry, part of its key: an entry of another layout is never read (the
-#: second holds the leaf ids as one fixed-size list column; the first, one column per QI)
-FORMAT = 2
+#: third holds the leaf ids as a dictionary of QI combinations; the second, as one
+#: fixed-size list column; the first, one column per QI)
+FORMAT = 3
 
 
 def cache_key(
@@ -109,8 +111,8 @@ def commit(tmp: Path, path: Path, digest: str | None = None) -> None:
     os.replace(tmp_digest, _digest_path(path))
 
 
-Lookup = tuple[npt.NDArray[np.uint64], npt.NDArray[np.int64]]
-Entry = tuple[pd.Index, npt.NDArray[np.int32], dict[str, Any] | None, Lookup | None]
+Lookup = tuple[npt.NDArray[np.uint64], npt.NDArray[np.int32] | npt.NDArray[np.int64]]
+Entry = tuple[pd.Index, CodedRows, dict[str, Any] | None, Lookup | None]
 
 #: the entry this process last loaded, by key. Every Airflow task builds a new
 #: context for the same register; where the tasks share a process (``dag.test``, one worker
@@ -137,7 +139,7 @@ def wait() -> None:
 
 def _keep(key: str, entry: Entry) -> Entry:
     global _kept
-    for array in (entry[1], *(entry[3] or ())):
+    for array in entry[3] or ():
         array.flags.writeable = False
     _kept = (key, entry)
     return entry
@@ -145,7 +147,7 @@ def _keep(key: str, entry: Entry) -> Entry:
 
 def load(workspace_root: Path, key: str) -> Entry | None:
     """``(ids, keys, suite, lookup)`` of the entry ``key``: ids shape (N,), leaf ids shape
-    (N, d), the passed suite's record or None, and the ids' sorted hashes with their rows
+    (N, d) as coded rows, the passed suite's record or None, and the ids' sorted hashes with their rows
     (:class:`anonymizer.arrays.IdLookup`) or None; None when there is no readable entry.
     The arrays are read-only: an entry loaded before in this process is returned as it is."""
     kept = _kept
@@ -173,20 +175,21 @@ def load(workspace_root: Path, key: str) -> Entry | None:
     suite = json.loads(meta[_SUITE_META]) if _SUITE_META in meta else None
     lookup: Lookup | None = None
     if _LOOKUP[0] in table.column_names:
-        lookup = (table.column(_LOOKUP[0]).to_numpy(), table.column(_LOOKUP[1]).to_numpy().astype(np.int64, copy=False))
+        lookup = (table.column(_LOOKUP[0]).to_numpy(), table.column(_LOOKUP[1]).to_numpy())  # rows as stored
         table = table.drop_columns(list(_LOOKUP))
     # Arrow strings, as read_csv gives them: no Python object per id (5M ids were 0.3 GB).
     # They share the entry's bytes read above
     ids = text_index(table.column(0))
-    # the leaf ids as stored, row by row: a view, not a copy (a copy per column was 1.6 GB
-    # more for a 50M-person register, the columns staying resident beside it); int32 as
-    # Register.keys
+    # the combination codes as stored: a view of the bytes read, not a copy; checked again
+    # as coded rows (one pass over them), so no entry can place anyone in a wrong cell
     column = table.column(1)
     leaf = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
-    keys = leaf.flatten().to_numpy().reshape(table.num_rows, leaf.type.list_size)
-    # immutable Arrow memory of this process, checked above: the grouping of its rows may
-    # be kept (anonymizer.arrays.factorize_rows), as for the keys of a register coded here
-    declare_frozen(keys)
+    try:
+        keys = CodedRows.checked(
+            leaf.indices.to_numpy(), leaf.dictionary.flatten().to_numpy().reshape(-1, leaf.type.value_type.list_size)
+        )
+    except ValueError:
+        return None
     return _keep(key, (ids, keys, suite, lookup))
 
 
@@ -227,7 +230,7 @@ def _executor() -> ThreadPoolExecutor:
 
 
 def save_soon(
-    workspace_root: Path, key: str, ids: pd.Index, keys: npt.NDArray[np.integer[Any]], qis: Sequence[str],
+    workspace_root: Path, key: str, ids: pd.Index, keys: CodedRows, qis: Sequence[str],
     suite: dict[str, Any] | None, lookup: Lookup | None = None,
 ) -> Future[None]:  # fmt: skip
     """:func:`save` on a thread of its own, so the release goes on while the entry is written
@@ -253,7 +256,7 @@ def save_soon(
 
 
 def save(
-    workspace_root: Path, key: str, ids: pd.Index, keys: npt.NDArray[np.integer[Any]], qis: Sequence[str],
+    workspace_root: Path, key: str, ids: pd.Index, keys: CodedRows, qis: Sequence[str],
     suite: dict[str, Any] | None, lookup: Lookup | None = None,
 ) -> None:  # fmt: skip
     """Write the entry ``key`` (atomically: a temporary file renamed into place); the
@@ -261,12 +264,14 @@ def save(
     folder = workspace_root / CACHE_DIR
     folder.mkdir(parents=True, exist_ok=True)
     d = len(qis)
-    rows = np.ascontiguousarray(keys, dtype=np.int32).reshape(-1)  # no copy of Register.keys
-    columns = [arrow_ids(ids), pa.FixedSizeListArray.from_arrays(pa.array(rows), d)]
-    fields = [pa.field("id", pa.string()), pa.field("leaf_ids", pa.list_(pa.int32(), d))]
+    combos = pa.FixedSizeListArray.from_arrays(pa.array(np.ascontiguousarray(keys.table).reshape(-1)), d)
+    leaf_ids = pa.DictionaryArray.from_arrays(pa.array(keys.codes), combos)  # no copy of the codes
+    columns = [arrow_ids(ids), leaf_ids]
+    fields = [pa.field("id", pa.string()), pa.field("leaf_ids", leaf_ids.type)]
     if lookup is not None:
-        columns += [pa.array(lookup[0], pa.uint64()), pa.array(lookup[1].astype(np.int64), pa.int64())]
-        fields += [pa.field(_LOOKUP[0], pa.uint64()), pa.field(_LOOKUP[1], pa.int64())]
+        rows = pa.array(lookup[1])  # int32 below 2**31 rows (anonymizer.arrays.IdLookup)
+        columns += [pa.array(lookup[0], pa.uint64()), rows]
+        fields += [pa.field(_LOOKUP[0], pa.uint64()), pa.field(_LOOKUP[1], rows.type)]
     schema = pa.schema(fields)
     if suite is not None:
         schema = schema.with_metadata({_SUITE_META: json.dumps(suite, sort_keys=True).encode()})

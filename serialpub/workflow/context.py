@@ -304,7 +304,7 @@ class ReleaseContext:
         register-weighted query estimator, and the manifest's ``register_marginals``
         (docs/design.md section 8)."""
         keys = self.register.keys
-        return {q: np.bincount(keys[:, a], minlength=self.hierarchies[q].n_leaves) for a, q in enumerate(self.qis)}
+        return {q: keys.column_counts(a, self.hierarchies[q].n_leaves) for a, q in enumerate(self.qis)}
 
     def check_register(self) -> SuiteResult:
         """The register input suite's result (run on first use).
