@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from anonymizer import privacy, topdown
-from anonymizer.arrays import Rows, factorize, factorize_rows
+from anonymizer.arrays import Rows, distinct_counts, factorize, factorize_rows
 from anonymizer.bottomup import Cells, Generalization, generalize
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.settings import AfterKPrime, Algorithm, Guarantee, PartitionModel, Strategy, SuppressionModel
@@ -23,6 +23,8 @@ from anonymizer.settings import AfterKPrime, Algorithm, Guarantee, PartitionMode
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
+#: individuals updated this many at a time by :func:`advance_history` (32 MB of keys)
+_BLOCK = 1 << 22
 
 @dataclass(frozen=True)
 class PrivacyParams:
@@ -203,7 +205,7 @@ def class_targets(params: PrivacyParams, history: History) -> FloatArray:
 
 
 def advance_history(
-    history: History, group_of_ind: IntArray, n_j: IntArray, counts: IntArray
+    history: History, group_of_ind: IntArray, n_j: IntArray, counts: IntArray, *, overwrite: bool = False
 ) -> tuple[History, IntArray, IntArray]:
     """The state after one more published release (paper 004, Lemma 4 and §7; docs/design.md section 4).
 
@@ -218,6 +220,9 @@ def advance_history(
         group_of_ind: the group whose candidate each individual is, -1 for none, shape (N,).
         n_j: candidates of every group, shape (G,), > 0.
         counts: published records per group and protected value, shape (G, V).
+        overwrite: ``group_of_ind`` is the caller's own int64 array and may be overwritten
+            (the update's key per individual is then written into it, not into another 8
+            bytes per individual).
 
     Returns:
         the new history, and per new class its parent class and the group that linked it
@@ -228,12 +233,18 @@ def advance_history(
     factor = np.ones((n_groups + 1, n_sets))  # last row: not linked by this release
     factor[:-1][holds] = 1.0 - counts[holds] / np.broadcast_to(n_j[:, None], holds.shape)[holds]
     holds_ext = np.vstack([holds, np.zeros((1, n_sets), dtype=bool)])
-    # class * (G+1) + group, G for none; in place: 8 bytes per individual at a time, not 24
-    key = np.multiply(history.class_of, n_groups + 1, dtype=np.int64)
-    key += group_of_ind
-    key[group_of_ind < 0] += n_groups + 1
+    # class * (G+1) + group, G for none; in place and by blocks: one array of 8 bytes per
+    # individual (the caller's, with ``overwrite``), no temporary one
+    key = group_of_ind if overwrite else np.array(group_of_ind, dtype=np.int64)
+    if key.dtype != np.int64 or not key.flags.writeable:
+        raise ValueError("overwrite needs the caller's own writeable int64 group_of_ind")
+    for start in range(0, key.size, _BLOCK):
+        block = key[start : start + _BLOCK]
+        block[block < 0] = n_groups
+        block += history.class_of[start : start + block.size] * (n_groups + 1)
     new_class_of, class_first = factorize(key)
     uniq = key[class_first]
+    del key
     old_class, via = uniq // (n_groups + 1), uniq % (n_groups + 1)
     new = History(
         class_of=new_class_of,
@@ -344,12 +355,10 @@ def anonymize_history(
     n_cells = first.size
     # requirement: the largest target over the (cell, history class) pairs present
     class_of_member = history.class_of[members]
-    pair_key = cell_of_member * n_classes
-    pair_key += class_of_member
-    pair_of_member, pair_first = factorize(pair_key)
-    del pair_key
-    pair = cell_of_member[pair_first] * n_classes + class_of_member[pair_first]
-    pair_count = np.bincount(pair_of_member, minlength=pair_first.size)
+    # the pairs present and their members, counted by blocks: no key nor code per member
+    pair, pair_count = distinct_counts(
+        cell_of_member.size, lambda start, stop: cell_of_member[start:stop] * n_classes + class_of_member[start:stop]
+    )
     requirement = np.full((n_cells, n_sets), 1.0)
     if n_sets:
         np.maximum.at(requirement, pair // n_classes, targets[pair % n_classes])
@@ -386,7 +395,10 @@ def anonymize_history(
     if presence:
         group_of_ind = np.full(n_ind, -1, dtype=np.int64)
         group_of_ind[members] = member_group
-    new_history = advance_history(history, group_of_ind, n_j, np.where(live[:, None], kept_counts, 0))[0]
+    # group_of_ind is this call's own array: the update may write its keys into it
+    new_history = advance_history(
+        history, group_of_ind, n_j, np.where(live[:, None], kept_counts, 0), overwrite=True
+    )[0]
     return ReleaseResult(
         published=published,
         group_of_record=np.where(published, renumber[group_of_record], -1),

@@ -96,3 +96,28 @@ def test_factorize_by_blocks_is_factorize_in_one_piece(values: list[int], block:
     assert codes.dtype == np.int64 and first.dtype == np.int64
     assert codes.tolist() == want.tolist()
     assert first.tolist() == [want.tolist().index(c) for c in range(len(uniques))]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(-5, 2**40), max_size=60) | st.lists(st.integers(0, 3), max_size=60), st.integers(1, 7))
+def test_distinct_counts_by_blocks_are_unique_with_counts(values: list[int], block: int) -> None:
+    """Keys counted a block of 1-7 at a time (4M in a release) give numpy's sorted unique
+    values with their counts, and every key is asked for exactly once."""
+    import anonymizer.arrays as arrays
+    from anonymizer.arrays import distinct_counts
+
+    keys = np.asarray(values, dtype=np.int64)
+    asked: list[tuple[int, int]] = []
+
+    def keys_of(start: int, stop: int) -> np.ndarray:
+        asked.append((start, stop))
+        return keys[start:stop]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(arrays, "_BLOCK", block)
+        distinct, counts = distinct_counts(keys.size, keys_of)
+    want, want_counts = np.unique(keys, return_counts=True)
+    assert distinct.tolist() == want.tolist() and counts.tolist() == want_counts.tolist()
+    assert distinct.dtype == np.int64 and counts.dtype == np.int64
+    assert sum(stop - start for start, stop in asked) == keys.size
+    assert all(stop - start <= block for start, stop in asked)

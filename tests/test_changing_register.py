@@ -256,12 +256,14 @@ def test_the_same_register_reads_the_ids_only_when_members_left(
     publisher = Publisher(load_config(root))
     codec = publisher.statistics
     ell = np.full(len(publisher.register.ids), float(load_config(root).config.ell))
-    read: list[list[str] | None] = []
-    real_read = statistics_file._read
-    monkeypatch.setattr(statistics_file, "_read", lambda m, c: read.append(c) or real_read(m, c))
+    read: list[tuple[str, list[str] | None]] = []
+    real_read, real_batches = statistics_file._read, statistics_file._batches
+    monkeypatch.setattr(statistics_file, "_read", lambda m, c: read.append(("whole", c)) or real_read(m, c))
+    monkeypatch.setattr(statistics_file, "_batches", lambda m, c: read.append(("batches", c)) or real_batches(m, c))
     _, (members_file, classes) = publisher.store.latest_statistics_unless("clinic", None)  # type: ignore[misc]
     lazy, lazy_departed = codec.load((members_file, classes), ell), codec.departed
-    assert read == [["row", "class", "ell"], None]  # members left: read again whole, for their ids
+    # members left: read again whole, for their ids
+    assert read == [("batches", ["row", "class", "ell"]), ("whole", None)]
     full, full_departed = codec.load((members_file.read(), classes), ell), codec.departed
     for name in ("class_of", "survival", "linked", "ell"):
         assert np.array_equal(getattr(lazy, name), getattr(full, name)), name
@@ -273,4 +275,16 @@ def test_the_same_register_reads_the_ids_only_when_members_left(
     first.publish(snapshot(steady, 1))
     read.clear()
     Publisher(load_config(steady)).publish(snapshot(steady, 2))  # a fresh process reads the file
-    assert read == [["row", "class", "ell"]]
+    assert read == [("batches", ["row", "class", "ell"])]
+    # read 7 members at a time, the state is the one a full read gives
+    later = Publisher(load_config(steady))
+    _, (members_file, classes) = later.store.latest_statistics_unless("clinic", None)  # type: ignore[misc]
+    n = len(later.register.ids)
+    for everyone in (np.full(n, 3.0), np.arange(n) % 3 + 2.0):
+        monkeypatch.setattr(statistics_file, "_BATCH", 7)
+        batched = later.statistics.load((members_file, classes), everyone)
+        monkeypatch.setattr(statistics_file, "_BATCH", 1 << 22)
+        whole = later.statistics.load((members_file.read(), classes), everyone)
+        for name in ("class_of", "survival", "linked", "ell"):
+            x, y = getattr(batched, name), getattr(whole, name)
+            assert x.dtype == y.dtype and np.array_equal(x, y), name

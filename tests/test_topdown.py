@@ -9,6 +9,7 @@ search refused would have been admissible (the regions are maximal under the rul
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 
 import numpy as np
@@ -186,3 +187,51 @@ def test_the_same_inputs_give_the_same_partition() -> None:
     counts = rng.integers(0, 2, (40, 1)).tolist()
     a, b = (partition(_cells(keys, counts, 4.0), HS, False) for _ in range(2))
     assert np.array_equal(a.groups.keys, b.groups.keys) and np.array_equal(a.group_of_cell, b.group_of_cell)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(series(), st.integers(1, 3))
+def test_the_anonymizer_by_blocks_is_the_anonymizer_in_one_piece(
+    case: tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]], PrivacyParams, bool, int], block: int
+) -> None:
+    """The register's pairs are counted and its history keys written a block at a time
+    (4M individuals in a release): with blocks of 1-3 individuals, and the register given as
+    coded rows, every release and state is the one computed in one piece from the dense
+    leaf ids; the update overwrites only an array its caller gave it to overwrite."""
+    import anonymizer.arrays as arrays
+    import anonymizer.release as release
+    from anonymizer.arrays import CodedRows
+
+    keys, releases, params, presence, n_sets = case
+    coded = CodedRows.of(keys, [h.n_leaves for h in HS])
+    whole = small = History.empty(np.full(keys.shape[0], params.ell), n_sets)
+    for seq, (rows, sets) in enumerate(releases, start=1):
+        codes = SnapshotCodes(rows, sets, n_sets)
+        try:
+            a = anonymize_history(keys, codes, whole, params, HS, presence, seed=seq)
+        except InfeasibleError as exc:
+            with pytest.MonkeyPatch.context() as mp, pytest.raises(InfeasibleError, match=re.escape(str(exc))):
+                mp.setattr(arrays, "_BLOCK", block)
+                mp.setattr(release, "_BLOCK", block)
+                anonymize_history(coded, codes, small, params, HS, presence, seed=seq)
+            return
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(arrays, "_BLOCK", block)
+            mp.setattr(release, "_BLOCK", block)
+            b = anonymize_history(coded, codes, small, params, HS, presence, seed=seq)
+            group_of_ind = np.where(np.arange(keys.shape[0]) % 2 == 0, 0, -1).astype(np.int64)
+            given = group_of_ind.copy()
+            n_j, counts = np.array([max(1, keys.shape[0])]), np.ones((1, n_sets), dtype=np.int64)
+            kept = release.advance_history(whole, given, n_j, counts)[0]
+            assert np.array_equal(given, group_of_ind)  # not the caller's to overwrite
+            mine = release.advance_history(whole, given, n_j, counts, overwrite=True)[0]
+        assert np.array_equal(kept.class_of, mine.class_of) and np.array_equal(kept.survival, mine.survival)
+        # a new class per (old class, group or none), numbered by first appearance
+        pairs = list(zip(whole.class_of.tolist(), group_of_ind.tolist(), strict=True))
+        assert mine.class_of.tolist() == [list(dict.fromkeys(pairs)).index(p) for p in pairs]
+        for name in ("published", "group_of_record", "group_nodes", "group_candidates", "group_counts"):
+            assert np.array_equal(getattr(a, name), getattr(b, name)), name
+        for name in ("class_of", "survival", "linked", "ell"):
+            x, y = getattr(a.history, name), getattr(b.history, name)
+            assert x.dtype == y.dtype and np.array_equal(x, y), name
+        whole, small = a.history, b.history

@@ -14,7 +14,7 @@ to the register finds them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -33,6 +33,51 @@ def _read(members: pq.ParquetFile | pa.Table, columns: list[str] | None) -> pa.T
     if isinstance(members, pq.ParquetFile):
         return members.read(columns=columns)
     return members if columns is None else members.select(columns)
+
+
+#: members read this many at a time when nobody left the register (:func:`_members_by_batches`)
+_BATCH = 1 << 22
+
+
+def _batches(members: pq.ParquetFile, columns: list[str]) -> Iterator[pa.RecordBatch]:
+    """The members' ``columns``, :data:`_BATCH` rows at a time."""
+    return members.iter_batches(batch_size=_BATCH, columns=columns)
+
+
+def _members_by_batches(members: pq.ParquetFile, n: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The history class of every one of the ``n`` register rows (-1 for a row no member
+    has: a newcomer), shape (n,), and the ℓ of every class the members hold (NaN for
+    another), shape (max class + 1,), from a file written for this register; read a batch
+    at a time (row, class and ℓ: 20 bytes per individual, plus the copies made to decode
+    them, were held at once at national scale). None when a member has left the register
+    (row -1): their ids must then be read too.
+
+    Raises:
+        IndexError: a row number outside the register (a file not written for it).
+    """
+    class_of = np.full(n, -1, dtype=np.int64)
+    members_ell = np.zeros(0)
+    for batch in _batches(members, ["row", "class", "ell"]):
+        rows = batch.column(0).to_numpy()
+        if rows.size and int(rows.min()) < 0:
+            return None
+        classes = batch.column(1).to_numpy()
+        top = int(classes.max(initial=-1)) + 1
+        if top > members_ell.size:
+            members_ell = np.concatenate([members_ell, np.full(top - members_ell.size, np.nan)])
+        class_of[rows] = classes
+        members_ell[classes] = batch.column(2).to_numpy()
+    return class_of, members_ell
+
+
+def _first_negative(values: np.ndarray) -> int | None:
+    """The position of the first negative value of ``values`` (n,), None when there is none;
+    a block at a time, so no (n,) mask is made."""
+    for start in range(0, values.size, _BATCH):
+        found = np.flatnonzero(values[start : start + _BATCH] < 0)
+        if found.size:
+            return start + int(found[0])
+    return None
 
 
 class StatisticsFile:
@@ -103,9 +148,46 @@ class StatisticsFile:
         members_file, classes = stats
         meta = (members_file.schema_arrow if isinstance(members_file, pq.ParquetFile) else members_file.schema).metadata
         same_register = (meta or {}).get(b"register_sha256", b"").decode() == self.register_sha256
-        members = _read(members_file, ["row", "class", "ell"] if same_register else None)
-        if same_register and pc.any(pc.less(members.column("row"), 0)).as_py():
-            members = _read(members_file, None)  # members gone from the register: their ids are kept
+        n = len(self.register.ids)
+        class_ids = classes.column("class").to_numpy().astype(np.int64)  # also the departed's classes
+        by_batches = (
+            _members_by_batches(members_file, n)
+            if same_register and isinstance(members_file, pq.ParquetFile) else None
+        )  # fmt: skip
+        if by_batches is not None:
+            class_of, members_ell = by_batches
+        else:  # members gone from the register (their ids are kept), or another register
+            class_of, members_ell = self._members_whole(members_file, classes, same_register)
+        # newcomers to the register (class -1 so far): one fresh class after every known one
+        n_classes = int(max(members_ell.size - 1, class_ids.max(initial=-1))) + 1
+        class_ell = np.full(n_classes + 1, float(ell[0]) if n else 2.0)
+        known = ~np.isnan(members_ell)
+        class_ell[: members_ell.size][known] = members_ell[known]
+        newcomer = _first_negative(class_of)
+        if newcomer is not None:
+            class_ell[n_classes] = float(ell[newcomer])
+            for start in range(0, n, _BATCH):  # in place, a block at a time
+                block = class_of[start : start + _BATCH]
+                block[block < 0] = n_classes
+        survival = np.ones((n_classes + 1, len(self.protected)))
+        linked = np.zeros((n_classes + 1, len(self.protected)), dtype=np.int64)
+        values = classes.column("value").combine_chunks()
+        to_protected = pd.Index(self.protected).get_indexer(values.dictionary.to_pylist())
+        cols = to_protected[values.indices.to_numpy()]
+        if (cols < 0).any():
+            raise StateError(self._dropped(values.dictionary.to_pylist(), to_protected))
+        k = classes.column("class").to_numpy().astype(np.int64)
+        survival[k, cols] = classes.column("survival").to_numpy()
+        linked[k, cols] = classes.column("linked").to_numpy()
+        return History(class_of, survival, linked, class_ell)
+
+    def _members_whole(
+        self, members_file: pq.ParquetFile | pa.Table, classes: pa.Table, same_register: bool
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:func:`_members_by_batches` from the members read whole, by row number with the
+        same register, else by id; members gone from the register are set aside
+        (``departed``)."""
+        members = _read(members_file, None)
         if same_register:
             rows = members.column("row").to_numpy().astype(np.int64)  # same register: row numbers hold
         else:
@@ -118,29 +200,12 @@ class StatisticsFile:
             used = pc.is_in(classes.column("class"), value_set=pc.unique(kept.column("class")))
             self.departed = (kept, classes.filter(used))
             members, rows = members.filter(pa.array(~gone)), rows[~gone]
-        n = len(self.register.ids)
-        known = np.zeros(n, dtype=bool)
-        known[rows] = True
+        class_of = np.full(len(self.register.ids), -1, dtype=np.int64)
         class_col = members.column("class").to_numpy().astype(np.int64)
-        class_ids = classes.column("class").to_numpy().astype(np.int64)  # also the departed's classes
-        n_classes = int(max(class_col.max(initial=-1), class_ids.max(initial=-1))) + 1
-        class_of = np.full(n, n_classes, dtype=np.int64)  # newcomers to the register: a fresh class
         class_of[rows] = class_col
-        class_ell = np.full(n_classes + 1, float(ell[0]) if n else 2.0)
-        class_ell[class_col] = members.column("ell").to_numpy()
-        if not known.all():
-            class_ell[n_classes] = float(ell[~known][0])
-        survival = np.ones((n_classes + 1, len(self.protected)))
-        linked = np.zeros((n_classes + 1, len(self.protected)), dtype=np.int64)
-        values = classes.column("value").combine_chunks()
-        to_protected = pd.Index(self.protected).get_indexer(values.dictionary.to_pylist())
-        cols = to_protected[values.indices.to_numpy()]
-        if (cols < 0).any():
-            raise StateError(self._dropped(values.dictionary.to_pylist(), to_protected))
-        k = classes.column("class").to_numpy().astype(np.int64)
-        survival[k, cols] = classes.column("survival").to_numpy()
-        linked[k, cols] = classes.column("linked").to_numpy()
-        return History(class_of, survival, linked, class_ell)
+        members_ell = np.full(int(class_col.max(initial=-1)) + 1, np.nan)
+        members_ell[class_col] = members.column("ell").to_numpy()
+        return class_of, members_ell
 
     @staticmethod
     def _dropped(names: Sequence[object], positions: np.ndarray) -> str:
