@@ -210,9 +210,9 @@ class RegisterCombos:
     def of(cls, keys: Rows, hierarchies: Sequence[Hierarchy]) -> RegisterCombos:
         """Combos of individuals given as leaf ids per QI, shape (N, d), one hierarchy per
         column; coded rows (:class:`anonymizer.arrays.CodedRows`) are combos already."""
-        if isinstance(keys, CodedRows):
-            return cls(keys.codes, np.asarray(keys.table, dtype=np.int64), keys.first, keys.counts)
         codes, first = factorize_rows(keys, [h.n_leaves for h in hierarchies])
+        if isinstance(keys, CodedRows):  # combos already (its leaf ids checked against the hierarchies)
+            return cls(codes, np.asarray(keys.table, dtype=np.int64), first, keys.counts)
         leaves = np.asarray(keys[first], dtype=np.int64).reshape(-1, keys.shape[1])
         return cls(codes, leaves, first, np.bincount(codes, minlength=first.size).astype(np.int64))
 

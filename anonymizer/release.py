@@ -229,6 +229,8 @@ def advance_history(
         (``G`` for none), both shape (K',), for callers that carry per-class flags.
     """
     n_groups, n_sets = int(n_j.size), history.survival.shape[1]
+    if history.class_of.shape != np.shape(group_of_ind):
+        raise ValueError(f"a history of {history.class_of.size} individuals and groups for {np.size(group_of_ind)}")
     holds = counts > 0
     factor = np.ones((n_groups + 1, n_sets))  # last row: not linked by this release
     factor[:-1][holds] = 1.0 - counts[holds] / np.broadcast_to(n_j[:, None], holds.shape)[holds]
@@ -241,7 +243,7 @@ def advance_history(
     for start in range(0, key.size, _BLOCK):
         block = key[start : start + _BLOCK]
         block[block < 0] = n_groups
-        block += history.class_of[start : start + block.size] * (n_groups + 1)
+        block += np.multiply(history.class_of[start : start + block.size], n_groups + 1, dtype=np.int64)
     new_class_of, class_first = factorize(key)
     uniq = key[class_first]
     del key
@@ -343,6 +345,8 @@ def anonymize_history(
         )
     record_individual, record_set, n_sets = snapshot.individual, snapshot.value_set, snapshot.n_sets
     n_ind = register_keys.shape[0]
+    if history.class_of.shape != (n_ind,):
+        raise ValueError(f"a history of {history.class_of.size} individuals for a register of {n_ind}")
     n_classes = history.survival.shape[0]
     targets = class_targets(params, history)
     # cells: distinct leaf combinations of the individuals that can be candidates: the

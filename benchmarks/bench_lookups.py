@@ -3,9 +3,6 @@ before (the old way inline here), best of ``--repeat``:
 
 * looking 1,000,000 snapshot ids up among 5,000,000 register ids: pandas' hash table (built
   anew, as every fresh process did) against :class:`anonymizer.arrays.IdLookup`;
-* turning the register cache entry's leaf codes into one int64 array in a fresh process (the
-  scaling study's workspace, when ``bench_release_steps.py`` has written its entry): stacked
-  int64 copies as before, filled column by column now;
 * building a suite of 30 expectations: ``add_expectation`` one by one against the
   constructor;
 * the register-id fingerprint of 5M ids, computed and taken from the per-Index memo;
@@ -13,6 +10,10 @@ before (the old way inline here), best of ``--repeat``:
   all-False mask, as each Great Expectations map expectation does three times: the table
   as pyarrow's reader returns it (one chunk per block) against one chunk per column, which
   ``serialpub.io.inputs.read_csv`` now returns.
+
+(The second pass also timed the register cache entry's leaf-code columns turned into one
+int64 array; the entry has held them otherwise since, and now holds one code per
+individual's QI combination, ``anonymizer.arrays.CodedRows``, so that comparison is gone.)
 
 Usage::
 
@@ -22,15 +23,12 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 from machine_info import machine
 
 from anonymizer.arrays import IdLookup
@@ -48,37 +46,12 @@ def best(f: Callable[[], object], repeat: int) -> float:
     return min(times)
 
 
-def leaf_codes(entry: Path, way: str) -> float:
-    """Seconds to turn the entry's int32 leaf-code columns into one int64 (N, d) array."""
-    with pa.memory_map(str(entry)) as source:
-        table = pa.ipc.open_file(source).read_all()
-    qis = [c for c in table.column_names[1:] if not c.startswith("__")]
-    t = time.perf_counter()
-    if way == "stacked":
-        np.stack([table.column(q).to_numpy().astype(np.int64) for q in qis], axis=1)
-    else:
-        keys = np.empty((table.num_rows, len(qis)), dtype=np.int64)
-        for i, q in enumerate(qis):
-            keys[:, i] = table.column(q).to_numpy()
-    return time.perf_counter() - t
-
-
-def leaf_codes_in_a_fresh_process(entry: Path, way: str) -> float:
-    out = subprocess.run([sys.executable, __file__, "--leaf-codes", way, str(entry)], capture_output=True,
-                         text=True, check=True)  # fmt: skip
-    return float(out.stdout.strip())
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--register", type=int, default=5_000_000)
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--leaf-codes", nargs=2, metavar=("WAY", "ENTRY"), help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.leaf_codes:
-        print(leaf_codes(Path(args.leaf_codes[1]), args.leaf_codes[0]))
-        return
     print(machine())
     text = np.arange(1, args.register + 1).astype(str).astype(object)
     wanted = pd.Series(text[np.random.default_rng(0).choice(args.register, args.records, replace=False)])
@@ -89,15 +62,6 @@ def main() -> None:
     found = best(lambda: lookup.find(text, wanted.to_numpy(dtype=object)), args.repeat)
     print(f"ids: pandas hash table, built and used {cold:.2f} s; lookup built {built:.2f} s (once per register "
           f"version, kept in the cache), used {found:.2f} s")
-
-    entries = sorted((SCALING / f"N-{args.register}").glob("cache/register-*.arrow"))
-    if entries:
-        # each in a fresh process, as a task meets it: the mapped pages are faulted in anew
-        runs = {way: [leaf_codes_in_a_fresh_process(entries[0], way) for _ in range(args.repeat)]
-                for way in ("stacked", "filled")}  # fmt: skip
-        print("register cache entry, leaf codes in a fresh process: "
-              + ", ".join(f"{way} (before: stacked int64 copies) {min(t):.2f} s" if way == "stacked"
-                          else f"{way} column by column (now) {min(t):.2f} s" for way, t in runs.items()))  # fmt: skip
 
     import great_expectations as gx
 

@@ -61,7 +61,7 @@ def test_coded_rows_from_storage_are_checked() -> None:
         (np.array([0, 1, 0, 1, 1]), table, "does not occur"),
         (np.array([1, 0, 0, 2, 1]), table, "first appearance"),
         (good, np.array([[0, 1], [1, 0], [0, 1]], dtype=np.int32), "equal"),
-        (good, np.array([[0, 1], [1, 0], [1, -1]], dtype=np.int32), "negative"),
+        (good, np.array([[0, 1], [1, 0], [1, -1]], dtype=np.int32), r"outside \[0, 2\*\*31\)"),
         (good.astype(float), table, "integer"),
     ]:
         with pytest.raises(ValueError, match=message):
@@ -121,3 +121,25 @@ def test_distinct_counts_by_blocks_are_unique_with_counts(values: list[int], blo
     assert distinct.dtype == np.int64 and counts.dtype == np.int64
     assert sum(stop - start for start, stop in asked) == keys.size
     assert all(stop - start <= block for start, stop in asked)
+
+
+def test_coded_rows_are_never_an_array_by_accident() -> None:
+    """Coded rows refuse what would build their (n, d) matrix silently (np.asarray, a
+    sequence of rows) or index it otherwise than numpy would (several columns at once), and
+    their grouping is refused for radices their leaf ids do not fit."""
+    from anonymizer.arrays import factorize_rows
+
+    coded = CodedRows.of(np.array([[0, 1], [1, 0], [0, 1]]), [2, 2])
+    with pytest.raises(TypeError, match="not converted implicitly"):
+        np.asarray(coded)
+    with pytest.raises(TypeError):
+        list(coded)
+    with pytest.raises(TypeError, match="one column index"):
+        coded[:, [0, 1]]
+    assert coded[:, 1].tolist() == [1, 0, 1] and coded[[2, 0], 0:1].tolist() == [[0], [0]]
+    assert factorize_rows(coded, [2, 2])[0].tolist() == [0, 1, 0]
+    for radices in ([2], [2, 1], [2, 2, 2]):
+        with pytest.raises(ValueError, match="past the radices"):
+            factorize_rows(coded, radices)
+    with pytest.raises(ValueError, match=r"outside \[0, 2\*\*31\)"):
+        CodedRows.checked(np.array([0, 1]), np.array([[2**32], [0]], dtype=np.int64))

@@ -330,3 +330,16 @@ def test_an_entry_written_beside_the_release_is_read_once_written(root: Path, mo
     path = root / register_cache.CACHE_DIR / f"register-{key}.arrow"
     assert register_cache.intact(path)
     assert path.with_suffix(".sha256").read_text().strip() == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_an_entry_of_an_empty_register_or_another_layout_loads_or_is_rebuilt() -> None:
+    """The leaf-id column of no individual (no chunk at all) gives empty coded rows; a column
+    of another layout is refused with an error the load turns into a rebuild."""
+    import pyarrow as pa
+
+    width = 3
+    kind = pa.dictionary(pa.int64(), pa.list_(pa.int32(), width))
+    empty = register_cache._coded_rows(pa.chunked_array([], type=kind))
+    assert empty.shape == (0, width) and empty.table.shape == (0, width)
+    with pytest.raises(AttributeError):
+        register_cache._coded_rows(pa.chunked_array([pa.array([1, 2], pa.int32())]))

@@ -235,3 +235,26 @@ def test_the_anonymizer_by_blocks_is_the_anonymizer_in_one_piece(
             x, y = getattr(a.history, name), getattr(b.history, name)
             assert x.dtype == y.dtype and np.array_equal(x, y), name
         whole, small = a.history, b.history
+
+
+def test_a_history_of_other_individuals_is_refused() -> None:
+    """A history must have one class per register individual: one of another length is an
+    error, never cut or broadcast to the register; the update's keys are int64 whatever
+    the classes' integer type."""
+    import anonymizer.release as release
+
+    keys = np.array([[AGE.node("a"), SEX.node("m"), ZIP.node("z1")]] * 3)
+    params = PrivacyParams(ell=2.0, strategy="constant", k_prime=2)
+    codes = SnapshotCodes(np.array([0]), np.array([0]), 1)
+    for n in (1, 5):
+        with pytest.raises(ValueError, match=f"a history of {n} individuals"):
+            anonymize_history(keys, codes, History.empty(np.full(n, 2.0), 1), params, HS, False)
+        with pytest.raises(ValueError, match=f"a history of {n} individuals"):
+            release.advance_history(History.empty(np.full(n, 2.0), 1), np.zeros(3, dtype=np.int64),
+                                    np.array([3]), np.ones((1, 1), dtype=np.int64))  # fmt: skip
+    # 70,000 classes as int32 and 40,000 groups: class * (G + 1) passes 2**31
+    many = History(np.array([69_999, 0], dtype=np.int32), np.ones((70_000, 1)), np.zeros((70_000, 1), dtype=np.int64),
+                   np.full(70_000, 2.0))  # fmt: skip
+    groups, n_j, counts = np.array([39_999, 0]), np.full(40_000, 2), np.ones((40_000, 1), dtype=np.int64)
+    parent = release.advance_history(many, groups, n_j, counts)[1]
+    assert parent.tolist() == [69_999, 0]

@@ -181,16 +181,28 @@ def load(workspace_root: Path, key: str) -> Entry | None:
     # They share the entry's bytes read above
     ids = text_index(table.column(0))
     # the combination codes as stored: a view of the bytes read, not a copy; checked again
-    # as coded rows (one pass over them), so no entry can place anyone in a wrong cell
-    column = table.column(1)
-    leaf = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+    # as coded rows (one pass over them: codes in range and numbered by first appearance,
+    # combinations distinct), and their leaf ids against the hierarchies where they are
+    # grouped (anonymizer.arrays.factorize_rows)
     try:
-        keys = CodedRows.checked(
-            leaf.indices.to_numpy(), leaf.dictionary.flatten().to_numpy().reshape(-1, leaf.type.value_type.list_size)
-        )
-    except ValueError:
-        return None
+        keys = _coded_rows(table.column(1))
+    except (ValueError, TypeError, AttributeError, NotImplementedError, pa.ArrowException):
+        return None  # not the layout written, or codes that break their invariants: rebuilt
     return _keep(key, (ids, keys, suite, lookup))
+
+
+def _coded_rows(column: pa.ChunkedArray) -> CodedRows:
+    """The coded rows of the entry's leaf-id column (a dictionary of QI combinations),
+    checked (:meth:`anonymizer.arrays.CodedRows.checked`).
+
+    Raises:
+        ValueError: codes that break the invariants of coded rows.
+    """
+    width = column.type.value_type.list_size
+    if column.num_chunks == 0:  # an empty register
+        return CodedRows.checked(np.zeros(0, dtype=np.int64), np.zeros((0, width), dtype=np.int32))
+    leaf = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+    return CodedRows.checked(leaf.indices.to_numpy(), leaf.dictionary.flatten().to_numpy().reshape(-1, width))
 
 
 class _HashingFile:
