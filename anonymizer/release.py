@@ -26,6 +26,7 @@ BoolArray = npt.NDArray[np.bool_]
 #: individuals updated this many at a time by :func:`advance_history` (32 MB of keys)
 _BLOCK = 1 << 22
 
+
 @dataclass(frozen=True)
 class PrivacyParams:
     """ℓ, the strategy and its parameter, and which guarantee to enforce.
