@@ -149,9 +149,13 @@ def test_the_public_copy_holds_the_releases_and_no_evidence(published_workspaces
     files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
     releases = [f for f in files if f.startswith("releases/")]
     assert releases == [
-        f"releases/clinic/release-000{n}/{name}"
-        for n in (1, 2)
-        for name in ("data.parquet", "manifest.json", "manifest.sig")
+        "releases/clinic/checkpoint.json",
+        "releases/clinic/checkpoint.sig",
+        *(
+            f"releases/clinic/release-000{n}/{name}"
+            for n in (1, 2)
+            for name in ("data.parquet", "manifest.json", "manifest.sig")
+        ),
     ]
     assert "keys/publisher.pub" in files and "register.csv" in files and "keys/publisher.key" not in files
     assert {f for f in files if f.startswith("hierarchies/")} == {f"hierarchies/{q}.csv" for q in [*QIS, SENSITIVE]}

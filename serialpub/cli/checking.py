@@ -25,7 +25,23 @@ def audit(
     public_key: Annotated[
         Path | None,
         typer.Option(
-            "--public-key", help="the publisher's public key (keys/*.pub): every manifest must be signed with it"
+            "--public-key",
+            help="the publisher's public key (keys/*.pub): every manifest must be signed with it (or a key a "
+            "key-rotation record hands over to); without it the first signed release's key is pinned",
+        ),
+    ] = None,
+    since: Annotated[
+        int | None,
+        typer.Option("--since", help="a release you saw: it must still be here, and every later release chain to it"),
+    ] = None,
+    manifest_sha256: Annotated[
+        str | None, typer.Option("--manifest-sha256", help="the sha256 of --since's manifest.json as you saw it")
+    ] = None,
+    checkpoint: Annotated[
+        Path | None,
+        typer.Option(
+            "--checkpoint",
+            help="a checkpoint.json you kept (checkpoint.sig beside it): the copy must extend the release it names",
         ),
     ] = None,
 ) -> None:
@@ -34,10 +50,18 @@ def audit(
     missing release, a broken manifest chain, a file that does not match its checksum, a
     signature that does not verify). With --snapshots, also count the records each release
     did not publish (an adversary who knows the algorithm can infer them) and, under
-    presence, only the present individuals."""
+    presence, only the present individuals. With --since/--manifest-sha256 or --checkpoint,
+    also fail a copy that does not extend the series you saw (rolled back, truncated or
+    rewritten)."""
     from serialpub.analysis.audit import audit_workspace, format_report
+    from serialpub.errors import InputError
 
-    result = audit_workspace(workspace, dataset, snapshots=snapshots, public_key=public_key)
+    if (since is None) != (manifest_sha256 is None):
+        raise InputError("--since and --manifest-sha256 go together: the release number and its manifest's sha256")
+    pin = None if since is None or manifest_sha256 is None else (since, manifest_sha256)
+    result = audit_workspace(
+        workspace, dataset, snapshots=snapshots, public_key=public_key, since=pin, checkpoint=checkpoint
+    )
     console.print(format_report(result))
     if not result.ok:
         raise typer.Exit(1)
@@ -54,6 +78,35 @@ def keygen(
 
     public = create_key_pair(out)
     console.print(f"private key: {out} (keep it secret)\npublic key: {public} (give it to data users)")
+
+
+@app.command("rotate-key")
+def rotate_key(
+    new_key: Annotated[
+        Path, typer.Option("--new-key", help="the new private key file (made with its .pub if it does not exist)")
+    ],
+    reason: Annotated[str, typer.Option("--reason", help="why the key changes (recorded in the signed record)")] = "",
+    config: Annotated[Path, typer.Option("--config", help="serialpub.yaml or its folder")] = Path("."),
+) -> None:
+    """Change the publisher's signing key from the next release on: write
+    key-rotation-NNNN.json beside the releases, signed by the old (configured) key, and set
+    signing_key in serialpub.yaml to the new key. 'serialpub audit' pins the first signed
+    release's key and accepts another only through such a record. Run by the account that
+    holds both keys; running it again after an interruption finishes the switch."""
+    from serialpub.config import load_config
+    from serialpub.workflow.publisher import Publisher
+    from serialpub.workflow.series_integrity import rotate_key as rotate
+
+    ws = load_config(config)
+    publisher = Publisher(ws)
+    publisher.recover()
+    done = rotate(publisher, new_key, reason)
+    console.print(
+        f"{done.record}: the signing key changes from {done.old_key} to {done.new_key} at release "
+        f"{done.from_release}; serialpub.yaml now names {new_key}. Give data users {done.new_public_key_file} and "
+        "ship the record with the releases ('serialpub public-copy' does)",
+        soft_wrap=True,
+    )
 
 
 db_app = typer.Typer(help="The state database.", no_args_is_help=True)

@@ -44,7 +44,7 @@ from serialpub.errors import InputError
 from serialpub.io import release_files
 from serialpub.io.inputs import present_rows, read_csv
 from serialpub.io.manifest import FORMAT_VERSION, Checksums, GroupRow, Manifest
-from serialpub.workflow import identity
+from serialpub.workflow import identity, series_integrity
 from serialpub.workflow.publisher import Publisher
 from serialpub.workflow.publishing import seal
 from state.store import this_process
@@ -458,6 +458,7 @@ def import_release(
     except BaseException as exc:
         publisher.abandon(draft, exc)
         raise
+    series_integrity.write_checkpoint(publisher)
     return ImportOutcome(
         seq=seq,
         period=period,

@@ -18,6 +18,7 @@ from pathlib import Path
 from serialpub.errors import InputError
 from serialpub.io import release_files, signing, versions
 from serialpub.io.manifest import Manifest
+from serialpub.workflow import series_integrity
 from serialpub.workflow.context import ReleaseContext
 from serialpub.workflow.publishing import check_published_files
 
@@ -83,6 +84,8 @@ def write_public_copy(ctx: ReleaseContext, out: Path, with_register: bool = Fals
     public_key = None if key is None else key.with_suffix(".pub")  # never the private key itself
     if public_key is not None and public_key != key and public_key.is_file():
         plan.append((public_key, out / "keys" / public_key.name))
+    records, checkpoint = series_integrity.public_files(ws.dataset_dir, out / "releases" / ws.config.dataset)
+    plan, current = plan + records, current + checkpoint
     plan = list(dict.fromkeys(plan))
     for source, target in plan:  # check every file before writing any
         if target.is_file() and target.read_bytes() != source.read_bytes():

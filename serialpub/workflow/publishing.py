@@ -14,6 +14,7 @@ from serialpub.io import release_files, signing
 from serialpub.io.manifest import Approval, Manifest, SignOff
 from serialpub.report.render import HTML_FILE as REPORT_FILE
 from serialpub.report.render import JSON_FILE as REPORT_JSON
+from serialpub.workflow import series_integrity
 from serialpub.workflow.context import ReleaseContext
 from serialpub.workflow.sign_off import AUTO_APPROVER
 from state.store import OpenRelease, PublishedRelease, StateError, owner_is_gone, this_process
@@ -34,6 +35,7 @@ def finish(ctx: ReleaseContext, seq: int) -> Path:
     if done:
         if not final.is_dir():
             release_files.move_into_place(ctx.ws.dataset_dir, seq, done[0].id)
+        series_integrity.write_checkpoint(ctx)
         return final
     rel = ctx.open_release(seq)
     if rel.status != "approved":
@@ -81,6 +83,7 @@ def finish(ctx: ReleaseContext, seq: int) -> Path:
     checkpoint("after_commit")
     release_files.move_into_place(ctx.ws.dataset_dir, seq, rel.id)
     checkpoint("after_publish")
+    series_integrity.write_checkpoint(ctx)
     return final
 
 
@@ -108,6 +111,7 @@ def seal(ctx: ReleaseContext, manifest: Manifest) -> None:
                 f"{ctx.ws.root / 'serialpub.yaml'}: signing_key is not set, but release {published[-1].seq} was signed "
                 f"({last.signing_key}); set signing_key to the publisher's key"
             )
+    series_integrity.check_key_handover(ctx, manifest)
 
 
 def staged_changes(

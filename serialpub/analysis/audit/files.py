@@ -167,7 +167,7 @@ def _release_hierarchies(workspace: Path, manifests: list[tuple[_Manifest, Path]
 
 def audit_workspace(
     workspace: Path, dataset: str | None = None, id_column: str = "id", snapshots: Path | None = None,
-    public_key: Path | None = None,
+    public_key: Path | None = None, since: tuple[int, str] | None = None, checkpoint: Path | None = None,
 ) -> AuditResult:  # fmt: skip
     """Audit every published release of one dataset of a serialpub workspace.
 
@@ -183,15 +183,25 @@ def audit_workspace(
         snapshots: a folder holding ``snapshot-<period>.csv`` for the period of every
             release (the data holder's exact audit, see :func:`audit_releases`).
         public_key: the publisher's Ed25519 public key (PEM): every manifest must be
-            signed with it (:mod:`.integrity`; without it, signatures are checked against
-            the key each manifest names).
+            signed with it or a key a rotation record hands over to from it
+            (:mod:`.integrity`, :mod:`.keys`; without it, the key of the first signed
+            release is pinned).
+        since: (release number, hex sha256 of its ``manifest.json``) the consumer saw: the
+            copy must still hold that release and every later one must chain to it
+            (:mod:`.extension`).
+        checkpoint: a ``checkpoint.json`` the consumer kept (its ``.sig`` beside it): signed
+            by a key of the series, and the copy must extend the release it names.
 
     Raises:
-        InputError: a missing or unreadable file (named); several datasets and no
+        InputError: a missing or unreadable file (named), ``checkpoint`` included; a
+            ``since`` sha256 that is not 64 hex digits; several datasets and no
             ``dataset``; the register or a hierarchy file differs from the one a release
             was published with (its sha256 in the manifest); anything
             :func:`audit_releases` raises.
     """
+    since = _since(since)  # bad input is refused before the work
+    if checkpoint is not None and not checkpoint.is_file():
+        raise InputError(f"{checkpoint}: not found; --checkpoint names a checkpoint.json you kept")
     dataset, dirs = _release_dirs(workspace, dataset)
     key_text = None if public_key is None else read_public_key(public_key)
     releases: list[tuple[Path, dict[str, Any], pd.DataFrame]] = []
@@ -229,10 +239,23 @@ def audit_workspace(
     for (number, d), pm in zip(dirs, parsed, strict=True):
         if number != pm.release:
             result.findings.append(f"{d}: the folder name says release {number}, the manifest says {pm.release}")
-    integrity = check_store(dirs, key_text)
+    integrity = check_store(dirs, key_text, dataset, since, checkpoint)
     result.findings.extend(integrity.findings)
     result.notes.extend(integrity.notes)
     return result
+
+
+def _since(since: tuple[int, str] | None) -> tuple[int, str] | None:
+    """``since`` with its sha256 in lower case, checked."""
+    if since is None:
+        return None
+    number, sha = since[0], since[1].strip().lower()
+    if number < 1 or not re.fullmatch(r"[0-9a-f]{64}", sha):
+        raise InputError(
+            f"--since {number} --manifest-sha256 {since[1][:70]!r}: give a release number >= 1 and the 64 hex "
+            "digits of its manifest.json's sha256 (sha256sum manifest.json)"
+        )
+    return number, sha
 
 
 def _read_snapshot(folder: Path, m: _Manifest, id_column: str) -> tuple[pd.DataFrame, str]:

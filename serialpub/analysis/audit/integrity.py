@@ -21,20 +21,22 @@ signing module (docs/design.md section 9: the audit shares only the file format)
 from __future__ import annotations
 
 import base64
-import binascii
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
+from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from serialpub.analysis.audit.extension import Pin, check_extends, read_checkpoint
+from serialpub.analysis.audit.keys import KeyPlan, key_plan
+from serialpub.analysis.audit.signature import KEY_PREFIX, signature_problem
 from serialpub.errors import InputError
 from serialpub.io.manifest import Manifest
+from serialpub.io.series_records import CHECKPOINT_FILE, rotation_name
 
 SIGNATURE_FILE = "manifest.sig"
-KEY_PREFIX = "ed25519:"
 
 
 @dataclass
@@ -64,10 +66,23 @@ def read_public_key(path: Path) -> str:
     return KEY_PREFIX + base64.b64encode(raw).decode("ascii")
 
 
-def check_store(releases: list[tuple[int, Path]], public_key: str | None) -> Integrity:
+def check_store(
+    releases: list[tuple[int, Path]],
+    public_key: str | None,
+    dataset: str | None = None,
+    since: tuple[int, str] | None = None,
+    checkpoint: Path | None = None,
+) -> Integrity:
     """Check the release folders ``releases`` ((number, folder), in number order) of one
     dataset; ``public_key`` (:func:`read_public_key`) requires every manifest to be signed
-    by that key."""
+    by that key (or by a key a rotation record hands over to from it, :mod:`.keys`);
+    without it, the first signed release's key is pinned. ``since`` (release number,
+    manifest sha256) and ``checkpoint`` (a checkpoint file the consumer kept) are pins the
+    copy must extend (:mod:`.extension`), as is the copy's own ``checkpoint.json``.
+
+    Raises:
+        InputError: ``checkpoint`` is missing or not a checkpoint file.
+    """
     out = Integrity()
     numbers = [n for n, _ in releases]
     missing = sorted(set(range(1, max(numbers) + 1)) - set(numbers)) if numbers else []
@@ -78,23 +93,62 @@ def check_store(releases: list[tuple[int, Path]], public_key: str | None) -> Int
         )
     texts = {n: (d / "manifest.json").read_bytes() for n, d in releases}
     manifests = {n: Manifest.parse(texts[n], str(d / "manifest.json")) for n, d in releases}
-    keys = set()
+    dataset_dir = releases[0][1].parent if releases else None
+    plan = key_plan(dataset_dir, dataset, manifests, texts, public_key)
+    out.findings.extend(plan.findings)
     signed_before: int | None = None
     for n, folder in releases:
         m = manifests[n]
         _check_chain(out, n, m, texts)
         _check_listed_files(out, n, folder, m)
-        keys.add(_check_signature(out, n, folder, m, texts[n], public_key))
+        _check_signature(out, n, folder, m, texts[n], public_key, plan)
         if m.signing_key is None and signed_before is not None:
             out.findings.append(f"release {n}: not signed, although release {signed_before} was (signature stripped?)")
         if m.signing_key is not None:
             signed_before = n
-    if public_key is None and keys - {None}:
-        out.notes.append(
-            "signatures were checked against the key each manifest names; give the publisher's public key "
-            "(--public-key) to check that it is theirs"
-        )
+    out.notes.extend(plan.notes)
+    if manifests and dataset_dir is not None:
+        _check_pins(out, dataset_dir, dataset, manifests, texts, plan, since, checkpoint)
     return out
+
+
+def _check_pins(
+    out: Integrity,
+    dataset_dir: Path,
+    dataset: str | None,
+    manifests: dict[int, Manifest],
+    texts: dict[int, bytes],
+    plan: KeyPlan,
+    since: tuple[int, str] | None,
+    checkpoint: Path | None,
+) -> None:
+    """The copy against the releases the consumer saw (:mod:`.extension`)."""
+    name = dataset or dataset_dir.name
+    pins = []
+    if since is not None:
+        pins.append(Pin(since[0], since[1], f"--since {since[0]} --manifest-sha256 {since[1][:12]}…"))
+    if checkpoint is not None:
+        pin = read_checkpoint(checkpoint, name, plan, out.findings, out.notes, given=True)
+        pins.extend([pin] if pin else [])
+    own = read_checkpoint(dataset_dir / CHECKPOINT_FILE, name, plan, out.findings, out.notes, given=False)
+    for pin in pins:
+        if check_extends(pin, manifests, texts, out.findings, out.notes):
+            out.notes.append(
+                f"this copy extends {pin.label}: release {pin.release} is here with that manifest, and every later "
+                "release chains to it"
+            )
+    newest = max(manifests)
+    if own is None:
+        if not (dataset_dir / CHECKPOINT_FILE).exists():
+            out.notes.append(
+                f"this copy holds no {CHECKPOINT_FILE} (published before checkpoints, or removed); keep the checkpoint "
+                "of each copy you receive, off-site, and give it next time with --checkpoint"
+            )
+    elif check_extends(own, manifests, texts, out.findings, out.notes) and own.release < newest:
+        out.notes.append(
+            f"the copy's {CHECKPOINT_FILE} names release {own.release}, not the newest ({newest}): it was not "
+            "rewritten after the last publication"
+        )
 
 
 def _check_chain(out: Integrity, n: int, m: Manifest, texts: dict[int, bytes]) -> None:
@@ -147,28 +201,30 @@ def _check_listed_files(out: Integrity, n: int, folder: Path, m: Manifest) -> No
 
 
 def _check_signature(
-    out: Integrity, n: int, folder: Path, m: Manifest, text: bytes, public_key: str | None
-) -> str | None:
+    out: Integrity, n: int, folder: Path, m: Manifest, text: bytes, public_key: str | None, plan: KeyPlan
+) -> None:
     sig_path = folder / SIGNATURE_FILE
     if m.signing_key is None:
         if public_key is not None:
             out.findings.append(f"release {n}: the manifest is not signed (no signing_key); --public-key needs it")
         elif sig_path.exists():
             out.findings.append(f"release {n}: {SIGNATURE_FILE} exists but the manifest names no signing_key")
-        return None
-    if public_key is not None and m.signing_key != public_key:
-        out.findings.append(f"release {n}: signed by another key ({m.signing_key}), not the given public key")
-        return m.signing_key
-    try:
-        raw_key = base64.b64decode(m.signing_key.removeprefix(KEY_PREFIX), validate=True)
-        key = Ed25519PublicKey.from_public_bytes(raw_key)
-        signature = base64.b64decode(sig_path.read_text(encoding="ascii").strip(), validate=True)
-        key.verify(signature, text)
-    except FileNotFoundError:
+        return
+    expected = plan.expected.get(n)
+    if expected is not None and m.signing_key != expected:
+        if plan.describe[n] == "the given public key":
+            out.findings.append(f"release {n}: signed by another key ({m.signing_key}), not the given public key")
+        else:
+            out.findings.append(
+                f"release {n}: signed by another key ({m.signing_key}), not {plan.describe[n]}, and no valid "
+                f"{rotation_name(n)} hands the key over to it (a release appended by someone else?)"
+            )
+        return
+    problem = signature_problem(m.signing_key, sig_path, text)
+    if problem == "missing":
         out.findings.append(f"release {n}: {SIGNATURE_FILE} is missing; the manifest says it is signed")
-    except (InvalidSignature, ValueError, binascii.Error, UnicodeDecodeError):
+    elif problem is not None:
         out.findings.append(
             f"release {n}: the signature of manifest.json does not verify (the manifest, or the manifest and "
             "its data together, changed after it was signed)"
         )
-    return m.signing_key
