@@ -35,6 +35,7 @@ from sqlalchemy import func, select
 from serialpub import faults
 from serialpub.config import DATABASE_ENV, load_config
 from serialpub.io import release_files
+from serialpub.io.series_records import CHECKPOINT_FILE, CHECKPOINT_SIGNATURE, Checkpoint
 from serialpub.workflow.publisher import Publisher
 from state.models import AuditLog, Release, Statistics
 from state.store import StateStore, open_engine, owner_is_gone
@@ -123,7 +124,8 @@ def _rows(store: StateStore, seq: int) -> list[Release]:
 
 
 def _listing(dataset_dir: Path) -> list[str]:
-    return sorted(p.name for p in dataset_dir.iterdir())
+    """The folder's entries but the signed checkpoint, rewritten after each publication."""
+    return sorted(p.name for p in dataset_dir.iterdir() if p.name not in (CHECKPOINT_FILE, CHECKPOINT_SIGNATURE))
 
 
 def _check_published_release(store: StateStore, dataset_dir: Path, seq: int, data: bytes) -> None:
@@ -213,6 +215,8 @@ def test_crash_leaves_the_release_published_or_invisible(
         assert publisher.publish(snapshot(crash.root, k)).seq == k
     assert [(r.seq, r.period) for r in store.published("clinic")] == [(1, "0001"), (2, "0002"), (3, "0003")]
     assert _listing(dataset_dir) == ["release-0001", "release-0002", "release-0003"]
+    kept = Checkpoint.parse((dataset_dir / CHECKPOINT_FILE).read_bytes(), CHECKPOINT_FILE)
+    assert (kept.release, kept.manifest_sha256) == (3, store.published("clinic")[-1].manifest_sha256)
     for k in (1, 2, 3):
         _check_published_release(store, dataset_dir, k, ref_data[k])
     assert freeze_stats(store.latest_statistics("clinic")) == ref_stats[3]
