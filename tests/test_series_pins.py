@@ -208,7 +208,7 @@ def test_a_release_under_another_key_fails_the_audit_without_the_public_key(
         assert "key-rotation-0003.json does not count: its signature key-rotation-0003.sig does not verify" in out
 
 
-def test_a_rotated_key_passes_and_is_reported(three_releases: Path) -> None:
+def test_a_rotated_key_passes_and_is_reported(three_releases: Path, tmp_path: Path) -> None:
     """`serialpub rotate-key`: the record, signed by the old key, hands the key over from
     release 4 on; the audit reports it and passes with either key; without the record's
     signature release 4 is named."""
@@ -227,6 +227,11 @@ def test_a_rotated_key_passes_and_is_reported(three_releases: Path) -> None:
         code, out = _audit(three_releases, *args)
         assert code == 0 and "verdict: PASS" in out, (args, out)
         assert "release 4: the signing key changes from" in out and "yearly rotation" in out
+    copy = tmp_path / "public"
+    assert cli("public-copy", "--config", three_releases, "--out", copy, "--with-register").returncode == 0
+    assert (_store(copy) / "key-rotation-0004.json").is_file() and (_store(copy) / "key-rotation-0004.sig").is_file()
+    code, out = _audit(copy)
+    assert code == 0 and "release 4: the signing key changes from" in out, out
     (_store(three_releases) / "key-rotation-0004.sig").unlink()
     code, out = _audit(three_releases)
     assert code == 1 and "key-rotation-0004.json does not count: its signature key-rotation-0004.sig missing" in out

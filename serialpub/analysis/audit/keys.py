@@ -103,7 +103,7 @@ def key_plan(
     how = f"the series' key {short(current)} (pinned from release {first})"
     last = max(max(manifests), max(records, default=0))
     for n in range(first, last + 1):
-        if n in records and _hands_over(out, records[n], current, dataset, texts.get(n - 1)):
+        if n > first and n in records and _hands_over(out, records[n], current, dataset, texts.get(n - 1)):
             record, path, _ = records[n]
             current = record.new_key
             out.sequence.append(current)
