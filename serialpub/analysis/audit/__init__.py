@@ -36,7 +36,10 @@ contracts in ``pyproject.toml``).
 Modules: :mod:`.files` reads a workspace (:func:`audit_workspace`); :mod:`.manifest` the
 manifest keys; :mod:`.combos` the register and snapshots as QI combinations;
 :mod:`.recompute` one release; :mod:`.series` the series and its verdict
-(:func:`audit_releases`); :mod:`.result` the outcome and :func:`format_report`.
+(:func:`audit_releases`); :mod:`.result` the outcome and :func:`format_report`;
+:mod:`.integrity` the tamper evidence of the store, with :mod:`.keys` (the pinned key and
+its rotation records), :mod:`.extension` (checkpoints: does the copy extend what a
+consumer saw) and :mod:`.signature` (one Ed25519 signature).
 """
 
 from serialpub.analysis.audit.files import audit_workspace

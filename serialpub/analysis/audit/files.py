@@ -25,6 +25,7 @@ from serialpub.analysis.audit.result import AuditResult
 from serialpub.analysis.audit.series import audit_releases
 from serialpub.errors import InputError
 from serialpub.io.hierarchies import read_hierarchy
+from serialpub.io.series_records import Checkpoint
 from serialpub.io.versions import RegisterVersions, hierarchy_version
 
 _RELEASE_DIR = re.compile(r"^release-(\d{4,})$")
@@ -200,8 +201,10 @@ def audit_workspace(
             :func:`audit_releases` raises.
     """
     since = _since(since)  # bad input is refused before the work
-    if checkpoint is not None and not checkpoint.is_file():
-        raise InputError(f"{checkpoint}: not found; --checkpoint names a checkpoint.json you kept")
+    if checkpoint is not None:
+        if not checkpoint.is_file():
+            raise InputError(f"{checkpoint}: not found; --checkpoint names a checkpoint.json you kept")
+        Checkpoint.parse(checkpoint.read_bytes(), str(checkpoint))
     dataset, dirs = _release_dirs(workspace, dataset)
     key_text = None if public_key is None else read_public_key(public_key)
     releases: list[tuple[Path, dict[str, Any], pd.DataFrame]] = []

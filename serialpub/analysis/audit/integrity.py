@@ -4,15 +4,17 @@ matching its checksum, and each manifest's Ed25519 signature.
 
 What each check detects, for a consumer who holds only the store and the publisher's
 public key: a deleted release (a gap in the numbers, or a chain that names a manifest
-that is not there; deleting the newest releases leaves neither, so a consumer keeps the
-number and manifest sha256 of the newest release they have seen); an edited manifest (its
+that is not there; deleting the newest releases leaves neither, so the copy's signed
+checkpoint names the newest, and a consumer keeps a checkpoint to detect a rollback that
+replaced it too, :mod:`.extension`); an edited manifest (its
 signature, and the next manifest's chain); an edited ``report.html``, ``report.json`` or
 ``validation.json`` (the manifest's checksum), or one of them deleted while the others are
 there (a public copy without any of this evidence is noted, not failed: it holds figures
 computed from the raw snapshot and may stay with the publisher, docs/release-contract.md);
 a data file and a manifest forged together consistently (the signature, which only the
 publisher's private key can make); a signature stripped from a release after signed ones;
-a store signed by another key (``--public-key``).
+a store signed by another key (``--public-key``), or a release signed by a key other
+than the pinned one of the first signed release without a key rotation record (:mod:`.keys`).
 
 The signature is verified here with ``cryptography`` directly, not with the writer side's
 signing module (docs/design.md section 9: the audit shares only the file format).
