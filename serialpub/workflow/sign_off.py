@@ -8,7 +8,7 @@ from __future__ import annotations
 import shutil
 
 from serialpub.config import Workspace
-from serialpub.errors import InputError
+from serialpub.errors import InputError, quoted
 from serialpub.io import release_files
 from serialpub.report.render import HTML_FILE as REPORT_FILE
 from serialpub.workflow import identity
@@ -39,7 +39,7 @@ def approve(
         raise InputError("the approver's name is empty; sign-offs are recorded with who decided")
     if automatic != (approver == AUTO_APPROVER):
         # the manifest tells automatic approvals by this name, so a person cannot take it
-        raise InputError(f"the approver's name {approver!r} is reserved for automatic approvals")
+        raise InputError(f"the approver's name {quoted(approver)} is reserved for automatic approvals")
     if not automatic:
         preparer = ctx.open_release(seq).params.get("prepared_by")
         if preparer is None and cfg.sign_off.four_eyes:
