@@ -73,25 +73,26 @@ def _unavailable(url: str, reason: str) -> StateUnavailable | None:
         free = None
     if "disk is full" in reason or ("disk I/O error" in reason and free is not None and free < LOW_SPACE_BYTES):
         return StateUnavailable(
-            f"the state database {path} cannot be opened: the disk holding {folder} is full ({free} bytes free; "
-            f"SQLite: {reason}); free space there and rerun; {unchanged}"
+            f"the state database {path} cannot be opened: its disk is full ({free} bytes free; SQLite: {reason}); "
+            f"free space there and rerun; {unchanged}"
         )
     if "disk I/O error" in reason:
         return StateUnavailable(
-            f"the state database {path} cannot be opened: disk I/O error; check the disk holding {folder} "
-            f"(space, health) and that the database's -wal and -shm files can be written there, then rerun; {unchanged}"
+            f"the state database {path} cannot be opened: disk I/O error; check its disk (space, health) and that "
+            f"its folder is writable, then rerun; {unchanged}"
         )
+    # one path in the line: with the fix, a long one still fits 300 characters
+    elsewhere = "or set database_url / SERIALPUB_DATABASE_URL elsewhere"
     if "unable to open database file" in reason or "readonly" in reason:
         if not folder.is_dir():
             return StateUnavailable(
-                f"the state database {path} cannot be created: its folder {folder} does not exist; create it, or "
-                f"point database_url in serialpub.yaml (or SERIALPUB_DATABASE_URL) at another place; {unchanged}"
+                f"the state database {path} cannot be created: its folder does not exist; create it {elsewhere}; "
+                f"{unchanged}"
             )
         if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
             return StateUnavailable(
-                f"the state database {path} cannot be opened for writing: {folder} is not writable (read-only file "
-                f"system or permissions); make it writable, or point database_url in serialpub.yaml (or "
-                f"SERIALPUB_DATABASE_URL) at a writable place; {unchanged}"
+                f"the state database {path} cannot be opened for writing: its folder is read-only (file system or "
+                f"permissions); make it writable {elsewhere}; {unchanged}"
             )
     return None
 
