@@ -73,8 +73,8 @@ def not_approved(ctx: ReleaseContext, rel: OpenRelease) -> StateError:
             f"serialpub approve --release {rel.seq}"
         )
     return StateError(
-        f"{what} is validated and waits for its sign-off; an approver on sign_off.approvers approves it under "
-        f"their own account: serialpub approve --release {rel.seq}"
+        f"{what} is validated; it is published only after an approving sign-off: an approver on "
+        f"sign_off.approvers runs 'serialpub approve --release {rel.seq}' under their own account"
     )
 
 
