@@ -25,6 +25,7 @@ from great_expectations.data_context.types.base import ProgressBarsConfig
 from great_expectations.execution_engine import pandas_execution_engine
 from great_expectations.expectations.expectation import Expectation
 
+from anonymizer.quoting import quoted
 from checks import gx_kwargs  # noqa: F401  (GX reads an expectation's kwargs once per lookup)
 
 # GX fingerprints every batch under 1 GB in memory with an md5 of pandas' row hashes (the
@@ -82,7 +83,7 @@ def _describe(r: Any, row_label: str = "row") -> str:
         rows = res.get("partial_unexpected_index_list") or res.get("unexpected_index_list") or []
         detail = f": {res['unexpected_count']} unexpected value(s)"
         if examples:
-            detail += f", e.g. {_plain(list(examples[:3]))!r}"
+            detail += f", e.g. {quoted(_plain(list(examples[:3])))}"
         if rows:
             detail += f" at {row_label}(s) {_plain(list(rows)[:3])!r}"
     elif "observed_value" in res:

@@ -15,6 +15,20 @@ from serialpub.io.hierarchies import read_hierarchy
 from serialpub.simulate import PERIOD_REGISTERS, PRESETS, SeriesSpec, write_series
 
 MARKER = ".serialpub-demo"
+#: k' of the demo's constant-ratio strategy for its 20 rounds (paper 004, section 8)
+DEMO_K_PRIME = 20
+
+
+def default_k_prime(rounds: int) -> int:
+    """The demo's k' when none is given: 20, or the number of rounds when fewer. No
+    individual is linked by more releases than the series has, so k' = ``rounds`` covers
+    every release; a larger k' only raises the constant ratio ñ_c (paper 004, section 6.1:
+    29.4 at ℓ = 2 and k' = 20, 3.4 at k' = 2), and a short series' snapshots each hold a
+    large share of the register (half of it at 2 rounds), whose protected values then
+    exceed 1/ñ_c of the register already in the first release: no generalization meets it
+    (docs/commands.md, ``serialpub demo``)."""
+    return min(DEMO_K_PRIME, rounds)
+
 #: the demo publisher's Ed25519 private key, relative to the workspace (public: .pub beside it)
 DEMO_KEY = "keys/publisher.key"
 
@@ -40,7 +54,7 @@ def create_workspace(
     *,
     ell: float = 2,
     strategy: str = "constant",
-    k_prime: int = 20,
+    k_prime: int | None = None,
     after_k_prime: str = "renew",
     alpha: float = 2.0,
     guarantee: str = "global",
@@ -62,13 +76,15 @@ def create_workspace(
     ``budget`` None means 0 under the mechanism-aware model (suppression buys no privacy
     there) and 5 % under the paper's model; ``algorithm`` None means the top-down search,
     or the bottom-up one under the paper's model (the only one that suppresses);
-    ``protected`` None protects every occupation. ``evolving_register``: the register
+    ``protected`` None protects every occupation; ``k_prime`` None is
+    :func:`default_k_prime` of ``rounds``. ``evolving_register``: the register
     changes every period (:mod:`serialpub.evolving`: two periods a year, ages advance, 1 %
     leave and 1 % join a year, 1 % a year change marital status or work class); each
     period's register is in ``register-periods/`` and :func:`register_of` names it.
     """
     replace_generated_folder(out, MARKER, "made by 'serialpub demo'; the next demo run replaces this folder",
                              "a serialpub demo workspace; choose an empty or new --out")  # fmt: skip
+    k_prime = default_k_prime(rounds) if k_prime is None else k_prime
     spec = SeriesSpec(
         rounds=rounds, carry_over=PRESETS["paper"]["carry_over"], redraw=PRESETS["paper"]["redraw"], seed=seed
     )

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from anonymizer.quoting import quoted
+
+__all__ = ["InputChecksFailed", "InputError", "ValidationFailed", "quoted"]
+
 
 class InputError(Exception):
     """Bad input: a file, row, column or option the user must fix. Nothing was changed."""

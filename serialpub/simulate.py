@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from serialpub.errors import InputError
+from serialpub.errors import InputError, quoted
 
 if TYPE_CHECKING:
     from serialpub.evolving import Evolution
@@ -66,7 +66,7 @@ def check_base_table(base: pd.DataFrame, id_column: str, columns: list[str], sou
     if dup.any():
         row = int(np.flatnonzero(dup.to_numpy())[0])
         raise InputError(
-            f"{source}: id {base[id_column].iloc[row]!r} appears twice (data row {row + 1}); ids must be unique"
+            f"{source}: id {quoted(base[id_column].iloc[row])} appears twice (data row {row + 1}); ids must be unique"
         )
 
 

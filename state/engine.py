@@ -13,6 +13,8 @@ PostgreSQL uses row locks and the partial unique indexes of the schema.
 
 from __future__ import annotations
 
+import os
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -33,6 +35,66 @@ UPGRADE_LOCK = 0x5E12A1_0001
 
 class StateError(Exception):
     """The state database cannot be used as it is; the message says why and what to do."""
+
+
+class StateUnavailable(StateError):
+    """The state database cannot be opened because of where it is kept: its disk is full
+    or failing, or its file or folder is not writable. Raised before any transaction, so
+    nothing was changed; the message names the path and the fix. The command line exits
+    with the environment's code (docs/commands.md), not the bad-input one."""
+
+
+#: free bytes under which a SQLite "disk I/O error" is reported as a full disk (SQLite says
+#: "disk I/O error" when it cannot create its -wal or -shm file on a full disk)
+LOW_SPACE_BYTES = 1 << 20
+
+
+def _sqlite_file(url: str) -> Path | None:
+    """The file of a SQLite URL (``sqlite:///path`` or ``sqlite:///file:path?...&uri=true``),
+    None for an in-memory database or another dialect."""
+    parsed = make_url(url)
+    database = parsed.database or ""
+    if parsed.get_backend_name() != "sqlite" or database in ("", ":memory:"):
+        return None
+    return Path(database.removeprefix("file:").split("?", 1)[0]).absolute()
+
+
+def _unavailable(url: str, reason: str) -> StateUnavailable | None:
+    """A SQLite database refused at opening for a reason of its file system, as one line
+    naming the path and the fix; None for any other reason."""
+    path = _sqlite_file(url)
+    if path is None:
+        return None
+    folder = path.parent
+    unchanged = "nothing was changed"
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        free = None
+    if "disk is full" in reason or ("disk I/O error" in reason and free is not None and free < LOW_SPACE_BYTES):
+        return StateUnavailable(
+            f"the state database {path} cannot be opened: its disk is full ({free} bytes free; SQLite: {reason}); "
+            f"free space there and rerun; {unchanged}"
+        )
+    if "disk I/O error" in reason:
+        return StateUnavailable(
+            f"the state database {path} cannot be opened: disk I/O error; check its disk (space, health) and that "
+            f"its folder is writable, then rerun; {unchanged}"
+        )
+    # one path in the line: with the fix, a long one still fits 300 characters
+    elsewhere = "or set database_url / SERIALPUB_DATABASE_URL elsewhere"
+    if "unable to open database file" in reason or "readonly" in reason:
+        if not folder.is_dir():
+            return StateUnavailable(
+                f"the state database {path} cannot be created: its folder does not exist; create it {elsewhere}; "
+                f"{unchanged}"
+            )
+        if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+            return StateUnavailable(
+                f"the state database {path} cannot be opened for writing: its folder is read-only (file system or "
+                f"permissions); make it writable {elsewhere}; {unchanged}"
+            )
+    return None
 
 
 #: query parameters of a database URL that carry a secret (libpq's password, sslpassword,
@@ -150,7 +212,9 @@ def current_revision(engine: Engine) -> tuple[str | None, bool]:
                 pause = min(pause * 2, 1.0)
                 continue
             url = engine.url.render_as_string(hide_password=False)
-            raise StateError(f"cannot reach the state database {masked(url)}: {masked(url, reason)}") from None
+            raise _unavailable(url, reason) or StateError(
+                f"cannot reach the state database {masked(url)}: {masked(url, reason)}"
+            ) from None
 
 
 def upgrade(engine: Engine) -> tuple[str | None, str]:

@@ -386,12 +386,14 @@ class StateStore:
     ) -> SignOffRecord:
         """Record an approving sign-off of the validated release ``seq``. It becomes
         ``approved`` with the ``required``-th distinct approver (``sign_off.required_approvals``)
-        and stays ``validated`` before. Approving an already approved release returns its
-        sign-off.
+        and stays ``validated`` before. Approving an already approved release again with the
+        same approver and comment (a retried command) returns its sign-off; any other
+        approval of it is refused, so a new comment is never dropped unsaid (docs/commands.md).
 
         Raises:
             StateError: ``seq`` is not the dataset's open release, or not validated yet, or
-                ``approver`` has already approved this attempt at it.
+                ``approver`` has already approved this attempt at it, or it is approved
+                already and this approval is not a retry of the last.
         """
         with Session(self.engine) as s, s.begin():
             rel = self._open(s, dataset, seq, "approve")
@@ -399,6 +401,8 @@ class StateStore:
                                 .order_by(SignOff.id)).all()  # fmt: skip
             if rel.status == "approved":
                 assert earlier
+                if (earlier[-1].approver, earlier[-1].comment) != (approver, comment):
+                    raise StateError(approved_already(dataset, seq, earlier[-1].approver))
                 return _sign_off_record(earlier[-1])
             if rel.status != "validated":
                 raise StateError(
@@ -556,4 +560,14 @@ def _busy_message(dataset: str, current: Release | OpenRelease) -> str:
         f"dataset {dataset!r}: release {current.seq} (period {current.period!r}) is already {current.status}, "
         f"opened by {current.owner} at {current.created:%Y-%m-%d %H:%M:%S} UTC; one release is prepared at a "
         f"time: wait for it, or end it with 'serialpub reject --release {current.seq}'"
+    )
+
+
+def approved_already(dataset: str, seq: int, approver: str) -> str:
+    """The refusal of a further approval of an approved release: approving decides nothing
+    more, and its comment would not be recorded anywhere."""
+    return (
+        f"release {seq} of {dataset!r} is approved already (by {approver}); this approval and its comment were "
+        f"not recorded. Publish it: serialpub publish --release {seq}; or, to decide again, reject it "
+        f"(serialpub reject --release {seq} --comment WHY) and prepare it again"
     )

@@ -141,8 +141,10 @@ def error_line(exc: Exception) -> tuple[int, str]:
     """The exit code and the message (one line, plus one per failed expectation) of an error."""
     from sqlalchemy.exc import DBAPIError
 
-    from state.engine import StateError, scrubbed
+    from state.engine import StateError, StateUnavailable, scrubbed
 
+    if isinstance(exc, StateUnavailable):  # where the database is kept, before any change
+        return EXIT_ENVIRONMENT, f"serialpub: error: {exc}"
     if isinstance(exc, InputError | StateError):
         failures = [f"  - {line}" for line in getattr(exc, "failures", [])]  # one per failed expectation
         return EXIT_INPUT, "\n".join([f"serialpub: error: {exc}", *failures])
@@ -154,6 +156,11 @@ def error_line(exc: Exception) -> tuple[int, str]:
     if isinstance(exc, DBAPIError):
         what = "connection was lost" if exc.connection_invalidated else "refused the operation"
         reason = str(exc.orig).strip().splitlines()[0] if exc.orig is not None else type(exc).__name__
+        if "readonly" in reason:  # rerunning alone cannot help: the database must become writable
+            after = (
+                "its file, folder or file system is read-only: make it writable, or point database_url "
+                "(SERIALPUB_DATABASE_URL) at a writable one, then rerun; nothing half-done is published"
+            )
         return EXIT_ENVIRONMENT, f"serialpub: error: the state database {what}: {scrubbed(reason)}; {after}"
     if isinstance(exc, OSError):
         where = f"{exc.filename}: " if exc.filename else ""

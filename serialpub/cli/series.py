@@ -119,7 +119,9 @@ def demo(
     dilution: Annotated[str, typer.Option("--dilution", help="register (virtual dilution) or presence")] = "register",
     ell: Annotated[float, typer.Option("--l", help="ℓ")] = 2,
     strategy_name: Annotated[str, typer.Option("--strategy", help="constant or geometric")] = "constant",
-    k_prime: Annotated[int, typer.Option("--k-prime", help="k' of the constant-ratio strategy")] = 20,
+    k_prime: Annotated[
+        int | None, typer.Option("--k-prime", help="k' of the constant ratio (default: 20, or --rounds if fewer)")
+    ] = None,
     after_k_prime: Annotated[
         str, typer.Option("--after-k-prime", help="renew (default) or stop (paper 004's rule): a pair past k' releases")
     ] = "renew",

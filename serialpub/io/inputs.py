@@ -23,8 +23,9 @@ import pyarrow.csv as pa_csv
 
 from anonymizer.arrays import CodedRows, IdLookup, first_positions
 from anonymizer.hierarchy import Hierarchy
-from serialpub.errors import InputError
+from serialpub.errors import InputError, quoted
 from serialpub.io.hierarchies import spelling_hint
+from serialpub.io.sources import not_a_file
 from serialpub.io.versions import RegisterVersions
 
 #: a column read as a dictionary: int32 codes over its distinct text
@@ -80,6 +81,8 @@ def read_csv(
             header = next(csv.reader([first]), []) if content else []
     except FileNotFoundError:
         raise InputError(f"{path}: {what} file not found") from None
+    except IsADirectoryError:
+        raise InputError(not_a_file(str(path), what)) from None
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: the {what} is not UTF-8 text ({exc.reason}); save it as UTF-8") from None
     if not header:
@@ -107,8 +110,16 @@ def read_csv(
         )
     except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
         if "UTF8" in str(exc):  # bytes that came without a file (read_bytes of a source)
-            raise InputError(f"{path}: the {what} is not UTF-8 text ({exc}); save it as UTF-8") from None
-        raise InputError(f"{path}: the {what} is not a readable UTF-8 CSV file ({exc})") from None
+            raise InputError(f"{path}: the {what} is not UTF-8 text ({quoted(str(exc))}); save it as UTF-8") from None
+        row = _first_invalid_row(path, content, header) if "columns, got" in str(exc) else None
+        if row is not None:
+            fix = "quote a value that holds a comma, or remove the extra field(s)" if (
+                row.actual_columns > row.expected_columns) else "add the missing field(s)"
+            raise InputError(
+                f"{path}, line {row.number}: {row.actual_columns} field(s), the header has {row.expected_columns} "
+                f"({quoted(row.text)}); {fix}"
+            ) from None
+        raise InputError(f"{path}: the {what} is not a readable UTF-8 CSV file ({quoted(str(exc))})") from None
     finally:
         if hashing is not None:
             hashing.f.close()
@@ -131,6 +142,30 @@ def read_csv(
     if df.empty:
         raise InputError(f"{path}: the {what} has a header but no rows")
     return df
+
+
+def _first_invalid_row(path: Path | str, content: bytes | None, header: list[str]) -> pa_csv.InvalidRow | None:
+    """The first row whose field count differs from the header's, with its file line
+    (header = line 1), or None when none does (the file changed since). Called after the
+    multithreaded reader refused the file: it knows the row's text, not its line, which
+    only a reader in one thread counts (this second, serial pass costs what a read does,
+    and only when the file is refused)."""
+    found: list[pa_csv.InvalidRow] = []
+
+    def keep(row: pa_csv.InvalidRow) -> str:
+        found.append(row)
+        return "error"  # stop at the first: only it is named
+
+    try:
+        pa_csv.read_csv(
+            pa.BufferReader(content) if content is not None else Path(path),
+            read_options=pa_csv.ReadOptions(use_threads=False, block_size=_BLOCK),
+            parse_options=pa_csv.ParseOptions(invalid_row_handler=keep),
+            convert_options=pa_csv.ConvertOptions(column_types=dict.fromkeys(header, pa.string())),
+        )
+    except (pa.ArrowInvalid, OSError):
+        pass
+    return found[0] if found and found[0].number is not None else None
 
 
 def _line(mask: npt.NDArray[np.bool_]) -> int:
@@ -156,7 +191,7 @@ def _check_ids(
     dup = ids.duplicated().to_numpy()
     if dup.any():
         raise InputError(
-            f"{path}, line {_line(dup)}: id {ids.iloc[int(np.flatnonzero(dup)[0])]!r} appears twice; "
+            f"{path}, line {_line(dup)}: id {quoted(ids.iloc[int(np.flatnonzero(dup)[0])])} appears twice; "
             f"each individual has at most one row per {what}"
         )
 
@@ -169,7 +204,7 @@ def leaf_codes(df: pd.DataFrame, column: str, hierarchy: Hierarchy, path: Path |
         bad = uniq[~known][0]
         line = _line((df[column] == bad).to_numpy())
         raise InputError(
-            f"{path}, line {line}, column {column!r}: value {bad!r} is not a leaf of the hierarchy "
+            f"{path}, line {line}, column {column!r}: value {quoted(bad)} is not a leaf of the hierarchy "
             f"of {column!r}; correct the value or add it to hierarchies/{column}.csv"
         )
     codes = np.array([hierarchy.node(v) for v in uniq], dtype=np.int64)
@@ -336,7 +371,7 @@ def snapshot_from_table(
     absent = rows < 0
     if absent.any():
         raise InputError(
-            f"{path}, line {_line(absent)}: individual {df[id_column].iloc[int(np.flatnonzero(absent)[0])]!r} "
+            f"{path}, line {_line(absent)}: individual {quoted(df[id_column].iloc[int(np.flatnonzero(absent)[0])])} "
             "is not in the population register; add them to the register first"
         )
     _check_same_as_register(
@@ -352,7 +387,8 @@ def snapshot_from_table(
         unknown = ~pd.Index(distinct).isin(list(sensitive_domain))[codes]
         if unknown.any():
             raise InputError(
-                f"{path}, line {_line(unknown)}, column {sensitive!r}: value {values[unknown][0]!r} is not in the "
+                f"{path}, line {_line(unknown)}, column {sensitive!r}: value {quoted(values[unknown][0])} "
+                "is not in the "
                 f"sensitive domain{spelling_hint(str(values[unknown][0]), sorted(sensitive_domain))}"
             )
     return Snapshot(table=df, individual=rows, value=values, sensitive=sensitive)
@@ -384,8 +420,9 @@ def _check_same_as_register(
         if differs.any():
             i = int(np.flatnonzero(differs)[0])
             raise InputError(
-                f"{path}, line {i + 2}, column {q!r}: value {df[q].iloc[i]!r} differs from the register's "
-                f"{hierarchies[q].labels[register.keys[rows[i], a]]!r} for individual {df[id_column].iloc[i]!r}{fix}"
+                f"{path}, line {i + 2}, column {q!r}: value {quoted(df[q].iloc[i])} differs from the register's "
+                f"{quoted(hierarchies[q].labels[register.keys[rows[i], a]])} for individual "
+                f"{quoted(df[id_column].iloc[i])}{fix}"
             )
 
 
@@ -411,11 +448,11 @@ def present_rows(
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise InputError(
-            f"{path}, line {i + 2}: id {ids.iloc[i]!r} is empty or appears twice; list each individual once"
+            f"{path}, line {i + 2}: id {quoted(ids.iloc[i])} is empty or appears twice; list each individual once"
         )
     rows = register.rows_of(ids)
     if (rows < 0).any():
         i = int(np.flatnonzero(rows < 0)[0])
-        raise InputError(f"{path}, line {i + 2}: individual {ids.iloc[i]!r} is not in the population register")
+        raise InputError(f"{path}, line {i + 2}: individual {quoted(ids.iloc[i])} is not in the population register")
     _check_same_as_register(df, path, id_column, qis, register, hierarchies, rows)
     return rows

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from serialpub.errors import InputError
+from serialpub.errors import InputError, quoted
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -113,6 +113,14 @@ class InputSource:
             return self.path.read_bytes()
         except FileNotFoundError:
             raise InputError(f"{self.label}: {what} file not found") from None
+        except IsADirectoryError:
+            raise InputError(not_a_file(self.label, what)) from None
+
+
+def not_a_file(label: str, what: str) -> str:
+    """The message for a folder given where a file is read: bad input, not the environment
+    failing, so nothing is recovered and the fix is the argument."""
+    return f"{label}: is a folder, not a {what} file; give the file itself (a .csv or .parquet file in it)"
 
 
 def parse_source(spec: str | Path, base: Path, url: str | None, setting: str) -> InputSource:
@@ -131,12 +139,12 @@ def parse_source(spec: str | Path, base: Path, url: str | None, setting: str) ->
         relation = text[len(SQL_PREFIX):].strip()
         if not url:
             raise InputError(
-                f"{setting}: {text!r} reads the input database, but serialpub.yaml sets no input_database_url; "
+                f"{setting}: {quoted(text)} reads the input database, but serialpub.yaml sets no input_database_url; "
                 "add it (a SQLAlchemy URL, e.g. postgresql+psycopg://host/db)"
             )
         if not _QUERY.match(relation) and not _TABLE.match(relation):
             raise InputError(
-                f"{setting}: {relation!r} is neither a table name (letters, digits, '_', '.', '-') nor a "
+                f"{setting}: {quoted(relation)} is neither a table name (letters, digits, '_', '.', '-') nor a "
                 "SELECT query; write sql:TABLE or sql:SELECT ..."
             )
         return InputSource("sql", relation=relation, url=url)

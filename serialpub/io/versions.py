@@ -317,3 +317,20 @@ def keep_hierarchy(workspace_root: Path, qi: str, hierarchy_file: Path, sha: str
 def hierarchy_version(workspace_root: Path, qi: str, sha: str) -> Path:
     """The file of the hierarchy version ``sha`` of ``qi`` (may not exist)."""
     return workspace_root / HIERARCHY_VERSIONS_DIR / qi / f"{sha}.csv"
+
+
+def check_hierarchy_version(path: Path, sha: str) -> None:
+    """Check that a kept hierarchy version holds the bytes its name (the sha256 the
+    releases' manifests record) says: an altered copy would be read as the release's
+    hierarchy, and its groups then reported as overlapping or off the hierarchy rather
+    than the file as altered.
+
+    Raises:
+        InputError: the file's sha256 is another, naming the file and the fix.
+    """
+    actual = sha256_bytes(path.read_bytes())
+    if actual != sha.lower():
+        raise InputError(
+            f"{path}: altered: its sha256 ({actual[:12]}…) is not its name, the one the manifests record; "
+            "restore it from a backup or a public copy"
+        )

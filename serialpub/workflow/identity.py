@@ -22,7 +22,7 @@ import pwd
 import unicodedata
 
 from serialpub.config import Workspace
-from serialpub.errors import InputError
+from serialpub.errors import InputError, quoted
 
 #: Unicode categories that print nothing or control the terminal: format (U+200B, U+200D,
 #: U+2060, bidi marks), control, private use, surrogate, unassigned, line/paragraph separators
@@ -39,7 +39,9 @@ def normalize_name(name: str, where: str) -> str:
     hidden = sorted({c for c in text if unicodedata.category(c) in INVISIBLE})
     if hidden:
         codes = ", ".join(f"U+{ord(c):04X}" for c in hidden)
-        raise InputError(f"{where}: the name {name!r} holds invisible or control characters ({codes}); type it plainly")
+        raise InputError(
+            f"{where}: the name {quoted(name)} holds invisible or control characters ({codes}); type it plainly"
+        )
     text = " ".join(text.split())
     if not text:
         raise InputError(f"{where}: the name is empty; sign-offs are recorded with who decided")
@@ -70,12 +72,12 @@ def authorize(ws: Workspace, who: str, preparer: str | None = None) -> str:
     if name not in approvers:
         listed = ", ".join(approvers) if approvers else "none are listed"
         raise InputError(
-            f"{name!r} may not sign off releases of {cfg.dataset!r}: not in sign_off.approvers of {config_file} "
+            f"{quoted(name)} may not sign off releases of {cfg.dataset!r}: not in sign_off.approvers of {config_file} "
             f"({listed}); whoever administers the configuration adds approvers there"
         )
     if preparer is not None and cfg.sign_off.four_eyes and normalize_name(preparer, "prepared_by") == name:
         raise InputError(
-            f"{name!r} prepared this release and cannot also approve it (four-eyes rule, sign_off.four_eyes); "
+            f"{quoted(name)} prepared this release and cannot also approve it (four-eyes rule, sign_off.four_eyes); "
             "another approver signs off"
         )
     return name

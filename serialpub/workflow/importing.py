@@ -40,7 +40,7 @@ from anonymizer.regions import NodeSpans, RegisterCombos, ReleaseGroups, group_r
 from anonymizer.release import PrivacyParams, advance_history
 from anonymizer.settings import Dilution, Strategy, SuppressionModel
 from serialpub.config import Workspace
-from serialpub.errors import InputError
+from serialpub.errors import InputError, quoted
 from serialpub.io import release_files
 from serialpub.io.inputs import present_rows, read_csv
 from serialpub.io.manifest import FORMAT_VERSION, Checksums, GroupRow, Manifest
@@ -308,7 +308,8 @@ def import_release(
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             raise InputError(
-                f"{data_path}, {unit} {i + offset}, column {q!r}: value {table[q].iloc[i]!r} is not a label of the "
+                f"{data_path}, {unit} {i + offset}, column {q!r}: value {quoted(table[q].iloc[i])} is not a "
+                "label of the "
                 f"hierarchy of {q!r} ({ws.hierarchy_dir / f'{q}.csv'}); every generalized value must be one of its "
                 "nodes (a leaf, an inner node or '*')"
                 + (
@@ -323,7 +324,7 @@ def import_release(
         if outside.any():
             i = int(np.flatnonzero(outside)[0])
             raise InputError(
-                f"{data_path}, {unit} {i + offset}, column {sens!r}: value {sens_values[i]!r} is not in the "
+                f"{data_path}, {unit} {i + offset}, column {sens!r}: value {quoted(sens_values[i])} is not in the "
                 f"sensitive domain (the leaves of {ws.hierarchy_dir / f'{sens}.csv'})"
             )
     # index into the state's values; -1 for the values the other tool did not protect

@@ -20,7 +20,7 @@ import pandas as pd
 
 from checks.gx import SuiteResult
 from checks.input_suites import PeriodOrder, snapshot_suite
-from serialpub.errors import InputChecksFailed, InputError
+from serialpub.errors import InputChecksFailed, InputError, quoted
 from serialpub.io import periods, verdict_cache, versions
 from serialpub.io.hierarchies import nearest_spelling
 from serialpub.io.inputs import Snapshot, read_csv, snapshot_from_table
@@ -266,8 +266,9 @@ def check_snapshot(
 
 def _with_spelling_hints(ctx: ReleaseContext, failures: list[str], table: pd.DataFrame) -> list[str]:
     """The suite's failure lines, the sensitive domain's line extended with the nearest
-    allowed spelling of every value outside it, with its first file line (the suite
-    names the values, not the fix)."""
+    allowed spelling of every value outside it that has one, with its first file line (the
+    suite names the values, not the fix; a value with no close spelling is left to the
+    suite's examples, so a long cell is not quoted twice)."""
     sensitive = ctx.ws.config.sensitive
     if ctx.sensitive_domain is None or sensitive not in table.columns:
         return failures
@@ -276,8 +277,9 @@ def _with_spelling_hints(ctx: ReleaseContext, failures: list[str], table: pd.Dat
     hints = []
     for value, position in zip(*np.unique(outside.to_numpy(), return_index=True), strict=True):
         near = nearest_spelling(str(value), ctx.sensitive_domain)
-        line = int(outside.index[position]) + 2  # header is line 1
-        hints.append(f"{value!r} (line {line}): " + (f"did you mean {near!r}?" if near else "no close spelling"))
+        if near is not None:
+            line = int(outside.index[position]) + 2  # header is line 1
+            hints.append(f"{quoted(value)} (line {line}): did you mean {near!r}?")
     if not hints:
         return failures
     shown = "; ".join(hints[:10]) + (f"; ... {len(hints) - 10} more" if len(hints) > 10 else "")

@@ -71,6 +71,7 @@ def write_public_copy(ctx: ReleaseContext, out: Path, with_register: bool = Fals
         for q, sha in manifest.sha256.hierarchies.items():
             path = versions.hierarchy_version(ws.root, q, sha)
             if path.is_file():
+                versions.check_hierarchy_version(path, sha)  # never hand out an altered copy
                 plan.append((path, out / path.relative_to(ws.root)))
         sha = manifest.sha256.register_file
         if with_register and kept.has(sha):

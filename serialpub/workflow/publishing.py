@@ -16,7 +16,7 @@ from serialpub.report.render import HTML_FILE as REPORT_FILE
 from serialpub.report.render import JSON_FILE as REPORT_JSON
 from serialpub.workflow import series_integrity
 from serialpub.workflow.context import ReleaseContext
-from serialpub.workflow.sign_off import AUTO_APPROVER
+from serialpub.workflow.sign_off import AUTO_APPROVER, not_approved
 from state.store import OpenRelease, PublishedRelease, StateError, owner_is_gone, this_process
 
 
@@ -39,10 +39,7 @@ def finish(ctx: ReleaseContext, seq: int) -> Path:
         return final
     rel = ctx.open_release(seq)
     if rel.status != "approved":
-        raise StateError(
-            f"release {seq} of {cfg.dataset!r} is {rel.status}; it is published only after an approving "
-            f"sign-off ('serialpub approve --release {seq} --by NAME')"
-        )
+        raise not_approved(ctx, rel)
     *earlier, sign_off = ctx.store.approvals(rel.id)
     staging = ctx.staging_dir(rel)
     manifest = Manifest.read(staging / release_files.MANIFEST_FILE)

@@ -8,12 +8,12 @@ from __future__ import annotations
 import shutil
 
 from serialpub.config import Workspace
-from serialpub.errors import InputError
+from serialpub.errors import InputError, quoted
 from serialpub.io import release_files
 from serialpub.report.render import HTML_FILE as REPORT_FILE
 from serialpub.workflow import identity
 from serialpub.workflow.context import ReleaseContext
-from state.store import OpenRelease, SignOffRecord, StateStore, open_engine, this_process
+from state.store import OpenRelease, SignOffRecord, StateError, StateStore, open_engine, this_process
 
 #: the approver recorded for an automatic sign-off (``sign_off.auto_approve``)
 AUTO_APPROVER = "automatic approval (sign_off.auto_approve)"
@@ -39,7 +39,7 @@ def approve(
         raise InputError("the approver's name is empty; sign-offs are recorded with who decided")
     if automatic != (approver == AUTO_APPROVER):
         # the manifest tells automatic approvals by this name, so a person cannot take it
-        raise InputError(f"the approver's name {approver!r} is reserved for automatic approvals")
+        raise InputError(f"the approver's name {quoted(approver)} is reserved for automatic approvals")
     if not automatic:
         preparer = ctx.open_release(seq).params.get("prepared_by")
         if preparer is None and cfg.sign_off.four_eyes:
@@ -53,6 +53,29 @@ def approve(
         report_sha256 = release_files.sha256_file(page) if page.exists() else None
     required = 1 if automatic else cfg.sign_off.required_approvals
     return ctx.store.approve(cfg.dataset, seq, approver, comment, report_sha256, required)
+
+
+def not_approved(ctx: ReleaseContext, rel: OpenRelease) -> StateError:
+    """Why the open release ``rel`` cannot be published yet, and who must act: its
+    approvals so far against ``sign_off.required_approvals``. The approver runs
+    ``serialpub approve`` under their own account (``--by`` may only repeat it,
+    :mod:`serialpub.workflow.identity`), so the line names no ``--by``."""
+    cfg = ctx.ws.config
+    what = f"release {rel.seq} of {cfg.dataset!r}"
+    if rel.status != "validated":
+        return StateError(f"{what} is {rel.status}; only a validated release that is approved can be published")
+    given = [a.approver for a in ctx.store.approvals(rel.id)]
+    required = cfg.sign_off.required_approvals
+    if given:
+        return StateError(
+            f"{what} has {len(given)} of {required} required approvals ({', '.join(map(quoted, given))}; "
+            f"sign_off.required_approvals); another approver must approve it under their own account: "
+            f"serialpub approve --release {rel.seq}"
+        )
+    return StateError(
+        f"{what} is validated; it is published only after an approving sign-off: an approver on "
+        f"sign_off.approvers runs 'serialpub approve --release {rel.seq}' under their own account"
+    )
 
 
 def auto_approve(ctx: ReleaseContext, seq: int) -> SignOffRecord:

@@ -15,7 +15,7 @@ import pandas as pd
 
 from anonymizer.hierarchy import Hierarchy
 from serialpub.analysis.audit.geometry import _codes, _row_ids
-from serialpub.errors import InputError
+from serialpub.errors import InputError, quoted
 
 IntArray = npt.NDArray[np.int64]
 
@@ -47,7 +47,8 @@ def _register_combos(
     if dup.any():
         row = int(np.flatnonzero(dup.to_numpy())[0])
         raise InputError(
-            f"register: id {register[id_column].iloc[row]!r} appears twice (data row {row + 1}); ids must be unique"
+            f"register: id {quoted(register[id_column].iloc[row])} appears twice (data row {row + 1}); "
+            "ids must be unique"
         )
     n = len(register)
     leaves = np.empty((n, len(qis)), dtype=np.int32)  # 4 bytes per cell: 160 MB for 5M people x 8 QIs
@@ -64,7 +65,7 @@ def _register_combos(
             u = int(np.flatnonzero(bad)[0])
             row = int(np.flatnonzero(codes == u)[0])
             raise InputError(
-                f"register: value {uniques[u]!r} of column '{qi}' (data row {row + 1}) is not a leaf of the "
+                f"register: value {quoted(uniques[u])} of column '{qi}' (data row {row + 1}) is not a leaf of the "
                 f"hierarchy of '{qi}'; add a row for it to hierarchies/{qi}.csv or correct the register"
             )
         leaves[:, a] = mapped[codes]
@@ -99,11 +100,11 @@ def _snapshot_records(
     dup = ids.duplicated().to_numpy()
     if dup.any():
         i = int(np.flatnonzero(dup)[0])
-        raise InputError(f"{where}, line {i + 2}: id {ids.iloc[i]!r} appears twice; one record per individual")
+        raise InputError(f"{where}, line {i + 2}: id {quoted(ids.iloc[i])} appears twice; one record per individual")
     rows = pd.Index(register[id_column].astype(str)).get_indexer(pd.Index(ids))
     if (rows < 0).any():
         i = int(np.flatnonzero(rows < 0)[0])
-        raise InputError(f"{where}, line {i + 2}: individual {ids.iloc[i]!r} is not in the population register")
+        raise InputError(f"{where}, line {i + 2}: individual {quoted(ids.iloc[i])} is not in the population register")
     value = pd.Index(values).get_indexer(pd.Index(table[sensitive].astype(str))).astype(np.int64)
     return _Snapshot(combo=combos.combo_of_row[rows], value=value)
 

@@ -26,7 +26,7 @@ from serialpub.analysis.audit.series import audit_releases
 from serialpub.errors import InputError
 from serialpub.io.hierarchies import read_hierarchy
 from serialpub.io.series_records import Checkpoint
-from serialpub.io.versions import RegisterVersions, hierarchy_version
+from serialpub.io.versions import RegisterVersions, check_hierarchy_version, hierarchy_version
 
 _RELEASE_DIR = re.compile(r"^release-(\d{4,})$")
 
@@ -160,6 +160,8 @@ def _release_hierarchies(workspace: Path, manifests: list[tuple[_Manifest, Path]
                         f"{hdir / f'{q}.csv'}: the hierarchy differs from the one release {pm.release} was published "
                         f"with, and {path} is missing; audit with that hierarchy file"
                     )
+                if path != hdir / f"{q}.csv":
+                    check_hierarchy_version(path, exp)
                 read[(q, exp)] = read_hierarchy(path, q)
             key.append((q, exp))
         out.append(sets.setdefault(tuple(key), {q: read[(q, e)] for q, e in key}))

@@ -21,6 +21,7 @@ from anonymizer.hierarchy import Hierarchy
 from serialpub.analysis.verify.context import IntArray, Rebuild, Verification
 from serialpub.analysis.verify.report import MAX_EXAMPLES, SURVIVAL_RTOL
 from serialpub.analysis.verify.stored import DbRelease, db_groups
+from serialpub.errors import quoted
 from state.engine import StateError
 
 
@@ -131,8 +132,8 @@ def compare_statistics(ctx: Verification, state: Rebuild, values: list[str], any
         j, v = np.nonzero(bad)
         total = int(weight[j].sum())
         d_ex = [
-            f"individual {ids[int(first[jj])]!r}, value {names[vv]!r}: state {fmt.format(a[jj, vv])}, release "
-            f"files {fmt.format(b[jj, vv])}"
+            f"individual {quoted(ids[int(first[jj])])}, value {quoted(names[vv])}: state {fmt.format(a[jj, vv])}, "
+            f"release files {fmt.format(b[jj, vv])}"
             + (f" (and {weight[jj] - 1} other individual(s) alike)" if weight[jj] > 1 else "")
             for jj, vv in zip(j[:MAX_EXAMPLES], v[:MAX_EXAMPLES], strict=True)
         ]
@@ -156,7 +157,7 @@ def _member_classes(ctx: Verification, members: Any) -> tuple[IntArray, int]:
         report.add(
             "statistics file",
             f"{int(missing.sum())} individual(s) of the statistics file are in no register a release used, "
-            f"e.g. {stored_ids[int(np.flatnonzero(missing)[0])]!r}",
+            f"e.g. {quoted(stored_ids[int(np.flatnonzero(missing)[0])])}",
             int(missing.sum()),
         )
     class_of = np.full(n, n_classes, dtype=np.int64)

@@ -24,7 +24,7 @@ from serialpub.errors import InputError
 from serialpub.io import release_files
 from serialpub.io.hierarchies import read_hierarchies, read_hierarchy
 from serialpub.io.inputs import Register, load_register_version, read_csv, register_from_table
-from serialpub.io.versions import hierarchy_version, sha256_bytes
+from serialpub.io.versions import check_hierarchy_version, hierarchy_version, sha256_bytes
 from state.store import StateStore, open_engine
 
 IntArray = npt.NDArray[np.int64]
@@ -98,6 +98,7 @@ class Verification:
                 path = hierarchy_version(self.ws.root, q, hierarchy_sha.get(q, ""))
                 if not path.is_file():
                     raise InputError(f"{current}: not the hierarchy the release used, and {path} is missing")
+                check_hierarchy_version(path, hierarchy_sha.get(q, ""))
             hierarchies[q] = read_hierarchy(path, q)
         if register_sha == self.register_sha:
             label = self.ws.register_source.label
