@@ -108,6 +108,7 @@ class JointRelease:
         register_leaves: npt.NDArray[np.integer],
         sensitive_values: Sequence[str] | None = None,
         suppressed: int = 0,
+        register_counts: npt.ArrayLike | None = None,
     ) -> JointRelease:
         """Resolve a published table against a register.
 
@@ -117,7 +118,9 @@ class JointRelease:
             qis: the QI columns, in the order of ``hierarchies``.
             sensitive: the sensitive column.
             hierarchies: one per QI (see :attr:`hierarchies`).
-            register_leaves: leaf id per QI of every register individual, shape (N, d).
+            register_leaves: leaf id per QI of every register individual, shape (N, d), or
+                of every distinct combination when ``register_counts`` is given.
+            register_counts: individuals per row of ``register_leaves``, shape (N,) (default 1).
             sensitive_values: the values counted (default: those published, sorted).
             suppressed: records the release left out (the manifest's ``suppressed``).
 
@@ -142,6 +145,10 @@ class JointRelease:
             raise ValueError(f"sensitive value {column.iloc[int(np.flatnonzero(value < 0)[0])]!r} is not counted")
         groups = group_release(nodes, value, len(values), list(hierarchies))
         combos = RegisterCombos.of(np.asarray(register_leaves, dtype=np.int64), list(hierarchies))
+        if register_counts is not None:
+            per_row = np.asarray(register_counts, dtype=np.int64)
+            combo_counts = np.bincount(combos.of_individual, weights=per_row, minlength=combos.counts.size)
+            combos = RegisterCombos(combos.of_individual, combos.leaves, combos.first, combo_counts.astype(np.int64))
         spans = [NodeSpans.of(h) for h in hierarchies]
         ci, gi = cover_pairs(groups.nodes, combos.leaves, spans)
         group_of_combo = np.full(combos.counts.size, -1, dtype=np.int64)
