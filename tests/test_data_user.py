@@ -137,3 +137,48 @@ def test_a_tampered_copy_is_refused_with_one_line_naming_the_file(fresh: Path, t
         assert named in done.stderr, done.stderr
         assert len(done.stderr.strip().splitlines()) == 1
     assert not (fresh / "tables").exists()
+
+
+def test_the_release_report_gives_the_joint_figure_its_baseline_and_gain(public_copy: Path) -> None:
+    """The drafting step measures the register-joint error and its histogram-only baseline;
+    the evidence (report.json) lists them first, beside paper 001's uniform figure."""
+    from serialpub.report.wording.utility import BASELINE_ERROR, GAIN, JOINT_ERROR, QUERY_ERROR
+
+    report = json.loads(
+        (public_copy.parent / "ws" / "releases" / "clinic" / "release-0001" / "report.json").read_text()
+    )
+    utility = {m["name"]: m["value"] for m in report["utility"]}
+    names = [m["name"] for m in report["utility"]]
+    assert names[:3] == [JOINT_ERROR, BASELINE_ERROR, GAIN] and QUERY_ERROR in names
+    assert 0 <= utility[JOINT_ERROR] and 0 <= utility[BASELINE_ERROR]
+    assert utility[GAIN] == pytest.approx(utility[BASELINE_ERROR] - utility[JOINT_ERROR])
+
+
+def test_the_sign_off_prompt_and_the_demo_table_lead_with_the_joint_figure() -> None:
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from serialpub.cli.app import outcome_table
+    from serialpub.workflow.orchestration import _query_line
+
+    line = _query_line({"register_joint_error": 0.27, "histogram_baseline_error": 0.32, "average_relative_error": 7.67})
+    assert line.startswith("Average relative query error: 0.270 as a data user reads it (register-joint)")
+    assert "gives 0.320, so this release gains +0.050" in line and "Paper 001's uniform estimator: 7.670" in line
+    older = _query_line(
+        {"register_joint_error": None, "histogram_baseline_error": None, "average_relative_error": 7.67}
+    )
+    assert older == "Average relative query error (paper 001's uniform estimator): 7.670."
+
+    outcome = SimpleNamespace(
+        seq=1, records=10, groups=2, suppressed=0, avg_candidates=5.0, max_candidates=6, avg_records=5.0,
+        max_records=6, max_breach=0.1, query_error=7.67, query_error_weighted=0.7, query_error_joint=0.27,
+        query_error_baseline=0.32, seconds=1.0,
+    )  # fmt: skip
+    console = Console(width=200, record=True)
+    console.print(outcome_table([outcome], 2.0))
+    text = console.export_text()
+    header = next(x for x in text.splitlines() if "q.err" in x).split()
+    row = next(x for x in text.splitlines() if x.split()[:1] == ["1"]).split()
+    assert header[-6:-1] == ["q.err", "base", "gain", "q.err", "001"]
+    assert row[-5:-1] == ["0.27", "0.32", "+0.05", "7.67"]
