@@ -47,7 +47,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -57,6 +57,9 @@ from scipy import sparse
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.regions import NodeSpans, label_nodes
 from anonymizer.workload import QueryRanges, check_parameters, draw_queries
+
+if TYPE_CHECKING:
+    from anonymizer.joint import JointWorkloadError
 
 __all__ = [
     "QueryErrorResult", "QueryRanges", "WeightedEstimate", "Workload", "average_relative_error", "draw_queries",
@@ -121,6 +124,8 @@ class QueryErrorResult:
     mean_selectivity: float
     ranges: QueryRanges
     weighted: WeightedEstimate | None = None
+    #: the register-joint estimator and its histogram baseline (:mod:`anonymizer.joint`)
+    joint: JointWorkloadError | None = None
 
 
 @dataclass(frozen=True, eq=False)

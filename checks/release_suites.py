@@ -52,6 +52,9 @@ UTILITY_THRESHOLDS = {
     "avg_group_size": "max_avg_group_size",
     "max_group_size": "max_group_size",
 }
+#: Utility figure -> threshold key of a lower bound (the release's gain over the
+#: histogram-only baseline, docs/configuration.md).
+UTILITY_MINIMA = {"query_gain": "min_gain"}
 
 
 def contract_expectations(
@@ -150,10 +153,12 @@ def release_suite(
             ``coverage`` suite. Or a function returning it, called once after the contract and
             disjointness suites, which do not need it (the caller computes it meanwhile).
         ell: ℓ (the bound is 1/ℓ).
-        thresholds: ``max_suppression_rate``, ``max_query_error``, ``max_avg_group_size``,
+        thresholds: ``max_suppression_rate``, ``max_query_error``, ``min_gain``, ``max_avg_group_size``,
             ``max_group_size``; a missing or None threshold is not checked.
         metrics: figures computed by the caller: ``suppression_rate`` (suppressed records /
-            snapshot records) and ``query_error`` (average relative error, docs/design.md section 8).
+            snapshot records), ``query_error`` (average relative error of the query workload under
+            the register-joint estimator, docs/data-users.md) and ``query_gain`` (the
+            histogram-only baseline's error minus ``query_error``).
             Group sizes are computed here from the draft (published records per group).
         id_column: the register's id column, named in the contract's failure message.
         sensitive_domain: the admissible sensitive values; None skips that check.
@@ -238,7 +243,8 @@ def release_suite(
     figures["max_group_size"] = float(records.max()) if records.size else 0.0
     expectations: list[Expectation] = []
     row: dict[str, list[float]] = {}
-    for figure, key in UTILITY_THRESHOLDS.items():
+    bounds = [(f, k, "max") for f, k in UTILITY_THRESHOLDS.items()] + [(f, k, "min") for f, k in UTILITY_MINIMA.items()]
+    for figure, key, side in bounds:
         limit = thresholds.get(key)
         if limit is None:
             continue
@@ -247,6 +253,10 @@ def release_suite(
         expectations.append(
             gxe.ExpectColumnValuesToBeBetween(
                 column=figure, max_value=float(limit), description=f"{figure} at most {key} = {limit:g}"
+            )
+            if side == "max"
+            else gxe.ExpectColumnValuesToBeBetween(
+                column=figure, min_value=float(limit), description=f"{figure} at least {key} = {limit:g}"
             )
         )
         if value is None:

@@ -48,7 +48,8 @@ class ValidationThresholds(BaseModel):
     max_snapshot_rows_ratio: float | None = Field(default=2.0, ge=1)
 
     max_suppression_rate: float | None = Field(default=None, ge=0, le=1)
-    max_query_error: float | None = Field(default=None, gt=0)
+    max_query_error: float | None = Field(default=None, gt=0)  # the register-joint estimator's
+    min_gain: float | None = None  # over the histogram-only baseline (docs/configuration.md)
     max_avg_group_size: float | None = Field(default=None, gt=0)
     max_group_size: int | None = Field(default=None, gt=0)
 

@@ -304,6 +304,15 @@ def test_suppression_above_threshold_fails_utility(case: Case) -> None:
     assert "suppression_rate at most max_suppression_rate = 0.1" in msg and "0.25" in msg
 
 
+def test_a_gain_below_min_gain_fails_utility_and_one_above_passes(case: Case) -> None:
+    """min_gain is a lower bound on the release's gain over the histogram-only baseline."""
+    results = case.suites(thresholds={"min_gain": 0.05}, metrics={"query_gain": 0.01})
+    assert _failed(results) == {"utility"}
+    (msg,) = results["utility"].failures
+    assert "query_gain at least min_gain = 0.05" in msg
+    assert case.suites(thresholds={"min_gain": 0.05}, metrics={"query_gain": 0.2})["utility"].success
+
+
 def test_utility_group_sizes_and_skipped_thresholds(case: Case) -> None:
     results = case.suites(thresholds={"max_group_size": 2.0})
     assert _failed(results) == {"utility"}

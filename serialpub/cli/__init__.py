@@ -2,7 +2,7 @@
 
 Bad input raises :class:`serialpub.errors.InputError`; :func:`main` prints it as one
 line on standard error and exits with code 2, without a traceback. The commands live in
-:mod:`.series`, :mod:`.releases` and :mod:`.checking`; importing them registers them on
+:mod:`.series`, :mod:`.releases`, :mod:`.checking` and :mod:`.data_user`; importing them registers them on
 :data:`app`, in the order ``--help`` lists them.
 """
 
@@ -16,5 +16,8 @@ from serialpub.cli import releases  # noqa: F401 (registers: release, approve, r
 
 # isort: split
 from serialpub.cli import checking  # noqa: F401 (registers: audit, db, state)
+
+# isort: split
+from serialpub.cli import data_user  # noqa: F401 (registers: query, expand)
 
 __all__ = ["app", "main"]

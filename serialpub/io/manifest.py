@@ -62,10 +62,15 @@ class QueryWorkload(_Contract):
     ``average_relative_error`` spreads a generalized value uniformly over its leaves (paper
     001's estimator); ``register_weighted_error`` answers the same queries spreading it by
     the register's count of each leaf (the manifest's ``register_marginals``); absent from
-    releases made before it existed and from imported ones."""
+    releases made before it existed and from imported ones. ``register_joint_error``, the
+    primary figure, spreads each group's counts over the register individuals of its region
+    (:mod:`anonymizer.joint`), and ``histogram_baseline_error`` does the same for a release
+    of the sensitive histogram alone (docs/data-users.md)."""
 
     average_relative_error: float | None
     register_weighted_error: float | None = None
+    register_joint_error: float | None = None
+    histogram_baseline_error: float | None = None
     queries: int
     qd: int
     selectivity: float

@@ -116,14 +116,14 @@ def series_breach(
 def series_utility(releases: Sequence[int], query_error: Sequence[float | None],
                    avg_group: Sequence[float], weighted_error: Sequence[float | None] | None = None,
                    ) -> Figure:  # fmt: skip
-    """Average relative query error (uniform estimator, and register-weighted where given)
-    and average group size across releases."""
+    """Average relative query error (paper 001's uniform estimator, and the register-joint
+    one, the primary figure, where given) and average group size across releases."""
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(7.0, 2.8))
     err = np.array([np.nan if e is None else e for e in query_error], dtype=float)
     a1.plot(releases, err, marker="o", ms=3, color=GLOBAL_COLOR, label="uniform (paper 001)")
     if weighted_error is not None and any(e is not None for e in weighted_error):
         w = np.array([np.nan if e is None else e for e in weighted_error], dtype=float)
-        a1.plot(releases, w, marker="s", ms=3, color=BASELINE_COLOR, label="register-weighted")
+        a1.plot(releases, w, marker="s", ms=3, color=BASELINE_COLOR, label="register-joint")
         a1.legend(frameon=False, fontsize=7)
     a1.set_xlabel("release")
     a1.set_ylabel("average relative query error")

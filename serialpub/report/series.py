@@ -32,7 +32,7 @@ from serialpub.io.manifest import Manifest
 from serialpub.io.statistics_file import StatisticsFile
 from serialpub.report import plots
 from serialpub.report.render import JSON_FILE, environment, write_text
-from serialpub.report.wording.utility import QUERY_ERROR, WEIGHTED_ERROR
+from serialpub.report.wording.utility import BASELINE_ERROR, JOINT_ERROR, QUERY_ERROR, WEIGHTED_ERROR
 
 SERIES_HTML = "series-report.html"
 SERIES_JSON = "series-report.json"
@@ -176,6 +176,8 @@ def _release_row(directory: Path) -> dict[str, Any]:
     utility = {m["name"]: m["value"] for m in (report or {}).get("utility", [])}
     query_error = utility.get(QUERY_ERROR, manifest.utility.average_relative_error if manifest.utility else None)
     weighted = utility.get(WEIGHTED_ERROR, manifest.utility.register_weighted_error if manifest.utility else None)
+    joint = utility.get(JOINT_ERROR, manifest.utility.register_joint_error if manifest.utility else None)
+    base = utility.get(BASELINE_ERROR, manifest.utility.histogram_baseline_error if manifest.utility else None)
     return {
         "release": manifest.release,
         "period": manifest.period,
@@ -189,6 +191,8 @@ def _release_row(directory: Path) -> dict[str, Any]:
         "releases_left": budget.get("releases_left"),
         "query_error": query_error,
         "query_error_weighted": weighted,
+        "query_error_joint": joint,  # the primary utility figure (docs/data-users.md)
+        "query_error_baseline": base,
         "validation": manifest.validation.success if manifest.validation else None,
         "approver": sign_off.approver if sign_off else None,
         "automatic": sign_off.automatic if sign_off else None,
@@ -226,7 +230,7 @@ def write_series_report(publisher: Any, baseline: bool = True, png_dir: Path | N
         "breach": lambda: plots.series_breach(seqs, [r["max_p"] for r in rows], base.max_p if base else None, ell),
         "utility": lambda: plots.series_utility(
             seqs, [r["query_error"] for r in rows], [r["avg_records"] for r in rows],
-            [r["query_error_weighted"] for r in rows],
+            [r["query_error_joint"] for r in rows],
         ),
     }
     figures = {name: plots.to_svg(make()) for name, make in makers.items()}

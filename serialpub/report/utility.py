@@ -24,6 +24,7 @@ from serialpub.report.measure import Measure
 from serialpub.report.wording.channel import channel_measures
 from serialpub.report.wording.utility import (
     information_loss_measures,
+    joint_query_error_measures,
     query_error_measure,
     weighted_query_error_measure,
 )
@@ -52,9 +53,15 @@ def utility_measures(
 
 
 def query_measures(query: QueryErrorResult | None, query_settings: Mapping[str, object]) -> list[Measure]:
-    """The query workload's two measures (uniform and register-weighted estimators), in that order."""
+    """The query workload's measures: the register-joint estimator (the primary figure), its
+    histogram-only baseline and the gain, then paper 001's uniform estimator and the
+    register-marginal one, in that order."""
     weighted = None if query is None or query.weighted is None else float(query.weighted.mean)
+    joint = None if query is None else query.joint
     return [
+        *joint_query_error_measures(
+            None if joint is None else joint.mean, None if joint is None else joint.baseline_mean, query_settings
+        ),
         query_error_measure(None if query is None else float(query.mean), query_settings),
         weighted_query_error_measure(weighted, query_settings),
     ]

@@ -23,6 +23,7 @@ import pyarrow as pa
 from anonymizer import privacy
 from anonymizer.bottomup import InfeasibleError
 from anonymizer.hierarchy import Hierarchy
+from anonymizer.joint import JointRelease, JointWorkloadError, joint_workload_error
 from anonymizer.queries import QueryErrorResult, Workload, draw_workload, estimate_workload
 from anonymizer.release import History, ReleaseResult
 from anonymizer.settings import Dilution, Guarantee, Strategy, SuppressionModel
@@ -68,6 +69,10 @@ class ReleaseOutcome:
     seconds: float
     seconds_anonymize: float  # anonymization and the state update it computes
     seconds_state: float  # loading and committing the state
+    # the primary utility figure: the same queries, register-joint estimator (anonymizer.joint),
+    # and the histogram-only baseline's (NaN: not computed)
+    query_error_joint: float = float("nan")
+    query_error_baseline: float = float("nan")
 
 
 @dataclass(frozen=True)
@@ -235,6 +240,8 @@ def _stage(
         seconds=time.perf_counter() - started,
         seconds_anonymize=t_anon,
         seconds_state=t_state,
+        query_error_joint=query.joint.mean if query and query.joint else float("nan"),
+        query_error_baseline=query.joint.baseline_mean if query and query.joint else float("nan"),
     )
     return StagedRelease(id=opened.id, seq=seq, period=period, staging=staging, outcome=outcome)
 
@@ -305,8 +312,21 @@ def _measures(
                 query = estimate_workload(
                     workload, table, ctx.read_hierarchies(table), cfg.sensitive, leaf_weights=ctx.register_leaf_counts
                 )
+                query = replace(query, joint=_joint_error(ctx, snap, table, workload))
         utility = [*query_measures(query, query_settings(ctx)), *figures.result()]
     return query, utility
+
+
+def _joint_error(ctx: ReleaseContext, snap: Snapshot, table: pd.DataFrame, workload: Workload) -> JointWorkloadError:
+    """The workload under the register-joint estimator and its histogram-only baseline
+    (:mod:`anonymizer.joint`; docs/data-users.md), over the whole register: what a data
+    user with the public copy computes."""
+    cfg = ctx.ws.config
+    hs = ctx.read_hierarchies(table)
+    values = [str(v) for v in workload.ranges.sensitive_values]
+    release = JointRelease.of(table, ctx.qis, cfg.sensitive, [hs[q] for q in ctx.qis], ctx.register.keys, values, 0)
+    histogram = snap.table[cfg.sensitive].astype(str).value_counts().reindex(values, fill_value=0).to_numpy()
+    return joint_workload_error(workload, release, histogram)
 
 
 def infeasible_advice(ctx: ReleaseContext, history: History) -> str:
@@ -469,6 +489,8 @@ def set_measures(
     manifest.utility = QueryWorkload(
         average_relative_error=query.mean if query else None,
         register_weighted_error=query.weighted.mean if query and query.weighted else None,
+        register_joint_error=query.joint.mean if query and query.joint else None,
+        histogram_baseline_error=query.joint.baseline_mean if query and query.joint else None,
         **query_settings(ctx),
     )
     # figures that need the link between snapshot records and groups (report.utility)

@@ -37,6 +37,21 @@ from state.store import StateError, StateStore, open_engine
 CONF_KEYS = ("dataset", "period", "snapshot")
 
 
+def _query_line(facts: dict[str, Any]) -> str:
+    """The sign-off prompt's utility line: the register-joint figure first, with its
+    baseline and gain, then paper 001's uniform figure."""
+    joint, base = facts.get("register_joint_error"), facts.get("histogram_baseline_error")
+    uniform = facts.get("average_relative_error")
+    paper = "n/a" if uniform is None else f"{uniform:.3f}"
+    if joint is None or base is None:
+        return f"Average relative query error (paper 001's uniform estimator): {paper}."
+    return (
+        f"Average relative query error: {joint:.3f} as a data user reads it (register-joint); a release of the "
+        f"sensitive histogram alone gives {base:.3f}, so this release gains {base - joint:+.3f} "
+        f"(near 0: it tells users little beyond the histogram). Paper 001's uniform estimator: {paper}."
+    )
+
+
 def half_year_before(moment: datetime) -> str:
     """The label of the half year that ended most recently at or before ``moment``:
     ``2025-H1`` for 2025-07-01 00:00 (a run of the semi-annual timetable), ``2024-H2`` for
@@ -176,12 +191,7 @@ def report(root: str | Path, seq: int, base_url: str | None = None) -> dict[str,
         f"in {facts['groups']} groups, {facts['suppressed']} suppressed.",
         f"Largest breach probability over all releases: {facts['max_breach_probability']:.6f} "
         f"(bound 1/ℓ = {1 / facts['l']:.6f}).",
-        f"Average relative query error: {facts['average_relative_error']:.3f}"
-        + (
-            f" ({facts['register_weighted_error']:.3f} spreading generalized values by the register)."
-            if facts.get("register_weighted_error") is not None
-            else "."
-        ),
+        _query_line(facts),
         "Validation suites: " + ", ".join(f"{k} {'passed' if v['success'] else 'FAILED'}" for k, v in suites.items()),
         where,
         f"Approved, it is published to `{final}`; rejected, nothing is published.",

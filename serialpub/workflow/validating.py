@@ -131,7 +131,7 @@ def _validate(ctx: ReleaseContext, rel: OpenRelease) -> list[SuiteResult]:
                 draft, computing.result, cfg.ell, thresholds,
                 metrics={
                     "suppression_rate": (manifest.suppressed or 0) / max(len(snap.individual), 1),
-                    "query_error": manifest.utility.average_relative_error if manifest.utility else None,
+                    **query_figures(manifest),
                 },
                 id_column=cfg.id_column, sensitive_domain=ctx.sensitive_domain,
             )  # fmt: skip
@@ -228,6 +228,8 @@ def summary(ctx: ReleaseContext, seq: int) -> dict[str, Any]:
         "l": manifest.l,
         "average_relative_error": manifest.utility.average_relative_error if manifest.utility else None,
         "register_weighted_error": manifest.utility.register_weighted_error if manifest.utility else None,
+        "register_joint_error": manifest.utility.register_joint_error if manifest.utility else None,
+        "histogram_baseline_error": manifest.utility.histogram_baseline_error if manifest.utility else None,
         "validation": manifest.validation.model_dump() if manifest.validation else None,
         "validation_page": str(page) if page.exists() else None,
         "report_page": str(report) if report.exists() else None,
@@ -256,3 +258,17 @@ def report_page(ctx: ReleaseContext, seq: int) -> Path:
             "(imported, failed and rejected releases have none)"
         )
     return page
+
+
+def query_figures(manifest: Manifest) -> dict[str, float | None]:
+    """The utility suite's query figures: ``query_error``, the register-joint estimator's
+    (paper 001's uniform one for a release made before it existed), and ``query_gain``
+    over the histogram-only baseline (docs/configuration.md, ``max_query_error``, ``min_gain``)."""
+    u = manifest.utility
+    if u is None:
+        return {"query_error": None, "query_gain": None}
+    joint, base = u.register_joint_error, u.histogram_baseline_error
+    return {
+        "query_error": joint if joint is not None else u.average_relative_error,
+        "query_gain": None if joint is None or base is None else base - joint,
+    }

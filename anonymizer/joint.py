@@ -1,0 +1,396 @@
+"""The register-joint estimator of count queries on a published release, with certain bounds.
+
+A release publishes, per group G (records sharing one generalized QI tuple), the exact count
+c_s(G) of its records with every sensitive value s; its region is the box of its nodes'
+leaf sets (docs/design.md section 1). The population register is public in the threat
+model (docs/threat-model.md: the adversary holds it, and ``public-copy --with-register``
+ships it), so a data user may read its **joint** QI distribution. For a count query Q
+(conditions on QIs: leaf sets per attribute; a set S of sensitive values) and a group G
+with c_S(G) = Σ_{s∈S} c_s(G) records of S:
+
+* **estimate** c_S(G) · in_Q(G) / n(G), where n(G) is the number of register individuals
+  in G's region and in_Q(G) those of them satisfying Q's QI conditions. This spreads G's
+  records over its region as the register's individuals are spread (the assumption: within
+  a region, whether someone has a record with s does not depend on where in the region they
+  live). It generalizes the uniform spread of paper 001 (Xiao & Tao, SIGMOD 2006, section
+  5.2), which takes every leaf combination of the box as equally populated, and the
+  register-marginal spread of :mod:`anonymizer.queries`, which takes the QIs as independent.
+* **certain bounds**: G's records are records of register individuals of its region, one
+  per individual, so at most min(c_S(G), in_Q(G)) of its S-records satisfy Q and at least
+  max(0, c_S(G) − (n(G) − in_Q(G))) do. Summed over the groups they bound the count of the
+  published records satisfying Q; records the release suppressed (the manifest's
+  ``suppressed``) can add up to that many, so the upper bound of the snapshot's count adds
+  them (:attr:`JointRelease.suppressed`).
+
+The answer of a query is the sum over groups. Both dilution modes read the same way: under
+``register`` a group's candidates are the register individuals of its region; under
+``presence`` they are the individuals present in the period, which the public cannot tell
+apart, so the register individuals of the region stand in for them. The bounds stay certain
+(the present individuals are among them); the estimate assumes that presence, like the
+sensitive value, does not depend on the place within a region.
+
+Evaluation is matrix arithmetic on the register's distinct QI combinations ("combos",
+:class:`anonymizer.regions.RegisterCombos`), never a loop over individuals or groups: per
+set of constrained attributes the combos are re-aggregated on (group, those attributes),
+and for a chunk of queries in_Q(G) is one sparse product (queries × combos) @ (combos ×
+groups). No I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+from scipy import sparse
+
+from anonymizer.arrays import CodedRows, factorize, row_keys
+from anonymizer.hierarchy import Hierarchy
+from anonymizer.queries import _overlap_fractions
+from anonymizer.regions import NodeSpans, RegisterCombos, cover_pairs, group_release, record_nodes
+from anonymizer.workload import QueryRanges
+
+if TYPE_CHECKING:
+    from anonymizer.queries import Workload
+
+__all__ = [
+    "JointAnswers",
+    "JointRelease",
+    "JointWorkloadError",
+    "histogram_release",
+    "joint_answers",
+    "joint_workload_error",
+    "series_answers",
+]
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+#: Upper bound on the elements of one (queries × combos or groups) work matrix (float64, 16 MB).
+CHUNK_ELEMENTS = 1 << 21
+
+
+@dataclass(frozen=True, eq=False)
+class JointRelease:
+    """One release resolved against the register it was published with.
+
+    Attributes:
+        qis: the quasi-identifiers, in column order of the arrays below.
+        hierarchies: the hierarchy each QI is read with (for a numeric QI the release's
+            own, whose ``[lo, hi]`` intervals are nodes: :func:`anonymizer.intervals.release_hierarchies`);
+            leaf ids are the declared hierarchy's.
+        sensitive_values: the sensitive values counted, the columns of ``counts``.
+        group_nodes: node id per QI of every group, shape (G, d).
+        counts: published records per (group, sensitive value), int64 (G, V): c_s(G).
+        combo_leaves: leaf id per QI of every distinct register QI combination, shape (C, d).
+        combo_counts: register individuals per combo, shape (C,).
+        group_of_combo: the group whose region holds each combo, -1 for none, shape (C,).
+        suppressed: records of the snapshot that the release left out (0 if unknown).
+    """
+
+    qis: tuple[str, ...]
+    hierarchies: tuple[Hierarchy, ...]
+    sensitive_values: tuple[str, ...]
+    group_nodes: IntArray
+    counts: IntArray
+    combo_leaves: IntArray
+    combo_counts: IntArray
+    group_of_combo: IntArray
+    suppressed: int = 0
+
+    @property
+    def register_in_group(self) -> IntArray:
+        """n(G): register individuals in every group's region, shape (G,)."""
+        inside = self.group_of_combo >= 0
+        return np.bincount(
+            self.group_of_combo[inside], weights=self.combo_counts[inside], minlength=self.counts.shape[0]
+        ).astype(np.int64)
+
+    @classmethod
+    def of(
+        cls,
+        data: pd.DataFrame,
+        qis: Sequence[str],
+        sensitive: str,
+        hierarchies: Sequence[Hierarchy],
+        register_leaves: npt.NDArray[np.integer] | CodedRows,
+        sensitive_values: Sequence[str] | None = None,
+        suppressed: int = 0,
+        register_counts: npt.ArrayLike | None = None,
+    ) -> JointRelease:
+        """Resolve a published table against a register.
+
+        Args:
+            data: the release, one row per record: a column of generalized labels per QI
+                (nodes of ``hierarchies``) and ``sensitive``.
+            qis: the QI columns, in the order of ``hierarchies``.
+            sensitive: the sensitive column.
+            hierarchies: one per QI (see :attr:`hierarchies`).
+            register_leaves: leaf id per QI of every register individual, shape (N, d) (an
+                array or :class:`anonymizer.arrays.CodedRows`), or of every distinct
+                combination when ``register_counts`` is given.
+            register_counts: individuals per row of ``register_leaves``, shape (N,) (default 1).
+            sensitive_values: the values counted (default: those published, sorted).
+            suppressed: records the release left out (the manifest's ``suppressed``).
+
+        Raises:
+            ValueError: a QI label that is not a node of its hierarchy, a missing value, a
+                published sensitive value outside ``sensitive_values``, or a group whose
+                region holds fewer register individuals than records (the register is
+                not the release's).
+        """
+        nodes = record_nodes(data, list(qis), list(hierarchies))
+        bad = np.flatnonzero((nodes < 0).any(axis=1))
+        if bad.size:
+            row = int(bad[0])
+            col = int(np.flatnonzero(nodes[row] < 0)[0])
+            raise ValueError(
+                f"record {row + 1}: {qis[col]} = {data[qis[col]].iloc[row]!r} is not a node of its hierarchy"
+            )
+        column = data[sensitive].astype(str)
+        values = tuple(sorted(column.unique())) if sensitive_values is None else tuple(sensitive_values)
+        value = pd.Index(list(values)).get_indexer(pd.Index(column)).astype(np.int64)
+        if (value < 0).any():
+            raise ValueError(f"sensitive value {column.iloc[int(np.flatnonzero(value < 0)[0])]!r} is not counted")
+        groups = group_release(nodes, value, len(values), list(hierarchies))
+        if isinstance(register_leaves, CodedRows):  # its distinct rows are the combos already
+            leaves, register_counts = np.asarray(register_leaves.table), register_leaves.counts
+        else:
+            leaves = np.asarray(register_leaves)
+        combos = RegisterCombos.of(leaves.astype(np.int64), list(hierarchies))
+        if register_counts is not None:
+            per_row = np.asarray(register_counts, dtype=np.int64)
+            combo_counts = np.bincount(combos.of_individual, weights=per_row, minlength=combos.counts.size)
+            combos = RegisterCombos(combos.of_individual, combos.leaves, combos.first, combo_counts.astype(np.int64))
+        spans = [NodeSpans.of(h) for h in hierarchies]
+        ci, gi = cover_pairs(groups.nodes, combos.leaves, spans)
+        group_of_combo = np.full(combos.counts.size, -1, dtype=np.int64)
+        group_of_combo[ci] = gi
+        out = cls(
+            tuple(qis), tuple(hierarchies), values, groups.nodes, groups.counts, combos.leaves, combos.counts,
+            group_of_combo, int(suppressed),
+        )  # fmt: skip
+        short = np.flatnonzero(out.register_in_group < groups.records)
+        if short.size:
+            raise ValueError(
+                f"{short.size} group(s) hold more records than register individuals in their region; "
+                "the register is not the one this release was published with"
+            )
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class JointAnswers:
+    """Answers of Q count queries on one release.
+
+    Attributes:
+        estimate: the register-joint estimate, records, float64 (Q,).
+        lower, upper: certain bounds of the snapshot's count, int64 (Q,): the published
+            records satisfying Q lie in [lower, upper − suppressed].
+        uniform: paper 001's estimate (uniform over each generalized value's leaves), (Q,).
+    """
+
+    estimate: FloatArray
+    lower: IntArray
+    upper: IntArray
+    uniform: FloatArray
+
+
+def joint_answers(release: JointRelease, ranges: QueryRanges) -> JointAnswers:
+    """The register-joint estimate, its certain bounds and the uniform estimate of every query.
+
+    Args:
+        release: the release and its register (:meth:`JointRelease.of`).
+        ranges: the queries: per QI a leaf mask (Q, n_leaves) over the leaf ids of its
+            hierarchy (QIs left out are unconstrained); ``sensitive_values`` and the mask
+            ``sensitive`` (Q, V') give S; values the release does not hold count 0.
+
+    Returns:
+        :class:`JointAnswers`.
+
+    Raises:
+        ValueError: a range on an attribute that is not a QI of the release, or a mask of
+            the wrong shape.
+
+    Source: the module docstring; paper 001 (Xiao & Tao, SIGMOD 2006), section 5.2 for the
+    uniform estimate.
+    """
+    q = ranges.n_queries
+    names = list(release.qis)
+    for a, m in ranges.qi.items():
+        if a not in names:
+            raise ValueError(f"range on {a!r}, which is not a quasi-identifier of the release ({', '.join(names)})")
+        h = release.hierarchies[names.index(a)]
+        if m.shape != (q, h.n_leaves):
+            raise ValueError(f"range mask of {a!r} has shape {m.shape}; expected ({q}, {h.n_leaves})")
+    # S as a mask over the release's values (those it does not hold count nothing)
+    pos = pd.Index(list(ranges.sensitive_values)).get_indexer(pd.Index(list(release.sensitive_values)))
+    s_mask = np.zeros((q, len(release.sensitive_values)), dtype=np.float64)
+    held = pos >= 0
+    s_mask[:, held] = ranges.sensitive[:, pos[held]]
+    c_s = s_mask @ release.counts.T.astype(np.float64)  # (Q, G): c_S(G), exact integers
+    n_g = release.register_in_group.astype(np.float64)
+    g = release.counts.shape[0]
+
+    estimate = np.zeros(q, dtype=np.float64)
+    lower = np.zeros(q, dtype=np.int64)
+    upper = np.zeros(q, dtype=np.int64)
+    uniform = np.zeros(q, dtype=np.float64)
+    if q == 0 or g == 0:
+        return JointAnswers(estimate, lower, upper + release.suppressed, uniform)
+
+    constrained = np.zeros((q, len(names)), dtype=bool)
+    for i, a in enumerate(names):
+        if a in ranges.qi:
+            constrained[:, i] = ~ranges.qi[a].all(axis=1)
+    patterns, pattern_of = np.unique(constrained, axis=0, return_inverse=True)
+    pattern_of = pattern_of.reshape(-1)
+    covered = release.group_of_combo >= 0
+    spans = [NodeSpans.of(h) for h in release.hierarchies]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share_den = np.where(n_g > 0, 1.0 / n_g, 0.0)
+    for p, pattern in enumerate(patterns):
+        queries = np.flatnonzero(pattern_of == p)
+        attrs: list[int] = [int(a) for a in np.flatnonzero(pattern)]
+        # the covered combos re-aggregated on (group, constrained attributes)
+        cols = [release.group_of_combo[covered], *(release.combo_leaves[covered, k] for k in attrs)]
+        radices = [g, *(release.hierarchies[k].n_leaves for k in attrs)]
+        rows, first = factorize(row_keys(np.stack(cols, axis=1), radices))
+        weight = np.bincount(rows, weights=release.combo_counts[covered], minlength=first.size)
+        row_group = cols[0][first]
+        row_leaves = [c[first] for c in cols[1:]]
+        to_group = sparse.csr_matrix(
+            (weight, (np.arange(first.size), row_group)), shape=(first.size, g)
+        )  # (R, G): individuals of each row
+        step = max(1, CHUNK_ELEMENTS // max(first.size, g, 1))
+        for start in range(0, queries.size, step):
+            chunk = queries[start : start + step]
+            inside = np.ones((chunk.size, first.size), dtype=np.float64)
+            for k, leaves in zip(attrs, row_leaves, strict=True):
+                inside *= ranges.qi[names[k]][chunk][:, leaves]
+            in_q = np.rint(np.asarray((to_group.T @ inside.T).T))  # (chunk, G): in_Q(G), exact
+            cs = c_s[chunk]
+            estimate[chunk] = (cs * in_q * share_den).sum(axis=1)
+            lower[chunk] = np.maximum(0.0, cs - (n_g - in_q)).sum(axis=1).astype(np.int64)
+            upper[chunk] = np.minimum(cs, in_q).sum(axis=1).astype(np.int64)
+            # paper 001: each group's records spread uniformly over the leaves of its nodes
+            frac = np.ones((chunk.size, g), dtype=np.float64)
+            for k in attrs:
+                frac *= _overlap_fractions(ranges.qi[names[k]][chunk], spans[k])[:, release.group_nodes[:, k]]
+            uniform[chunk] = (cs * frac).sum(axis=1)
+    return JointAnswers(estimate, lower, upper + release.suppressed, uniform)
+
+
+def series_answers(
+    releases: Sequence[JointRelease], ranges: QueryRanges | Sequence[QueryRanges], numbers: Sequence[int] | None = None
+) -> pd.DataFrame:
+    """:func:`joint_answers` on every release of a series: a time series per query.
+
+    Args:
+        releases: the releases, each resolved against the register version it was
+            published with (a changing register: docs/design.md section 10).
+        ranges: the queries, or one :class:`QueryRanges` per release (the same queries
+            written over each release's hierarchies, when their leaves changed).
+        numbers: the release numbers (default 1, 2, ...).
+
+    Returns:
+        one row per (release, query): columns ``release``, ``query`` (0-based), ``estimate``,
+        ``lower``, ``upper``, ``uniform``.
+    """
+    per = [ranges] * len(releases) if isinstance(ranges, QueryRanges) else list(ranges)
+    if len(per) != len(releases):
+        raise ValueError("ranges: one per release is needed")
+    numbers = list(range(1, len(releases) + 1)) if numbers is None else list(numbers)
+    frames = []
+    for number, release, r in zip(numbers, releases, per, strict=True):  # one step per release, not per record
+        a = joint_answers(release, r)
+        frames.append(
+            pd.DataFrame(
+                {
+                    "release": number,
+                    "query": np.arange(r.n_queries),
+                    "estimate": a.estimate,
+                    "lower": a.lower,
+                    "upper": a.upper,
+                    "uniform": a.uniform,
+                }
+            )
+        )
+    return (
+        pd.concat(frames, ignore_index=True)
+        if frames
+        else pd.DataFrame(columns=["release", "query", "estimate", "lower", "upper", "uniform"])
+    )
+
+
+def histogram_release(release: JointRelease, values: Sequence[str], counts: npt.ArrayLike) -> JointRelease:
+    """The baseline of ``release``: a release of one group, every QI ``*``, publishing only
+    the sensitive histogram ``counts`` (records per value of ``values``; the snapshot's),
+    over the same register. What a release tells beyond the histogram is its gain over this
+    baseline (docs/data-users.md)."""
+    roots = np.array([[h.root for h in release.hierarchies]], dtype=np.int64)
+    hist = np.asarray(counts, dtype=np.int64).reshape(1, -1)
+    return JointRelease(
+        release.qis, release.hierarchies, tuple(values), roots, hist, release.combo_leaves, release.combo_counts,
+        np.zeros(release.combo_counts.size, dtype=np.int64),
+    )  # fmt: skip
+
+
+@dataclass(frozen=True, eq=False)
+class JointWorkloadError:
+    """Relative errors of a query workload under the register-joint estimator, beside the
+    baseline that publishes only the snapshot's sensitive histogram.
+
+    Attributes:
+        mean, median, p85: of the release's relative errors (fractions).
+        baseline_mean: mean relative error of the histogram-only baseline.
+        estimate: the release's estimates, float64 (Q,).
+        errors, baseline_errors: relative errors, float64 (Q,).
+    """
+
+    mean: float
+    median: float
+    p85: float
+    baseline_mean: float
+    estimate: FloatArray
+    errors: FloatArray
+    baseline_errors: FloatArray
+
+    @property
+    def gain(self) -> float:
+        """baseline_mean − mean: how much closer the release brings a data user's answers
+        than the sensitive histogram alone (in mean relative error; <= 0: nothing gained)."""
+        return self.baseline_mean - self.mean
+
+
+def joint_workload_error(workload: Workload, release: JointRelease, histogram: npt.ArrayLike) -> JointWorkloadError:
+    """The register-joint estimator's errors on a drawn workload, and its baseline's.
+
+    Args:
+        workload: queries and exact answers on the snapshot
+            (:func:`anonymizer.queries.draw_workload`).
+        release: the release resolved against its register (:meth:`JointRelease.of`).
+        histogram: the snapshot's records per value of ``workload.ranges.sensitive_values``.
+
+    Source: the module docstring; paper 001 (Xiao & Tao, SIGMOD 2006), section 5.2 for the
+    workload and the relative error.
+    """
+    actual = workload.actual.astype(np.float64)
+    ranges = workload.ranges
+    est = joint_answers(release, _as_text(ranges)).estimate
+    base = histogram_release(release, [str(v) for v in ranges.sensitive_values], histogram)
+    base_est = joint_answers(base, _as_text(ranges)).estimate
+    errors = np.abs(actual - est) / actual
+    base_errors = np.abs(actual - base_est) / actual
+    return JointWorkloadError(
+        float(errors.mean()), float(np.median(errors)), float(np.percentile(errors, 85)), float(base_errors.mean()),
+        est, errors, base_errors,
+    )  # fmt: skip
+
+
+def _as_text(ranges: QueryRanges) -> QueryRanges:
+    return QueryRanges(ranges.qi, tuple(str(v) for v in ranges.sensitive_values), ranges.sensitive)

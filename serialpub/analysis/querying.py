@@ -1,0 +1,254 @@
+"""A data user's count queries and weighted microdata on a verified release series.
+
+Conditions (``serialpub query --where``; docs/data-users.md) are written ``QI=VALUE``:
+
+- a leaf or a node of the QI's hierarchy (``sex=F``, ``zipcode=6500*``, ``age=[20, 24]``
+  when that label is a node): the individuals whose value lies below it;
+- several of them separated by ``|`` (``zipcode=65001|65013``): their union;
+- for a QI with numeric leaves, a closed range ``[lo,hi]`` (``age=[30,40]``): the leaves
+  whose number v has lo <= v <= hi; ``>=lo`` and ``<=hi`` are half-open ranges.
+
+Several conditions are joined by AND. The sensitive values (``--sensitive a,b``) form the
+set S; by default every value. Each query is answered per release by the register-joint
+estimator with its certain bounds and paper 001's uniform estimate
+(:func:`anonymizer.joint.joint_answers`).
+
+:func:`expand` writes what the estimator reads as weighted microdata: one row per
+(distinct register QI combination inside a published region, sensitive value), weighted
+by the records it is expected to hold, c_s(G) · n(combo) / n(G); summing the weights of
+the rows that satisfy a query gives the joint estimate.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from anonymizer.hierarchy import Hierarchy
+from anonymizer.joint import joint_answers
+from anonymizer.workload import QueryRanges
+from serialpub.analysis.reader import PublicReleases, PublishedRelease
+from serialpub.errors import InputError
+
+__all__ = ["Condition", "answer", "expand", "parse_condition", "sensitive_domain", "write_expanded"]
+
+BoolArray = npt.NDArray[np.bool_]
+
+_HALF = re.compile(r"^(>=|<=)\s*(.+)$")
+_RANGE = re.compile(r"^\[\s*([^,\]]+?)\s*,\s*([^,\]]+?)\s*\]$")
+
+
+def _shown(values: Sequence[str], limit: int = 200) -> str:
+    text = ""
+    for i, v in enumerate(values):
+        nxt = (", " if text else "") + v
+        if len(text) + len(nxt) > limit:
+            return text + f", ... ({len(values) - i} more)"
+        text += nxt
+    return text
+
+
+@dataclass(frozen=True)
+class Condition:
+    """``attribute=value`` as written (see the module docstring)."""
+
+    attribute: str
+    value: str
+
+    def __str__(self) -> str:
+        return f"{self.attribute}={self.value}"
+
+    def mask(self, h: Hierarchy) -> BoolArray:
+        """The leaves of ``h`` that satisfy the condition, bool (n_leaves,).
+
+        Raises:
+            InputError: a value that is no leaf or node of the hierarchy, a range on a QI
+                whose leaves are not numbers, an unreadable or empty range; the line names
+                the allowed values.
+        """
+        anc = h.ancestor_matrix()
+        text = self.value.strip()
+        if h.has_label(text):
+            return np.asarray(anc[:, h.node(text)])
+        numbers = h.leaf_numbers() if h.numeric else None
+        lo = hi = None
+        if (m := _RANGE.match(text)) is not None:
+            lo, hi = m.group(1), m.group(2)
+        elif (m := _HALF.match(text)) is not None:
+            lo, hi = (m.group(2), None) if m.group(1) == ">=" else (None, m.group(2))
+        if lo is not None or hi is not None:
+            if numbers is None:
+                raise InputError(
+                    f"--where {self}: a range needs numeric values, and {self.attribute} has none; "
+                    f"give one of {_shown(list(h.labels))}"
+                )
+            try:
+                low = -np.inf if lo is None else float(lo)
+                high = np.inf if hi is None else float(hi)
+            except ValueError:
+                raise InputError(f"--where {self}: write a range as [lo,hi], >=lo or <=hi with numbers") from None
+            inside = (numbers >= low) & (numbers <= high)
+            if not inside.any():
+                raise InputError(
+                    f"--where {self}: the range holds no value of {self.attribute} "
+                    f"(its values run from {h.leaves[int(np.argmin(numbers))]} to {h.leaves[int(np.argmax(numbers))]})"
+                )
+            return np.asarray(inside)
+        parts = [p.strip() for p in text.split("|")]
+        unknown = [p for p in parts if not h.has_label(p)]
+        if unknown or not text:
+            raise InputError(
+                f"--where {self}: {unknown[0] if unknown else text!r} is not a value of {self.attribute}; "
+                f"give a leaf or node of its hierarchy: {_shown(list(h.labels))}"
+            )
+        return np.asarray(anc[:, [h.node(p) for p in parts]].any(axis=1))
+
+
+def parse_condition(text: str, attributes: Sequence[str]) -> Condition:
+    """One ``--where`` text as a :class:`Condition`.
+
+    Raises:
+        InputError: no ``=``, or an attribute that is not a quasi-identifier (named, with
+            the quasi-identifiers there are).
+    """
+    name, sep, value = text.partition("=")
+    name = name.strip()
+    if not sep:
+        raise InputError(f"--where {text!r}: write a condition as QI=VALUE, e.g. {attributes[0]}=...")
+    if name not in attributes:
+        raise InputError(f"--where {text!r}: {name!r} is not a quasi-identifier; they are {', '.join(attributes)}")
+    if not value.strip():
+        raise InputError(f"--where {text!r}: no value after '='")
+    return Condition(name, value.strip())
+
+
+def sensitive_domain(copy: PublicReleases) -> list[str]:
+    """The sensitive values a query may name: the leaves of ``hierarchies/<sensitive>.csv``
+    when the copy has it, else every value published in the series."""
+    from serialpub.io.hierarchies import read_hierarchy
+
+    sensitive = copy.releases[-1].sensitive
+    path = copy.root / "hierarchies" / f"{sensitive}.csv"
+    if path.is_file():
+        return list(read_hierarchy(path, sensitive).leaves)
+    seen: dict[str, None] = {}
+    for r in copy.releases:
+        seen.update(dict.fromkeys(sorted(r.data[sensitive].astype(str).unique())))
+    return list(seen)
+
+
+def _ranges(release: PublishedRelease, conditions: Sequence[Condition], s_values: list[str]) -> QueryRanges:
+    masks: dict[str, BoolArray] = {}
+    for c in conditions:
+        if c.attribute not in release.qis:
+            raise InputError(f"--where {c}: release {release.number} does not publish {c.attribute}")
+        m = c.mask(release.hierarchies[c.attribute])[None, :]
+        masks[c.attribute] = masks[c.attribute] & m if c.attribute in masks else m
+    return QueryRanges(masks, tuple(s_values), np.ones((1, len(s_values)), dtype=bool))
+
+
+def answer(
+    copy: PublicReleases,
+    conditions: Sequence[Condition],
+    sensitive: Sequence[str] | None = None,
+    releases: Sequence[int] | None = None,
+) -> pd.DataFrame:
+    """One count query on every (or the given) release.
+
+    Args:
+        copy: the verified series (:func:`serialpub.analysis.reader.open_releases`).
+        conditions: QI conditions, joined by AND.
+        sensitive: the set S (default: every value).
+        releases: release numbers (default: all).
+
+    Returns:
+        one row per release: ``release``, ``period``, ``estimate`` (register-joint, records),
+        ``lower``, ``upper`` (certain bounds of the snapshot's count), ``uniform`` (paper
+        001), ``records`` (published).
+
+    Raises:
+        InputError: an unknown sensitive value (named, with the allowed ones); a condition
+            :meth:`Condition.mask` refuses; the copy holds no register.
+    """
+    domain = sensitive_domain(copy)
+    if sensitive is None:
+        s_values = domain
+    else:
+        s_values = [s.strip() for s in sensitive if s.strip()]
+        bad = [s for s in s_values if s not in domain]
+        if bad or not s_values:
+            raise InputError(
+                f"--sensitive: {bad[0] if bad else 'nothing'!r} is not a value of "
+                f"{copy.releases[-1].sensitive}; give some of {_shown(domain)}"
+            )
+    chosen = copy.releases if releases is None else [copy.release(n) for n in releases]
+    rows = []
+    for r in chosen:  # one step per release
+        a = joint_answers(r.joint(), _ranges(r, conditions, s_values))
+        rows.append({
+            "release": r.number, "period": r.manifest.period, "estimate": float(a.estimate[0]),
+            "lower": int(a.lower[0]), "upper": int(a.upper[0]), "uniform": float(a.uniform[0]), "records": len(r.data),
+        })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def expand(release: PublishedRelease) -> pd.DataFrame:
+    """The release as weighted microdata over its register.
+
+    Returns:
+        one row per (distinct register QI combination inside a published region, sensitive
+        value the region's group holds): ``release``, ``period``, the QI values (leaf
+        labels; numbers for a QI the manifest declares numeric), the sensitive value,
+        ``weight`` = c_s(G) · n(combo) / n(G) (expected records), ``individuals``
+        (n(combo)) and ``group``. Σ weight over the rows satisfying a query is its
+        register-joint estimate (:mod:`anonymizer.joint`); Σ weight per group and value is
+        the published count.
+
+    Raises:
+        InputError: the copy holds no register.
+    """
+    j = release.joint()
+    covered = np.flatnonzero(j.group_of_combo >= 0)
+    n_g = j.register_in_group
+    combos = pd.DataFrame({"combo": covered, "group": j.group_of_combo[covered]})
+    g_idx, v_idx = np.nonzero(j.counts)
+    held = pd.DataFrame({"group": g_idx, "value": v_idx, "count": j.counts[g_idx, v_idx]})
+    rows = combos.merge(held, on="group", how="inner", sort=False)
+    combo = rows["combo"].to_numpy()
+    group = rows["group"].to_numpy()
+    individuals = j.combo_counts[combo]
+    out = pd.DataFrame({"release": release.number, "period": release.manifest.period}, index=range(len(rows)))
+    for a, q in enumerate(j.qis):
+        h = release.hierarchies[q]
+        leaves = np.asarray(h.leaves, dtype=object)[j.combo_leaves[combo, a]]
+        numeric = q in release.manifest.numeric and h.numeric
+        out[q] = pd.to_numeric(leaves) if numeric else pd.Categorical(leaves)
+    out[release.sensitive] = pd.Categorical(np.asarray(j.sensitive_values, dtype=object)[rows["value"].to_numpy()])
+    out["weight"] = rows["count"].to_numpy() * individuals / n_g[group]
+    out["individuals"] = individuals
+    out["group"] = group
+    return out
+
+
+def write_expanded(copy: PublicReleases, out: Path, releases: Sequence[int] | None = None) -> list[Path]:
+    """:func:`expand` of every (or the given) release written to ``out/release-NNNN.parquet``.
+
+    Raises:
+        InputError: ``out`` exists and is not a folder; the copy holds no register.
+    """
+    if out.exists() and not out.is_dir():
+        raise InputError(f"{out}: not a folder; --out names the folder to write the tables into")
+    out.mkdir(parents=True, exist_ok=True)
+    chosen = copy.releases if releases is None else [copy.release(n) for n in releases]
+    written = []
+    for r in chosen:  # one table per release
+        path = out / f"release-{r.number:04d}.parquet"
+        expand(r).to_parquet(path, index=False)
+        written.append(path)
+    return written
