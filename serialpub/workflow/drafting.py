@@ -408,6 +408,8 @@ def params_record(ctx: ReleaseContext) -> dict[str, Any]:
         "suppression_model": cfg.suppression_model,
         "algorithm": cfg.algorithm,
         "partition_model": cfg.effective_partition_model,
+        # only when one is taken: the default series' manifests keep their keys
+        **({"accepted_known_breach": list(cfg.accept_known_breach)} if cfg.accept_known_breach else {}),
         "numeric_quasi_identifiers": ctx.numeric,
         "suppression_budget": cfg.suppression_budget,
         "protected_values": ctx.protected,

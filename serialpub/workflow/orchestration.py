@@ -182,6 +182,11 @@ def report(root: str | Path, seq: int, base_url: str | None = None) -> dict[str,
             if facts.get("register_weighted_error") is not None
             else "."
         ),
+        *(
+            f"**Known breach, accepted in the configuration ({model}):** {risk}. The figures above hold only "
+            "within this model (docs/threat-model.md, \"Models with a known breach\")."
+            for model, risk in facts["known_breach"].items()
+        ),
         "Validation suites: " + ", ".join(f"{k} {'passed' if v['success'] else 'FAILED'}" for k, v in suites.items()),
         where,
         f"Approved, it is published to `{final}`; rejected, nothing is published.",
