@@ -89,7 +89,7 @@ def acknowledgement_problem(
         if breach is KnownBreach.PAPER:
             which, instead = "suppression_model 'paper'", "suppression_model: mechanism"
         elif partition_model is None:
-            which = "algorithm 'bottomup' (it reads its cells' counts, as partition_model parts does)"
+            which = "algorithm 'bottomup' (it reads its cells' counts, as parts does)"
             instead = "algorithm: topdown"
         else:
             which, instead = "partition_model 'parts'", "partition_model: published"

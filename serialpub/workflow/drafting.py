@@ -21,7 +21,7 @@ import pandas as pd
 import pyarrow as pa
 
 from anonymizer import privacy
-from anonymizer.bottomup import InfeasibleError
+from anonymizer.bottomup import InfeasibleError, TableInfeasibleError
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.queries import QueryErrorResult, Workload, draw_workload, estimate_workload
 from anonymizer.release import History, ReleaseResult
@@ -175,6 +175,8 @@ def _stage(
         try:
             result = anonymize_snapshot(ctx, snap, history, seq)
         except InfeasibleError as exc:
+            if isinstance(exc, TableInfeasibleError):  # the values by name, as the operator knows them
+                exc = InfeasibleError(exc.describe([repr(ctx.protected[v]) for v in exc.values]))
             raise InputError(f"{snapshot_path}: cannot publish under ℓ = {cfg.ell:g}: {exc}. "
                              f"{infeasible_advice(ctx, history)}") from None  # fmt: skip
         t_anon = time.perf_counter() - t_anon

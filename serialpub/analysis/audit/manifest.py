@@ -67,12 +67,15 @@ def _parse_manifest(manifest: dict[str, Any], where: str) -> _Manifest:
         suppression_model=str(m.suppression_model) if m.suppression_model is not None else None,
         numeric=list(m.numeric_quasi_identifiers),
         register_marginals=m.register_marginals,
-        known_breach=[str(b) for b in recorded(
-            None if m.suppression_model is None else str(m.suppression_model),
-            None if m.algorithm is None else str(m.algorithm),
-            None if m.partition_model is None else str(m.partition_model),
-            m.imported,
-        )],  # fmt: skip
+        known_breach=[
+            str(b)
+            for b in recorded(
+                None if m.suppression_model is None else str(m.suppression_model),
+                None if m.algorithm is None else str(m.algorithm),
+                None if m.partition_model is None else str(m.partition_model),
+                m.imported,
+            )
+        ],
     )
 
 
