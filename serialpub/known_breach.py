@@ -20,8 +20,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from enum import StrEnum
 
-THREAT_MODEL = "docs/threat-model.md, \"Models with a known breach\""
-
 
 class KnownBreach(StrEnum):
     """A model whose guarantee a known attack breaks (its setting's spelling)."""

@@ -48,7 +48,11 @@ def test_a_model_with_a_known_breach_needs_its_acknowledgement(
     proc = cli("release", "--config", root, "--snapshot", snapshot(root, 1))
     assert proc.returncode == 2, proc.stdout + proc.stderr
     [line] = proc.stderr.strip().splitlines()
-    assert "setting 'accept_known_breach'" in line and "docs/threat-model.md" in line and len(line.replace(str(root), "ws")) <= 300
+    assert (
+        "setting 'accept_known_breach'" in line
+        and "docs/threat-model.md" in line
+        and len(line.replace(str(root), "ws")) <= 300
+    )
     assert f"accept_known_breach: [{', '.join(accept)}]" in line
     with pytest.raises(InputError, match=named):
         load_config(root)
