@@ -21,6 +21,7 @@ by construction.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -37,6 +38,35 @@ FloatArray = npt.NDArray[np.float64]
 
 class InfeasibleError(ValueError):
     """No generalization meets the requirement within the suppression budget."""
+
+
+class TableInfeasibleError(InfeasibleError):
+    """The table as a whole cannot meet the requirement: for some protected value, the
+    candidates of all cells together are fewer than the smallest requirement of any cell
+    times the value's records. Every partition then has a group that fails (the groups'
+    candidates and records add up to the table's, and a group's requirement is at least
+    the smallest of its cells'), so no QI cell is to blame.
+
+    Attributes:
+        values: the failing protected values' column indexes in ``Cells.counts``.
+        records: their records in the table, one per value.
+        candidates: the table's candidates (register individuals, or present ones).
+        requirement: the smallest requirement of any cell, one per value.
+    """
+
+    def __init__(self, values: list[int], records: list[int], candidates: int, requirement: list[float]) -> None:
+        self.values, self.records, self.candidates, self.requirement = values, records, candidates, requirement
+        super().__init__(self.describe([f"protected value {v}" for v in values]))
+
+    def describe(self, names: Sequence[str]) -> str:
+        """The message with the failing values named (``names``: one per ``values``)."""
+        v, c, r = names[0], self.records[0], self.requirement[0]
+        more = f" (and {len(self.values) - 1} more value(s))" if len(self.values) > 1 else ""
+        # n is an integer: n >= r·c exactly when n >= ceil(r·c)
+        return (
+            f"the whole snapshot fails, not one QI cell: its {c:,} records of {v}{more} need {r:.4g} candidates "
+            f"each, {math.ceil(c * r):,} in all, and the table has {self.candidates:,}; no partition can meet that"
+        )
 
 
 @dataclass(frozen=True)

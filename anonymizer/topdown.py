@@ -48,7 +48,14 @@ import numpy as np
 import numpy.typing as npt
 
 from anonymizer.arrays import expand_csr, factorize
-from anonymizer.bottomup import Cells, Generalization, InfeasibleError, aggregate, suppression_need
+from anonymizer.bottomup import (
+    Cells,
+    Generalization,
+    InfeasibleError,
+    TableInfeasibleError,
+    aggregate,
+    suppression_need,
+)
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.part_counts import RegionCounts, ValueCounts, all_per_row, meets
 from anonymizer.settings import PartitionModel
@@ -109,6 +116,30 @@ def _meets(n: IntArray, counts: IntArray, requirement: FloatArray) -> BoolArray:
     with np.errstate(invalid="ignore", over="ignore"):
         ok = (counts == 0) | (np.isfinite(requirement) & (n[:, None] >= requirement * counts))
     return np.asarray(ok.all(axis=1), dtype=bool)
+
+
+def _table_failure(n: IntArray, cells: Cells) -> TableInfeasibleError | None:
+    """The table-level cause of a failed search, or None when the table as a whole could
+    meet the requirement (then some QI cell is to blame).
+
+    For a protected value v: the groups of any partition add up to the table's candidates
+    ``sum(n)`` and records ``C_v``, and a group's requirement is at least the smallest of
+    any cell's ``r_v``, so ``sum(n) < r_v · C_v`` leaves some group with ``n_g < r_v · c_g``
+    (the search's comparison, :func:`_meets`). Only a value whose smallest requirement is
+    finite counts: an infinite one is a pair that may not be linked again, named by cell.
+    """
+    if not cells.counts.size:
+        return None
+    total = int(n.sum())
+    records = cells.counts.sum(axis=0)
+    low = cells.requirement.min(axis=0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        fails = (records > 0) & np.isfinite(low) & ~(total >= low * records)
+    if not fails.any():
+        return None
+    values = np.flatnonzero(fails)
+    values = values[np.argsort(-(low[values] * records[values]), kind="stable")]  # the largest shortfall first
+    return TableInfeasibleError(values.tolist(), records[values].tolist(), total, low[values].astype(float).tolist())
 
 
 def _segments(sorted_keys: IntArray) -> IntArray:
@@ -311,6 +342,9 @@ def partition(
             has_ok = admissible.any(axis=1)
             stuck = ~open_valid & ~splittable.any(axis=1)
             if stuck.any():
+                table = _table_failure(n, cells)
+                if table is not None:  # the table fails, not the cell the search stopped at
+                    raise table
                 r = int(np.flatnonzero(stuck)[0])
                 values = ", ".join(
                     f"{h.attribute}={h.labels[int(open_nodes[r, a])]}" for a, h in enumerate(hierarchies)

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from anonymizer.settings import (
     AfterKPrime,
@@ -28,6 +29,7 @@ from anonymizer.settings import (
 from serialpub.errors import InputError
 from serialpub.io.periods import PeriodFormat
 from serialpub.io.sources import SQL_PREFIX, InputSource, parse_source
+from serialpub.known_breach import KnownBreach, acknowledgement_problem
 
 CONFIG_NAME = "serialpub.yaml"
 #: every settings model: no unknown setting, no coercion (the string "2" is not a number, nor
@@ -134,6 +136,8 @@ class Config(BaseModel):
     # what the top-down search's split decisions read; None: the algorithm's own
     # (top-down: published; bottom-up: parts, the only one it has); docs/threat-model.md
     partition_model: PartitionModel | None = None
+    # the breachable models chosen above, acknowledged (serialpub.known_breach)
+    accept_known_breach: list[KnownBreach] = Field(default_factory=list, validate_default=True)
     suppression_budget: float = Field(default=0.0, ge=0, le=1)
     query_seed: int = 0
     # how period labels are written (serialpub.io.periods): a period that skips one is refused
@@ -150,6 +154,17 @@ class Config(BaseModel):
     def _distinct(cls, v: list[str]) -> list[str]:
         if len(set(v)) != len(v):
             raise ValueError("quasi_identifiers lists a column twice")
+        return v
+
+    @field_validator("accept_known_breach")
+    @classmethod
+    def _acknowledged(cls, v: list[KnownBreach], info: ValidationInfo) -> list[KnownBreach]:
+        d = info.data  # the settings before it, as validated (a refused one is absent)
+        problem = acknowledgement_problem(
+            v, d.get("suppression_model"), d.get("algorithm"), d.get("partition_model")
+        )
+        if problem:
+            raise PydanticCustomError("known_breach", problem)
         return v
 
     @model_validator(mode="after")
@@ -397,6 +412,11 @@ algorithm: {algorithm}
 #               exhaustive search of tiny series finds posteriors above 1/l.
 # (bottomup always reads its cells' counts: leave this out with it.)
 partition_model: {partition_model}
+# parts (and bottomup, which reads its cells' counts) and suppression_model paper have a
+# known breach (docs/threat-model.md, "Models with a known breach"): choosing one needs
+# its acknowledgement here, e.g. [parts] or [parts, paper], and every release's manifest,
+# report and sign-off prompt then state the risk. [] with the defaults.
+accept_known_breach: [{accept_known_breach}]
 # Largest fraction of a snapshot's records that may be suppressed (removed) when
 # generalization alone cannot meet the requirement (suppression_model: paper only).
 suppression_budget: {budget}
@@ -489,6 +509,7 @@ def render_config(
     suppression_model: str = "mechanism",
     algorithm: str | None = None,
     partition_model: str | None = None,
+    accept_known_breach: Sequence[str] = (),
     protected: Sequence[str] | None = None,
     auto_approve: str | None = None,
     signing_key: str | None = None,
@@ -503,6 +524,8 @@ def render_config(
             with a positive budget (the only search that suppresses).
         partition_model: None writes the algorithm's own (top-down: ``published``,
             bottom-up: ``parts``).
+        accept_known_breach: the breachable models acknowledged (:mod:`serialpub.known_breach`);
+            the file is refused on loading unless they are exactly the ones chosen.
         protected: the protected values; None writes ``all``.
         auto_approve: None writes ``auto_approve: false`` (a person signs off); a text
             writes ``true`` with that text as the comment saying why (a demo, test or
@@ -526,6 +549,7 @@ def render_config(
         suppression_model=suppression_model,
         algorithm=algorithm,
         partition_model=partition_model or ("parts" if algorithm == "bottomup" else "published"),
+        accept_known_breach=", ".join(accept_known_breach),
         protected="all" if protected is None else "[" + ", ".join(json.dumps(v) for v in protected) + "]",
         auto_approve="false" if auto_approve is None else f"true  # {auto_approve}",
         signing_key="null" if signing_key is None else signing_key,

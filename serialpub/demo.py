@@ -6,6 +6,7 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
+from serialpub import known_breach
 from serialpub.config import CONFIG_NAME, Workspace, load_config, render_config
 from serialpub.datasets import adult
 from serialpub.errors import InputError
@@ -102,14 +103,17 @@ def create_workspace(
     for col in [*adult.QUASI_IDENTIFIERS, adult.SENSITIVE]:
         shutil.copyfile(adult.hierarchy_dir() / f"{col}.csv", out / "hierarchies" / f"{col}.csv")
     signing.create_key_pair(out / DEMO_KEY)  # keys/publisher.pub is what a data user audits with
+    algorithm = algorithm or ("topdown" if suppression_model == "mechanism" else "bottomup")  # paper: suppresses
     (out / CONFIG_NAME).write_text(
         render_config(
             "adult", adult.QUASI_IDENTIFIERS, adult.SENSITIVE, numeric=adult.NUMERIC, ell=ell, strategy=strategy,
             k_prime=k_prime, after_k_prime=after_k_prime, alpha=alpha, guarantee=guarantee, dilution=dilution,
             budget=(0.0 if suppression_model == "mechanism" else 0.05) if budget is None else budget,
             suppression_model=suppression_model, protected=protected,
-            algorithm=algorithm or ("topdown" if suppression_model == "mechanism" else "bottomup"),  # paper: suppresses
-            partition_model=partition_model,
+            algorithm=algorithm, partition_model=partition_model,
+            # choosing a breachable model on the command line is its acknowledgement: the
+            # file says so, and every release of the demo then states the risk
+            accept_known_breach=known_breach.taken(suppression_model, algorithm, partition_model),
             auto_approve="the demo is a test environment",
             signing_key=DEMO_KEY,
         ),

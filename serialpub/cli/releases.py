@@ -56,6 +56,12 @@ def release(
         staged = publisher.prepare(snapshot, period, owner=AWAITING_SIGN_OFF)
     console.print(outcome_table([staged.outcome], ws.config.ell))
     report = publisher.report(staged.seq)
+    for model, risk in report["known_breach"].items():
+        console.print(
+            f"known breach, accepted in the configuration (accept_known_breach: {model}): {risk}; "
+            "the figures above hold only within this model (docs/threat-model.md)",
+            markup=False,
+        )
     console.print(
         f"release {staged.seq} (period {staged.period!r}) passed validation and waits for its sign-off.\n"
         f"read its report before deciding: {report['report_page']}\n"

@@ -34,6 +34,7 @@ from anonymizer.settings import (
     SuppressionModel,
 )
 from serialpub.errors import InputError
+from serialpub.known_breach import KnownBreach
 
 #: the manifest format this version writes and the newest it reads (2: the hash chain and
 #: the signing key, docs/release-contract.md "Integrity")
@@ -160,6 +161,9 @@ class Manifest(_Contract):
     suppression_model: SuppressionModel | None = None
     algorithm: Algorithm | None = None
     partition_model: PartitionModel | None = None
+    # the breachable models the publisher acknowledged (serialpub.known_breach); written only
+    # when there is one
+    accepted_known_breach: list[KnownBreach] = []
     numeric_quasi_identifiers: list[str] = []
     suppression_budget: float | None = None
     protected_values: list[str]

@@ -20,6 +20,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 
 from serialpub import __version__
 from serialpub.io.manifest import Manifest
+from serialpub.known_breach import RISK
 from serialpub.report import plots
 from serialpub.report.measure import Measure
 from serialpub.report.privacy import PrivacyFigures
@@ -134,6 +135,7 @@ def write_release_report(
             nonce=nonce, m=m, status=status, version=__version__, ok=ok, validation=validation,
             dist=privacy.distribution, budget=privacy.budget, figures=figures,
             privacy_guarantee=guarantee, privacy_classical=classical, utility=utility,
+            known_breach=[RISK[b] for b in manifest.accepted_known_breach],
         )
     )
     dist = privacy.distribution

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from anonymizer.bottomup import InfeasibleError
+from anonymizer.bottomup import InfeasibleError, TableInfeasibleError
 from anonymizer.measures.guarantee import TIE_TOLERANCE
 from anonymizer.release import History, PrivacyParams, SnapshotCodes, anonymize_history
 from anonymizer.settings import AfterKPrime, Algorithm, Guarantee, PartitionModel, Strategy, SuppressionModel
@@ -117,7 +117,10 @@ def localized_baseline(publisher: Any, published: list[Any]) -> Baseline:
                 budget=int(np.floor(float(params["suppression_budget"]) * len(snap.individual))), seed=r.seq,
             )  # fmt: skip
         except InfeasibleError as exc:
-            stopped = f"release {r.seq} is infeasible under the baseline ({exc})"
+            why = str(exc)
+            if isinstance(exc, TableInfeasibleError):
+                why = exc.describe([repr(protected[v]) for v in exc.values])
+            stopped = f"release {r.seq} is infeasible under the baseline ({why})"
             break
         history = result.history
         carried = statistics.tables(history)

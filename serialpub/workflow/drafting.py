@@ -21,7 +21,7 @@ import pandas as pd
 import pyarrow as pa
 
 from anonymizer import privacy
-from anonymizer.bottomup import InfeasibleError
+from anonymizer.bottomup import InfeasibleError, TableInfeasibleError
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.joint import JointRelease, JointWorkloadError, joint_workload_error
 from anonymizer.queries import QueryErrorResult, Workload, draw_workload, estimate_workload
@@ -181,6 +181,8 @@ def _stage(
         try:
             result = anonymize_snapshot(ctx, snap, history, seq)
         except InfeasibleError as exc:
+            if isinstance(exc, TableInfeasibleError):  # the values by name, as the operator knows them
+                exc = InfeasibleError(exc.describe([repr(ctx.protected[v]) for v in exc.values]))
             raise InputError(f"{snapshot_path}: cannot publish under ℓ = {cfg.ell:g}: {exc}. "
                              f"{infeasible_advice(ctx, history)}") from None  # fmt: skip
         t_anon = time.perf_counter() - t_anon
@@ -429,6 +431,8 @@ def params_record(ctx: ReleaseContext) -> dict[str, Any]:
         "suppression_model": cfg.suppression_model,
         "algorithm": cfg.algorithm,
         "partition_model": cfg.effective_partition_model,
+        # only when one is taken: the default series' manifests keep their keys
+        **({"accepted_known_breach": list(cfg.accept_known_breach)} if cfg.accept_known_breach else {}),
         "numeric_quasi_identifiers": ctx.numeric,
         "suppression_budget": cfg.suppression_budget,
         "protected_values": ctx.protected,

@@ -192,6 +192,11 @@ def report(root: str | Path, seq: int, base_url: str | None = None) -> dict[str,
         f"Largest breach probability over all releases: {facts['max_breach_probability']:.6f} "
         f"(bound 1/ℓ = {1 / facts['l']:.6f}).",
         _query_line(facts),
+        *(
+            f"**Known breach, accepted in the configuration ({model}):** {risk}. The figures above hold only "
+            "within this model (docs/threat-model.md, \"Models with a known breach\")."
+            for model, risk in facts["known_breach"].items()
+        ),
         "Validation suites: " + ", ".join(f"{k} {'passed' if v['success'] else 'FAILED'}" for k, v in suites.items()),
         where,
         f"Approved, it is published to `{final}`; rejected, nothing is published.",

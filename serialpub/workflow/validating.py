@@ -26,6 +26,7 @@ from serialpub.errors import InputError, ValidationFailed
 from serialpub.faults import checkpoint
 from serialpub.io import release_files
 from serialpub.io.manifest import Manifest, SuiteVerdict, Validation
+from serialpub.known_breach import RISK
 from serialpub.report.measure import Measure
 from serialpub.report.privacy import PrivacyFigures, PrivacyInputs, classical_measures, privacy_figures
 from serialpub.report.render import HTML_FILE as REPORT_FILE
@@ -210,7 +211,8 @@ def write_report(
 def summary(ctx: ReleaseContext, seq: int) -> dict[str, Any]:
     """What the approver sees for the open release ``seq``: its figures, the verdict of
     every suite, the release report (``report_page``) and its checksum (``report_sha256``,
-    stored with the sign-off as what was seen)."""
+    stored with the sign-off as what was seen), and ``known_breach``: the acknowledged
+    models with a known breach, model -> its risk in one sentence (:mod:`serialpub.known_breach`)."""
     rel = ctx.open_release(seq)
     staging = ctx.staging_dir(rel)
     manifest = Manifest.read(staging / release_files.MANIFEST_FILE)
@@ -234,6 +236,8 @@ def summary(ctx: ReleaseContext, seq: int) -> dict[str, Any]:
         "validation_page": str(page) if page.exists() else None,
         "report_page": str(report) if report.exists() else None,
         "report_sha256": release_files.sha256_file(report) if report.exists() else None,
+        # the breachable models acknowledged in the configuration, each with its risk
+        "known_breach": {str(b): RISK[b] for b in manifest.accepted_known_breach},
     }
 
 

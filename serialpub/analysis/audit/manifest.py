@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from serialpub.io.manifest import Manifest
+from serialpub.known_breach import recorded
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,8 @@ class _Manifest:
     suppression_model: str | None
     numeric: list[str]
     register_marginals: dict[str, dict[str, int]] | None
+    # the models with a known breach it was made under (serialpub.known_breach.recorded)
+    known_breach: list[str]
 
 
 def _parse_manifest(manifest: dict[str, Any], where: str) -> _Manifest:
@@ -64,6 +67,15 @@ def _parse_manifest(manifest: dict[str, Any], where: str) -> _Manifest:
         suppression_model=str(m.suppression_model) if m.suppression_model is not None else None,
         numeric=list(m.numeric_quasi_identifiers),
         register_marginals=m.register_marginals,
+        known_breach=[
+            str(b)
+            for b in recorded(
+                None if m.suppression_model is None else str(m.suppression_model),
+                None if m.algorithm is None else str(m.algorithm),
+                None if m.partition_model is None else str(m.partition_model),
+                m.imported,
+            )
+        ],
     )
 
 

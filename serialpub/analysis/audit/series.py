@@ -28,6 +28,7 @@ from serialpub.analysis.audit.recompute import _audit_release, _History
 from serialpub.analysis.audit.result import AuditResult
 from serialpub.analysis.audit.serial import _SerialBuilder, _to_serial
 from serialpub.errors import InputError
+from serialpub.known_breach import RISK, KnownBreach, release_span
 
 
 def audit_releases(
@@ -179,6 +180,16 @@ def _series_notes(parsed: list[_Manifest], values: list[str], result: AuditResul
         result.notes.append(
             f"release(s) {', '.join(map(str, localized))} claim only the localized guarantee; "
             "the audit checks the global one"
+        )
+    breached = [pm for pm in parsed if pm.known_breach]
+    if breached:
+        # one line naming every such release, not a sample: the verdict below holds only
+        # within the model each was made under
+        models = sorted({b for pm in breached for b in pm.known_breach})
+        result.notes.append(
+            f"release(s) {release_span(pm.release for pm in breached)} were made under a model with a known "
+            f"breach ({'; '.join(RISK[KnownBreach(b)] for b in models)}): the verdict holds only within that "
+            "model (docs/threat-model.md, \"Models with a known breach\")"
         )
     datasets = {pm.dataset for pm in parsed}
     if len(datasets) > 1:
