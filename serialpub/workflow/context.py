@@ -31,7 +31,7 @@ from checks.input_suites import DatasetColumns, register_suite
 from serialpub.config import Workspace
 from serialpub.errors import InputChecksFailed, InputError
 from serialpub.io import register_cache, release_files, signing, versions
-from serialpub.io.hierarchies import read_domain, read_hierarchies, read_hierarchy, spelling_hint
+from serialpub.io.hierarchies import read_domain, read_hierarchies, read_sensitive_hierarchy, spelling_hint
 from serialpub.io.inputs import IdLookup, Register, Snapshot, read_csv, register_from_table
 from serialpub.io.statistics_file import StatisticsFile
 from serialpub.workflow import progress
@@ -163,7 +163,7 @@ class ReleaseContext:
         self.sensitive_hierarchy: Hierarchy | None = None
         domain_source = str(sens_path)
         if sens_path.exists():
-            self.sensitive_hierarchy = read_hierarchy(sens_path, cfg.sensitive)
+            self.sensitive_hierarchy = read_sensitive_hierarchy(sens_path, cfg.sensitive)
             self.sensitive_domain = list(self.sensitive_hierarchy.leaves)
             domain_source = f"leaves of {sens_path}"
         elif cfg.sensitive_domain_file is not None:
