@@ -103,6 +103,9 @@ class ReleaseContext:
         # the operator's reason for letting the next release skip periods (--skip-periods);
         # None: a period that skips one is refused (workflow.input_checks.check_period)
         self.skip_reason: str | None = None
+        # the operator lets the next release use a snapshot a published release already used
+        # (--allow-repeated-snapshot); False: refused (workflow.input_checks.check_repeated_snapshot)
+        self.allow_repeated_snapshot = False
         # who prepares the next release (recorded as prepared_by; four-eyes compares it with
         # the approver): the Airflow user who triggered the run, else the OS account
         self.preparer: str | None = None
