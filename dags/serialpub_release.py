@@ -29,6 +29,7 @@ The DAG only wires the steps of :mod:`serialpub.workflow.orchestration` (docs/de
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,6 +40,7 @@ from airflow.providers.standard.operators.hitl import ApprovalOperator, HITLOper
 from airflow.sdk import Asset, AssetOrTimeSchedule, CronTriggerTimetable, Param, dag, get_current_context, task
 
 from serialpub.config import load_config
+from serialpub.errors import InputError
 from serialpub.workspaces import workspaces
 
 if TYPE_CHECKING:
@@ -54,6 +56,8 @@ def _steps() -> ModuleType:
 
     return orchestration
 
+
+log = logging.getLogger(__name__)
 SEMI_ANNUAL = "0 0 1 1,7 *"
 
 
@@ -273,5 +277,13 @@ def build_release_dag(root: str) -> Any:
     return release_dag()
 
 
-for _dataset, _root in workspaces().items():
-    globals()[f"serialpub_release_{_dataset}"] = build_release_dag(str(_root))
+# one bad workspace (an invalid serialpub.yaml, say) must not take the others' DAGs down with
+# it: it is left out, and the DAG processor's log says why
+_skipped: list[str] = []
+for _dataset, _root in workspaces(skipped=_skipped).items():
+    try:
+        globals()[f"serialpub_release_{_dataset}"] = build_release_dag(str(_root))
+    except InputError as _exc:  # the file changed since it was listed
+        _skipped.append(f"workspace {_root} skipped: {_exc}")
+for _line in _skipped:
+    log.error("serialpub: %s", _line)

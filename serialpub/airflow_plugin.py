@@ -76,9 +76,11 @@ def _page(dataset: str, seq: int, page: str) -> Response:
     from serialpub.workspaces import WORKSPACES_ENV, workspaces
 
     try:
-        roots = workspaces()
+        skipped: list[str] = []  # one bad workspace does not hide the others' pages
+        roots = workspaces(skipped=skipped)
         if dataset not in roots:
-            return PlainTextResponse(f"no dataset {dataset!r} in this api-server's {WORKSPACES_ENV}", 404)
+            why = "".join(f"; {line}" for line in skipped)
+            return PlainTextResponse(f"no dataset {dataset!r} in this api-server's {WORKSPACES_ENV}{why}", 404)
         report = Publisher(load_config(roots[dataset])).report_page(seq)
     except InputError as exc:
         return PlainTextResponse(str(exc), 404)

@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
@@ -28,6 +27,7 @@ from anonymizer.settings import (
 )
 from serialpub.errors import InputError
 from serialpub.io.periods import PeriodFormat
+from serialpub.io.settings_yaml import read_settings
 from serialpub.io.sources import SQL_PREFIX, InputSource, parse_source
 from serialpub.known_breach import KnownBreach, acknowledgement_problem
 
@@ -280,41 +280,17 @@ class Workspace(BaseModel):
         return url or f"sqlite:///{(self.root / 'state.sqlite').resolve()}"
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """YAML's safe loader, refusing a key given twice in one mapping (YAML would keep the last)."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[object, object]:
-        seen: set[object] = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"setting {key!r} is given twice; keep one", key_node.start_mark
-                )
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-
 def load_config(path: Path) -> Workspace:
-    """Read and validate a configuration file.
+    """Read and validate a configuration file (read by :func:`serialpub.io.settings_yaml.read_settings`:
+    bounded in size, without aliases, booleans only ``true`` and ``false``).
 
     Raises:
-        InputError: the file is missing, not YAML, or a setting is invalid (the message
-            names the file and the setting).
+        InputError: the file is missing, too large, not YAML, or a setting is invalid (the
+            message names the file and the setting).
     """
     if path.is_dir():
         path = path / CONFIG_NAME
-    try:
-        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)
-    except FileNotFoundError:
-        raise InputError(f"{path}: configuration file not found; create one with 'serialpub demo' as a model") from None
-    except yaml.MarkedYAMLError as exc:
-        # one line: the problem and where it is (PyYAML's own text spans several lines)
-        mark = exc.problem_mark or exc.context_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        raise InputError(f"{path}: not valid YAML ({where}{exc.problem or exc.context})") from None
-    except yaml.YAMLError as exc:
-        raise InputError(f"{path}: not valid YAML ({' '.join(str(exc).split())})") from None
+    raw = read_settings(path)
     if not isinstance(raw, dict):
         raise InputError(f"{path}: expected a mapping of settings, e.g. 'dataset: adult'")
     try:
@@ -323,7 +299,10 @@ def load_config(path: Path) -> Workspace:
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(x) for x in err["loc"]) or "(file)"
-        raise InputError(f"{path}: setting '{where}': {err['msg']}") from None
+        msg = err["msg"]
+        if err["type"] == "bool_type":  # e.g. 'yes', which YAML 1.1 would have read as true
+            msg = f"{str(err['input'])[:40]!r} is not a boolean; write true or false"
+        raise InputError(f"{path}: setting '{where}': {msg}") from None
     return Workspace(root=path.parent.resolve(), config=config)
 
 

@@ -24,18 +24,33 @@ def report_url(base_url: str, dataset: str, seq: int, page: str = "report.html")
     return f"{base_url.rstrip('/')}{URL_PREFIX}/{dataset}/releases/{seq}/{page}"
 
 
-def workspaces(value: str | None = None) -> dict[str, Path]:
+def workspaces(value: str | None = None, skipped: list[str] | None = None) -> dict[str, Path]:
     """Dataset name -> workspace folder, from ``SERIALPUB_WORKSPACES`` (or ``value``).
 
+    Args:
+        skipped: if given, a workspace that cannot be served (an unreadable or invalid
+            serialpub.yaml, a dataset named twice) is left out and one line saying why is
+            appended here, so that one bad workspace does not take the others down (the DAG
+            processor, docs/airflow.md); None: it is raised.
+
     Raises:
-        InputError: a folder without a readable serialpub.yaml, or a dataset named twice.
+        InputError: a folder without a readable serialpub.yaml, or a dataset named twice
+            (only when ``skipped`` is None).
     """
     text = os.environ.get(WORKSPACES_ENV, "") if value is None else value
     found: dict[str, Path] = {}
     for part in filter(None, (p.strip() for p in text.split(os.pathsep))):
-        ws = load_config(Path(part))
-        name = ws.config.dataset
-        if name in found:
-            raise InputError(f"{WORKSPACES_ENV}: dataset {name!r} is configured twice ({found[name]} and {ws.root})")
+        try:
+            ws = load_config(Path(part))
+            name = ws.config.dataset
+            if name in found:
+                raise InputError(
+                    f"{WORKSPACES_ENV}: dataset {name!r} is configured twice ({found[name]} and {ws.root})"
+                )
+        except InputError as exc:
+            if skipped is None:
+                raise
+            skipped.append(f"workspace {part} skipped: {exc}")
+            continue
         found[name] = ws.root
     return found

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 import yaml
-from helpers import PERIODS, airflow_env, airflow_workspace
+from helpers import PERIODS, airflow_env, airflow_workspace, make_workspace
 
 from serialpub.config import load_config
 from serialpub.io.release_files import sha256_file
@@ -244,3 +244,25 @@ def test_parsing_the_dag_file_imports_no_pipeline_library(adult_template: Path, 
     assert dags == f"['serialpub_release_{load_config(adult_template).config.dataset}']"
     assert heavy == "[]", heavy
 
+
+
+def test_one_bad_workspace_does_not_take_the_dag_file_down(tmp_path: Path) -> None:
+    """A workspace whose serialpub.yaml is refused (here: an alias) is left out, with one
+    line in the DAG processor's log; the other workspaces' DAGs are still listed."""
+    good = make_workspace(tmp_path / "good")
+    bad = make_workspace(tmp_path / "bad", dataset="clinic_bad")
+    with (bad / "serialpub.yaml").open("a", encoding="utf-8") as f:
+        f.write("x: &x [1, 2]\ny: *x\n")
+    code = (
+        "import runpy, sys; ns = runpy.run_path(sys.argv[1]); "
+        "print(sorted(k for k in ns if k.startswith('serialpub_release_')))"
+    )
+    env = airflow_env(tmp_path / "home", [bad, good])
+    dag_file = Path(__file__).resolve().parent.parent / "dags" / "serialpub_release.py"
+    proc = subprocess.run([sys.executable, "-c", code, str(dag_file)], env=env, capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip().splitlines()[-1] == "['serialpub_release_clinic']"
+    log = proc.stdout + proc.stderr
+    assert f"serialpub: workspace {bad} skipped: {bad / 'serialpub.yaml'}: not valid YAML" in log, log[-3000:]
+    assert "alias *x is not allowed in a settings file" in log

@@ -31,6 +31,13 @@ def release(
         str | None,
         typer.Option("--skip-periods", help="why the periods between the last published one and this are skipped"),
     ] = None,
+    allow_repeated_snapshot: Annotated[
+        bool,
+        typer.Option(
+            "--allow-repeated-snapshot",
+            help="publish a snapshot whose bytes a published release's snapshot had (recorded in the release)",
+        ),
+    ] = False,
 ) -> None:
     """Prepare the next release from one snapshot: check the inputs, anonymize, validate.
     It then waits for a sign-off ('serialpub approve' or 'serialpub reject'), unless the
@@ -46,6 +53,7 @@ def release(
         if not skip_periods.strip():
             raise InputError("--skip-periods needs the reason the periods are skipped; it is recorded")
         publisher.skip_reason = skip_periods.strip()
+    publisher.allow_repeated_snapshot = allow_repeated_snapshot
     if ws.config.sign_off.auto_approve:
         with shown(console):
             outcome = publisher.publish(snapshot, period)

@@ -4,7 +4,9 @@ A *source* is written as one string, in ``serialpub.yaml`` (``register:``) or on
 line (``--snapshot``):
 
 - ``path/to/file.csv``: a CSV file (UTF-8, header line, one row per individual or record);
-- ``path/to/file.parquet``: a Parquet file; every column is read as text;
+- ``path/to/file.parquet``: a Parquet file; every column is read as text (an integer as its
+  decimal digits); a floating-point column is refused, since ``25.0`` would silently become
+  the value ``25``;
 - ``sql:TABLE`` or ``sql:SELECT ...``: a table or a query of the database named by
   ``input_database_url`` (any SQLAlchemy URL), its rows ordered by the id column.
 
@@ -185,6 +187,14 @@ def _parquet_csv(path: Path, what: str) -> bytes:
         raise InputError(f"{path}: {what} file not found") from None
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputError(f"{path}: the {what} is not a readable Parquet file ({exc})") from None
+    for field in table.schema:
+        # a float's text is not its file's: 25.0 would be read as the leaf '25', and 24.9999999
+        # or 1e+20 as values nobody wrote. Whole numbers are stored as integers, the rest as text
+        if pa.types.is_floating(field.type):
+            raise InputError(
+                f"{path}: column {str(field.name)[:60]!r} of the {what} is stored as {field.type} (a float, "
+                "e.g. 25.0); store whole numbers as an integer type and other values as text"
+            )
     try:
         return _to_csv(table)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:

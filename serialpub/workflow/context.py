@@ -31,7 +31,7 @@ from checks.input_suites import DatasetColumns, register_suite
 from serialpub.config import Workspace
 from serialpub.errors import InputChecksFailed, InputError
 from serialpub.io import register_cache, release_files, signing, versions
-from serialpub.io.hierarchies import read_domain, read_hierarchies, read_hierarchy, spelling_hint
+from serialpub.io.hierarchies import read_domain, read_hierarchies, read_sensitive_hierarchy, spelling_hint
 from serialpub.io.inputs import IdLookup, Register, Snapshot, read_csv, register_from_table
 from serialpub.io.statistics_file import StatisticsFile
 from serialpub.workflow import progress
@@ -103,6 +103,9 @@ class ReleaseContext:
         # the operator's reason for letting the next release skip periods (--skip-periods);
         # None: a period that skips one is refused (workflow.input_checks.check_period)
         self.skip_reason: str | None = None
+        # the operator lets the next release use a snapshot a published release already used
+        # (--allow-repeated-snapshot); False: refused (workflow.input_checks.check_repeated_snapshot)
+        self.allow_repeated_snapshot = False
         # who prepares the next release (recorded as prepared_by; four-eyes compares it with
         # the approver): the Airflow user who triggered the run, else the OS account
         self.preparer: str | None = None
@@ -163,7 +166,7 @@ class ReleaseContext:
         self.sensitive_hierarchy: Hierarchy | None = None
         domain_source = str(sens_path)
         if sens_path.exists():
-            self.sensitive_hierarchy = read_hierarchy(sens_path, cfg.sensitive)
+            self.sensitive_hierarchy = read_sensitive_hierarchy(sens_path, cfg.sensitive)
             self.sensitive_domain = list(self.sensitive_hierarchy.leaves)
             domain_source = f"leaves of {sens_path}"
         elif cfg.sensitive_domain_file is not None:

@@ -137,6 +137,9 @@ def draft(
         # the account that prepared it: under sign_off.four_eyes it cannot approve it
         "prepared_by": ctx.preparer or identity.os_login(),
     }
+    repeated = [r.seq for r in published if r.params.get("snapshot_sha256") == checked.sha256]
+    if repeated:  # allowed only with ctx.allow_repeated_snapshot (check_repeated_snapshot): kept
+        params["repeats_snapshot_of"] = repeated
     gap = skipped_periods(ctx, period, published)
     if gap:  # allowed only with ctx.skip_reason (check_period): the decision is kept
         params |= {"skipped_periods": gap, "skip_reason": ctx.skip_reason}

@@ -131,9 +131,32 @@ def forget_checked() -> None:
     _last_checked = None
 
 
+def check_repeated_snapshot(
+    ctx: ReleaseContext, label: str, sha: str, published: list[PublishedRelease], allowed: bool = False
+) -> list[int]:
+    """The published releases (their numbers) whose snapshot had exactly these bytes
+    (``params["snapshot_sha256"]``, recorded by every draft). Last period's snapshot sent
+    again for the next period would publish last period's data as this period's, so such a
+    snapshot is refused unless the operator allows it (``--allow-repeated-snapshot``, recorded
+    in the draft), e.g. for a population that truly did not change.
+
+    Raises:
+        InputError: a repeated snapshot, neither ``allowed`` nor ``ctx.allow_repeated_snapshot``.
+    """
+    repeated = [r for r in published if r.params.get("snapshot_sha256") == sha]
+    if repeated and not (allowed or ctx.allow_repeated_snapshot):
+        r = repeated[-1]
+        raise InputError(
+            f"{label}: this snapshot is byte for byte the one release {r.seq} (period {r.period!r}) published; "
+            "give this period's snapshot, or --allow-repeated-snapshot if the data truly did not change (recorded)"
+        )
+    return [r.seq for r in repeated]
+
+
 def check_inputs(
     ctx: ReleaseContext, snapshot: str | Path | InputSource, period: str,
     meanwhile: Callable[[Callable[[], Snapshot], threading.Event], Any] | None = None,
+    repeated_allowed: bool = False,
 ) -> InputChecks:  # fmt: skip
     """Every check of the inputs before a draft: the period, the register suite (run
     once per context), the snapshot suite and the snapshot's QIs against the register's.
@@ -151,6 +174,9 @@ def check_inputs(
             future is the result's ``ahead`` (None for the checks of a snapshot kept from
             before).
 
+        repeated_allowed: a snapshot whose bytes a published release's snapshot had is
+            allowed (:func:`check_repeated_snapshot`; a draft that was allowed it).
+
     Raises:
         InputError (``InputChecksFailed`` for a failed suite): nothing was changed.
     """
@@ -162,6 +188,7 @@ def check_inputs(
     with progress.step("reading the snapshot"):
         content = source.read_bytes("snapshot", cfg.id_column)
         sha = versions.sha256_bytes(content)
+        check_repeated_snapshot(ctx, source.label, sha, published, repeated_allowed)
         order, verdict = _order_and_key(ctx, period, published, sha)
         key = (source.record, verdict)
         last = _last_checked

@@ -79,7 +79,8 @@ def _validate(ctx: ReleaseContext, rel: OpenRelease) -> list[SuiteResult]:
             "published: prepare the release again ('serialpub release') with the period's files"
         )
     source = snapshot_source(ctx, rel.params["snapshot"])
-    checked = check_inputs(ctx, source, rel.period) if source.exists() else None
+    repeated_allowed = bool(rel.params.get("repeats_snapshot_of"))  # the draft was allowed it
+    checked = check_inputs(ctx, source, rel.period, repeated_allowed=repeated_allowed) if source.exists() else None
     if checked is None or checked.sha256 != rel.params.get("snapshot_sha256"):
         raise StateError(
             f"{source.label}: the snapshot of release {rel.seq} changed or disappeared after the release was drafted; "

@@ -15,6 +15,7 @@ import pandas as pd
 
 from anonymizer.hierarchy import Hierarchy
 from serialpub.analysis.audit.geometry import _codes, _row_ids
+from serialpub.analysis.audit.spellings import value_codes
 from serialpub.errors import InputError, quoted
 
 IntArray = npt.NDArray[np.int64]
@@ -105,6 +106,8 @@ def _snapshot_records(
     if (rows < 0).any():
         i = int(np.flatnonzero(rows < 0)[0])
         raise InputError(f"{where}, line {i + 2}: individual {quoted(ids.iloc[i])} is not in the population register")
-    value = pd.Index(values).get_indexer(pd.Index(table[sensitive].astype(str))).astype(np.int64)
+    # a value spelled another way is the protected value it spells (serialpub.io.spelling)
+    codes, labels = pd.factorize(table[sensitive].astype(str))
+    value = value_codes(values, list(labels))[codes]
     return _Snapshot(combo=combos.combo_of_row[rows], value=value)
 

@@ -23,6 +23,7 @@ from serialpub.analysis.audit.combos import _Combos, _Snapshot
 from serialpub.analysis.audit.geometry import _JOIN_CHUNK, _codes, _distinct, _join, _row_ids, _Tree
 from serialpub.analysis.audit.manifest import _Manifest, _sha256
 from serialpub.analysis.audit.result import MAX_LISTED_OVERLAPS, AuditResult, Overlap
+from serialpub.analysis.audit.spellings import spelling_findings, value_codes
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -132,8 +133,9 @@ def _audit_release(
         result.findings.append(f"{where}: the manifest says {m.groups} groups, data.parquet has {g}")
     s_codes, s_uniques = _codes(data[m.sensitive])
     s_codes = s_codes[known]
-    value_index = {v: i for i, v in enumerate(values)}
-    s_map = np.array([value_index.get(u, -1) for u in s_uniques], dtype=np.int64)
+    # a value spelled another way is the protected value it spells (serialpub.io.spelling)
+    result.findings.extend(spelling_findings(where, values, m.protected, s_uniques))
+    s_map = value_codes(values, s_uniques)
     rec_value = np.where(s_codes >= 0, s_map[np.maximum(s_codes, 0)] if s_map.size else -1, -1)
     protected_rec = rec_value >= 0
     n_s = np.bincount(
