@@ -17,4 +17,7 @@ from serialpub.cli import releases  # noqa: F401 (registers: release, approve, r
 # isort: split
 from serialpub.cli import checking  # noqa: F401 (registers: audit, db, state)
 
+# isort: split
+from serialpub.cli import planning  # noqa: F401 (registers: plan)
+
 __all__ = ["app", "main"]
