@@ -58,8 +58,10 @@ def _real_series(root: Path, settings: dict[str, Any], protected: list[str]) -> 
         folder = ws.dataset_dir / f"release-{t:04d}"
         manifest = json.loads((folder / "manifest.json").read_text())
         table = pd.read_parquet(folder / "data.parquet")
-        snap = snapshot_from_table(read_csv(snapshot(root, t), "snapshot"), snapshot(root, t), "id", ctx.qis,
-                                   "disease", ctx.register, ctx.hierarchies, set(ctx.sensitive_domain or []))  # fmt: skip
+        domain = set(ctx.sensitive_domain or [])
+        table_t = read_csv(snapshot(root, t), "snapshot")
+        snap = snapshot_from_table(table_t, snapshot(root, t), "id", ctx.qis, "disease", ctx.register,
+                                   ctx.hierarchies, domain)  # fmt: skip
         w = draw_workload(snap.table[[*ctx.qis, "disease"]], ctx.hierarchies, "disease", n_queries=QUERY_COUNT,
                           qd=QUERY_DIMENSIONS, selectivity=QUERY_SELECTIVITY, seed=0)  # fmt: skip
         read = ctx.read_hierarchies(table)

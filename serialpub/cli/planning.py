@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -89,7 +90,7 @@ def plan(
         rows, seconds = run_plan(setup, candidates, jobs, lambda: bar.advance(task))
     cfg = ws.config
     order = ranked(rows, rounds)
-    used_jobs = max(1, min(jobs or __import__("os").cpu_count() or 1, len(candidates)))
+    used_jobs = max(1, min(jobs or os.cpu_count() or 1, len(candidates)))
     document = {
         "dataset": cfg.dataset,
         "workspace": str(ws.root),
@@ -97,8 +98,12 @@ def plan(
         "rounds": rounds,
         "guarantee": cfg.guarantee.value,
         "dilution": cfg.dilution.value,
-        "queries": {"count": QUERY_COUNT, "qd": QUERY_DIMENSIONS, "selectivity": QUERY_SELECTIVITY,
-                    "seed": cfg.query_seed},  # fmt: skip
+        "queries": {
+            "count": QUERY_COUNT,
+            "qd": QUERY_DIMENSIONS,
+            "selectivity": QUERY_SELECTIVITY,
+            "seed": cfg.query_seed,
+        },
         "seconds": seconds,
         "jobs": used_jobs,
         "advice": advice(order, rounds, len(domain)),

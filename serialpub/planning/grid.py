@@ -169,8 +169,11 @@ def read_grid_file(path: Path) -> dict[str, list[Any]]:
         if name not in SETTINGS:
             raise InputError(f"{path}: unknown setting {key!r}; a grid sets {', '.join(SETTINGS)}")
         values = value if isinstance(value, list) else [value]
-        if name == "protected_values" and isinstance(value, list) and value and all(
-            isinstance(v, str) and v != "all" and not v.startswith(RAREST) for v in value
+        if (
+            name == "protected_values"
+            and isinstance(value, list)
+            and value
+            and all(isinstance(v, str) and v != "all" and not v.startswith(RAREST) for v in value)
         ):
             values = [value]  # one list of values, not a list of candidates
         if not values:

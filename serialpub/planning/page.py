@@ -130,8 +130,10 @@ def frontier(rows: Sequence[dict[str, Any]], rounds: int) -> str:
 def write_page(path: Path, plan: dict[str, Any]) -> Path:
     """Write the plan's HTML page (``plan`` is the JSON document of ``serialpub plan``)."""
     rows = plan["candidates"]
-    text = environment().get_template(TEMPLATE).render(
-        plan=plan, rows=rows, frontier=frontier(rows, plan["rounds"]), version=__version__
+    text = (
+        environment()
+        .get_template(TEMPLATE)
+        .render(plan=plan, rows=rows, frontier=frontier(rows, plan["rounds"]), version=__version__)
     )
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")

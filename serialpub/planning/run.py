@@ -91,9 +91,7 @@ def run_plan(
     started = time.perf_counter()
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(candidates)))
     if jobs == 1:
-        out = [
-            run_candidate(setup.ctx, setup.snapshots, setup.measure, c, tick).summary() for c in candidates
-        ]
+        out = [run_candidate(setup.ctx, setup.snapshots, setup.measure, c, tick).summary() for c in candidates]
         return out, time.perf_counter() - started
     results: dict[int, dict[str, Any]] = {}
     # spawned workers: a fork would copy the parent's threads' locks (rich's live display)
