@@ -86,9 +86,9 @@ def advice(rows: Sequence[dict[str, Any]], rounds: int, domain_size: int) -> lis
             f"is refused at release {first['refused_at']} ({first['published']} published)."
         )
     parts_rows = [r for r in lasting if r["known_breach"]]
-    if parts_rows and sound:
-        gain_parts = max(r["gain"] for r in parts_rows)
-        gain_sound = max(r["gain"] for r in sound)
+    gain_parts = max((r["gain"] for r in parts_rows), default=None)
+    gain_sound = max((r["gain"] for r in sound), default=None)
+    if gain_parts is not None and gain_sound is not None and round(gain_parts, 3) > round(gain_sound, 3):
         out.append(
             f"The 'parts' partition model gains up to {gain_parts:.3f} against {gain_sound:.3f} for the sound "
             "one, but its partition leaks the counts it read: a model with a known breach "
