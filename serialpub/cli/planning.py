@@ -91,7 +91,8 @@ def plan(
     cfg = ws.config
     order = ranked(rows, rounds)
     used_jobs = max(1, min(jobs or os.cpu_count() or 1, len(candidates)))
-    document = {
+    lines = advice(order, rounds, len(domain))
+    document: dict[str, Any] = {
         "dataset": cfg.dataset,
         "workspace": str(ws.root),
         "source": setup.source,
@@ -106,11 +107,11 @@ def plan(
         },
         "seconds": seconds,
         "jobs": used_jobs,
-        "advice": advice(order, rounds, len(domain)),
+        "advice": lines,
         "candidates": order,
     }
     console.print(_table(order, rounds))
-    for line in document["advice"]:
+    for line in lines:
         console.print(f"• {line}")
     console.print(f"{len(candidates)} candidates × {rounds} releases in {seconds:.1f} s on {used_jobs} process(es)")
     if json_out is not None:

@@ -34,7 +34,7 @@ from anonymizer.bottomup import InfeasibleError
 from anonymizer.joint import JointRelease, joint_answers
 from anonymizer.queries import Workload, draw_workload
 from anonymizer.release import History, PrivacyParams, ReleaseResult, SnapshotCodes, anonymize_history
-from anonymizer.settings import Dilution
+from anonymizer.settings import AfterKPrime, Dilution, PartitionModel, Strategy
 from serialpub.config import DATABASE_ENV, Workspace
 from serialpub.errors import InputError
 from serialpub.io.inputs import Snapshot, read_csv, snapshot_from_table
@@ -148,11 +148,11 @@ def candidate_params(candidate: Candidate, ctx: ReleaseContext) -> PrivacyParams
     return replace(
         ctx.params,
         ell=candidate.ell,
-        strategy=candidate.strategy,
+        strategy=Strategy(candidate.strategy),
         k_prime=candidate.k_prime,
         alpha=candidate.alpha,
-        after_k_prime=candidate.after_k_prime,
-        partition_model=candidate.partition_model,
+        after_k_prime=AfterKPrime(candidate.after_k_prime),
+        partition_model=PartitionModel(candidate.partition_model),
     )
 
 
