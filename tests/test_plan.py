@@ -239,3 +239,16 @@ def test_plan_page_renders_in_headless_chromium(tmp_path: Path) -> None:
     assert plot is not None and plot["width"] > 400 and plot["height"] > 150
     assert rows == 1 + 2  # the header and both candidates
     assert advice >= 1
+
+
+def test_simulated_snapshots_are_seeded_and_an_unknown_preset_is_refused(tmp_path: Path) -> None:
+    root = make_workspace(tmp_path / "ws", periods=2)
+    ws = load_config(root)
+    a = prepare(ws, None, "paper", 2, seed=1)
+    b = prepare(ws, None, "paper", 2, seed=1)
+    c = prepare(ws, None, "paper", 2, seed=2)
+    assert [s.individual.tolist() for s in a.snapshots] == [s.individual.tolist() for s in b.snapshots]
+    assert [s.individual.tolist() for s in a.snapshots] != [s.individual.tolist() for s in c.snapshots]
+    proc = cli("plan", "--config", root, "--simulate", "weekly", "--rounds", "2", "--json", tmp_path / "p.json")
+    assert proc.returncode == 2 and "unknown preset; use one of paper, cohort" in proc.stderr
+    assert not (tmp_path / "p.json").exists()
