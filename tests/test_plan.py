@@ -252,3 +252,17 @@ def test_simulated_snapshots_are_seeded_and_an_unknown_preset_is_refused(tmp_pat
     proc = cli("plan", "--config", root, "--simulate", "weekly", "--rounds", "2", "--json", tmp_path / "p.json")
     assert proc.returncode == 2 and "unknown preset; use one of paper, cohort" in proc.stderr
     assert not (tmp_path / "p.json").exists()
+
+
+@pytest.mark.slow
+def test_worker_processes_give_the_figures_of_one_process(tmp_path: Path) -> None:
+    ws = load_config(make_workspace(tmp_path / "ws", periods=2))
+    setup = prepare(ws, None, None, 2)
+    cands = build_grid({"l": [2, 3], "protected_values": ["all", "rarest:2"]}, ws.config, ["hiv", "cancer", "flu",
+                       "cold", "fever", "gastritis"])  # fmt: skip
+    ticks: list[int] = []
+    one, _ = run_plan(setup, cands, jobs=1)
+    two, _ = run_plan(setup, cands, jobs=2, tick=lambda: ticks.append(1))
+    strip = [{k: v for k, v in r.items() if k != "seconds"} for r in one]
+    assert [{k: v for k, v in r.items() if k != "seconds"} for r in two] == strip
+    assert len(ticks) == len(cands) * 2  # the progress bar's candidates × releases
