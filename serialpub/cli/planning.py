@@ -113,6 +113,10 @@ def plan(
     console.print(_table(order, rounds))
     for line in lines:
         console.print(f"• {line}")
+    for r in order:
+        if r["reason"]:
+            reason = r["reason"] if len(r["reason"]) <= 240 else r["reason"][:239] + "…"
+            console.print(f"refused: {r['candidate']}, release {r['refused_at']}: {reason}", markup=False)
     console.print(f"{len(candidates)} candidates × {rounds} releases in {seconds:.1f} s on {used_jobs} process(es)")
     if json_out is not None:
         json_out.parent.mkdir(parents=True, exist_ok=True)
