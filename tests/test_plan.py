@@ -266,3 +266,12 @@ def test_worker_processes_give_the_figures_of_one_process(tmp_path: Path) -> Non
     strip = [{k: v for k, v in r.items() if k != "seconds"} for r in one]
     assert [{k: v for k, v in r.items() if k != "seconds"} for r in two] == strip
     assert len(ticks) == len(cands) * 2  # the progress bar's candidates × releases
+
+
+def test_a_workspace_under_the_paper_suppression_model_flags_every_candidate(tmp_path: Path) -> None:
+    # the top-down search with the published partition: only the suppression model is at fault
+    root = make_workspace(tmp_path / "ws", periods=1, suppression_model="paper", partition_model="published")
+    proc = cli("plan", "--config", root, "--rounds", "1", "--jobs", "1", "--json", tmp_path / "p.json")
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads((tmp_path / "p.json").read_text())["candidates"]
+    assert rows and all(r["known_breach"] for r in rows)

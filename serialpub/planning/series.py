@@ -34,7 +34,7 @@ from anonymizer.bottomup import InfeasibleError
 from anonymizer.joint import JointRelease, joint_answers
 from anonymizer.queries import Workload, draw_workload
 from anonymizer.release import History, PrivacyParams, ReleaseResult, SnapshotCodes, anonymize_history
-from anonymizer.settings import AfterKPrime, Dilution, PartitionModel, Strategy
+from anonymizer.settings import AfterKPrime, Dilution, PartitionModel, Strategy, SuppressionModel
 from serialpub.config import DATABASE_ENV, Workspace
 from serialpub.errors import InputError
 from serialpub.io.inputs import Snapshot, read_csv, snapshot_from_table
@@ -219,6 +219,8 @@ class CandidateResult:
     linked: dict[int, int] = field(default_factory=dict)
     seconds: float = 0.0
     breach_exceeded: bool = False
+    #: the workspace's suppression model is paper 004's (docs/threat-model.md: a known breach)
+    paper_suppression: bool = False
 
     def summary(self) -> dict[str, Any]:
         """The figures of the table and the JSON."""
@@ -231,7 +233,7 @@ class CandidateResult:
             "candidate": self.candidate.label,
             "settings": self.candidate.record(),
             "protected": self.protected,
-            "known_breach": self.candidate.known_breach,
+            "known_breach": self.candidate.known_breach or self.paper_suppression,
             "published": len(r),
             "refused_at": self.refused_at,
             "reason": self.reason,
@@ -272,7 +274,7 @@ def run_candidate(
     hierarchies = ctx.hierarchies_for_search(params.algorithm, ctx.numeric)
     index = pd.Index(protected)
     history = History.empty(np.full(len(ctx.register.ids), float(candidate.ell)), len(protected))
-    out = CandidateResult(candidate, protected)
+    out = CandidateResult(candidate, protected, paper_suppression=params.suppression_model is SuppressionModel.PAPER)
     presence = cfg.dilution is Dilution.PRESENCE
     for seq, snap in enumerate(snapshots, start=1):
         codes, labels = snap.value_order
