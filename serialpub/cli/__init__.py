@@ -20,4 +20,7 @@ from serialpub.cli import checking  # noqa: F401 (registers: audit, db, state)
 # isort: split
 from serialpub.cli import data_user  # noqa: F401 (registers: query, expand)
 
+# isort: split
+from serialpub.cli import planning  # noqa: F401 (registers: plan)
+
 __all__ = ["app", "main"]

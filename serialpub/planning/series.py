@@ -1,0 +1,336 @@
+"""Each candidate's series published in memory, and its figures.
+
+The inputs are read with the pipeline's own readers (:class:`PlanInputs`, a
+:class:`~serialpub.workflow.context.ReleaseContext` that never opens the state database),
+and every release is computed by the function the draft path calls,
+:func:`anonymizer.release.anonymize_history`, with the release number as its seed and the
+workspace's dilution; the release table is :func:`serialpub.workflow.drafting.published_table`.
+So a series published with ``serialpub release`` under the same settings has the same
+groups, breach probabilities and figures (tests/test_plan.py checks it). Nothing is written:
+no state, no release store, no register cache.
+
+Per release the utility is the mean relative error of the draft's query workload (5,000
+range-count queries, qd 3, selectivity 0.05, the workspace's query seed; docs/design.md
+section 8) read with the register-joint estimator (:mod:`anonymizer.joint`); the
+**baseline** is the same estimator on a release publishing only the snapshot's sensitive
+histogram (one group, every QI ``*``), and the **gain** is baseline error − release error.
+Paper 001's uniform reading of the same release is kept beside it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from anonymizer.bottomup import InfeasibleError
+from anonymizer.joint import JointRelease, joint_answers
+from anonymizer.queries import Workload, draw_workload
+from anonymizer.release import History, PrivacyParams, ReleaseResult, SnapshotCodes, anonymize_history
+from anonymizer.settings import AfterKPrime, Dilution, PartitionModel, Strategy, SuppressionModel
+from serialpub.config import DATABASE_ENV, Workspace
+from serialpub.errors import InputError
+from serialpub.io.inputs import Snapshot, read_csv, snapshot_from_table
+from serialpub.planning.grid import RAREST, Candidate
+from serialpub.simulate import PRESETS, SeriesSpec, simulate_series
+from serialpub.workflow import drafting
+from serialpub.workflow.context import ReleaseContext
+from serialpub.workflow.drafting import QUERY_COUNT, QUERY_DIMENSIONS, QUERY_SELECTIVITY
+
+FloatArray = npt.NDArray[np.float64]
+
+
+class PlanInputs(ReleaseContext):
+    """A workspace's inputs read as the pipeline reads them, without its state: the
+    context's state store is an in-memory database that nothing reads or writes."""
+
+    def __init__(self, ws: Workspace) -> None:
+        memory = ws.model_copy(update={"config": ws.config.model_copy(update={"database_url": "sqlite://"})})
+        saved = os.environ.pop(DATABASE_ENV, None)  # it would name the workspace's own database
+        try:
+            super().__init__(memory)
+        finally:
+            if saved is not None:
+                os.environ[DATABASE_ENV] = saved
+
+
+def _snapshot_files(folder: Path) -> list[Path]:
+    return sorted([*folder.glob("*.csv"), *folder.glob("*.parquet")])
+
+
+def read_snapshots(ctx: ReleaseContext, folder: Path, rounds: int) -> list[Snapshot]:
+    """The first ``rounds`` snapshots of ``folder`` (file-name order), checked against the
+    register as ``serialpub release`` checks them.
+
+    Raises:
+        InputError: fewer files than rounds, or a snapshot that does not match the register
+            (the pipeline's message, naming the file and line).
+    """
+    files = _snapshot_files(folder)
+    if len(files) < rounds:
+        raise InputError(
+            f"--snapshots {folder}: {len(files)} snapshot file(s) for --rounds {rounds}; give at most "
+            f"{len(files)} rounds or more snapshots"
+        )
+    cfg = ctx.ws.config
+    domain = set(ctx.sensitive_domain) if ctx.sensitive_domain is not None else None
+    out = []
+    for p in files[:rounds]:
+        table = read_csv(p, "snapshot") if p.suffix == ".csv" else pd.read_parquet(p).astype(str)
+        out.append(
+            snapshot_from_table(table, p, cfg.id_column, ctx.qis, cfg.sensitive, ctx.register, ctx.hierarchies, domain)
+        )
+    return out
+
+
+def simulated_snapshots(ctx: ReleaseContext, preset: str, rounds: int, seed: int = 0) -> list[Snapshot]:
+    """Snapshots simulated by paper 004's generator (:mod:`serialpub.simulate`, the preset's
+    carry-over and redraw, ``seed``) from a base table of the register's individuals.
+
+    The register holds no sensitive value, so each individual takes the last one recorded
+    for them in the workspace's own ``snapshots/`` folder; the generator partitions the
+    individuals found there into max(rounds, the preset's rounds) periods. On the demo
+    workspace (whose snapshots cover its whole base table) the preset ``paper`` with seed 0
+    gives the demo's snapshots.
+
+    Raises:
+        InputError: an unknown preset, or a workspace without snapshots to take values from.
+    """
+    if preset not in PRESETS:
+        raise InputError(f"--simulate {preset!r}: unknown preset; use one of {', '.join(PRESETS)}")
+    cfg = ctx.ws.config
+    files = _snapshot_files(ctx.ws.root / "snapshots")
+    if not files:
+        raise InputError(
+            f"--simulate {preset}: {ctx.ws.root / 'snapshots'} holds no snapshot to take the sensitive values "
+            "from (the register has none); give --snapshots DIR"
+        )
+    seen = pd.concat([read_csv(p, "snapshot") for p in files], ignore_index=True)
+    base = seen.drop_duplicates(cfg.id_column, keep="last")
+    rows = ctx.register.rows_of(base[cfg.id_column])
+    base = base.iloc[np.argsort(rows, kind="stable")].reset_index(drop=True)  # register order
+    p = PRESETS[preset]
+    spec = SeriesSpec(rounds=max(rounds, int(p["rounds"])), carry_over=p["carry_over"], redraw=p["redraw"], seed=seed)
+    domain = set(ctx.sensitive_domain) if ctx.sensitive_domain is not None else None
+    return [
+        snapshot_from_table(
+            t[[cfg.id_column, *ctx.qis, cfg.sensitive]].reset_index(drop=True), f"simulated snapshot {i}",
+            cfg.id_column, ctx.qis, cfg.sensitive, ctx.register, ctx.hierarchies, domain,
+        )
+        for i, t in enumerate(simulate_series(base, cfg.sensitive, spec)[:rounds], start=1)
+    ]  # fmt: skip
+
+
+def protected_values(candidate: Candidate, domain: list[str], snapshots: list[Snapshot]) -> list[str]:
+    """The candidate's protected values: ``all`` the domain, ``rarest:m`` the m values with
+    the fewest records over ``snapshots`` (ties in domain order), or its list."""
+    if candidate.protected == "all":
+        return list(domain)
+    if isinstance(candidate.protected, str) and candidate.protected.startswith(RAREST):
+        m = int(candidate.protected[len(RAREST) :])
+        counts = pd.concat([pd.Series(s.value) for s in snapshots]).value_counts()
+        per = counts.reindex(domain, fill_value=0).to_numpy()
+        order = np.argsort(per, kind="stable")[:m]
+        return [domain[i] for i in sorted(order.tolist())]
+    return list(candidate.protected)
+
+
+def candidate_params(candidate: Candidate, ctx: ReleaseContext) -> PrivacyParams:
+    """The privacy parameters the draft path would use with the candidate's settings (the
+    guarantee, suppression model and algorithm stay the workspace's)."""
+    return replace(
+        ctx.params,
+        ell=candidate.ell,
+        strategy=Strategy(candidate.strategy),
+        k_prime=candidate.k_prime,
+        alpha=candidate.alpha,
+        after_k_prime=AfterKPrime(candidate.after_k_prime),
+        partition_model=PartitionModel(candidate.partition_model),
+    )
+
+
+@dataclass
+class Measured:
+    """What does not depend on the candidate, per snapshot: the query workload with its
+    exact answers, the register's leaf ids, and the baseline's errors."""
+
+    workloads: list[Workload]
+    baseline: list[float]
+    leaves: npt.NDArray[np.int64]
+
+
+def measured(ctx: ReleaseContext, snapshots: list[Snapshot]) -> Measured:
+    """The workload of every snapshot (as the draft draws it) and its baseline error."""
+    cfg = ctx.ws.config
+    leaves = np.asarray(ctx.register.keys[:], dtype=np.int64)
+    workloads, baseline = [], []
+    hs = [ctx.hierarchies[q] for q in ctx.qis]
+    for snap in snapshots:
+        w = draw_workload(
+            snap.table[[*ctx.qis, cfg.sensitive]], ctx.hierarchies, cfg.sensitive,
+            n_queries=QUERY_COUNT, qd=QUERY_DIMENSIONS, selectivity=QUERY_SELECTIVITY, seed=cfg.query_seed,
+        )  # fmt: skip
+        workloads.append(w)
+        histogram = pd.DataFrame({q: h.labels[h.root] for q, h in zip(ctx.qis, hs, strict=True)}, index=[0])
+        histogram = histogram.loc[np.zeros(len(snap.individual), dtype=np.int64)].reset_index(drop=True)
+        histogram[cfg.sensitive] = snap.value
+        release = JointRelease.of(histogram, ctx.qis, cfg.sensitive, hs, leaves, w.ranges.sensitive_values)
+        baseline.append(_errors(release, w)[0])
+    return Measured(workloads, baseline, leaves)
+
+
+def _errors(release: JointRelease, w: Workload) -> tuple[float, float]:
+    """Mean relative errors of the register-joint and the uniform (paper 001) estimates."""
+    a = joint_answers(release, w.ranges)
+    actual = w.actual.astype(np.float64)
+    return float((np.abs(actual - a.estimate) / actual).mean()), float((np.abs(actual - a.uniform) / actual).mean())
+
+
+@dataclass
+class CandidateResult:
+    """A candidate's series: per published release its figures, and how it ended.
+
+    Attributes:
+        candidate: the settings.
+        protected: the protected values it resolved to.
+        releases: one dict per published release: ``release``, ``groups``, ``max_breach``
+            (largest breach probability over the series so far), ``error`` (register-joint
+            mean relative error), ``baseline``, ``gain`` (baseline − error), ``uniform``
+            (paper 001's reading).
+        refused_at: the release refused (None when all rounds were published).
+        reason: why (the pipeline's message and advice).
+        linked: individuals per number of linked releases at the end (the most for any
+            protected value), {k: individuals}.
+        seconds: wall time of the candidate's series.
+    """
+
+    candidate: Candidate
+    protected: list[str]
+    releases: list[dict[str, Any]] = field(default_factory=list)
+    refused_at: int | None = None
+    reason: str | None = None
+    linked: dict[int, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    breach_exceeded: bool = False
+    #: the workspace's suppression model is paper 004's (docs/threat-model.md: a known breach)
+    paper_suppression: bool = False
+
+    def summary(self) -> dict[str, Any]:
+        """The figures of the table and the JSON."""
+        r = self.releases
+
+        def mean(key: str) -> float | None:
+            return float(np.mean([x[key] for x in r])) if r else None
+
+        return {
+            "candidate": self.candidate.label,
+            "settings": self.candidate.record(),
+            "protected": self.protected,
+            "known_breach": self.candidate.known_breach or self.paper_suppression,
+            "published": len(r),
+            "refused_at": self.refused_at,
+            "reason": self.reason,
+            "max_breach": max((x["max_breach"] for x in r), default=0.0),
+            "bound": 1.0 / self.candidate.ell,
+            "breach_exceeded": self.breach_exceeded,
+            "groups_mean": mean("groups"),
+            "groups_min": min((x["groups"] for x in r), default=None),
+            "groups_max": max((x["groups"] for x in r), default=None),
+            "error": mean("error"),
+            "baseline": mean("baseline"),
+            "gain": mean("gain"),
+            "uniform": mean("uniform"),
+            "linked": {str(k): v for k, v in sorted(self.linked.items())},
+            "seconds": self.seconds,
+            "releases": r,
+        }
+
+
+def run_candidate(
+    ctx: ReleaseContext,
+    snapshots: list[Snapshot],
+    measure: Measured,
+    candidate: Candidate,
+    tick: Callable[[], None] | None = None,
+) -> CandidateResult:
+    """Publish the candidate's series in memory over ``snapshots`` and measure every release.
+
+    The series stops at the first release the anonymizer refuses (``InfeasibleError``:
+    no partition meets the requirement), with the draft path's message and advice.
+    ``tick`` is called once per release attempted and once per release not attempted.
+    """
+    started = time.perf_counter()
+    cfg = ctx.ws.config
+    domain = list(ctx.sensitive_domain or [])
+    protected = protected_values(candidate, domain, snapshots)
+    params = candidate_params(candidate, ctx)
+    hierarchies = ctx.hierarchies_for_search(params.algorithm, ctx.numeric)
+    index = pd.Index(protected)
+    history = History.empty(np.full(len(ctx.register.ids), float(candidate.ell)), len(protected))
+    out = CandidateResult(candidate, protected, paper_suppression=params.suppression_model is SuppressionModel.PAPER)
+    presence = cfg.dilution is Dilution.PRESENCE
+    for seq, snap in enumerate(snapshots, start=1):
+        codes, labels = snap.value_order
+        record_set = index.get_indexer(pd.Index(labels.tolist())).astype(np.int64)[codes]
+        try:
+            result = anonymize_history(
+                ctx.register.keys, SnapshotCodes(snap.individual, record_set, len(protected)), history, params,
+                hierarchies, presence, budget=int(np.floor(cfg.suppression_budget * len(snap.individual))), seed=seq,
+            )  # fmt: skip
+        except InfeasibleError as exc:
+            out.refused_at, out.reason = seq, f"cannot publish under ℓ = {candidate.ell:g}: {exc}"
+            for _ in range(len(snapshots) - seq + 1):
+                if tick:
+                    tick()
+            break
+        history = result.history
+        out.releases.append(_release_figures(ctx, snap, result, hierarchies, measure, seq))
+        if out.releases[-1]["max_breach"] > 1.0 / candidate.ell:
+            out.breach_exceeded = True
+        if tick:
+            tick()
+    out.linked = _linked_distribution(history)
+    out.seconds = time.perf_counter() - started
+    return out
+
+
+def _release_figures(
+    ctx: ReleaseContext, snap: Snapshot, result: ReleaseResult, hierarchies: list[Any], measure: Measured, seq: int
+) -> dict[str, Any]:
+    cfg = ctx.ws.config
+    table = drafting.published_table(ctx, snap, result, hierarchies)
+    read = ctx.read_hierarchies(table)
+    w = measure.workloads[seq - 1]
+    release = JointRelease.of(
+        table, ctx.qis, cfg.sensitive, [read[q] for q in ctx.qis], measure.leaves, w.ranges.sensitive_values,
+        result.suppressed,
+    )  # fmt: skip
+    error, uniform = _errors(release, w)
+    base = measure.baseline[seq - 1]
+    return {
+        "release": seq,
+        "records": int(result.group_records.sum()),
+        "groups": int(result.group_candidates.size),
+        "max_breach": result.max_breach,
+        "error": error,
+        "baseline": base,
+        "gain": base - error,
+        "uniform": uniform,
+    }
+
+
+def _linked_distribution(history: History) -> dict[int, int]:
+    """Individuals per number of linked releases (their most for any protected value)."""
+    if history.linked.size == 0:
+        return {0: int(history.class_of.size)}
+    per_class = history.linked.max(axis=1)
+    people = np.bincount(history.class_of, minlength=per_class.size)
+    counts = np.bincount(per_class, weights=people)
+    return {int(k): int(v) for k, v in enumerate(counts) if v > 0}

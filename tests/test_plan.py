@@ -1,0 +1,277 @@
+"""``serialpub plan`` (serialpub.planning): each candidate's figures equal those of a real
+series published with ``serialpub release`` under the same settings; bad grids and inputs
+get one line and exit 2 with nothing written; the plan page opens in headless Chromium."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from anonymizer.joint import JointRelease, joint_answers
+from anonymizer.queries import draw_workload
+from serialpub.config import load_config
+from serialpub.io.inputs import read_csv, snapshot_from_table
+from serialpub.planning.grid import build_grid
+from serialpub.planning.run import prepare, run_plan
+from serialpub.workflow.drafting import QUERY_COUNT, QUERY_DIMENSIONS, QUERY_SELECTIVITY
+from serialpub.workflow.publisher import Publisher
+from tests.helpers import cli, make_workspace, read_config, snapshot, write_config
+
+PERIODS = 3
+#: two candidates whose settings each change the series: under paper 004's rule ("stop")
+#: the first is refused at release 2 (with "renew" it lasts); the second's ℓ, α, rarest
+#: values and partition model each change its groups
+CANDIDATES: list[dict[str, Any]] = [
+    {"l": 2, "strategy": "constant", "k_prime": 1, "protected_values": "all", "partition_model": "published",
+     "after_k_prime": "stop"},
+    {"l": 3, "strategy": "geometric", "alpha": 2, "protected_values": "rarest:2", "partition_model": "parts"},
+]  # fmt: skip
+
+
+def _files(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+def _real_series(root: Path, settings: dict[str, Any], protected: list[str]) -> list[dict[str, Any]]:
+    """Publish the periods with ``serialpub release`` under ``settings``; per published
+    release its figures read back from the release store."""
+    config = read_config(root)
+    config.update({k: v for k, v in settings.items() if k != "protected_values"}, protected_values=protected)
+    if settings["strategy"] == "geometric":
+        config.pop("k_prime", None)
+    write_config(root, config)
+    ws = load_config(root)
+    ctx = Publisher(ws)
+    out = []
+    for t in range(1, PERIODS + 1):
+        proc = cli("release", "--config", root, "--snapshot", snapshot(root, t))
+        if proc.returncode != 0:
+            out.append({"refused": t, "message": proc.stderr})
+            break
+        folder = ws.dataset_dir / f"release-{t:04d}"
+        manifest = json.loads((folder / "manifest.json").read_text())
+        table = pd.read_parquet(folder / "data.parquet")
+        domain = set(ctx.sensitive_domain or [])
+        table_t = read_csv(snapshot(root, t), "snapshot")
+        snap = snapshot_from_table(table_t, snapshot(root, t), "id", ctx.qis, "disease", ctx.register,
+                                   ctx.hierarchies, domain)  # fmt: skip
+        w = draw_workload(snap.table[[*ctx.qis, "disease"]], ctx.hierarchies, "disease", n_queries=QUERY_COUNT,
+                          qd=QUERY_DIMENSIONS, selectivity=QUERY_SELECTIVITY, seed=0)  # fmt: skip
+        read = ctx.read_hierarchies(table)
+        release = JointRelease.of(table, ctx.qis, "disease", [read[q] for q in ctx.qis],
+                                  np.asarray(ctx.register.keys[:]), w.ranges.sensitive_values)  # fmt: skip
+        a = joint_answers(release, w.ranges)
+        out.append({
+            "groups": manifest["groups"],
+            "records": manifest["records"],
+            "max_breach": manifest["max_breach_probability"],
+            "error": float((np.abs(w.actual - a.estimate) / w.actual).mean()),
+            "uniform": float((np.abs(w.actual - a.uniform) / w.actual).mean()),
+        })  # fmt: skip
+    return out
+
+
+@pytest.mark.parametrize("which", [0, 1])
+def test_plan_figures_equal_a_real_series(tmp_path: Path, which: int) -> None:
+    settings = CANDIDATES[which]
+    planned_root = make_workspace(tmp_path / "plan", periods=PERIODS)
+    before = _files(planned_root)
+    ws = load_config(planned_root)
+    setup = prepare(ws, None, None, PERIODS)
+    grid = {k: [v] for k, v in settings.items()}
+    (candidate,) = build_grid(grid, ws.config, list(setup.ctx.sensitive_domain or []))
+    (row,), _ = run_plan(setup, [candidate], jobs=1)
+    assert _files(planned_root) == before  # no state, no release store, no cache
+
+    real = _real_series(make_workspace(tmp_path / "real", periods=PERIODS), settings, row["protected"])
+    published = [r for r in real if "refused" not in r]
+    assert row["published"] == len(published)
+    refused = [r for r in real if "refused" in r]
+    assert row["refused_at"] == (refused[0]["refused"] if refused else None)
+    assert row["known_breach"] == (settings["partition_model"] == "parts")
+    for mine, theirs in zip(row["releases"], published, strict=True):
+        assert mine["groups"] == theirs["groups"]
+        assert mine["records"] == theirs["records"]
+        assert mine["max_breach"] == pytest.approx(theirs["max_breach"], rel=1e-12, abs=0)
+        assert mine["error"] == pytest.approx(theirs["error"], rel=1e-9)
+        assert mine["uniform"] == pytest.approx(theirs["uniform"], rel=1e-9)
+        assert mine["gain"] == pytest.approx(mine["baseline"] - theirs["error"], rel=1e-9)
+    assert row["published"] >= 1  # the comparison compared something
+    if settings["protected_values"] == "rarest:2":  # the two values with the fewest records over the snapshots
+        counts = pd.concat([pd.read_csv(snapshot(planned_root, t))["disease"] for t in range(1, PERIODS + 1)])
+        per = counts.value_counts().reindex(["flu", "cold", "fever", "gastritis", "hiv", "cancer"], fill_value=0)
+        assert set(row["protected"]) == set(per.sort_values(kind="stable").index[:2])
+
+
+def test_the_baseline_is_the_histogram_alone(tmp_path: Path) -> None:
+    """The baseline reads one group, every QI '*': the same as a release published under
+    settings that generalize everything, read with the same estimator."""
+    ws = load_config(make_workspace(tmp_path / "ws", periods=1))
+    setup = prepare(ws, None, None, 1)
+    w = setup.measure.workloads[0]
+    snap = setup.snapshots[0]
+    table = pd.DataFrame({q: "*" for q in setup.ctx.qis}, index=range(len(snap.individual)))
+    table["disease"] = snap.value
+    hs = [setup.ctx.hierarchies[q] for q in setup.ctx.qis]
+    a = joint_answers(JointRelease.of(table, setup.ctx.qis, "disease", hs, setup.measure.leaves,
+                                      w.ranges.sensitive_values), w.ranges)  # fmt: skip
+    assert setup.measure.baseline[0] == pytest.approx(float((np.abs(w.actual - a.estimate) / w.actual).mean()))
+
+
+def test_plan_command_writes_json_and_page_and_ranks_lasting_candidates(tmp_path: Path) -> None:
+    root = make_workspace(tmp_path / "ws", periods=2)
+    before = _files(root)
+    proc = cli("plan", "--config", root, "--rounds", "2", "--l", "2,3", "--protected", "all,rarest:1",
+               "--jobs", "1", "--json", tmp_path / "p.json", "--html", tmp_path / "p.html")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert _files(root) == before
+    doc = json.loads((tmp_path / "p.json").read_text())
+    rows = doc["candidates"]
+    assert len(rows) == 4 and doc["advice"]
+    lasted = [r["published"] >= 2 for r in rows]
+    assert lasted == sorted(lasted, reverse=True)  # the candidates that last come first ...
+    gains = [r["gain"] for r in rows if r["published"] >= 2]
+    assert gains == sorted(gains, reverse=True)  # ... by gain
+    page = (tmp_path / "p.html").read_text()
+    assert 'id="plan-table"' in page and "<svg" in page
+
+
+def test_parts_candidates_are_flagged_as_a_known_breach(tmp_path: Path) -> None:
+    root = make_workspace(tmp_path / "ws", periods=1)
+    proc = cli("plan", "--config", root, "--rounds", "1", "--partition-model", "published,parts", "--jobs", "1",
+               "--json", tmp_path / "p.json")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads((tmp_path / "p.json").read_text())["candidates"]
+    assert {r["settings"]["partition_model"]: r["known_breach"] for r in rows} == {"published": False, "parts": True}
+    assert "! " in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--l", ""], "--l: no value given; the grid is empty"),
+        (["--protected", "hiv|HIV"], "'HIV' not in the sensitive domain"),
+        (["--protected", "rarest:9"], "rarest:m needs a whole m from 1 to 6"),
+        (["--l", "1"], "ℓ = 1 is impossible; ℓ must be greater than 1"),
+        (["--strategy", "geometric", "--alpha", "1"], "α = 1 is impossible; α must be greater than 1"),
+        (["--k", "0"], "k' = 0 is impossible; k' must be a whole number >= 1"),
+        (["--strategy", "linear"], "--strategy: 'linear' is not one of constant, geometric"),
+        (["--rounds", "9"], "3 snapshot file(s) for --rounds 9"),
+    ],
+)
+def test_bad_grid_gets_one_line_exit_2_and_nothing_written(tmp_path: Path, args: list[str], says: str) -> None:
+    root = make_workspace(tmp_path / "ws")
+    before = _files(root)
+    out = tmp_path / "out"
+    proc = cli("plan", "--config", root, "--rounds", "2", *args, "--json", out / "p.json", "--html", out / "p.html")
+    assert proc.returncode == 2, proc.stdout
+    line = proc.stderr.strip()
+    assert "\n" not in line and len(line) <= 300 and says in line, line
+    assert _files(root) == before and not out.exists()
+
+
+def test_snapshots_that_do_not_match_the_register_are_refused(tmp_path: Path) -> None:
+    root = make_workspace(tmp_path / "ws")
+    other = tmp_path / "other"
+    other.mkdir()
+    for t in (1, 2):
+        shutil.copy(snapshot(root, t), other / f"snapshot-{t:04d}.csv")
+    text = (other / "snapshot-0002.csv").read_text().splitlines()
+    fields = text[1].split(",")
+    fields[1] = "F" if fields[1] == "M" else "M"  # a sex the register does not hold for this person
+    (other / "snapshot-0002.csv").write_text("\n".join([text[0], ",".join(fields), *text[2:]]) + "\n")
+    proc = cli("plan", "--config", root, "--snapshots", other, "--rounds", "2", "--json", tmp_path / "p.json")
+    assert proc.returncode == 2
+    assert "snapshot-0002.csv" in proc.stderr and "\n" not in proc.stderr.strip()
+    assert not (tmp_path / "p.json").exists()
+
+
+def test_grid_file(tmp_path: Path) -> None:
+    root = make_workspace(tmp_path / "ws", periods=1)
+    grid = tmp_path / "grid.yaml"
+    grid.write_text("l: [2, 3]\nprotected: [hiv, cancer]\nstrategy: [constant, geometric]\nalpha: [2, 3]\n")
+    ws = load_config(root)
+    from serialpub.planning.grid import read_grid_file
+
+    cands = build_grid(read_grid_file(grid), ws.config, ["hiv", "cancer", "flu"])
+    # constant: one per ℓ (α does not apply); geometric: ℓ × α; one protected list
+    assert len(cands) == 2 + 4
+    assert {c.protected for c in cands} == {("hiv", "cancer")}
+
+
+CHROMIUM = next((p for n in ("chromium", "chromium-browser", "google-chrome") if (p := shutil.which(n))), None)
+
+
+@pytest.mark.slow
+def test_plan_page_renders_in_headless_chromium(tmp_path: Path) -> None:
+    if CHROMIUM is None:
+        message = "no Chromium on PATH: install Debian's 'chromium' package (apt-get install chromium)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    from playwright.sync_api import sync_playwright
+
+    root = make_workspace(tmp_path / "ws", periods=2)
+    page_file = tmp_path / "plan.html"
+    proc = cli("plan", "--config", root, "--rounds", "2", "--protected", "all,rarest:2", "--jobs", "1",
+               "--html", page_file)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    problems: list[str] = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1200, "height": 900})
+            page.on("pageerror", lambda e: problems.append(str(e)))
+            page.goto(page_file.as_uri(), wait_until="load")
+            plot = page.locator("#fig-plan-frontier svg").bounding_box()
+            rows = page.locator("#plan-table tr").count()
+            advice = page.locator("#advice li").count()
+        finally:
+            browser.close()
+    assert problems == []
+    assert plot is not None and plot["width"] > 400 and plot["height"] > 150
+    assert rows == 1 + 2  # the header and both candidates
+    assert advice >= 1
+
+
+def test_simulated_snapshots_are_seeded_and_an_unknown_preset_is_refused(tmp_path: Path) -> None:
+    root = make_workspace(tmp_path / "ws", periods=2)
+    ws = load_config(root)
+    a = prepare(ws, None, "paper", 2, seed=1)
+    b = prepare(ws, None, "paper", 2, seed=1)
+    c = prepare(ws, None, "paper", 2, seed=2)
+    assert [s.individual.tolist() for s in a.snapshots] == [s.individual.tolist() for s in b.snapshots]
+    assert [s.individual.tolist() for s in a.snapshots] != [s.individual.tolist() for s in c.snapshots]
+    proc = cli("plan", "--config", root, "--simulate", "weekly", "--rounds", "2", "--json", tmp_path / "p.json")
+    assert proc.returncode == 2 and "unknown preset; use one of paper, cohort" in proc.stderr
+    assert not (tmp_path / "p.json").exists()
+
+
+@pytest.mark.slow
+def test_worker_processes_give_the_figures_of_one_process(tmp_path: Path) -> None:
+    ws = load_config(make_workspace(tmp_path / "ws", periods=2))
+    setup = prepare(ws, None, None, 2)
+    cands = build_grid({"l": [2, 3], "protected_values": ["all", "rarest:2"]}, ws.config, ["hiv", "cancer", "flu",
+                       "cold", "fever", "gastritis"])  # fmt: skip
+    ticks: list[int] = []
+    one, _ = run_plan(setup, cands, jobs=1)
+    two, _ = run_plan(setup, cands, jobs=2, tick=lambda: ticks.append(1))
+    strip = [{k: v for k, v in r.items() if k != "seconds"} for r in one]
+    assert [{k: v for k, v in r.items() if k != "seconds"} for r in two] == strip
+    assert len(ticks) == len(cands) * 2  # the progress bar's candidates × releases
+
+
+def test_a_workspace_under_the_paper_suppression_model_flags_every_candidate(tmp_path: Path) -> None:
+    # the top-down search with the published partition: only the suppression model is at fault
+    root = make_workspace(tmp_path / "ws", periods=1, suppression_model="paper", partition_model="published")
+    proc = cli("plan", "--config", root, "--rounds", "1", "--jobs", "1", "--json", tmp_path / "p.json")
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads((tmp_path / "p.json").read_text())["candidates"]
+    assert rows and all(r["known_breach"] for r in rows)
