@@ -1,0 +1,152 @@
+"""What a publication checks before it records anything (docs/operating.md, "When the
+release store and the state disagree"; docs/compliance.md):
+
+- the release store holds exactly the ``release-NNNN`` entries (folders, files or
+  symbolic links) of the releases the state database records as published, so the new
+  release's folder is free (:func:`check_store_matches_state`);
+- the newest published release's manifest signature and chain link verify, and the
+  sign-off records agree with the audit log and that manifest
+  (:func:`check_newest_release`).
+
+The checks are the ones ``serialpub audit`` (:func:`serialpub.analysis.audit.integrity.check_link`)
+and ``serialpub state verify`` (:func:`serialpub.analysis.verify.sign_offs.compare_sign_offs`)
+run, applied to the newest release only so that their cost does not grow with the series:
+each release was checked the same way when the next one was published. ``public-copy``
+checks the signature of every release it hands out (:func:`check_signatures`).
+
+Every refusal is a :class:`~state.store.StateError` of one line that names the folder or
+record and what to do; nothing has been recorded or moved when it is raised.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from serialpub.analysis.audit.integrity import check_link
+from serialpub.analysis.verify.report import VerifyReport
+from serialpub.analysis.verify.sign_offs import compare_sign_offs
+from serialpub.io import release_files
+from serialpub.io.manifest import Manifest
+from serialpub.workflow.context import ReleaseContext
+from state.store import PublishedRelease, StateError
+
+#: the name of a release folder in the release store (docs/design.md section 5)
+RELEASE_FOLDER = re.compile(r"^release-\d+$")
+
+
+def _recorded(published: list[PublishedRelease]) -> str:
+    seqs = [r.seq for r in published]
+    if not seqs:
+        return "no published release"
+    if seqs == list(range(1, len(seqs) + 1)):
+        return f"releases 1-{seqs[-1]}" if len(seqs) > 1 else "release 1"
+    return "releases " + ", ".join(map(str, seqs))
+
+
+def check_store_matches_state(ctx: ReleaseContext, published: list[PublishedRelease], seq: int) -> None:
+    """Refuse to publish release ``seq`` into a release store that does not hold exactly the
+    published releases of the state database: a ``release-NNNN`` entry the state does not
+    record (a stray or forged folder or link, or a state database restored from an older
+    backup than the store) or a published release whose folder is gone (a store restored
+    from an older backup than the state).
+
+    Raises:
+        StateError: naming the first foreign or missing folder and what to do.
+    """
+    folder = ctx.ws.dataset_dir
+    expected = {release_files.release_name(r.seq): r for r in published}
+    present = set()
+    if folder.is_dir():
+        with os.scandir(folder) as entries:
+            present = {e.name for e in entries if RELEASE_FOLDER.match(e.name)}
+    foreign = sorted(present - set(expected), key=lambda name: (name != release_files.release_name(seq), name))
+    if foreign:
+        more = f" (and {len(foreign) - 1} more)" if foreign[1:] else ""
+        raise StateError(
+            f"{folder / foreign[0]}{more}: not a release the state database records (it records "
+            f"{_recorded(published)}); restore the state database that matches the release store, or move "
+            "this out of it; nothing was published"
+        )
+    for name, r in expected.items():
+        if name not in present:
+            raise StateError(
+                f"{folder / name} is missing, but the state database records release {r.seq} of "
+                f"{ctx.ws.config.dataset!r} as published; restore the release store from the backup that matches "
+                "the state database; nothing was published"
+            )
+
+
+def _manifest_bytes(folder: Path) -> bytes | None:
+    try:
+        return (folder / release_files.MANIFEST_FILE).read_bytes()
+    except OSError:
+        return None
+
+
+def check_signatures(
+    ctx: ReleaseContext, releases: list[PublishedRelease], doing: str = "nothing was published"
+) -> None:
+    """Refuse when the manifest signature or chain link of one of ``releases`` does not
+    verify (a ``manifest.sig`` missing, broken or not the manifest's; a manifest not chained
+    to its predecessor's): the audit's own check, :func:`check_link`.
+
+    Args:
+        doing: the end of the message, what was not done.
+
+    Raises:
+        StateError: naming the release, its folder and what to do.
+    """
+    dataset_dir = ctx.ws.dataset_dir
+    for r in releases:
+        folder = dataset_dir / release_files.release_name(r.seq)
+        previous = None if r.seq == 1 else _manifest_bytes(dataset_dir / release_files.release_name(r.seq - 1))
+        findings = check_link(r.seq, folder, previous)
+        if findings:
+            raise StateError(
+                f"{folder}: {findings[0]}; restore its manifest.json and manifest.sig from the backup and check "
+                f"with 'serialpub audit'; {doing}"
+            )
+
+
+def check_newest_release(ctx: ReleaseContext, published: list[PublishedRelease]) -> None:
+    """Refuse to build on a damaged newest release: its signature and chain link
+    (:func:`check_signatures`) and the sign-off records (rows against the append-only audit
+    log for every release, and against the newest manifest's signed ``sign_off``), as
+    ``serialpub state verify`` compares them. Run after
+    :func:`serialpub.workflow.publishing.check_published_files` has matched the newest
+    release's files with the state.
+
+    Raises:
+        StateError: the first damage found, in one line, with what to do.
+    """
+    if not published:
+        return
+    newest = published[-1]
+    check_signatures(ctx, [newest])
+    dataset = ctx.ws.config.dataset
+    folder = ctx.ws.dataset_dir / release_files.release_name(newest.seq)
+    report = VerifyReport(dataset)
+    compare_sign_offs(report, ctx.store, dataset, {newest.seq: Manifest.read(folder / release_files.MANIFEST_FILE)})
+    if report.differences:
+        first = report.differences[0].examples[0]
+        more = sum(d.count for d in report.differences) - 1
+        raise StateError(
+            f"the state database's sign-off records of {dataset!r} were changed: {first}"
+            + (f" (and {more} more)" if more else "")
+            + "; restore the state database from its backup ('serialpub state verify' lists every difference); "
+            "nothing was published"
+        )
+
+
+def check_before_drafting(ctx: ReleaseContext) -> None:
+    """Both checks, for the release a draft would become (the next after the newest
+    published): refused before the snapshot is read rather than after the sign-off.
+
+    Raises:
+        StateError: as :func:`check_store_matches_state` and :func:`check_newest_release`.
+    """
+    published = ctx.store.published(ctx.ws.config.dataset)
+    check_store_matches_state(ctx, published, (published[-1].seq if published else 0) + 1)
+    check_newest_release(ctx, published)
