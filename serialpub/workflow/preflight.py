@@ -36,6 +36,15 @@ from state.store import PublishedRelease, StateError
 RELEASE_FOLDER = re.compile(r"^release-\d+$")
 
 
+#: the longest finding a refusal quotes whole: the message stays one line of at most 300
+#: characters besides the release folder's path (an approver's name may be 200)
+FINDING_CHARS = 150
+
+
+def _clip(finding: str) -> str:
+    return finding if len(finding) <= FINDING_CHARS else finding[: FINDING_CHARS - 1] + "…"
+
+
 def _recorded(published: list[PublishedRelease]) -> str:
     seqs = [r.seq for r in published]
     if not seqs:
@@ -105,8 +114,7 @@ def check_signatures(
         findings = check_link(r.seq, folder, previous)
         if findings:
             raise StateError(
-                f"{folder}: {findings[0]}; restore its manifest.json and manifest.sig from the backup and check "
-                f"with 'serialpub audit'; {doing}"
+                f"{folder}: {_clip(findings[0])}; restore its manifest.json and manifest.sig from the backup; {doing}"
             )
 
 
@@ -133,10 +141,9 @@ def check_newest_release(ctx: ReleaseContext, published: list[PublishedRelease])
         first = report.differences[0].examples[0]
         more = sum(d.count for d in report.differences) - 1
         raise StateError(
-            f"the state database's sign-off records of {dataset!r} were changed: {first}"
+            f"sign-off records changed: {_clip(first)}"
             + (f" (and {more} more)" if more else "")
-            + "; restore the state database from its backup ('serialpub state verify' lists every difference); "
-            "nothing was published"
+            + "; restore the state database from its backup (see 'serialpub state verify'); nothing was published"
         )
 
 
