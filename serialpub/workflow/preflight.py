@@ -61,15 +61,22 @@ def check_store_matches_state(ctx: ReleaseContext, published: list[PublishedRele
     backup than the store) or a published release whose folder is gone (a store restored
     from an older backup than the state).
 
+    Another process publishing meanwhile is no mismatch: a release's folder appears only
+    after its commit, so the state is read again after the folders are listed when one
+    looks foreign, and a published release whose folder is not listed yet counts when its
+    folder or its staging folder is there now.
+
     Raises:
         StateError: naming the first foreign or missing folder and what to do.
     """
     folder = ctx.ws.dataset_dir
-    expected = {release_files.release_name(r.seq): r for r in published}
     present = set()
     if folder.is_dir():
         with os.scandir(folder) as entries:
             present = {e.name for e in entries if RELEASE_FOLDER.match(e.name)}
+    if present - {release_files.release_name(r.seq) for r in published}:
+        published = ctx.store.published(ctx.ws.config.dataset)
+    expected = {release_files.release_name(r.seq): r for r in published}
     foreign = sorted(present - set(expected), key=lambda name: (name != release_files.release_name(seq), name))
     if foreign:
         more = f" (and {len(foreign) - 1} more)" if foreign[1:] else ""
@@ -79,7 +86,10 @@ def check_store_matches_state(ctx: ReleaseContext, published: list[PublishedRele
             "this out of it; nothing was published"
         )
     for name, r in expected.items():
-        if name not in present:
+        # the staging folder first: once it is gone, a rename that was on its way has happened
+        if name in present or (folder / release_files.staging_name(r.seq, r.id)).is_dir():
+            continue
+        if not os.path.lexists(folder / name):
             raise StateError(
                 f"{folder / name} is missing, but the state database records release {r.seq} of "
                 f"{ctx.ws.config.dataset!r} as published; restore the release store from the backup that matches "
@@ -154,6 +164,10 @@ def check_before_drafting(ctx: ReleaseContext) -> None:
     Raises:
         StateError: as :func:`check_store_matches_state` and :func:`check_newest_release`.
     """
+    if ctx.store.open_release(ctx.ws.config.dataset) is not None:
+        # the draft is refused anyway, naming the open release, whose sign-offs may be
+        # written while these checks read them
+        return
     published = ctx.store.published(ctx.ws.config.dataset)
     check_store_matches_state(ctx, published, (published[-1].seq if published else 0) + 1)
     check_newest_release(ctx, published)
