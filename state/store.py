@@ -440,6 +440,20 @@ class StateStore:
             ).all()
             return [_sign_off_record(r) for r in rows]
 
+    def sign_offs_by_release(self, dataset: str) -> dict[int, list[SignOffRecord]]:
+        """Every sign-off decision recorded for the dataset, by release number, each list
+        oldest first: :meth:`sign_offs` of every release, in one query."""
+        with Session(self.engine) as s:
+            rows = s.execute(
+                select(Release.seq, SignOff).join(Release, Release.id == SignOff.release_id)
+                .join(Dataset, Dataset.id == Release.dataset_id)
+                .where(Dataset.name == dataset).order_by(SignOff.id)
+            ).all()
+            found: dict[int, list[SignOffRecord]] = {}
+            for seq, row in rows:
+                found.setdefault(seq, []).append(_sign_off_record(row))
+            return found
+
     def _open(self, s: Session, dataset: str, seq: int, verb: str) -> Release:
         ds = self._dataset(s, dataset, create=False)
         rel = None if ds is None else s.scalar(

@@ -165,7 +165,8 @@ def test_the_public_copy_holds_the_releases_and_no_evidence(published_workspaces
     assert result.ok, result.findings
     assert sum("not in this copy" in n for n in result.notes) == 2
     again = cli("public-copy", "--config", ws, "--out", out, "--with-register")
-    assert again.returncode == 0 and "0 file(s) written" in " ".join(again.stdout.split())  # rich wraps long paths
+    # the console wraps at 120 columns, and the temporary folder's path may be long
+    assert again.returncode == 0 and "0 file(s) written" in " ".join(again.stdout.split())
     (out / "releases" / "clinic" / "release-0001" / "manifest.json").write_text("{}", encoding="utf-8")
     refused = cli("public-copy", "--config", ws, "--out", out)
     assert refused.returncode == 2 and "release-0001/manifest.json: differs from" in refused.stderr

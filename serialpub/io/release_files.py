@@ -14,7 +14,9 @@ published-and-counted or invisible-and-not-counted:
 :func:`recover` runs before every publication: a staging folder whose release the
 database has committed is renamed into place (roll forward); any other staging folder
 is removed (roll back) with a warning. A ``release-NNNN`` folder the database does not
-know is never produced by this order and is reported, not touched.
+know is never produced by this order and is reported, not touched; the staging folder of a
+committed release whose place such a folder takes is kept (it is the release's only copy),
+and publishing refuses until the folder is moved away.
 """
 
 from __future__ import annotations
@@ -175,7 +177,12 @@ def recover(
         seq, release_id = parsed
         if release_id is not None and release_id in in_progress:
             continue
-        if release_id is not None and release_id in committed and not (dataset_dir / release_name(seq)).exists():
+        if release_id is not None and release_id in committed:
+            if os.path.lexists(dataset_dir / release_name(seq)):
+                # something else took the release's name: the staging folder is the only
+                # copy of a published release, so it stays until that is moved away
+                warnings.warn(f"{staging} holds published release {seq}, but its place is taken", stacklevel=2)
+                continue
             final = move_into_place(dataset_dir, seq, release_id)
             checkpoint("during_recovery")
             warnings.warn(f"completed the interrupted publication of {final}", stacklevel=2)
@@ -184,8 +191,8 @@ def recover(
             warnings.warn(f"removed {staging}, left by an interrupted publication", stacklevel=2)
     published_seqs = set(committed.values())
     for final in sorted(dataset_dir.glob("release-*")):
-        seq = int(final.name.rsplit("-", 1)[1])
-        if seq not in published_seqs:
+        number = final.name.removeprefix("release-")
+        if not number.isdigit() or int(number) not in published_seqs:
             warnings.warn(f"{final} is not recorded in the state database; it is not part of the series", stacklevel=2)
 
 

@@ -36,7 +36,7 @@ from serialpub.io.sources import InputSource
 from serialpub.report.measure import Measure
 from serialpub.report.render import measure_records
 from serialpub.report.utility import draft_measures, query_measures
-from serialpub.workflow import anonymizing, identity, progress, series_integrity
+from serialpub.workflow import anonymizing, identity, preflight, progress, series_integrity
 from serialpub.workflow.anonymizing import Anonymized, anonymize_snapshot, load_state, take
 from serialpub.workflow.context import ReleaseContext
 from serialpub.workflow.input_checks import check_inputs, period_of_source, skipped_periods, snapshot_source
@@ -122,6 +122,7 @@ def draft(
     period = period or period_of_source(source)
     ctx.refresh_inputs()  # the register of this period may differ from the last one read
     recover(ctx)
+    preflight.check_before_drafting(ctx)  # refused now, not after the computation and sign-off
     _ = ctx.signing_key  # a missing or wrong key is refused now, not after the sign-off
     series_integrity.check_next_key(ctx)
     # the state is loaded and the snapshot anonymized while its suite runs (anonymizing.ahead)

@@ -20,6 +20,7 @@ from serialpub.io import release_files, signing, versions
 from serialpub.io.manifest import Manifest
 from serialpub.workflow import series_integrity
 from serialpub.workflow.context import ReleaseContext
+from serialpub.workflow.preflight import check_signatures
 from serialpub.workflow.publishing import check_published_files
 
 #: the files of a release folder that the public receives (the signature when there is one)
@@ -46,7 +47,8 @@ def write_public_copy(ctx: ReleaseContext, out: Path, with_register: bool = Fals
     release file already in the copy is never rewritten.
 
     Raises:
-        StateError: a published release's files no longer match the state (nothing is copied).
+        StateError: a published release's files no longer match the state, or its manifest's
+            signature or chain link does not verify (nothing is copied).
         InputError: ``out`` is inside the workspace, or a file in the copy differs from the
             release's (a published release is never rewritten): named, nothing more written.
     """
@@ -56,6 +58,7 @@ def write_public_copy(ctx: ReleaseContext, out: Path, with_register: bool = Fals
         raise InputError(f"{out}: the public copy must be outside the workspace {ws.root}; choose another --out")
     published = ctx.store.published(ws.config.dataset)
     check_published_files(ctx, published)  # never hand out files the state does not vouch for
+    check_signatures(ctx, published, "nothing was copied")  # nor a signature a consumer's audit fails
     plan: list[tuple[Path, Path]] = []
     for r in published:
         name = release_files.release_name(r.seq)

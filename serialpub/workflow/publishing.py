@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from checks.evidence import JSON_FILE
@@ -14,7 +15,7 @@ from serialpub.io import release_files, signing
 from serialpub.io.manifest import Approval, Manifest, SignOff
 from serialpub.report.render import HTML_FILE as REPORT_FILE
 from serialpub.report.render import JSON_FILE as REPORT_JSON
-from serialpub.workflow import series_integrity
+from serialpub.workflow import preflight, series_integrity
 from serialpub.workflow.context import ReleaseContext
 from serialpub.workflow.sign_off import AUTO_APPROVER, not_approved
 from state.store import OpenRelease, PublishedRelease, StateError, owner_is_gone, this_process
@@ -33,8 +34,9 @@ def finish(ctx: ReleaseContext, seq: int) -> Path:
     final = ctx.ws.dataset_dir / release_files.release_name(seq)
     done = [r for r in ctx.store.published(cfg.dataset) if r.seq == seq]
     if done:
-        if not final.is_dir():
-            release_files.move_into_place(ctx.ws.dataset_dir, seq, done[0].id)
+        staged = ctx.ws.dataset_dir / release_files.staging_name(seq, done[0].id)
+        if staged.is_dir() or not final.is_dir():
+            move_into_place(ctx, done[0])
         series_integrity.write_checkpoint(ctx)
         return final
     rel = ctx.open_release(seq)
@@ -78,7 +80,7 @@ def finish(ctx: ReleaseContext, seq: int) -> Path:
     checkpoint("before_commit")
     ctx.store.publish_staged(rel.id, manifest_sha, str(final), this_process())
     checkpoint("after_commit")
-    release_files.move_into_place(ctx.ws.dataset_dir, seq, rel.id)
+    move_into_place(ctx, rel)
     checkpoint("after_publish")
     series_integrity.write_checkpoint(ctx)
     return final
@@ -94,7 +96,9 @@ def seal(ctx: ReleaseContext, manifest: Manifest) -> None:
         InputError: the configured signing key cannot be read.
     """
     published = ctx.store.published(ctx.ws.config.dataset)
+    preflight.check_store_matches_state(ctx, published, manifest.release)
     check_published_files(ctx, published[-1:])
+    preflight.check_newest_release(ctx, published)
     manifest.previous_manifest_sha256 = published[-1].manifest_sha256 if published else None
     key = ctx.signing_key
     manifest.signing_key = None if key is None else signing.public_key_text(key)
@@ -198,9 +202,9 @@ def check_published_files(ctx: ReleaseContext, published: list[PublishedRelease]
     """
     for r in published:
         folder = ctx.ws.dataset_dir / release_files.release_name(r.seq)
-        if not folder.exists() and (ctx.ws.dataset_dir / release_files.staging_name(r.seq, r.id)).is_dir():
+        if (ctx.ws.dataset_dir / release_files.staging_name(r.seq, r.id)).is_dir():
             # committed by another process whose rename is still on its way: finish it
-            release_files.move_into_place(ctx.ws.dataset_dir, r.seq, r.id)
+            move_into_place(ctx, r)
         for name, expected in ((release_files.DATA_FILE, r.data_sha256),
                                (release_files.MANIFEST_FILE, r.manifest_sha256)):  # fmt: skip
             path = folder / name
@@ -227,3 +231,32 @@ def check_published_files(ctx: ReleaseContext, published: list[PublishedRelease]
                     f"{path} is {'missing' if not path.is_file() else 'not the file'} release {r.seq}'s manifest "
                     "lists (sha256); restore it from the backup (published releases are never rewritten)"
                 )
+
+
+def move_into_place(ctx: ReleaseContext, rel: PublishedRelease | OpenRelease) -> Path:
+    """Move the staging folder of the committed release ``rel`` to its ``release-NNNN``
+    name (step 3 of :mod:`serialpub.io.release_files`' order). The staging folder is then
+    the release's only copy: on any failure it stays where it is, and the message says so.
+
+    Raises:
+        StateError: something else has the release's name (named), or the rename failed.
+    """
+    final = ctx.ws.dataset_dir / release_files.release_name(rel.seq)
+    staged = ctx.ws.dataset_dir / release_files.staging_name(rel.seq, rel.id)
+    kept = f"release {rel.seq} is published in the state database and its files are kept in {staged.name} beside it"
+    if os.path.lexists(final) and staged.is_dir():
+        raise StateError(
+            f"{final}: not release {rel.seq} as published; {kept}: move {final.name} out of the release store, "
+            f"then run 'serialpub publish --release {rel.seq}'"
+        )
+    try:
+        return release_files.move_into_place(ctx.ws.dataset_dir, rel.seq, rel.id)
+    except OSError as exc:
+        if not staged.is_dir():
+            raise StateError(
+                f"{final} is missing, but the state database records release {rel.seq} as published; restore the "
+                "release store from the backup that matches the state database"
+            ) from None
+        raise StateError(
+            f"{final}: {exc.strerror or exc}; {kept}: fix the cause, then run 'serialpub publish --release {rel.seq}'"
+        ) from None

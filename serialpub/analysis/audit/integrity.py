@@ -230,3 +230,28 @@ def _check_signature(
             f"release {n}: the signature of manifest.json does not verify (the manifest, or the manifest and "
             "its data together, changed after it was signed)"
         )
+
+
+def check_link(n: int, folder: Path, previous: bytes | None) -> list[str]:
+    """What :func:`check_store` finds in one release folder's chain link and signature,
+    without reading the rest of the series: the publisher runs it on its newest release
+    before building on it (docs/operating.md, "When the release store and the state
+    disagree"). The signature is checked against the key the manifest names.
+
+    Args:
+        n: the release number of ``folder``.
+        previous: the bytes of release ``n - 1``'s ``manifest.json`` (None for release 1).
+
+    Returns:
+        the findings, one line each, worded as ``serialpub audit`` words them (empty: intact).
+
+    Raises:
+        InputError: ``manifest.json`` is unreadable or breaks the release contract.
+    """
+    text = (folder / "manifest.json").read_bytes()
+    manifest = Manifest.parse(text, str(folder / "manifest.json"))
+    out = Integrity()
+    _check_chain(out, n, manifest, {n: text} if previous is None else {n: text, n - 1: previous})
+    # the key itself is checked on the publisher's side (serialpub.workflow.series_integrity)
+    _check_signature(out, n, folder, manifest, text, None, KeyPlan())
+    return out.findings

@@ -35,7 +35,8 @@ def compare_sign_offs(
         for e in log if e["action"] in ("approved", "rejected")
     )  # fmt: skip
     seqs = sorted({e["release"] for e in log if e["release"] is not None} | set(manifests))
-    rows = {seq: store.sign_offs(dataset, seq) for seq in seqs}
+    recorded_by_release = store.sign_offs_by_release(dataset)
+    rows = {seq: recorded_by_release.get(seq, []) for seq in seqs}
     recorded: Counter[tuple[int, str, str, str | None]] = Counter(
         (seq, r.decision, r.approver, r.comment) for seq, found in rows.items() for r in found
     )
