@@ -7,13 +7,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from checks.evidence import JSON_FILE
+from checks.evidence import HTML_FILE, JSON_FILE
 from serialpub.errors import InputError
 from serialpub.faults import checkpoint
 from serialpub.io import release_files, signing
 from serialpub.io.manifest import Approval, Manifest, SignOff
 from serialpub.report.render import HTML_FILE as REPORT_FILE
 from serialpub.report.render import JSON_FILE as REPORT_JSON
+from serialpub.workflow import manifest_binding
 from serialpub.workflow.context import ReleaseContext
 from serialpub.workflow.sign_off import AUTO_APPROVER
 from state.store import OpenRelease, PublishedRelease, StateError, owner_is_gone, this_process
@@ -45,19 +46,18 @@ def finish(ctx: ReleaseContext, seq: int) -> Path:
     staging = ctx.staging_dir(rel)
     manifest = Manifest.read(staging / release_files.MANIFEST_FILE)
     changed = staged_changes(ctx, rel, staging, manifest, sign_off.report_sha256)
+    # what is signed is what was validated: every field, as the state recorded it
+    changed += manifest_binding.differences(ctx, rel, manifest, validated=True)
     # every approver must have read the page that is published
     changed += [
         f"report.html is not the page {a.approver} approved (sha256 {a.report_sha256})"
         for a in earlier if a.report_sha256 != sign_off.report_sha256
     ]  # fmt: skip
-    if changed:
-        reason = f"staged files changed after validation or sign-off: {'; '.join(changed)}"
-        ctx.store.fail(rel.id, reason, this_process())
-        ctx.remove_staging(rel)
-        raise StateError(
-            f"release {seq} of {cfg.dataset!r} was not published and is now failed: {reason}. Nothing was "
-            f"published and the state did not move; prepare the release again ('serialpub release')"
-        )
+    rewritten = manifest_binding.preparation_rewritten(ctx, rel)
+    if changed or rewritten:
+        _refuse(ctx, rel, f"staged files changed after validation or sign-off: {'; '.join(changed)}"
+                if changed else f"{rewritten}; the release row was changed outside serialpub")  # fmt: skip
+    preparer, four_eyes = manifest_binding.preparation(ctx, rel)
     # what the public reads: no figure computed from the raw snapshot (they stay in the evidence)
     manifest = manifest.published(str(staging / release_files.MANIFEST_FILE))
     manifest.sign_off = SignOff(
@@ -74,6 +74,11 @@ def finish(ctx: ReleaseContext, seq: int) -> Path:
                      report_sha256=a.report_sha256)
             for a in earlier
         ]  # fmt: skip
+    # who prepared it and the rule its approvals were held to, in what is signed
+    manifest.sign_off.prepared_by = preparer
+    manifest.sign_off.four_eyes = four_eyes
+    if manifest.sign_off.self_approvals():
+        _refuse(ctx, rel, f"{preparer!r} prepared it and approved it under the four-eyes rule it was drafted with")
     seal(ctx, manifest)
     manifest_sha = release_files.write_manifest(staging, manifest, ctx.signing_key)
     checkpoint("before_commit")
@@ -82,6 +87,20 @@ def finish(ctx: ReleaseContext, seq: int) -> Path:
     release_files.move_into_place(ctx.ws.dataset_dir, seq, rel.id)
     checkpoint("after_publish")
     return final
+
+
+def _refuse(ctx: ReleaseContext, rel: OpenRelease, reason: str) -> None:
+    """Fail the approved release ``rel`` without publishing it, for ``reason``.
+
+    Raises:
+        StateError: always.
+    """
+    ctx.store.fail(rel.id, reason, this_process())
+    ctx.remove_staging(rel)
+    raise StateError(
+        f"release {rel.seq} of {ctx.ws.config.dataset!r} was not published and is now failed: {reason}. Nothing "
+        "was published and the state did not move; prepare the release again ('serialpub release')"
+    )
 
 
 def seal(ctx: ReleaseContext, manifest: Manifest) -> None:
@@ -149,6 +168,8 @@ def staged_changes(
     report = manifest.report or {}
     check(REPORT_FILE, ("the sign-off", signed_report), ("the manifest", report.get(REPORT_FILE)))
     check(REPORT_JSON, ("the manifest", report.get(REPORT_JSON)))
+    if manifest.validation is not None:
+        check(HTML_FILE, ("the manifest", manifest.validation.page_sha256))
     return found
 
 
@@ -216,10 +237,7 @@ def check_published_files(ctx: ReleaseContext, published: list[PublishedRelease]
         # the files the (just verified) manifest lists: the signed report page, its data
         # and the validation evidence
         manifest = Manifest.read(folder / release_files.MANIFEST_FILE)
-        listed = dict(manifest.report or {})
-        if manifest.validation is not None and manifest.validation.sha256 is not None:
-            listed[JSON_FILE] = manifest.validation.sha256
-        for name, sha in listed.items():
+        for name, sha in manifest.evidence_checksums().items():
             path = folder / name
             if not path.is_file() or release_files.sha256_file(path) != sha:
                 raise StateError(
