@@ -55,7 +55,9 @@ def finish(ctx: ReleaseContext, seq: int) -> Path:
     ]  # fmt: skip
     rewritten = manifest_binding.preparation_rewritten(ctx, rel)
     if changed or rewritten:
-        _refuse(ctx, rel, f"staged files changed after validation or sign-off: {'; '.join(changed)}"
+        # the first two: the message stays one line
+        named = "; ".join(changed[:2]) + (f"; and {len(changed) - 2} more" if len(changed) > 2 else "")
+        _refuse(ctx, rel, f"staged files changed after validation or sign-off: {named}"
                 if changed else f"{rewritten}; the release row was changed outside serialpub")  # fmt: skip
     preparer, four_eyes = manifest_binding.preparation(ctx, rel)
     # what the public reads: no figure computed from the raw snapshot (they stay in the evidence)
