@@ -137,8 +137,8 @@ def staged_changes(
     """What changed in a staged release since it was validated and signed off: one line per
     file whose sha256 differs from what the state and the manifest recorded (empty when
     nothing did). Checked: ``data.parquet`` against the state's record at staging and the
-    manifest; ``validation.json`` against the manifest, and every suite's result against
-    the state's; ``report.html`` against the sign-off (the page the approver saw) and the
+    manifest; ``validation.json`` and ``validation.html`` against the manifest, and every
+    suite's result against the state's; ``report.html`` against the sign-off (the page the approver saw) and the
     manifest; ``report.json`` against the manifest.
     """
     found: list[str] = []
