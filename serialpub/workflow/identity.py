@@ -11,7 +11,8 @@ The identity of a decision is one the system authenticated, never free text:
 That identity must be on ``sign_off.approvers``. Under ``sign_off.four_eyes`` (the
 default) the account that prepared the release (``prepared_by`` in its state row) cannot
 approve it; the rule is the one recorded when the release was drafted
-(:func:`serialpub.workflow.manifest_binding.preparation`), not today's configuration. Names are compared after Unicode NFKC normalization with runs of white space
+(:func:`serialpub.workflow.manifest_binding.preparation`), not today's configuration.
+Names are compared after Unicode NFKC normalization with runs of white space
 collapsed; a name holding an invisible or control character (a zero-width space, say) is
 refused, so two names that look alike are one name or an error.
 """
