@@ -268,7 +268,10 @@ class StateStore:
                 )
                 s.add(rel)
                 s.flush()
-                self._log(s, dataset, seq, owner, "draft", period=period)
+                # who prepared it and under which four-eyes rule, in the append-only log too:
+                # a prepared_by rewritten in the row no longer agrees with it
+                self._log(s, dataset, seq, owner, "draft", period=period, prepared_by=params.get("prepared_by"),
+                          four_eyes=params.get("four_eyes"))  # fmt: skip
                 return OpenRelease(rel.id, seq, period, "draft", owner, None, now)
         except IntegrityError:
             # the partial unique index caught a race the lock did not (it should not happen)
@@ -276,6 +279,21 @@ class StateStore:
             raise StateError(
                 _busy_message(dataset, current_open) if current_open else f"dataset {dataset!r}: concurrent change"
             ) from None
+
+    def bind_staged_manifest(self, release_id: int, fields: dict[str, str]) -> None:
+        """Record, in the open release's ``params["staged_manifest"]``, the sha256 of each
+        field of the manifest serialpub just staged for it, so that publication can name a
+        field edited afterwards (:mod:`serialpub.workflow.manifest_binding`).
+
+        Raises:
+            StateError: the release is not open.
+        """
+        with Session(self.engine) as s, s.begin():
+            rel = s.get(Release, release_id, with_for_update=True)
+            if rel is None or rel.status not in OPEN_STATUSES:
+                raise StateError(f"release row {release_id} is not open; its staged manifest cannot be recorded")
+            rel.params = {**(rel.params or {}), "staged_manifest": fields}
+            rel.updated = datetime.now(UTC)
 
     def set_staging(self, release_id: int, staging: str) -> None:
         with Session(self.engine) as s, s.begin():

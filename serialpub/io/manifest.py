@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import unicodedata
 from pathlib import Path
 from typing import Any, Literal
 
@@ -101,12 +102,14 @@ class SuiteVerdict(_Contract):
 class Validation(_Contract):
     """The validation of the release (docs/validation.md): overall outcome, the sha256 of
     ``validation.json``, whether the global-guarantee suite ran (false only for the
-    localized baseline), and every suite's verdict."""
+    localized baseline), every suite's verdict and the sha256 of ``validation.html``
+    (``page_sha256``; absent from releases made before it was bound)."""
 
     success: bool
     sha256: str | None
     global_guarantee_checked: bool
     suites: dict[str, SuiteVerdict]
+    page_sha256: str | None = None
 
 
 class Approval(_Contract):
@@ -122,7 +125,10 @@ class SignOff(_Contract):
     """The sign-off that let the release be published. ``decided_at``: UTC, ISO 8601;
     ``report_sha256``: the ``report.html`` the approver saw; ``automatic``: approved by
     ``sign_off.auto_approve`` (test and demo environments); ``earlier_approvals``: the
-    approvals before this one, oldest first, written only when a release needed more than one."""
+    approvals before this one, oldest first, written only when a release needed more than one;
+    ``prepared_by``: the account that prepared the release and ``four_eyes``: whether
+    ``sign_off.four_eyes`` was on when it was drafted (the rule its approvals were held to;
+    both absent from releases made before they were recorded; docs/compliance.md)."""
 
     decision: str
     approver: str
@@ -131,6 +137,23 @@ class SignOff(_Contract):
     report_sha256: str | None
     automatic: bool
     earlier_approvals: list[Approval] = Field(default_factory=list)
+    prepared_by: str | None = None
+    four_eyes: bool | None = None
+
+    def self_approvals(self) -> list[str]:
+        """The approvers (this one and the earlier ones) who are the preparer, when the
+        four-eyes rule was on at drafting; names compared in NFKC with white space collapsed,
+        as sign-offs are recorded (docs/compliance.md, "Who may sign off"). Empty when the
+        rule was off or the preparer is not recorded."""
+        if not self.four_eyes or self.prepared_by is None:
+            return []
+        preparer = _name(self.prepared_by)
+        approvers = [self.approver, *(a.approver for a in self.earlier_approvals)]
+        return [a for a in approvers if _name(a) == preparer]
+
+
+def _name(name: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", name).split())
 
 
 #: keys of a draft's manifest that are computed from the raw snapshot and are left out of
@@ -263,6 +286,19 @@ class Manifest(_Contract):
         for verdict in (data.get("validation") or {}).get("suites", {}).values():
             verdict.pop("sha256", None)
         return Manifest.parse(data, where)
+
+    def evidence_checksums(self) -> dict[str, str]:
+        """Every evidence file the manifest binds, by file name, to its sha256 (hex): the
+        release report (``report.html``, ``report.json``) and the validation evidence
+        (``validation.json``, ``validation.html``). Empty for a release without evidence
+        (imported, or made before evidence existed)."""
+        listed = dict(self.report or {})
+        if self.validation is not None:
+            for name, sha in (("validation.json", self.validation.sha256),
+                              ("validation.html", self.validation.page_sha256)):  # fmt: skip
+                if sha is not None:
+                    listed[name] = sha
+        return listed
 
     def to_json(self) -> str:
         """The file's text: two-space indented JSON and a final newline."""

@@ -36,7 +36,7 @@ from serialpub.io.sources import InputSource
 from serialpub.report.measure import Measure
 from serialpub.report.render import measure_records
 from serialpub.report.utility import draft_measures, query_measures
-from serialpub.workflow import anonymizing, identity, preflight, progress, series_integrity
+from serialpub.workflow import anonymizing, identity, manifest_binding, preflight, progress, series_integrity
 from serialpub.workflow.anonymizing import Anonymized, anonymize_snapshot, load_state, take
 from serialpub.workflow.context import ReleaseContext
 from serialpub.workflow.input_checks import check_inputs, period_of_source, skipped_periods, snapshot_source
@@ -135,8 +135,11 @@ def draft(
         "snapshot": source.record,
         "snapshot_rows": len(snap.individual),
         "snapshot_sha256": checked.sha256,
-        # the account that prepared it: under sign_off.four_eyes it cannot approve it
+        # the account that prepared it: under sign_off.four_eyes it cannot approve it. The
+        # rule is the one on now, at drafting: a configuration changed before the sign-off
+        # does not apply to this draft (docs/compliance.md, "Who may sign off")
         "prepared_by": ctx.preparer or identity.os_login(),
+        "four_eyes": cfg.sign_off.four_eyes,
     }
     repeated = [r.seq for r in published if r.params.get("snapshot_sha256") == checked.sha256]
     if repeated:  # allowed only with ctx.allow_repeated_snapshot (check_repeated_snapshot): kept
@@ -225,6 +228,7 @@ def _stage(
         query, utility = measuring.result()
     set_measures(ctx, manifest, query, utility)
     release_files.write_manifest(staging, manifest)
+    manifest_binding.bind(ctx, opened.id, manifest)
     if owner is not None:
         ctx.store.hand_over(opened.id, owner)
     t_state += time.perf_counter() - t_commit
@@ -425,6 +429,8 @@ def params_record(ctx: ReleaseContext) -> dict[str, Any]:
     """The release's privacy settings as the draft's row and its manifest record them."""
     cfg = ctx.ws.config
     return {
+        "quasi_identifiers": ctx.qis,
+        "sensitive": cfg.sensitive,
         "l": cfg.ell,
         "strategy": cfg.strategy,
         "k_prime": ctx.params.k_prime,
@@ -461,8 +467,6 @@ def new_manifest(
         release=seq,
         period=period,
         created=datetime.now(UTC).isoformat(timespec="seconds"),
-        quasi_identifiers=ctx.qis,
-        sensitive=cfg.sensitive,
         **params_record(ctx),
         records=int(result.published.sum()),
         groups=int(result.group_nodes.shape[0]),

@@ -10,7 +10,9 @@ The identity of a decision is one the system authenticated, never free text:
 
 That identity must be on ``sign_off.approvers``. Under ``sign_off.four_eyes`` (the
 default) the account that prepared the release (``prepared_by`` in its state row) cannot
-approve it. Names are compared after Unicode NFKC normalization with runs of white space
+approve it; the rule is the one recorded when the release was drafted
+(:func:`serialpub.workflow.manifest_binding.preparation`), not today's configuration.
+Names are compared after Unicode NFKC normalization with runs of white space
 collapsed; a name holding an invisible or control character (a zero-width space, say) is
 refused, so two names that look alike are one name or an error.
 """
@@ -57,11 +59,12 @@ def os_login() -> str:
         return f"uid:{uid}"
 
 
-def authorize(ws: Workspace, who: str, preparer: str | None = None) -> str:
+def authorize(ws: Workspace, who: str, preparer: str | None = None, four_eyes: bool | None = None) -> str:
     """The normalized identity ``who`` after checking that it may sign off releases of the
     workspace's dataset: on ``sign_off.approvers`` and, when ``preparer`` (the account that
-    prepared the release being approved) is given under ``sign_off.four_eyes``, not that
-    account.
+    prepared the release being approved) is given under the four-eyes rule, not that
+    account. ``four_eyes``: the rule as recorded when the release was drafted (None: the
+    configuration's ``sign_off.four_eyes``).
 
     Raises:
         InputError: ``who`` is not an approver, prepared the release, or is malformed.
@@ -75,9 +78,11 @@ def authorize(ws: Workspace, who: str, preparer: str | None = None) -> str:
             f"{quoted(name)} may not sign off releases of {cfg.dataset!r}: not in sign_off.approvers of {config_file} "
             f"({listed}); whoever administers the configuration adds approvers there"
         )
-    if preparer is not None and cfg.sign_off.four_eyes and normalize_name(preparer, "prepared_by") == name:
+    four_eyes = cfg.sign_off.four_eyes if four_eyes is None else four_eyes
+    if preparer is not None and four_eyes and normalize_name(preparer, "prepared_by") == name:
         raise InputError(
-            f"{quoted(name)} prepared this release and cannot also approve it (four-eyes rule, sign_off.four_eyes); "
+            f"{quoted(name)} prepared this release and cannot also approve it (four-eyes rule, sign_off.four_eyes "
+            "as it was when the release was drafted); "
             "another approver signs off"
         )
     return name

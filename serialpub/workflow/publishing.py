@@ -8,14 +8,14 @@ import json
 import os
 from pathlib import Path
 
-from checks.evidence import JSON_FILE
+from checks.evidence import HTML_FILE, JSON_FILE
 from serialpub.errors import InputError
 from serialpub.faults import checkpoint
 from serialpub.io import release_files, signing
 from serialpub.io.manifest import Approval, Manifest, SignOff
 from serialpub.report.render import HTML_FILE as REPORT_FILE
 from serialpub.report.render import JSON_FILE as REPORT_JSON
-from serialpub.workflow import preflight, series_integrity
+from serialpub.workflow import manifest_binding, preflight, series_integrity
 from serialpub.workflow.context import ReleaseContext
 from serialpub.workflow.sign_off import AUTO_APPROVER, not_approved
 from state.store import OpenRelease, PublishedRelease, StateError, owner_is_gone, this_process
@@ -46,19 +46,20 @@ def finish(ctx: ReleaseContext, seq: int) -> Path:
     staging = ctx.staging_dir(rel)
     manifest = Manifest.read(staging / release_files.MANIFEST_FILE)
     changed = staged_changes(ctx, rel, staging, manifest, sign_off.report_sha256)
+    # what is signed is what was validated: every field, as the state recorded it
+    changed += manifest_binding.differences(ctx, rel, manifest, validated=True)
     # every approver must have read the page that is published
     changed += [
         f"report.html is not the page {a.approver} approved (sha256 {a.report_sha256})"
         for a in earlier if a.report_sha256 != sign_off.report_sha256
     ]  # fmt: skip
-    if changed:
-        reason = f"staged files changed after validation or sign-off: {'; '.join(changed)}"
-        ctx.store.fail(rel.id, reason, this_process())
-        ctx.remove_staging(rel)
-        raise StateError(
-            f"release {seq} of {cfg.dataset!r} was not published and is now failed: {reason}. Nothing was "
-            f"published and the state did not move; prepare the release again ('serialpub release')"
-        )
+    rewritten = manifest_binding.preparation_rewritten(ctx, rel)
+    if changed or rewritten:
+        # the first two: the message stays one line
+        named = "; ".join(changed[:2]) + (f"; and {len(changed) - 2} more" if len(changed) > 2 else "")
+        _refuse(ctx, rel, f"staged files changed after validation or sign-off: {named}"
+                if changed else f"{rewritten}; the release row was changed outside serialpub")  # fmt: skip
+    preparer, four_eyes = manifest_binding.preparation(ctx, rel)
     # what the public reads: no figure computed from the raw snapshot (they stay in the evidence)
     manifest = manifest.published(str(staging / release_files.MANIFEST_FILE))
     manifest.sign_off = SignOff(
@@ -75,6 +76,11 @@ def finish(ctx: ReleaseContext, seq: int) -> Path:
                      report_sha256=a.report_sha256)
             for a in earlier
         ]  # fmt: skip
+    # who prepared it and the rule its approvals were held to, in what is signed
+    manifest.sign_off.prepared_by = preparer
+    manifest.sign_off.four_eyes = four_eyes
+    if manifest.sign_off.self_approvals():
+        _refuse(ctx, rel, f"{preparer!r} prepared it and approved it under the four-eyes rule it was drafted with")
     seal(ctx, manifest)
     manifest_sha = release_files.write_manifest(staging, manifest, ctx.signing_key)
     checkpoint("before_commit")
@@ -84,6 +90,20 @@ def finish(ctx: ReleaseContext, seq: int) -> Path:
     checkpoint("after_publish")
     series_integrity.write_checkpoint(ctx)
     return final
+
+
+def _refuse(ctx: ReleaseContext, rel: OpenRelease, reason: str) -> None:
+    """Fail the approved release ``rel`` without publishing it, for ``reason``.
+
+    Raises:
+        StateError: always.
+    """
+    ctx.store.fail(rel.id, reason, this_process())
+    ctx.remove_staging(rel)
+    raise StateError(
+        f"release {rel.seq} of {ctx.ws.config.dataset!r} was not published and is now failed: {reason}. Nothing "
+        "was published and the state did not move; prepare the release again ('serialpub release')"
+    )
 
 
 def seal(ctx: ReleaseContext, manifest: Manifest) -> None:
@@ -121,8 +141,8 @@ def staged_changes(
     """What changed in a staged release since it was validated and signed off: one line per
     file whose sha256 differs from what the state and the manifest recorded (empty when
     nothing did). Checked: ``data.parquet`` against the state's record at staging and the
-    manifest; ``validation.json`` against the manifest, and every suite's result against
-    the state's; ``report.html`` against the sign-off (the page the approver saw) and the
+    manifest; ``validation.json`` and ``validation.html`` against the manifest, and every
+    suite's result against the state's; ``report.html`` against the sign-off (the page the approver saw) and the
     manifest; ``report.json`` against the manifest.
     """
     found: list[str] = []
@@ -154,6 +174,8 @@ def staged_changes(
     report = manifest.report or {}
     check(REPORT_FILE, ("the sign-off", signed_report), ("the manifest", report.get(REPORT_FILE)))
     check(REPORT_JSON, ("the manifest", report.get(REPORT_JSON)))
+    if manifest.validation is not None:
+        check(HTML_FILE, ("the manifest", manifest.validation.page_sha256))
     return found
 
 
@@ -221,10 +243,7 @@ def check_published_files(ctx: ReleaseContext, published: list[PublishedRelease]
         # the files the (just verified) manifest lists: the signed report page, its data
         # and the validation evidence
         manifest = Manifest.read(folder / release_files.MANIFEST_FILE)
-        listed = dict(manifest.report or {})
-        if manifest.validation is not None and manifest.validation.sha256 is not None:
-            listed[JSON_FILE] = manifest.validation.sha256
-        for name, sha in listed.items():
+        for name, sha in manifest.evidence_checksums().items():
             path = folder / name
             if not path.is_file() or release_files.sha256_file(path) != sha:
                 raise StateError(

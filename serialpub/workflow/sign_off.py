@@ -11,7 +11,7 @@ from serialpub.config import Workspace
 from serialpub.errors import InputError, quoted
 from serialpub.io import release_files
 from serialpub.report.render import HTML_FILE as REPORT_FILE
-from serialpub.workflow import identity
+from serialpub.workflow import identity, manifest_binding
 from serialpub.workflow.context import ReleaseContext
 from state.store import OpenRelease, SignOffRecord, StateError, StateStore, open_engine, this_process
 
@@ -41,13 +41,18 @@ def approve(
         # the manifest tells automatic approvals by this name, so a person cannot take it
         raise InputError(f"the approver's name {quoted(approver)} is reserved for automatic approvals")
     if not automatic:
-        preparer = ctx.open_release(seq).params.get("prepared_by")
-        if preparer is None and cfg.sign_off.four_eyes:
+        # the preparer and the four-eyes rule as recorded at drafting (checked against the
+        # audit log), not as the configuration says now
+        try:
+            preparer, four_eyes = manifest_binding.preparation(ctx, ctx.open_release(seq))
+        except StateError as exc:
+            raise InputError(str(exc)) from None
+        if preparer is None and four_eyes:
             raise InputError(
                 f"release {seq} of {cfg.dataset!r} has no record of who prepared it (prepared before serialpub "
                 "recorded it), so the four-eyes rule cannot be checked; reject it and prepare it again"
             )
-        approver = identity.authorize(ctx.ws, approver, None if preparer is None else str(preparer))
+        approver = identity.authorize(ctx.ws, approver, preparer, four_eyes)
     if report_sha256 is None:
         page = ctx.staging_dir(ctx.open_release(seq)) / REPORT_FILE
         report_sha256 = release_files.sha256_file(page) if page.exists() else None

@@ -31,7 +31,7 @@ from serialpub.report.measure import Measure
 from serialpub.report.privacy import PrivacyFigures, PrivacyInputs, classical_measures, privacy_figures
 from serialpub.report.render import HTML_FILE as REPORT_FILE
 from serialpub.report.render import report_plots, write_release_report
-from serialpub.workflow import progress
+from serialpub.workflow import manifest_binding, progress
 from serialpub.workflow.anonymizing import record_sets
 from serialpub.workflow.context import ReleaseContext
 from serialpub.workflow.input_checks import check_inputs, snapshot_source
@@ -69,6 +69,14 @@ def _validate(ctx: ReleaseContext, rel: OpenRelease) -> list[SuiteResult]:
     cfg = ctx.ws.config
     staging = ctx.staging_dir(rel)
     manifest, table = release_files.read_release(staging)
+    edited = manifest_binding.differences(ctx, rel, manifest, validated=False)
+    if edited:
+        # validation would vouch for the edit: refuse it before anything is recorded
+        raise StateError(
+            f"{staging / release_files.MANIFEST_FILE}: the staged manifest changed after release {rel.seq} was drafted "
+            f"({edited[0]}); the draft was failed and nothing was published: prepare the release again "
+            "('serialpub release')"
+        )
     sums = ctx.file_sums
     if sums["register"] != manifest.sha256.register_file or sums["hierarchies"] != manifest.sha256.hierarchies:
         # validated against other inputs than the draft's, the verdict would not be the release's
@@ -156,12 +164,15 @@ def _validate(ctx: ReleaseContext, rel: OpenRelease) -> list[SuiteResult]:
         sha256=write_evidence(staging, f"{cfg.dataset} release {rel.seq} (period {rel.period})", suites),
         global_guarantee_checked=cfg.guarantee is Guarantee.GLOBAL,
         suites={r.suite: SuiteVerdict(success=r.success, sha256=r.sha256) for r in suites},
+        # the page a person reads is evidence as much as the JSON: bound by its checksum too
+        page_sha256=release_files.sha256_file(staging / HTML_FILE),
     )
     with progress.step("report"):
         figures_drawn, plots = figuring.result()
         figures_drawn = replace(figures_drawn, measures=[*figures_drawn.measures, *measuring.result()])
         manifest.report = write_report(ctx, staging, manifest, figures_drawn, plots)
     release_files.write_manifest(staging, manifest)
+    manifest_binding.bind(ctx, rel.id, manifest)
     checkpoint("after_validation")
     return suites
 

@@ -7,14 +7,16 @@ public key: a deleted release (a gap in the numbers, or a chain that names a man
 that is not there; deleting the newest releases leaves neither, so the copy's signed
 checkpoint names the newest, and a consumer keeps a checkpoint to detect a rollback that
 replaced it too, :mod:`.extension`); an edited manifest (its
-signature, and the next manifest's chain); an edited ``report.html``, ``report.json`` or
-``validation.json`` (the manifest's checksum), or one of them deleted while the others are
+signature, and the next manifest's chain); an edited ``report.html``, ``report.json``,
+``validation.json`` or ``validation.html`` (the manifest's checksum), or one of them deleted while the others are
 there (a public copy without any of this evidence is noted, not failed: it holds figures
 computed from the raw snapshot and may stay with the publisher, docs/release-contract.md);
 a data file and a manifest forged together consistently (the signature, which only the
 publisher's private key can make); a signature stripped from a release after signed ones;
 a store signed by another key (``--public-key``), or a release signed by a key other
-than the pinned one of the first signed release without a key rotation record (:mod:`.keys`).
+than the pinned one of the first signed release without a key rotation record (:mod:`.keys`);
+a release approved by the account that prepared it although its manifest says the
+four-eyes rule was on when it was drafted.
 
 The signature is verified here with ``cryptography`` directly, not with the writer side's
 signing module (docs/design.md section 9: the audit shares only the file format).
@@ -104,6 +106,11 @@ def check_store(
         _check_chain(out, n, m, texts)
         _check_listed_files(out, n, folder, m)
         _check_signature(out, n, folder, m, texts[n], public_key, plan)
+        for who in m.sign_off.self_approvals() if m.sign_off is not None else []:
+            out.findings.append(
+                f"release {n}: approved by {who!r}, who prepared it, although the four-eyes rule was on when it "
+                "was drafted"
+            )
         if m.signing_key is None and signed_before is not None:
             out.findings.append(f"release {n}: not signed, although release {signed_before} was (signature stripped?)")
         if m.signing_key is not None:
@@ -177,9 +184,7 @@ def _check_chain(out: Integrity, n: int, m: Manifest, texts: dict[int, bytes]) -
 
 
 def _check_listed_files(out: Integrity, n: int, folder: Path, m: Manifest) -> None:
-    listed = dict(m.report or {})
-    if m.validation is not None and m.validation.sha256 is not None:
-        listed["validation.json"] = m.validation.sha256
+    listed = m.evidence_checksums()
     absent = [name for name in listed if not (folder / name).is_file()]
     if absent and len(absent) == len(listed):
         # a public copy: the evidence holds figures computed from the raw snapshot and stays

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from anonymizer.release import History
+from serialpub.analysis.verify.bound import check_evidence, compare_fields
 from serialpub.analysis.verify.compare import compare_statistics
 from serialpub.analysis.verify.context import Rebuild, Verification
 from serialpub.analysis.verify.rebuild import grow, rebuild_release
@@ -83,5 +84,7 @@ def verify_state(ws: Workspace) -> VerifyReport:
     state = grow(state, len(ctx.ids), float(cfg.ell))  # everyone of any register the releases used
     report.individuals = len(ctx.ids)
     compare_statistics(ctx, state, values, bool(db))
-    compare_sign_offs(report, ctx.store, cfg.dataset, manifests)
+    compare_sign_offs(report, ctx.store, cfg.dataset, manifests, {seq: r.params for seq, r in by_seq.items()})
+    compare_fields(report, manifests, by_seq)
+    check_evidence(report, manifests, folders)
     return report

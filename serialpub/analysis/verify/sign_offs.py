@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
+from typing import Any
 
 from serialpub.analysis.verify.report import VerifyReport
 from serialpub.io.manifest import Manifest
@@ -25,11 +26,16 @@ def _order(row: tuple[int, str, str, str | None]) -> tuple[int, str, str, str]:
 
 
 def compare_sign_offs(
-    report: VerifyReport, store: StateStore, dataset: str, manifests: Mapping[int, Manifest]
-) -> None:
+    report: VerifyReport, store: StateStore, dataset: str, manifests: Mapping[int, Manifest],
+    params: Mapping[int, Mapping[str, Any]] | None = None,
+) -> None:  # fmt: skip
     """Add to ``report`` every disagreement between the sign-off rows, the audit log's
-    decisions and the manifests' ``sign_off`` of ``dataset``."""
+    decisions and the manifests' ``sign_off`` of ``dataset``; and, per published release,
+    an approval by its preparer under the four-eyes rule it was drafted with, or a preparer
+    or four-eyes setting that is not the same in the manifest, the release row (``params``,
+    by release number) and the audit log's draft entry."""
     log = store.audit_log(dataset)
+    _check_preparation(report, log, manifests, params or {})
     logged: Counter[tuple[int, str, str, str | None]] = Counter(
         (e["release"], e["action"], e["actor"], (e["detail"] or {}).get("comment"))
         for e in log if e["action"] in ("approved", "rejected")
@@ -66,3 +72,39 @@ def compare_sign_offs(
                     f"release {seq}: the manifest's earlier approval by {earlier.approver!r} at "
                     f"{earlier.decided_at} is not in the state's sign_offs table",
                 )
+
+
+def _check_preparation(
+    report: VerifyReport, log: list[dict[str, Any]], manifests: Mapping[int, Manifest],
+    params: Mapping[int, Mapping[str, Any]],
+) -> None:  # fmt: skip
+    # the draft entry of the attempt that was published: the last one before its publication
+    latest: dict[int, dict[str, Any]] = {}
+    drafted: dict[int, dict[str, Any]] = {}
+    for entry in log:
+        seq = entry["release"]
+        if entry["action"] == "draft" and seq is not None:
+            latest[seq] = entry["detail"] or {}
+        elif entry["action"] == "published" and seq in latest:
+            drafted[seq] = latest[seq]
+    for seq, manifest in manifests.items():
+        signed = manifest.sign_off
+        if signed is None:
+            continue
+        for who in signed.self_approvals():
+            report.add(
+                KIND,
+                f"release {seq}: approved by {who!r}, who prepared it, although the four-eyes rule was on when it "
+                "was drafted",
+            )
+        for key, in_manifest in (("prepared_by", signed.prepared_by), ("four_eyes", signed.four_eyes)):
+            if in_manifest is None:
+                continue  # published before it was recorded
+            row, logged = params.get(seq, {}), drafted.get(seq, {})
+            for where, record in (("release row", row), ("audit log's draft entry", logged)):
+                if key in record and record[key] != in_manifest:
+                    report.add(
+                        KIND,
+                        f"release {seq}: the manifest's sign_off.{key} is {in_manifest!r}, the {where} says "
+                        f"{record[key]!r}",
+                    )
