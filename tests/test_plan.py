@@ -46,6 +46,8 @@ def _real_series(root: Path, settings: dict[str, Any], protected: list[str]) -> 
     config.update({k: v for k, v in settings.items() if k != "protected_values"}, protected_values=protected)
     if settings["strategy"] == "geometric":
         config.pop("k_prime", None)
+    if settings["partition_model"] == "parts":  # a real series must acknowledge the model's known breach
+        config["accept_known_breach"] = ["parts"]
     write_config(root, config)
     ws = load_config(root)
     ctx = Publisher(ws)
@@ -270,7 +272,8 @@ def test_worker_processes_give_the_figures_of_one_process(tmp_path: Path) -> Non
 
 def test_a_workspace_under_the_paper_suppression_model_flags_every_candidate(tmp_path: Path) -> None:
     # the top-down search with the published partition: only the suppression model is at fault
-    root = make_workspace(tmp_path / "ws", periods=1, suppression_model="paper", partition_model="published")
+    root = make_workspace(tmp_path / "ws", periods=1, suppression_model="paper", partition_model="published",
+                          accept_known_breach=["paper"])  # fmt: skip
     proc = cli("plan", "--config", root, "--rounds", "1", "--jobs", "1", "--json", tmp_path / "p.json")
     assert proc.returncode == 0, proc.stderr
     rows = json.loads((tmp_path / "p.json").read_text())["candidates"]

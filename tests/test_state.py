@@ -97,7 +97,8 @@ def test_stale_draft_is_failed_by_recovery_and_publishing_proceeds(state_ws: Pat
     assert _release(store, 2, "failed").id == draft.id
     failed = [e for e in store.audit_log("clinic") if e["action"] == "failed"]
     assert len(failed) == 1 and failed[0]["release"] == 2 and owner in failed[0]["detail"]["reason"]
-    assert sorted(p.name for p in (state_ws / "releases" / "clinic").iterdir()) == ["release-0001", "release-0002"]
+    listing = sorted(p.name for p in (state_ws / "releases" / "clinic").iterdir())
+    assert listing == ["checkpoint.json", "checkpoint.sig", "release-0001", "release-0002"]
 
 
 def test_draft_of_another_host_is_never_presumed_gone(state_ws: Path) -> None:
