@@ -91,8 +91,8 @@ def _unavailable(url: str, reason: str) -> StateUnavailable | None:
             )
         if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
             return StateUnavailable(
-                f"the state database {path} cannot be opened for writing: its folder is read-only (file system or "
-                f"permissions); make it writable {elsewhere}; {unchanged}"
+                f"the state database {path} cannot be opened for writing: its folder is read-only; "
+                f"make it writable {elsewhere}; {unchanged}"
             )
     return None
 

@@ -258,3 +258,8 @@ def airflow_env(home: Path, workspaces: list[Path]) -> dict[str, str]:
         GX_ANALYTICS_ENABLED="False",
     )
     return env
+
+
+def release_listing(dataset_dir: Path) -> list[str]:
+    """The release store's entries, less the signed checkpoint every publication rewrites."""
+    return sorted(p.name for p in dataset_dir.iterdir() if not p.name.startswith("checkpoint."))

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 import yaml
-from helpers import PERIODS, airflow_env, airflow_workspace, make_workspace
+from helpers import PERIODS, airflow_env, airflow_workspace, make_workspace, release_listing
 
 from serialpub.config import load_config
 from serialpub.io.release_files import sha256_file
@@ -118,7 +118,7 @@ def test_release_dag_publishes_in_period_order_with_sign_off(
     result, log = run_dag(airflow_home, root, {"period": "2025-H1"}, respond="Approve", by="carol")
     assert result["state"] == "success", log[-5000:]
     assert [(r.seq, r.period) for r in store.published(ws.config.dataset)] == list(enumerate(PERIODS, start=1))
-    assert sorted(p.name for p in ws.dataset_dir.iterdir()) == ["release-0001", "release-0002", "release-0003"]
+    assert release_listing(ws.dataset_dir) == ["release-0001", "release-0002", "release-0003"]
 
 
 def test_rejected_sign_off_publishes_nothing(airflow_home: Path, adult_template: Path, tmp_path: Path) -> None:

@@ -146,9 +146,8 @@ def test_a_read_only_folder_names_the_database(published_once: Path, monkeypatch
         patch.setattr(os, "access", read_only)
         line = _one_line(_release_2(published_once), 4)
     assert line == (
-        f"serialpub: error: the state database {database} cannot be opened for writing: its folder is read-only "
-        "(file system or permissions); make it writable or set database_url / SERIALPUB_DATABASE_URL elsewhere; "
-        "nothing was changed"
+        f"serialpub: error: the state database {database} cannot be opened for writing: its folder is read-only; "
+        "make it writable or set database_url / SERIALPUB_DATABASE_URL elsewhere; nothing was changed"
     )
     assert "recovers" not in line
 

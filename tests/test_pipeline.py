@@ -14,7 +14,18 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from helpers import CONTRACT_KEYS, DISEASES, QIS, SENSITIVE, Result, cli, make_workspace, snapshot, state_of
+from helpers import (
+    CONTRACT_KEYS,
+    DISEASES,
+    QIS,
+    SENSITIVE,
+    Result,
+    cli,
+    make_workspace,
+    release_listing,
+    snapshot,
+    state_of,
+)
 
 from serialpub.analysis.audit import audit_workspace
 from serialpub.config import load_config
@@ -39,7 +50,7 @@ def test_three_releases_follow_the_contract_and_pass_the_audit(ws_root: Path) ->
     publisher = Publisher(ws)
     outcomes = [publisher.publish(snapshot(ws_root, t)) for t in (1, 2, 3)]
     dataset_dir = ws_root / "releases" / "clinic"
-    assert sorted(p.name for p in dataset_dir.iterdir()) == ["release-0001", "release-0002", "release-0003"]
+    assert release_listing(dataset_dir) == ["release-0001", "release-0002", "release-0003"]
     hierarchies = {q: read_hierarchy(ws_root / "hierarchies" / f"{q}.csv") for q in QIS}
     for t, outcome in zip((1, 2, 3), outcomes, strict=True):
         directory = dataset_dir / f"release-{t:04d}"
@@ -205,7 +216,7 @@ def test_recover_removes_uncommitted_staging(tmp_path: Path) -> None:
     _fake_release(dataset_dir / ".staging-release-0002")  # an attempt without a row id
     with pytest.warns(UserWarning, match="removed"):
         release_files.recover(dataset_dir, committed={3: 1})
-    assert sorted(p.name for p in dataset_dir.iterdir()) == ["release-0001"]
+    assert release_listing(dataset_dir) == ["release-0001"]
 
 
 def test_recover_moves_committed_staging_into_place(tmp_path: Path) -> None:
@@ -218,7 +229,7 @@ def test_recover_moves_committed_staging_into_place(tmp_path: Path) -> None:
         release_files.recover(dataset_dir, committed={3: 1, 8: 2})
     messages = sorted(str(w.message).split(" ")[0] for w in caught)
     assert messages == ["completed", "removed"]  # r8 rolled forward, the failed r5 removed
-    assert sorted(p.name for p in dataset_dir.iterdir()) == ["release-0001", "release-0002"]
+    assert release_listing(dataset_dir) == ["release-0001", "release-0002"]
     assert (dataset_dir / "release-0002" / "data.parquet").read_bytes() == b"PAR1 committed"
 
 
@@ -238,5 +249,5 @@ def test_publish_cleans_up_a_crashed_staging_folder(published_once: Path) -> Non
     with pytest.warns(UserWarning, match="removed"):
         outcome = Publisher(load_config(published_once)).publish(snapshot(published_once, 2))
     assert outcome.seq == 2
-    assert sorted(p.name for p in dataset_dir.iterdir()) == ["release-0001", "release-0002"]
+    assert release_listing(dataset_dir) == ["release-0001", "release-0002"]
     assert audit_workspace(published_once).ok

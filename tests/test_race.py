@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from conftest import cli_env, freeze_stats, run_cli
-from helpers import snapshot, state_of
+from helpers import release_listing, snapshot, state_of
 from sqlalchemy import func, select
 
 from serialpub.config import load_config
@@ -118,7 +118,7 @@ def test_two_processes_publishing_the_same_period_count_it_once(
     assert store.open_release("clinic") is None
     assert freeze_stats(store.latest_statistics("clinic")) == reference_series["stats"][k]
     dataset_dir = state_ws / "releases" / "clinic"
-    assert sorted(p.name for p in dataset_dir.iterdir()) == [f"release-{i:04d}" for i in range(1, k + 1)]
+    assert release_listing(dataset_dir) == [f"release-{i:04d}" for i in range(1, k + 1)]
     assert (dataset_dir / f"release-{k:04d}" / "data.parquet").read_bytes() == reference_series["data"][k]
 
 
@@ -144,7 +144,7 @@ def test_recovery_between_commit_and_rename_of_another_process(
     outcome = Publisher(load_config(state_ws)).publish(snapshot(state_ws, 2))
     assert outcome.seq == 2
     dataset_dir = state_ws / "releases" / "clinic"
-    assert sorted(p.name for p in dataset_dir.iterdir()) == ["release-0001", "release-0002"]
+    assert release_listing(dataset_dir) == ["release-0001", "release-0002"]
     assert (dataset_dir / "release-0002" / "data.parquet").read_bytes() == reference_series["data"][2]
 
 
@@ -186,5 +186,5 @@ def test_recovery_does_not_remove_the_staging_of_a_draft_opened_meanwhile(
         go_on.set()
         a_thread.join(60)
     assert outcome and outcome[0].seq == 2
-    assert sorted(p.name for p in dataset_dir.iterdir()) == ["release-0001", "release-0002"]
+    assert release_listing(dataset_dir) == ["release-0001", "release-0002"]
     assert (dataset_dir / "release-0002" / "data.parquet").read_bytes() == reference_series["data"][2]

@@ -331,6 +331,5 @@ def check_hierarchy_version(path: Path, sha: str) -> None:
     actual = sha256_bytes(path.read_bytes())
     if actual != sha.lower():
         raise InputError(
-            f"{path}: altered: its sha256 ({actual[:12]}…) is not its name, the one the manifests record; "
-            "restore it from a backup or a public copy"
+            f"{path}: altered: its sha256 ({actual[:12]}…) is not its name; restore it from a backup or a public copy"
         )
