@@ -226,14 +226,15 @@ def test_parsing_the_dag_file_imports_no_pipeline_library(adult_template: Path, 
     configurations alone and imports the steps (pandas, pyarrow, Great Expectations, the
     anonymizer, the state store) only inside the tasks (benchmarks/bench_dag_parse.py
     measures the time). SQLAlchemy is not checked: Airflow imports it itself. The
-    configuration's settings are enumerations of ``anonymizer.settings``, which imports
-    only the standard library."""
+    configuration's settings are enumerations of ``anonymizer.settings``, and error messages
+    shorten quoted values with ``anonymizer.quoting``; both import only the standard library."""
     code = (
         "import runpy, sys; ns = runpy.run_path(sys.argv[1]); "
         "print(sorted(k for k in ns if k.startswith('serialpub_release_'))); "
         "print(sorted(({m.split('.')[0] for m in sys.modules} & "
         "{'pandas', 'pyarrow', 'great_expectations', 'checks', 'state'}) | "
-        "{m for m in sys.modules if m.startswith('anonymizer.') and m != 'anonymizer.settings'}))"
+        "{m for m in sys.modules if m.startswith('anonymizer.') and m not in ('anonymizer.settings', "
+        "'anonymizer.quoting')}))"
     )
     env = airflow_env(tmp_path / "home", [adult_template])
     dag_file = Path(__file__).resolve().parent.parent / "dags" / "serialpub_release.py"

@@ -51,7 +51,7 @@ def _public(manifest: dict[str, Any]) -> dict[str, Any]:
     """The manifest without what differs between any two runs: the time, and the checksums
     of the evidence (random nonces) and of the sign-off that names them."""
     out = {k: v for k, v in manifest.items() if k not in {"created", "report", "sign_off", "signing_key"}}
-    out["validation"] = {k: v for k, v in manifest["validation"].items() if k != "sha256"}
+    out["validation"] = {k: v for k, v in manifest["validation"].items() if k not in {"sha256", "page_sha256"}}
     return out
 
 
@@ -103,6 +103,8 @@ def test_the_evidence_checksums_are_hiding(tmp_path: Path, monkeypatch: pytest.M
     ma, mb = (json.loads((w / RELEASE / "manifest.json").read_text(encoding="utf-8")) for w in (a, b))
     assert _public(ma) == _public(mb)
     assert ma["validation"]["sha256"] != mb["validation"]["sha256"]
+    # validation.html carries the same nonce, in a comment, so its checksum hides the page too
+    assert ma["validation"]["page_sha256"] != mb["validation"]["page_sha256"]
     assert ma["report"]["report.html"] != mb["report"]["report.html"]
     assert ma["report"]["report.json"] != mb["report"]["report.json"]
     assert ma["sign_off"]["report_sha256"] == ma["report"]["report.html"]
