@@ -32,8 +32,8 @@ sensitive value, does not depend on the place within a region.
 Evaluation is matrix arithmetic on the register's distinct QI combinations ("combos",
 :class:`anonymizer.regions.RegisterCombos`), never a loop over individuals or groups: per
 set of constrained attributes the combos are re-aggregated on (group, those attributes),
-and for a chunk of queries in_Q(G) is one sparse product (queries × combos) @ (combos ×
-groups). No I/O.
+and for a chunk of queries in_Q(G) sums the weights of the rows each query holds, found by
+one boolean AND per constrained attribute. No I/O.
 """
 
 from __future__ import annotations
@@ -45,7 +45,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from scipy import sparse
 
 from anonymizer.arrays import CodedRows, factorize, row_keys
 from anonymizer.hierarchy import Hierarchy
@@ -213,8 +212,9 @@ def joint_answers(release: JointRelease, ranges: QueryRanges) -> JointAnswers:
         :class:`JointAnswers`.
 
     Raises:
-        ValueError: a range on an attribute that is not a QI of the release, or a mask of
-            the wrong shape.
+        ValueError: a range on an attribute that is not a QI of the release, a mask of
+            the wrong shape, or a group holding more records than register individuals
+            in its region (not a release of this register).
 
     Source: the module docstring; paper 001 (Xiao & Tao, SIGMOD 2006), section 5.2 for the
     uniform estimate.
@@ -235,6 +235,8 @@ def joint_answers(release: JointRelease, ranges: QueryRanges) -> JointAnswers:
     c_s = s_mask @ release.counts.T.astype(np.float64)  # (Q, G): c_S(G), exact integers
     n_g = release.register_in_group.astype(np.float64)
     g = release.counts.shape[0]
+    if (release.counts.sum(axis=1) > n_g).any():  # the bounds rest on one record per individual
+        raise ValueError("a group holds more records than register individuals in its region")
 
     estimate = np.zeros(q, dtype=np.float64)
     lower = np.zeros(q, dtype=np.int64)
@@ -260,29 +262,77 @@ def joint_answers(release: JointRelease, ranges: QueryRanges) -> JointAnswers:
         cols = [release.group_of_combo[covered], *(release.combo_leaves[covered, k] for k in attrs)]
         radices = [g, *(release.hierarchies[k].n_leaves for k in attrs)]
         rows, first = factorize(row_keys(np.stack(cols, axis=1), radices))
-        weight = np.bincount(rows, weights=release.combo_counts[covered], minlength=first.size)
+        weight = np.asarray(
+            np.bincount(rows, weights=release.combo_counts[covered], minlength=first.size), dtype=np.float64
+        )
         row_group = cols[0][first]
         row_leaves = [c[first] for c in cols[1:]]
-        to_group = sparse.csr_matrix(
-            (weight, (np.arange(first.size), row_group)), shape=(first.size, g)
-        )  # (R, G): individuals of each row
         step = max(1, CHUNK_ELEMENTS // max(first.size, g, 1))
         for start in range(0, queries.size, step):
             chunk = queries[start : start + step]
-            inside = np.ones((chunk.size, first.size), dtype=np.float64)
-            for k, leaves in zip(attrs, row_leaves, strict=True):
-                inside *= ranges.qi[names[k]][chunk][:, leaves]
-            in_q = np.rint(np.asarray((to_group.T @ inside.T).T))  # (chunk, G): in_Q(G), exact
-            cs = c_s[chunk]
-            estimate[chunk] = (cs * in_q * share_den).sum(axis=1)
-            lower[chunk] = np.maximum(0.0, cs - (n_g - in_q)).sum(axis=1).astype(np.int64)
-            upper[chunk] = np.minimum(cs, in_q).sum(axis=1).astype(np.int64)
+            # only the (query, group) pairs with in_Q(G) > 0 add to the estimate and the
+            # upper bound; they add to the lower bound only if c_S(G) > n(G) - in_Q(G) >= 0
+            at, grp, in_q = _in_query(ranges, [names[k] for k in attrs], row_leaves, row_group, weight, chunk, n_g)
+            cs = c_s[chunk[at], grp]
+            estimate[chunk] = np.bincount(at, weights=cs * in_q * share_den[grp], minlength=chunk.size)
+            low = np.maximum(0.0, cs - (n_g[grp] - in_q))
+            lower[chunk] = np.rint(np.bincount(at, weights=low, minlength=chunk.size)).astype(np.int64)
+            high = np.minimum(cs, in_q)
+            upper[chunk] = np.rint(np.bincount(at, weights=high, minlength=chunk.size)).astype(np.int64)
             # paper 001: each group's records spread uniformly over the leaves of its nodes
-            frac = np.ones((chunk.size, g), dtype=np.float64)
-            for k in attrs:
-                frac *= _overlap_fractions(ranges.qi[names[k]][chunk], spans[k])[:, release.group_nodes[:, k]]
-            uniform[chunk] = (cs * frac).sum(axis=1)
+            fractions = [_overlap_fractions(ranges.qi[names[k]][chunk], spans[k]) for k in attrs]
+            uniform[chunk] = _uniform(fractions, [release.group_nodes[:, k] for k in attrs], c_s[chunk])
     return JointAnswers(estimate, lower, upper + release.suppressed, uniform)
+
+
+def _in_query(
+    ranges: QueryRanges,
+    attrs: list[str],
+    row_leaves: list[IntArray],
+    row_group: IntArray,
+    weight: FloatArray,
+    chunk: IntArray,
+    n_g: FloatArray,
+) -> tuple[IntArray, IntArray, FloatArray]:
+    """in_Q(G) of the queries ``chunk`` where it is positive: the register individuals of a
+    group's region that satisfy a query's conditions on ``attrs``, as (position in
+    ``chunk``, group, in_Q(G)) triples, each of shape (P,).
+
+    The rows are the register's combos aggregated on (group, leaves of ``attrs``), with
+    ``weight`` individuals each. Which rows a query holds is one boolean AND per attribute
+    (a byte per element: the masks are boolean), and only the rows it holds are summed, so
+    the work follows the query's selectivity, not queries × rows in floating point. The
+    weights are whole numbers and the sums stay far below 2**53, so in_Q is exact.
+    """
+    g = n_g.size
+    if not attrs:  # no condition on a QI: every individual of the region
+        at = np.repeat(np.arange(chunk.size, dtype=np.int64), g)
+        grp = np.tile(np.arange(g, dtype=np.int64), chunk.size)
+        return at, grp, n_g[grp]
+    inside = np.asarray(ranges.qi[attrs[0]][chunk], dtype=bool)[:, row_leaves[0]]
+    for a, leaves in zip(attrs[1:], row_leaves[1:], strict=True):
+        inside &= np.asarray(ranges.qi[a][chunk], dtype=bool)[:, leaves]
+    q_idx, r_idx = np.nonzero(inside)
+    flat = np.bincount(q_idx * g + row_group[r_idx], weights=weight[r_idx], minlength=chunk.size * g)
+    pairs = np.flatnonzero(flat).astype(np.int64)
+    return pairs // g, pairs % g, np.asarray(flat[pairs], dtype=np.float64)
+
+
+def _uniform(fractions: list[FloatArray], nodes: list[IntArray], cs: FloatArray) -> FloatArray:
+    """Paper 001's estimate of a chunk of queries, shape (chunk,): Σ_G c_S(G) · Π_k the
+    fraction of G's node on attribute k inside the query's range (``fractions[k]``, shape
+    (chunk, nodes); ``nodes[k]`` G's node, shape (G,); ``cs`` c_S(G), shape (chunk, G)).
+    Only the (query, group) pairs whose box meets the query are multiplied out."""
+    if not fractions:
+        return cs.sum(axis=1)
+    meets = (fractions[0] > 0)[:, nodes[0]]
+    for f, n in zip(fractions[1:], nodes[1:], strict=True):
+        meets &= (f > 0)[:, n]
+    at, grp = np.nonzero(meets)
+    value = cs[at, grp]
+    for f, n in zip(fractions, nodes, strict=True):
+        value = value * f[at, n[grp]]
+    return np.asarray(np.bincount(at, weights=value, minlength=cs.shape[0]), dtype=np.float64)
 
 
 def series_answers(

@@ -3,7 +3,8 @@
 Reads a workspace's published releases (each ``report.json`` and ``manifest.json``) and
 its state, and prints per series: releases published, groups per release (median and
 range), the average relative query error (mean and median over releases of each release's
-mean; and the median of the register-weighted estimator's), the discernibility metric
+mean; and the median of the register-weighted (marginal) and register-joint estimators', the
+histogram-only baseline's and the joint gain over it), the discernibility metric
 C_DM and the normalized certainty penalty NCP (mean over
 releases), the largest breach probability; then, from the statistics file after the last
 release, the distribution of linked-release counts over the (register individual,
@@ -44,6 +45,10 @@ def measure(root: Path) -> dict[str, object]:
             "error": utility["average relative error of range-count queries"],
             # absent from releases made before the register-weighted estimator existed
             "weighted": utility.get("average relative error of range-count queries, register-weighted"),
+            # absent from releases made before the register-joint estimator existed
+            "joint": utility.get("average relative error of range-count queries, register-joint"),
+            "baseline": utility.get("average relative error of range-count queries, histogram-only baseline"),
+            "gain": utility.get("gain over the histogram-only baseline"),
             "cdm": utility["discernibility metric C_DM"],
             "ncp": utility["normalized certainty penalty NCP"],
         })
@@ -66,6 +71,10 @@ def measure(root: Path) -> dict[str, object]:
         "weighted_error_median": (
             statistics.median(r["weighted"] for r in rows) if all(r["weighted"] is not None for r in rows) else None
         ),
+        **{
+            f"{k}_median": (statistics.median(r[k] for r in rows) if all(r[k] is not None for r in rows) else None)
+            for k in ("joint", "baseline", "gain")
+        },
         "cdm_mean": statistics.mean(r["cdm"] for r in rows),
         "ncp_mean": statistics.mean(r["ncp"] for r in rows),
         "max_p": history.max_breach(),
