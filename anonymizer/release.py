@@ -23,7 +23,7 @@ from anonymizer.settings import AfterKPrime, Algorithm, Guarantee, PartitionMode
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
-#: individuals updated this many at a time by :func:`advance_history` (32 MB of keys)
+#: individuals updated this many at a time by :func:`advance_history` (int64 keys per block)
 _BLOCK = 1 << 22
 
 
@@ -236,7 +236,7 @@ def advance_history(
     factor = np.ones((n_groups + 1, n_sets))  # last row: not linked by this release
     factor[:-1][holds] = 1.0 - counts[holds] / np.broadcast_to(n_j[:, None], holds.shape)[holds]
     holds_ext = np.vstack([holds, np.zeros((1, n_sets), dtype=bool)])
-    # class * (G+1) + group, G for none; in place and by blocks: one array of 8 bytes per
+    # class * (G+1) + group, G for none; in place and by blocks: one int64 array per
     # individual (the caller's, with ``overwrite``), no temporary one
     key = group_of_ind if overwrite else np.array(group_of_ind, dtype=np.int64)
     if key.dtype != np.int64 or not key.flags.writeable:
@@ -351,8 +351,8 @@ def anonymize_history(
     n_classes = history.survival.shape[0]
     targets = class_targets(params, history)
     # cells: distinct leaf combinations of the individuals that can be candidates: the
-    # present ones, or everyone as a slice (views: an arange and the copies it indexed took
-    # 8 bytes per register individual each, several at once; issue 20)
+    # present ones, or everyone as a slice (a view: an arange and the copies it indexed
+    # would each hold an int64 per register individual, several at once)
     members: slice | IntArray = record_individual if presence else slice(None)
     # everyone's keys as given: coded rows are grouped already
     member_keys = register_keys[members] if presence else register_keys

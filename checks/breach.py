@@ -94,8 +94,8 @@ class PriorState:
             ``history_class``, one row per history class, shape (C, V).
         ell: ℓ, scalar or one per register individual, shape (N,); decides ``exceeds``.
         history_class: the row of ``survival`` of every register individual, shape (N,),
-            ints in [0, C): the statistics file's compact form. At 5M individuals and 200
-            protected values the (N, V) form alone is 8 GB.
+            ints in [0, C): the statistics file's compact form, not an (N, V) array, which
+            grows with individuals times protected values.
     """
 
     protected: Sequence[str]
@@ -380,7 +380,7 @@ def compute_breach(
     exceeds = _exceeds(before, nj, ns, ell_ind[rep_member], p)
     if per_unit:
         # the ids of the units' representatives only: a categorical over all N register ids
-        # would hash them all to check their uniqueness (3 s at 5M) in every process
+        # would hash them all to check their uniqueness in every process
         named, named_code = np.unique(rep_member, return_inverse=True)
         table = pd.DataFrame(
             {
