@@ -16,8 +16,9 @@ import numpy.typing as npt
 
 from anonymizer import privacy, topdown
 from anonymizer.arrays import Rows, distinct_counts, factorize, factorize_rows
-from anonymizer.bottomup import Cells, Generalization, generalize
+from anonymizer.bottomup import generalize
 from anonymizer.hierarchy import Hierarchy
+from anonymizer.search import Cells, Generalization
 from anonymizer.settings import AfterKPrime, Algorithm, Guarantee, PartitionModel, Strategy, SuppressionModel
 
 IntArray = npt.NDArray[np.int64]
@@ -330,7 +331,7 @@ def anonymize_history(
         seed: chooses which records of a violating (group, value) are suppressed.
 
     Raises:
-        anonymizer.bottomup.InfeasibleError: no partition meets the requirement (within the
+        anonymizer.search.InfeasibleError: no partition meets the requirement (within the
             budget, for the bottom-up search).
         ValueError: a positive budget under the mechanism-aware model or with the top-down search.
     """

@@ -32,7 +32,7 @@ from test_topdown import HS, series  # noqa: E402
 
 import anonymizer.release as new  # noqa: E402
 from anonymizer.arrays import CodedRows  # noqa: E402
-from anonymizer.bottomup import InfeasibleError  # noqa: E402
+from anonymizer.search import InfeasibleError  # noqa: E402
 
 RESULT = ("published", "group_of_record", "group_nodes", "group_candidates", "group_counts", "group_records")
 HISTORY = ("class_of", "survival", "linked", "ell")

@@ -34,7 +34,7 @@ import pandas as pd
 from anonymizer.arrays import CodedRows, expand_csr, factorize
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.privacy import UNDECIDED_BAND, exact_breach
-from anonymizer.regions import NodeSpans, RegisterCombos, cover_pairs, group_release, record_nodes
+from anonymizer.regions import NodeSpans, RegisterCells, cover_pairs, group_release, record_nodes
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -332,7 +332,7 @@ def compute_breach(
     everyone = not presence or present_rows is None
     members = np.arange(n_ind, dtype=np.int64) if everyone else np.asarray(present_rows, dtype=np.int64)
     # everyone's keys as given: coded rows are grouped already
-    combos = RegisterCombos.of(keys if everyone else keys[members], hs)
+    combos = RegisterCells.of(keys if everyone else keys[members], hs)
     combo_of_member, first, combo_count = combos.of_individual, combos.first, combos.counts
     pc, pg = cover_pairs(dg.nodes, combos.leaves, [NodeSpans.of(h) for h in hs])
     in_region = np.bincount(pg, weights=combo_count[pc], minlength=g).astype(np.int64)

@@ -190,7 +190,7 @@ def test_runner_figures_equal_the_published_series_and_the_series_report_baselin
 def test_runner_records_an_infeasible_point_and_writes_json_and_plots(
     small_ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from anonymizer.bottomup import InfeasibleError
+    from anonymizer.search import InfeasibleError
 
     ex = _runner()
     real = ex.anonymize_history
