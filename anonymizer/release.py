@@ -235,7 +235,9 @@ def advance_history(
         raise ValueError(f"a history of {history.class_of.size} individuals and groups for {np.size(group_of_ind)}")
     holds = counts > 0
     factor = np.ones((n_groups + 1, n_sets))  # last row: not linked by this release
-    factor[:-1][holds] = 1.0 - counts[holds] / np.broadcast_to(n_j[:, None], holds.shape)[holds]
+    factor[:-1][holds] = privacy.release_factor(
+        np.broadcast_to(n_j[:, None], holds.shape)[holds], counts[holds], complement=True
+    )
     holds_ext = np.vstack([holds, np.zeros((1, n_sets), dtype=bool)])
     # class * (G+1) + group, G for none; in place and by blocks: one int64 array per
     # individual (the caller's, with ``overwrite``), no temporary one

@@ -330,7 +330,7 @@ def test_breach_from_history_classes_equals_the_dense_history(series: Path, pres
     pd.testing.assert_frame_equal(
         compact.sort_values(key).reset_index(drop=True), dense.sort_values(key).reset_index(drop=True)
     )
-    with pytest.raises(ValueError, match=r"history_class must hold rows of history_survival"):
+    with pytest.raises(ValueError, match=r"history_class must hold rows of PriorState.survival"):
         compute_breach(d, population, PriorState(protected, history.survival[:1], 2.0, history.class_of))
     with pytest.raises(ValueError, match=r"history_class must hold integer rows"):
         compute_breach(d, population, PriorState(protected, history.survival, 2.0, history.class_of + 0.5))
