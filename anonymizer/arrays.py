@@ -28,9 +28,9 @@ IntArray = npt.NDArray[np.int64]
 
 
 #: integer values factorized this many at a time when there are more than twice as many:
-#: pandas sizes its hash table for every value it is given (for 50M keys of a register, the
-#: table's touched pages and the position array were about 1 GB at once, for a few hundred
-#: thousand distinct values; issue 20)
+#: pandas sizes its hash table for every value it is given, so a whole register's keys at
+#: once would touch a table and a position array sized by the register, not by its few
+#: distinct values (docs/scaling.md)
 _BLOCK = 1 << 22
 
 
@@ -92,8 +92,8 @@ def distinct_counts(n: int, keys_of: Callable[[int, int], IntArray]) -> tuple[In
     """The distinct values among ``n`` int64 keys, in ascending order, shape (u,), and how
     often each occurs, shape (u,). ``keys_of(start, stop)`` gives keys ``start:stop``; they
     are asked for :data:`_BLOCK` at a time and counted in a hash table per block, so no
-    array of ``n`` keys, nor a code per key, is made (issue 20: at 50M individuals each
-    was 0.4 GB).
+    array of ``n`` keys, nor a code per key, is made (each would be as long as the register:
+    docs/scaling.md).
     """
     values: list[IntArray] = []
     counts: list[IntArray] = []
@@ -154,8 +154,8 @@ class CodedRows:
     """An integer matrix of shape (n, d) held as one code per row among its distinct rows:
     row i is ``table[codes[i]]`` (a dictionary encoding of the rows).
 
-    The register's leaf ids are held this way (issue 20, item 3): 8 bytes per individual
-    where the (N, 8) int32 matrix took 32, and its grouping into distinct QI combinations,
+    The register's leaf ids are held this way: one int64 code per individual where the
+    (N, d) int32 matrix takes d int32s, and its grouping into distinct QI combinations,
     which the anonymizer and the breach check need in every release, is ``codes`` itself
     (:func:`factorize_rows`), not a further int64 array kept beside the matrix.
 
@@ -187,7 +187,7 @@ class CodedRows:
         """The coded rows of the matrix whose columns ``columns`` yields one at a time, each
         shape (n,), ``radices[j]`` > every value of column j >= 0. The (n, d) matrix is never
         made: each column is kept in the narrowest integer its radix allows until the rows
-        are grouped (8 bytes per row for Adult's 8 QIs, not 32).
+        are grouped (one int64 per row, not one int32 per QI).
 
         Raises:
             ValueError: a column of another length, or a value outside [0, radix).
@@ -262,7 +262,7 @@ class CodedRows:
         return self.table[self.codes[index]]
 
     #: not an array, nor a sequence: numpy would otherwise build the (n, d) matrix a row at a
-    #: time (25 s and n·d·4 bytes at 50M) wherever coded rows meet ``np.asarray``
+    #: time, in Python, wherever coded rows meet ``np.asarray``
     __iter__ = None
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> npt.NDArray[Any]:
@@ -336,7 +336,8 @@ def expand_csr(rows: IntArray, start: IntArray, items: IntArray) -> tuple[IntArr
     return rep, items[np.repeat(lo, cnt) + offset]
 
 
-#: ids hashed per chunk: pandas hashes Python objects, and 50M ids at once would be 3 GB of them
+#: ids hashed per chunk: pandas hashes Python objects, and a whole register's ids at once
+#: would all be held as objects together
 _HASH_CHUNK = 1 << 20
 
 
@@ -366,12 +367,12 @@ def id_hashes(ids: npt.ArrayLike) -> npt.NDArray[np.uint64] | None:
 class IdLookup:
     """The register ids' hashes, sorted, and the register row of each: a lookup of many ids
     by binary search. Built once per register version (the register cache keeps it), where
-    pandas' hash table of 5M ids as Python objects is rebuilt in every process (2-3 s).
+    pandas' hash table of the ids as Python objects would be rebuilt in every process.
 
     Attributes:
         hashes: :func:`id_hashes` of the register ids in ascending order, all distinct, (N,).
-        rows: register row of every hash, shape (N,), int32 below 2**31 rows (4 bytes
-            per register individual, not 8), else int64.
+        rows: register row of every hash, shape (N,), int32 below 2**31 rows (half
+            the memory of int64 per register individual), else int64.
     """
 
     hashes: npt.NDArray[np.uint64]
@@ -399,13 +400,13 @@ class IdLookup:
         Exact: a hash found counts only where ``ids`` holds the same value at that position
         (equal values have equal hashes, and the lookup's hashes are distinct), so a wrong
         lookup can make a value look absent but never point at another one. Only the found
-        positions of ``ids`` are read: an Index of 5M Arrow strings is not turned into 5M
-        Python objects (0.5 s and 0.3 GB a lookup); where both sides are Arrow strings (a
+        positions of ``ids`` are read: an Index of Arrow strings is not turned into one
+        Python object per id; where both sides are Arrow strings (a
         column as read and the register's ids) they are compared in Arrow, not as objects.
 
         The last answer for ``wanted`` Arrow strings is kept (:data:`_FIND_KEPT`): the
-        snapshot's coding and its suite's reference-set expectation look up the same column
-        (0.5-0.7 s each at 1M ids in 5M), often at once on two threads."""
+        snapshot's coding and its suite's reference-set expectation look up the same column,
+        often at once on two threads."""
         key = _find_key(self, ids, wanted)
         if key is None:
             return self._find(ids, wanted)
@@ -417,8 +418,8 @@ class IdLookup:
                 found = self._find(ids, wanted)
                 if found is not None:
                     found.flags.writeable = False
-                # the lookup and the register ids only weakly (they may be 1.5 GB at 50M and
-                # must go with their register); the column strongly, so that its buffers'
+                # the lookup and the register ids only weakly (they are as large as the register
+                # and must go with it); the column strongly, so that its buffers'
                 # addresses name it for as long as the answer is kept
                 kept = _FIND_KEPT = (key[0], (weakref.ref(self), weakref.ref(ids), key[1]), found)
         return None if kept[2] is None else kept[2].copy()
@@ -432,7 +433,7 @@ class IdLookup:
         if not self.hashes.size:
             return np.full(hashes.size, -1, dtype=np.int64)
         # the queries sorted first: a binary search of sorted queries walks the hashes in
-        # order (0.1 s for 1M in 5M, against 0.8 s in random order)
+        # order, which keeps the memory accesses local
         order = np.argsort(hashes)
         at = np.empty(hashes.size, dtype=np.int64)
         at[order] = np.minimum(np.searchsorted(self.hashes, hashes[order]), self.hashes.size - 1)

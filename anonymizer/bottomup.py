@@ -9,10 +9,10 @@ candidate and record counts add and requirements take the maximum, merging group
 needs to look at individuals again.
 
 One step replaces, in one attribute, all children of a node v by v (every child must be
-in the cut). Among all such steps the one with the least information loss (normalized
-certainty penalty, record-weighted) per record of violation removed is taken; the
-*violation* of a (group, protected value) is the number of its records that would have to
-be suppressed to meet the requirement. When no step removes violation, the cheapest step
+in the cut). Among all such steps the one with the least information loss (split width,
+:func:`anonymizer.search.split_width`, record-weighted) per record of violation removed is
+taken; the *violation* of a (group, protected value) is the number of its records that would
+have to be suppressed to meet the requirement. When no step removes violation, the cheapest step
 touching a violating group is taken, and failing that the cheapest step at all (it may
 make a higher node mergeable). The search stops when the violation fits the suppression
 budget. Since every attribute keeps one cut, the published regions are pairwise disjoint
@@ -21,7 +21,6 @@ by construction.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -29,213 +28,43 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from anonymizer.arrays import row_keys
 from anonymizer.hierarchy import Hierarchy
+from anonymizer.search import (
+    Cells,
+    Generalization,
+    Groups,
+    InfeasibleError,
+    TableInfeasibleError,
+    aggregate,
+    encode_rows,
+    settle_suppression,
+    sort_codes,
+    suppression_need,
+)
+
+# the search's types are defined in anonymizer.search; importers of this module's older
+# names keep working
+__all__ = [
+    "Cells",
+    "Generalization",
+    "Groups",
+    "InfeasibleError",
+    "TableInfeasibleError",
+    "aggregate",
+    "generalize",
+    "settle_suppression",
+    "suppression_need",
+]
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
-
-
-class InfeasibleError(ValueError):
-    """No generalization meets the requirement within the suppression budget."""
-
-
-class TableInfeasibleError(InfeasibleError):
-    """The table as a whole cannot meet the requirement: for some protected value, the
-    candidates of all cells together are fewer than the smallest requirement of any cell
-    times the value's records. Every partition then has a group that fails (the groups'
-    candidates and records add up to the table's, and a group's requirement is at least
-    the smallest of its cells'), so no QI cell is to blame.
-
-    Attributes:
-        values: the failing protected values' column indexes in ``Cells.counts``.
-        records: their records in the table, one per value.
-        candidates: the table's candidates (register individuals, or present ones).
-        requirement: the smallest requirement of any cell, one per value.
-    """
-
-    def __init__(self, values: list[int], records: list[int], candidates: int, requirement: list[float]) -> None:
-        self.values, self.records, self.candidates, self.requirement = values, records, candidates, requirement
-        super().__init__(self.describe([f"protected value {v}" for v in values]))
-
-    def describe(self, names: Sequence[str]) -> str:
-        """The message with the failing values named (``names``: one per ``values``)."""
-        v, c, r = names[0], self.records[0], self.requirement[0]
-        more = f" (and {len(self.values) - 1} more value(s))" if len(self.values) > 1 else ""
-        # n is an integer: n >= r·c exactly when n >= ceil(r·c)
-        return (
-            f"the whole snapshot fails, not one QI cell: its {c:,} records of {v}{more} need {r:.4g} candidates "
-            f"each, {math.ceil(c * r):,} in all, and the table has {self.candidates:,}; no partition can meet that"
-        )
-
-
-@dataclass(frozen=True)
-class Cells:
-    """Integer-coded input of one release, aggregated by distinct QI leaf combination.
-
-    Attributes:
-        keys: leaf id per QI, shape (C, d).
-        candidates: candidates per cell, shape (C,). With register dilution these are the
-            register individuals of the cell; with presence known, the present ones.
-        records: snapshot records per cell (all sensitive values), shape (C,).
-        counts: records per protected value (or disjoint value set), shape (C, V).
-        requirement: maximum target ratio over the cell's candidates per protected value,
-            shape (C, V), each >= 1 or ``inf``.
-    """
-
-    keys: IntArray
-    candidates: IntArray
-    records: IntArray
-    counts: IntArray
-    requirement: FloatArray
-
-
-@dataclass(frozen=True)
-class Groups:
-    """The groups of one cut: one row per non-empty node tuple."""
-
-    keys: IntArray  # (G, d) node ids
-    candidates: IntArray  # (G,)
-    records: IntArray  # (G,)
-    counts: IntArray  # (G, V)
-    requirement: FloatArray  # (G, V)
-
-
-@dataclass(frozen=True)
-class Generalization:
-    """Result of the search.
-
-    Attributes:
-        node_of_leaf: per QI, the cut node of every leaf, arrays of shape (n_leaves,); None
-            for a multidimensional partition (:mod:`anonymizer.topdown`), which is no cut.
-        group_of_cell: group index of every input cell, shape (C,).
-        groups: the groups of the final cut.
-        suppress: records to suppress per (group, protected value), shape (G, V).
-        steps: generalization steps taken, as (QI index, node id).
-    """
-
-    node_of_leaf: list[IntArray] | None
-    group_of_cell: IntArray
-    groups: Groups
-    suppress: IntArray
-    steps: list[tuple[int, int]]
-
-
-def _encode(keys: IntArray, radix: Sequence[int]) -> IntArray:
-    """One int64 per key row, equal exactly for equal rows (:func:`anonymizer.arrays.row_keys`
-    with the last column most significant, the order groups are kept in); comparable only
-    within one call."""
-    return row_keys(keys[:, ::-1], list(radix)[::-1])
-
-
-def _sort_groups(code: IntArray) -> tuple[IntArray, IntArray, IntArray]:
-    """One sort of the row codes.
-
-    Returns:
-        ``perm`` (rows in code order, equal codes adjacent),
-        ``starts`` (position in ``perm`` where each distinct code begins) and ``inverse``
-        (the distinct-code index of every row, in input order).
-    """
-    perm = np.argsort(code)  # any order within a group will do: its rows share the key
-    sorted_code = code[perm]
-    boundary = np.empty(code.size, dtype=bool)
-    boundary[:1] = True
-    np.not_equal(sorted_code[1:], sorted_code[:-1], out=boundary[1:])
-    starts = np.flatnonzero(boundary)
-    inverse = np.empty(code.size, dtype=np.int64)
-    inverse[perm] = np.cumsum(boundary) - 1
-    return perm, starts, inverse
-
-
-def aggregate(
-    keys: IntArray,
-    radix: Sequence[int],
-    candidates: IntArray,
-    records: IntArray,
-    counts: IntArray,
-    requirement: FloatArray,
-) -> tuple[Groups, IntArray]:
-    """Merge rows with equal keys: counts add, requirements take the maximum.
-
-    Returns:
-        the merged groups (sorted by key code) and, for every input row, its group index.
-    """
-    code = _encode(keys, radix)
-    perm, starts, inverse = _sort_groups(code)
-    groups = Groups(
-        keys=keys[perm[starts]],
-        candidates=np.add.reduceat(candidates[perm], starts),
-        records=np.add.reduceat(records[perm], starts),
-        counts=np.add.reduceat(counts[perm], starts, axis=0),
-        requirement=np.maximum.reduceat(requirement[perm], starts, axis=0),
-    )
-    return groups, inverse
-
-
-def suppression_need(n: IntArray, counts: IntArray, requirement: FloatArray, presence: bool) -> IntArray:
-    """Records to suppress per (group, value) so that ``n / n_s >= requirement``.
-
-    With register dilution the candidates stay (n fixed): keep at most
-    ``floor(n / requirement)`` records of the value. With presence known every suppressed
-    record also leaves the candidates: the smallest r with
-    ``(n - r) >= requirement · (n_s - r)``. Values are taken one at a time; see
-    :func:`settle_suppression` for the joint effect under presence. The comparison is
-    :func:`anonymizer.privacy.meets_requirement`'s: ``n >= requirement · n_s``.
-
-    Args:
-        n: candidates per group, shape (G,); counts, requirement: shape (G, V).
-
-    Returns:
-        int64 array of shape (G, V), 0 <= r <= counts.
-    """
-    r = np.zeros(counts.shape, dtype=np.int64)
-    g, v = np.nonzero(counts)  # only (group, value) cells holding records can need suppression
-    if g.size == 0:
-        return r
-    cnt = counts[g, v]
-    req = requirement[g, v]
-    nn = n[g].astype(np.float64)
-    finite = np.isfinite(req)
-    need = cnt.astype(np.float64)  # an infinite requirement: every record of the value goes
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if presence:
-            need[finite] = np.ceil((req[finite] * cnt[finite] - nn[finite]) / (req[finite] - 1.0))
-        else:
-            need[finite] = cnt[finite] - np.floor(nn[finite] / req[finite])
-    out = np.clip(need, 0, cnt).astype(np.int64)
-    # guard the float rounding of floor/ceil: verify the inequality itself and fix up
-    for _ in range(2):
-        kept = cnt - out
-        left = nn - (out if presence else 0)
-        with np.errstate(invalid="ignore"):  # inf · 0 where an infinite requirement kept nothing
-            bad = (kept > 0) & ~(left >= req * kept)
-        if not bad.any():
-            break
-        out = np.where(bad, out + 1, out)
-    r[g, v] = np.minimum(out, cnt)
-    return r
-
-
-def settle_suppression(n: IntArray, counts: IntArray, requirement: FloatArray, presence: bool) -> IntArray:
-    """Joint suppression per (group, value): under presence, suppressing records of one
-    value shrinks n for the others, so iterate to a fixed point (monotone, terminates)."""
-    total = np.zeros_like(counts)
-    if not presence:
-        return suppression_need(n, counts, requirement, presence)
-    for _ in range(counts.shape[1] + 2):
-        left_n = n - total.sum(axis=1)
-        extra = suppression_need(left_n, counts - total, requirement, presence)
-        if not extra.any():
-            return total
-        total = total + extra
-    return total
 
 
 @dataclass
 class _Sums:
     """Per node of one attribute, summed over the group rows below it: the suppression need
     if its children were merged into it, the need as they are, and the information loss
-    of the merge (numerator of the normalized certainty penalty, records × leaves). All
+    of the merge (numerator of the split width gained, records × leaves). All
     three are integers held in float64, so sums and differences are exact."""
 
     merged_need: FloatArray
@@ -277,7 +106,7 @@ def _candidate_sums(
         parent_node[start:stop] = parents[a][groups.keys[rows, a]]
         new_keys[start:stop, a] = parent_node[start:stop]
         start = stop
-    code = _encode(np.concatenate([new_keys, tag[:, None]], axis=1), [*radix, d])
+    code = encode_rows(np.concatenate([new_keys, tag[:, None]], axis=1), [*radix, d])
     records = groups.records[source]
     # merged groups without records cannot need suppression: find the rows of the others
     # by lookup, so the many rows of record-less merges are never sorted
@@ -286,7 +115,7 @@ def _candidate_sums(
     )
     sel = np.flatnonzero(member)
     if sel.size:
-        perm, starts, _ = _sort_groups(code[sel])
+        perm, starts, _ = sort_codes(code[sel])
         order = sel[perm]
         rows_of = source[order]
         merged = Groups(
@@ -341,7 +170,7 @@ def generalize(cells: Cells, hierarchies: Sequence[Hierarchy], presence: bool, b
     radix = [h.n_nodes for h in hierarchies]
     parents = [h.parent for h in hierarchies]
     leaves = [h.leaf_counts() for h in hierarchies]
-    ncp_den = [float(max(h.n_leaves - 1, 1)) for h in hierarchies]
+    width_den = [float(max(h.n_leaves - 1, 1)) for h in hierarchies]  # split_width's denominator
     child_total = [np.bincount(p[p >= 0], minlength=h.n_nodes) for h, p in zip(hierarchies, parents, strict=True)]
     node_of_leaf = [np.arange(h.n_leaves, dtype=np.int64) for h in hierarchies]
     in_cut = [np.arange(h.n_nodes) < h.n_leaves for h in hierarchies]
@@ -385,7 +214,7 @@ def generalize(cells: Cells, hierarchies: Sequence[Hierarchy], presence: bool, b
         for a in range(d):
             for v in np.flatnonzero(mergeable[a]).tolist():  # candidate steps of this attribute (a few nodes)
                 gain = float(sums[a].row_need[v] - sums[a].merged_need[v])
-                loss = float(sums[a].loss[v]) / ncp_den[a]
+                loss = float(sums[a].loss[v]) / width_den[a]
                 if gain > 0:
                     key = (loss / gain, -gain, a, v)
                     if best is None or key < best:

@@ -1,6 +1,6 @@
 """The top-down search's protected-value counts and requirements, kept sparse.
 
-A cell (a distinct QI leaf combination, :class:`anonymizer.bottomup.Cells`) holds records
+A cell (a distinct QI leaf combination, :class:`anonymizer.search.Cells`) holds records
 of few protected values, and cells share their requirement rows: at 1M records over the 5M
 register of ``benchmarks/bench_scaling.py``, 16,581 cells hold 12,514 non-zero counts of
 200 values (0.4 % of the dense (C, V) matrix), and every cell has the same requirement row.

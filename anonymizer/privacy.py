@@ -67,8 +67,39 @@ def _check_counts(n: npt.ArrayLike, n_s: npt.ArrayLike) -> tuple[IntArray, IntAr
     return n_arr, ns_arr
 
 
+def release_factor(n: IntArray, n_s: IntArray, *, complement: bool = False) -> FloatArray:
+    """Lemma 4's update in floating point: the factor ``1 - n_s/n`` by which one release
+    that links a pair multiplies the pair's survival product P, elementwise, float64 of
+    the broadcast shape. The one float form of the update: the anonymizer's new history
+    (:func:`anonymizer.release.advance_history`), validation's breach table
+    (:mod:`checks.breach`), :func:`survival_factor` and the audit all take it from here.
+    Unchecked (the callers check their counts); the exact decision near 1/ℓ is
+    :func:`exact_breach`'s, in rationals.
+
+    Evaluated as ``(n - n_s) / n``. The anonymizer's history is evaluated as ``1 - n_s / n``
+    (``complement``), as in every statistics file written so far: the two forms differ in
+    the last bit for many (n, n_s), and validation's breach table reads the history, so
+    making the history use the first form moves the published report's breach figures in
+    their last digit. Until a release may change those, ``complement`` keeps the bytes.
+
+    Args:
+        n: candidates of the group, integers > 0.
+        n_s: records of the group carrying the protected value, integers in [0, n].
+        complement: evaluate as ``1 - n_s / n`` (the anonymizer's history).
+    """
+    if complement:
+        return np.asarray(1.0 - n_s / n, dtype=np.float64)
+    return np.asarray((n - n_s) / n, dtype=np.float64)
+
+
+def breach_after_release(survival: FloatArray, n: IntArray, n_s: IntArray) -> FloatArray:
+    """Breach probability after one more linked release, ``1 - P·(1 - n_s/n)``
+    (:func:`release_factor`), unchecked, elementwise."""
+    return np.asarray(1.0 - survival * release_factor(n, n_s), dtype=np.float64)
+
+
 def survival_factor(n: npt.ArrayLike, n_s: npt.ArrayLike) -> FloatArray:
-    """Factor ``1 - n_s/n`` of one release (Lemma 4).
+    """Factor ``1 - n_s/n`` of one release (Lemma 4; :func:`release_factor`, checked).
 
     Args:
         n: candidates of the group, shape (m,), integers > 0.
@@ -82,7 +113,7 @@ def survival_factor(n: npt.ArrayLike, n_s: npt.ArrayLike) -> FloatArray:
         ValueError: on counts outside their range.
     """
     n_arr, ns_arr = _check_counts(n, n_s)
-    return (n_arr - ns_arr) / n_arr
+    return release_factor(n_arr, ns_arr)
 
 
 def survival_products(pair_index: npt.ArrayLike, n: npt.ArrayLike, n_s: npt.ArrayLike, n_pairs: int) -> FloatArray:
@@ -130,7 +161,8 @@ def breach_after(survival: npt.ArrayLike, n: npt.ArrayLike, n_s: npt.ArrayLike) 
         n, n_s: the figures of the pair's group in the new release, shape (m,). ``n_s = 0``
             (group without the value) leaves p unchanged (Lemma 5).
     """
-    return 1.0 - _as_float(survival) * survival_factor(n, n_s)
+    n_arr, ns_arr = _check_counts(n, n_s)
+    return breach_after_release(_as_float(survival), n_arr, ns_arr)
 
 
 def min_ratio(survival: npt.ArrayLike, ell: npt.ArrayLike) -> FloatArray:

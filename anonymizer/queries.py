@@ -70,11 +70,11 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
-#: Upper bound on the elements of one (queries × distinct rows) work matrix (float64, 16 MB).
+#: Upper bound on the elements of one (queries × distinct rows) work matrix (float64).
 CHUNK_ELEMENTS = 1 << 21
 
 #: Keys with at most this many possible values (or four per row) are grouped by counting
-#: every possible value (``np.bincount``, 32 MB) instead of hashing or sorting the rows.
+#: every possible value (``np.bincount``, an int64 per value) instead of hashing or sorting the rows.
 DENSE_ELEMENTS = 1 << 22
 
 #: At most this many queries per requested query are drawn before giving up on finding

@@ -23,5 +23,5 @@ def quoted(value: object) -> str:
     text longer than :data:`QUOTED_CHARS` keeps its start and end around an ellipsis
     (``'abc…xyz'``), a list or tuple its first three items, each shortened alike. A newline
     inside a value is escaped by ``repr``, so the message stays one line. Only the first
-    characters of a long text are read: quoting a 5 MB cell costs nothing."""
+    characters of a long text are read: quoting a long value costs no more than a short one."""
     return _SHORT.repr(value)

@@ -18,10 +18,11 @@ keeps its own geometry on purpose, so that a bug here cannot both make and pass 
 - :func:`label_nodes`, :func:`record_nodes`: the generalized labels of a table as node ids.
 - Row keys: :func:`anonymizer.arrays.row_keys` is the one mixed-radix encoder of a row of
   per-QI codes; it stays in :mod:`anonymizer.arrays`, which the report measures import.
-- :class:`RegisterCombos`: the distinct register QI combinations ("combos").
+- :class:`RegisterCells`: the *cells* of the register (its distinct QI leaf combinations,
+  docs/concepts.md).
 - :func:`group_release`: the groups of a release (records with equal node tuples) and
   their counts.
-- :func:`cover_pairs`: every (combo, group) whose region holds the combo.
+- :func:`cover_pairs`: every (cell, group) whose region holds the cell.
 - :func:`overlapping_pairs`: pairs of boxes that intersect (disjointness).
 - :func:`locate_groups`: both, for one release against the register.
 
@@ -187,18 +188,18 @@ def record_nodes(table: pd.DataFrame, columns: Sequence[str], hierarchies: Seque
 
 
 @dataclass(frozen=True)
-class RegisterCombos:
-    """The distinct QI leaf combinations ("combos") of a set of register individuals.
+class RegisterCells:
+    """The cells (distinct QI leaf combinations) of a set of register individuals.
 
     Individuals with the same QI values are candidates of the same group in every
-    release, so regions are matched against combos, never against individuals.
+    release, so regions are matched against cells, never against individuals.
 
     Attributes:
-        of_individual: combo of every given individual, shape (N,), int64 in [0, C), numbered
+        of_individual: cell of every given individual, shape (N,), int64 in [0, C), numbered
             by first appearance.
-        leaves: leaf id per QI of every combo, shape (C, d).
-        first: the first individual (row of the given keys) of every combo, shape (C,).
-        counts: individuals per combo, shape (C,).
+        leaves: leaf id per QI of every cell, shape (C, d).
+        first: the first individual (row of the given keys) of every cell, shape (C,).
+        counts: individuals per cell, shape (C,).
     """
 
     of_individual: IntArray
@@ -207,15 +208,18 @@ class RegisterCombos:
     counts: IntArray
 
     @classmethod
-    def of(cls, keys: Rows, hierarchies: Sequence[Hierarchy]) -> RegisterCombos:
-        """Combos of individuals given as leaf ids per QI, shape (N, d), one hierarchy per
-        column; coded rows (:class:`anonymizer.arrays.CodedRows`) are combos already."""
+    def of(cls, keys: Rows, hierarchies: Sequence[Hierarchy]) -> RegisterCells:
+        """Cells of individuals given as leaf ids per QI, shape (N, d), one hierarchy per
+        column; coded rows (:class:`anonymizer.arrays.CodedRows`) are cells already."""
         codes, first = factorize_rows(keys, [h.n_leaves for h in hierarchies])
-        if isinstance(keys, CodedRows):  # combos already (its leaf ids checked against the hierarchies)
+        if isinstance(keys, CodedRows):  # cells already (its leaf ids checked against the hierarchies)
             return cls(codes, np.asarray(keys.table, dtype=np.int64), first, keys.counts)
         leaves = np.asarray(keys[first], dtype=np.int64).reshape(-1, keys.shape[1])
         return cls(codes, leaves, first, np.bincount(codes, minlength=first.size).astype(np.int64))
 
+
+#: the earlier name, until anonymizer.joint and the import path say RegisterCells
+RegisterCombos = RegisterCells
 
 @dataclass(frozen=True)
 class ReleaseGroups:
@@ -260,24 +264,24 @@ def group_release(nodes: IntArray, value: IntArray, n_values: int, hierarchies: 
     )
 
 
-def cover_pairs(group_nodes: IntArray, combo_leaves: IntArray, spans: Sequence[NodeSpans]) -> tuple[IntArray, IntArray]:
-    """Every (combo, group) whose region holds the combo's leaves.
+def cover_pairs(group_nodes: IntArray, cell_leaves: IntArray, spans: Sequence[NodeSpans]) -> tuple[IntArray, IntArray]:
+    """Every (cell, group) whose region holds the cell's leaves.
 
-    Attribute by attribute, each combo is paired with the used nodes above its leaf and
+    Attribute by attribute, each cell is paired with the used nodes above its leaf and
     kept only while the partial node tuple is a prefix of some group's tuple; partial
     tuples are ranked among the groups' prefixes, so keys never overflow. With pairwise
-    disjoint regions every combo has at most one group.
+    disjoint regions every cell has at most one group.
 
     Args:
         group_nodes: node id per QI of every group, shape (G, d).
-        combo_leaves: leaf id per QI of every combo, shape (C, d).
+        cell_leaves: leaf id per QI of every cell, shape (C, d).
         spans: one per QI column.
 
     Returns:
-        (combo index, group index), int64 arrays of equal length, combo index non-decreasing.
+        (cell index, group index), int64 arrays of equal length, cell index non-decreasing.
     """
     g = group_nodes.shape[0]
-    c = combo_leaves.shape[0]
+    c = cell_leaves.shape[0]
     ci = np.arange(c, dtype=np.int64)
     rank = np.zeros(c, dtype=np.int64)
     g_rank = np.zeros(g, dtype=np.int64)
@@ -289,7 +293,7 @@ def cover_pairs(group_nodes: IntArray, combo_leaves: IntArray, spans: Sequence[N
         used = np.zeros(radix, dtype=bool)
         used[group_nodes[:, a]] = True
         start, items = sp.used_above(used)
-        rep, node = expand_csr(combo_leaves[ci, a], start, items)
+        rep, node = expand_csr(cell_leaves[ci, a], start, items)
         key = rank[rep] * radix + node
         pos = np.searchsorted(prefixes, key)
         found = pos < prefixes.size
@@ -308,8 +312,8 @@ def _is_cut(lo: IntArray, hi: IntArray) -> bool:
     if lo.size == 0:
         return True
     # one int64 key per interval, sorted by lo then hi (bounds are leaf positions, far below
-    # 2**31): np.unique on rows (axis=0) sorts a structured view, 11 ms a QI for 16,581 groups
-    # against 0.5 ms for the keys (benchmarks/bench_draft_parts.py)
+    # 2**31): np.unique on rows (axis=0) sorts a structured view, far slower than sorting
+    # plain int64 keys
     lo_min, width = int(lo.min()), int(hi.max()) - int(hi.min()) + 1
     if int(lo.max()) - lo_min >= (1 << 62) // width:
         pairs = np.unique(np.stack([lo, hi], axis=1), axis=0)
@@ -383,10 +387,10 @@ def overlapping_pairs(lo: npt.ArrayLike, hi: npt.ArrayLike, max_examples: int = 
 
 @dataclass(frozen=True)
 class Located:
-    """Where the register's combos fall among one release's groups.
+    """Where the register's cells fall among one release's groups.
 
     Attributes:
-        group_of_combo: the group whose region holds each combo, -1 if none, shape (C,).
+        group_of_combo: the group whose region holds each cell, -1 if none, shape (C,).
             If regions overlap, the highest-numbered covering group (the release is
             invalid anyway).
         overlap_pairs: number of group pairs whose regions share a QI combination
@@ -400,11 +404,11 @@ class Located:
     overlaps: list[tuple[int, int]] = field(default_factory=list)
 
 
-def locate_groups(combo_leaves: IntArray, group_nodes: IntArray, spans: Sequence[NodeSpans]) -> Located:
-    """Match combos to group regions and find overlapping regions.
+def locate_groups(cell_leaves: IntArray, group_nodes: IntArray, spans: Sequence[NodeSpans]) -> Located:
+    """Match cells to group regions and find overlapping regions.
 
     Args:
-        combo_leaves: leaf id per QI of every combo, shape (C, d).
+        cell_leaves: leaf id per QI of every cell, shape (C, d).
         group_nodes: node id per QI of every group, shape (G, d), rows distinct.
         spans: one per QI column (the hierarchies the release is read with).
 
@@ -418,7 +422,7 @@ def locate_groups(combo_leaves: IntArray, group_nodes: IntArray, spans: Sequence
     for a, sp in enumerate(spans):
         lo[:, a], hi[:, a] = sp.lo[group_nodes[:, a]], sp.hi[group_nodes[:, a]]
     count, pairs = overlapping_pairs(lo, hi, MAX_LISTED_OVERLAPS)
-    ci, gi = cover_pairs(group_nodes, combo_leaves, spans)
-    group_of_combo = np.full(combo_leaves.shape[0], -1, dtype=np.int64)
+    ci, gi = cover_pairs(group_nodes, cell_leaves, spans)
+    group_of_combo = np.full(cell_leaves.shape[0], -1, dtype=np.int64)
     np.maximum.at(group_of_combo, ci, gi)
     return Located(group_of_combo, count, [(int(i), int(j)) for i, j in pairs])

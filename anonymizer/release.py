@@ -16,14 +16,15 @@ import numpy.typing as npt
 
 from anonymizer import privacy, topdown
 from anonymizer.arrays import Rows, distinct_counts, factorize, factorize_rows
-from anonymizer.bottomup import Cells, Generalization, generalize
+from anonymizer.bottomup import generalize
 from anonymizer.hierarchy import Hierarchy
+from anonymizer.search import Cells, Generalization
 from anonymizer.settings import AfterKPrime, Algorithm, Guarantee, PartitionModel, Strategy, SuppressionModel
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
-#: individuals updated this many at a time by :func:`advance_history` (32 MB of keys)
+#: individuals updated this many at a time by :func:`advance_history` (int64 keys per block)
 _BLOCK = 1 << 22
 
 
@@ -234,9 +235,11 @@ def advance_history(
         raise ValueError(f"a history of {history.class_of.size} individuals and groups for {np.size(group_of_ind)}")
     holds = counts > 0
     factor = np.ones((n_groups + 1, n_sets))  # last row: not linked by this release
-    factor[:-1][holds] = 1.0 - counts[holds] / np.broadcast_to(n_j[:, None], holds.shape)[holds]
+    factor[:-1][holds] = privacy.release_factor(
+        np.broadcast_to(n_j[:, None], holds.shape)[holds], counts[holds], complement=True
+    )
     holds_ext = np.vstack([holds, np.zeros((1, n_sets), dtype=bool)])
-    # class * (G+1) + group, G for none; in place and by blocks: one array of 8 bytes per
+    # class * (G+1) + group, G for none; in place and by blocks: one int64 array per
     # individual (the caller's, with ``overwrite``), no temporary one
     key = group_of_ind if overwrite else np.array(group_of_ind, dtype=np.int64)
     if key.dtype != np.int64 or not key.flags.writeable:
@@ -330,7 +333,7 @@ def anonymize_history(
         seed: chooses which records of a violating (group, value) are suppressed.
 
     Raises:
-        anonymizer.bottomup.InfeasibleError: no partition meets the requirement (within the
+        anonymizer.search.InfeasibleError: no partition meets the requirement (within the
             budget, for the bottom-up search).
         ValueError: a positive budget under the mechanism-aware model or with the top-down search.
     """
@@ -351,8 +354,8 @@ def anonymize_history(
     n_classes = history.survival.shape[0]
     targets = class_targets(params, history)
     # cells: distinct leaf combinations of the individuals that can be candidates: the
-    # present ones, or everyone as a slice (views: an arange and the copies it indexed took
-    # 8 bytes per register individual each, several at once; issue 20)
+    # present ones, or everyone as a slice (a view: an arange and the copies it indexed
+    # would each hold an int64 per register individual, several at once)
     members: slice | IntArray = record_individual if presence else slice(None)
     # everyone's keys as given: coded rows are grouped already
     member_keys = register_keys[members] if presence else register_keys

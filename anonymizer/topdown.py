@@ -8,7 +8,7 @@ hierarchies: a region is a box with one hierarchy node per QI, and splitting a r
 QI replaces that QI's node by its children, one new region per child that holds anybody.
 
 The search works on the same aggregated *cells* as the bottom-up search
-(:class:`anonymizer.bottomup.Cells`: distinct QI leaf combinations with their candidates,
+(:class:`anonymizer.search.Cells`: distinct QI leaf combinations with their candidates,
 records, counts per protected value and requirement), one level at a time for every open
 region at once:
 
@@ -29,8 +29,8 @@ region at once:
 A region that itself violates its requirement (the root, when some candidate may never be
 linked to a value again) must be split whatever the rule says. Under the ``parts`` model it
 takes the split whose parts need the fewest records removed
-(:func:`anonymizer.bottomup.suppression_need`), under ``published`` the split rule's choice;
-the search fails with :class:`anonymizer.bottomup.InfeasibleError` when such a region
+(:func:`anonymizer.search.suppression_need`), under ``published`` the split rule's choice;
+the search fails with :class:`anonymizer.search.InfeasibleError` when such a region
 cannot be split further. Children of one node are disjoint and narrowing only shrinks a
 box, so the final regions are pairwise disjoint and every cell lies in exactly one.
 
@@ -48,16 +48,17 @@ import numpy as np
 import numpy.typing as npt
 
 from anonymizer.arrays import expand_csr, factorize
-from anonymizer.bottomup import (
+from anonymizer.hierarchy import Hierarchy
+from anonymizer.part_counts import RegionCounts, ValueCounts, all_per_row, meets
+from anonymizer.search import (
     Cells,
     Generalization,
     InfeasibleError,
     TableInfeasibleError,
     aggregate,
+    split_width,
     suppression_need,
 )
-from anonymizer.hierarchy import Hierarchy
-from anonymizer.part_counts import RegionCounts, ValueCounts, all_per_row, meets
 from anonymizer.settings import PartitionModel
 
 IntArray = npt.NDArray[np.int64]
@@ -65,11 +66,11 @@ FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
 #: Split rules, measured against each other in docs/benchmarks.md (benchmarks/bench_split_rules.py):
-#: ``"ncp"`` takes the split that removes the most record-weighted information loss
-#: (normalized certainty penalty); ``"widest"`` splits the QI whose node covers the largest
-#: share of its domain (Mondrian's rule); ``"balanced"`` takes the split whose largest part
+#: ``"width_gain"`` takes the split that removes the most record-weighted split width
+#: (:func:`anonymizer.search.split_width`); ``"widest"`` splits the QI whose node has the
+#: largest split width (Mondrian's rule); ``"balanced"`` takes the split whose largest part
 #: holds the smallest share of the region's candidates.
-SPLIT_RULES = ("ncp", "widest", "balanced")
+SPLIT_RULES = ("width_gain", "widest", "balanced")
 DEFAULT_SPLIT_RULE = "widest"
 
 
@@ -81,13 +82,12 @@ class _Tree:
         depth: distance of every node from the root, shape (n_nodes,).
         anc: ``anc[leaf, k]`` is the leaf's ancestor at depth k, the leaf itself below its
             own depth, shape (n_leaves, max depth + 1).
-        width: normalized certainty penalty of every node, (leaves below - 1) /
-            (n_leaves - 1), shape (n_nodes,); 0 for a leaf.
+        split_width: :func:`anonymizer.search.split_width` of every node, shape (n_nodes,).
     """
 
     depth: IntArray
     anc: IntArray
-    width: FloatArray
+    split_width: FloatArray
 
     @classmethod
     def of(cls, h: Hierarchy) -> _Tree:
@@ -106,8 +106,7 @@ class _Tree:
             nxt = np.where(alive, parent[cur], -1)
             alive = nxt >= 0
             cur = np.where(alive, nxt, cur)
-        width = (h.leaf_counts() - 1) / float(max(h.n_leaves - 1, 1))
-        return cls(depth, anc, np.asarray(width, dtype=np.float64))
+        return cls(depth, anc, split_width(h))
 
 
 def _meets(n: IntArray, counts: IntArray, requirement: FloatArray) -> BoolArray:
@@ -206,11 +205,11 @@ def _split(
     itself be split by force."""
     leaves, n, values = cells.keys, cells.n, cells.values
     v = node[region]
-    splittable_cell = tree.width[v] > 0
+    splittable_cell = tree.split_width[v] > 0
     child = np.where(splittable_cell, tree.anc[leaves[:, a], np.minimum(tree.depth[v] + 1, tree.anc.shape[1] - 1)], -1)
     idx = np.flatnonzero(splittable_cell)
     part_of_cell = np.full(region.size, -1, dtype=np.int64)
-    key = region[idx] * np.int64(tree.width.size) + child[idx]
+    key = region[idx] * np.int64(tree.split_width.size) + child[idx]
     part_idx, first = factorize(key)
     part_of_cell[idx] = part_idx
     p = first.size
@@ -242,15 +241,15 @@ def _split(
     all_valid = np.ones(n_open, dtype=bool)
     np.logical_and.at(all_valid, part_region, part_admits)
     need = np.bincount(part_region, weights=part_need, minlength=n_open).astype(np.float64)
-    if rule == "ncp":
+    if rule == "width_gain":
         region_records = np.bincount(part_region, weights=part_records, minlength=n_open)
-        after = np.bincount(part_region, weights=part_records * tree.width[part_child], minlength=n_open)
-        score = region_records * tree.width[node] - after
+        after = np.bincount(part_region, weights=part_records * tree.split_width[part_child], minlength=n_open)
+        score = region_records * tree.split_width[node] - after
     elif rule == "widest":
         # ties (every QI is at its root at first) go to the split with more parts: a
         # many-way split (a flat hierarchy) only fits while the region is large
         parts_per_region = np.bincount(part_region, minlength=n_open).astype(np.float64)
-        score = tree.width[node].astype(np.float64) + 1e-6 * parts_per_region
+        score = tree.split_width[node].astype(np.float64) + 1e-6 * parts_per_region
     else:  # balanced
         region_n = np.bincount(part_region, weights=part_n, minlength=n_open)
         largest = np.zeros(n_open)
@@ -267,7 +266,7 @@ def partition(
     """Split the QI domain top-down into regions that each meet their requirement.
 
     Args:
-        cells: the integer-coded release (:class:`anonymizer.bottomup.Cells`); its counts
+        cells: the integer-coded release (:class:`anonymizer.search.Cells`); its counts
             are the ones the guarantee charges (mechanism-aware: every snapshot record).
         hierarchies: one per QI, in the column order of ``cells.keys``.
         presence: candidates are the present individuals (n = records), else the register
@@ -285,7 +284,7 @@ def partition(
             counts (finer groups; a refused split is evidence about the parts).
 
     Returns:
-        a :class:`anonymizer.bottomup.Generalization` with the final regions as groups
+        a :class:`anonymizer.search.Generalization` with the final regions as groups
         (node tuples, shape (G, d)), no suppression and ``node_of_leaf`` None (the
         regions are not one cut per QI).
 
@@ -297,9 +296,9 @@ def partition(
     if rule not in SPLIT_RULES:
         raise ValueError(f"split rule must be one of {SPLIT_RULES}, got {rule!r}")
     published = PartitionModel(model) is PartitionModel.PUBLISHED
-    if published and rule == "ncp":
+    if published and rule == "width_gain":
         # its score reads the parts' record counts, unpublished for a split not taken
-        raise ValueError("the ncp split rule reads unpublished record counts; use widest or balanced")
+        raise ValueError("the width_gain split rule reads unpublished record counts; use widest or balanced")
     d = len(hierarchies)
     trees = [_Tree.of(h) for h in hierarchies]
     leaves = np.asarray(cells.keys, dtype=np.int64)

@@ -1,4 +1,4 @@
-"""What an Airflow run adds to one release over the command line (issue 20), on the scaling
+"""What an Airflow run adds to one release over the command line, on the scaling
 study's register (default 5,000,000 people) and a 1,000,000-record diagnosis snapshot.
 
 Both publish release 1 of a fresh state from the same snapshot, automatic sign-off, with

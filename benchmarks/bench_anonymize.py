@@ -1,4 +1,4 @@
-"""The anonymizing step of one large release, alone and repeated (issue 20): exactly the call
+"""The anonymizing step of one large release, alone and repeated: exactly the call
 ``serialpub release`` makes (:func:`anonymizer.release.anonymize_history` with the
 workspace's register, snapshot, history, parameters and search hierarchies), timed
 ``--repeat`` times in one process so that two versions of the code can be compared without

@@ -1,4 +1,4 @@
-"""A register that changes between releases (issue 19): time and storage at national scale.
+"""A register that changes between releases: time and storage at national scale.
 
 Set-up: the 5,000,000-person register of ``bench_scaling.py`` (Adult rows resampled) and
 its ``diagnosis`` scenario with 1,000,000 records per release (register dilution, ℓ = 2,

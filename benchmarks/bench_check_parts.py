@@ -1,5 +1,5 @@
-"""Three parts of a release timed alone, old way against new (issue 20, sixth pass;
-docs/benchmarks.md): the release contract suite on the rows against its distinct values,
+"""Three parts of a release timed alone, old way against new
+(docs/benchmarks.md): the release contract suite on the rows against its distinct values,
 ``check_generalizes`` record by record against distinct (leaf, node) pairs, and the
 register's CSV parsed as text against QI columns as dictionaries.
 

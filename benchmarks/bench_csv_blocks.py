@@ -1,5 +1,5 @@
-"""The register's CSV parsed with pyarrow's default 1 MB blocks against the 16 MB blocks
-``serialpub.io.inputs.read_csv`` uses, QI columns as dictionaries (issue 20, sixth pass):
+"""The register's CSV parsed with pyarrow's default blocks against the larger blocks
+``serialpub.io.inputs.read_csv`` uses, QI columns as dictionaries:
 seconds to parse, to unify the chunks' dictionaries, to combine the chunks and to convert
 to pandas.
 

@@ -1,5 +1,5 @@
 """The input suites with their per-value expectations on distinct values against the same
-suites row by row (issue 20; ``checks.distinct``): the register suite on the scaling study's
+suites row by row (``checks.distinct``): the register suite on the scaling study's
 register and the snapshot suite on its first diagnosis snapshot, alternated in one process.
 
 "Row by row" replaces ``checks.input_suites.run_suite_on_distinct_values`` with

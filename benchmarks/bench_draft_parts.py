@@ -1,4 +1,4 @@
-"""Parts of drafting a release timed alone (issue 20, seventh pass; docs/benchmarks.md):
+"""Parts of drafting a release timed alone (docs/benchmarks.md):
 coding the snapshot against the register together with the snapshot suite's lookup of the
 same ids, the published table, the state's group rows and writing the statistics file.
 They call functions both before and after the pass have: run it with ``PYTHONPATH``

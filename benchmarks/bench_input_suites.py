@@ -1,4 +1,4 @@
-"""Benchmark of the input suites (issue 5): ``checks.input_suites.snapshot_suite`` on a
+"""Benchmark of the input suites: ``checks.input_suites.snapshot_suite`` on a
 synthetic snapshot of 1,000,000 rows (id, three QIs, sensitive value) against a population
 register of 5,000,000 ids, all as strings; then ``register_suite`` on that register
 (5,000,000 rows: id and three QIs), once.

@@ -1,4 +1,4 @@
-"""The small per-process costs of issue 20's second pass, each against the way it was done
+"""Small per-process costs of a release (docs/benchmarks.md), each against the way it was done
 before (the old way inline here), best of ``--repeat``:
 
 * looking 1,000,000 snapshot ids up among 5,000,000 register ids: pandas' hash table (built

@@ -1,4 +1,4 @@
-"""The utility measures of one large draft (issue 20): the seconds and the traced peak
+"""The utility measures of one large draft: the seconds and the traced peak
 memory (``tracemalloc``, which numpy reports to) of ``serialpub.report.utility.draft_measures``
 on the draft of the scaling study's first diagnosis snapshot, and the seconds of
 ``table_utility`` on that snapshot's (records, QIs + sensitive) table alone.

@@ -1,6 +1,6 @@
-"""Resident memory inside the anonymizer's parts during one release in a fresh process
-(issue 20, ninth pass): ``bench_memory_steps.py``'s release (resident memory sampled every
-20 ms) with the anonymizer's functions wrapped, printing for each call its start and end,
+"""Resident memory inside the anonymizer's parts during one release in a fresh process:
+``bench_memory_steps.py``'s release (resident memory sampled every
+fiftieth of a second) with the anonymizer's functions wrapped, printing for each call its start and end,
 the resident memory when it started, the highest sample inside it, and when it ended.
 
 Usage::

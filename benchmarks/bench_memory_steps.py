@@ -1,5 +1,5 @@
-"""Peak resident memory per step of one release in a fresh process (issue 20, sixth pass):
-a thread samples /proc/self/statm every 20 ms, and each step (serialpub.workflow.progress)
+"""Peak resident memory per step of one release in a fresh process:
+a thread samples /proc/self/statm every fiftieth of a second, and each step (serialpub.workflow.progress)
 gets the highest sample inside its time. The register cache is emptied first (a new register
 version) unless ``--warm``. Run it in a process that did not just build the data: a process
 keeps memory it freed, so build with ``bench_scaling.py`` or ``bench_release_steps.py`` first.

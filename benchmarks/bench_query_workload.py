@@ -1,4 +1,4 @@
-"""The query workload of one large release (issue 20): 5,000 range-count queries answered on
+"""The query workload of one large release: 5,000 range-count queries answered on
 the raw snapshot and on the release, with the paper's uniform and the register-weighted
 estimators, exactly as drafting runs them (``serialpub.workflow.drafting``): the queries and
 their answers on the snapshot (drawn while the snapshot is anonymized), then the estimates on

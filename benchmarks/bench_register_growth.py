@@ -1,4 +1,4 @@
-"""How one release's time and memory grow with the register (issue 20): for each register
+"""How one release's time and memory grow with the register: for each register
 size, a fresh process publishes two releases of ``--records`` records (the scaling study's
 diagnosis scenario, register dilution), first with the register cache empty (release 1
 parses, checks and codes the register), then again with the cache warm (what every later

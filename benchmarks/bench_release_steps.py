@@ -1,4 +1,4 @@
-"""Per-step seconds of consecutive releases in one process (issue 20): the steps that
+"""Per-step seconds of consecutive releases in one process: the steps that
 ``serialpub release`` logs (:mod:`serialpub.workflow.progress`), heard by a listener, plus the
 process's peak resident memory, and the peak so far and the resident memory when each step ended.
 ``--timeline`` also prints when each step started and ended and on which thread (what runs

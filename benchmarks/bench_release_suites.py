@@ -53,7 +53,7 @@ def main() -> None:
     d = Draft(draft, qis, sensitive, hierarchies)
     population = Population(keys, ids, manifest["dilution"] == "presence", None)
     prior = PriorState(protected, survival, ell, history_class)
-    # before issue 17: validation expanded the table to individuals and the report computed
+    # the earlier way: validation expanded the table to individuals and the report computed
     # it again per unit; now one per-unit computation serves both
     t = time.perf_counter()
     computed = compute_breach(d, population, prior)

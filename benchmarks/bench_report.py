@@ -9,7 +9,7 @@ then each part of its report is timed as the pipeline runs it:
   distribution, budget, and every measure of ``anonymizer.measures``),
 * rendering (plots and the HTML/JSON files).
 
-Target (issue 7): the report of a 1,000,000-record release in at most 60 s.
+Target: the report of a 1,000,000-record release within a minute (docs/reports.md).
 
 Usage::
 

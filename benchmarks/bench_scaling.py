@@ -1,4 +1,4 @@
-"""Scaling study (issue 8): time and peak memory per release against the number of records
+"""Scaling study: time and peak memory per release against the number of records
 and the size of the population register, in both dilution modes.
 
 Set-up. A register of N individuals resamples UCI Adult rows under fresh ids (its QIs are
@@ -32,7 +32,7 @@ needs enough dilution (N/R) for the same reason.
 
 Usage::
 
-    uv run python benchmarks/bench_scaling.py                 # the whole study (35 min on 2 cores)
+    uv run python benchmarks/bench_scaling.py                 # the whole study (benchmarks/README.md: typical time)
     uv run python benchmarks/bench_scaling.py --cases diagnosis:presence --records 10000 100000
     uv run python benchmarks/bench_scaling.py --plot-only     # tables and plot from the last JSON
 

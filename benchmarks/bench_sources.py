@@ -1,4 +1,4 @@
-"""Reading the population register from each kind of source (issue 20, item 1): a CSV file,
+"""Reading the population register from each kind of source: a CSV file,
 a Parquet file and a PostgreSQL table, 5,000,000 individuals (the scaling study's register,
 ``bench_scaling.py``). Per source: the seconds to get its canonical CSV form (the bytes that
 are hashed and kept as a version) and to parse it, and the bytes of that form; the best of

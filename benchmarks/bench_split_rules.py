@@ -11,7 +11,7 @@ the largest breach probability after the last release.
 
 Usage::
 
-    .venv/bin/python benchmarks/bench_split_rules.py [--rounds 20] [--rules ncp widest balanced]
+    .venv/bin/python benchmarks/bench_split_rules.py [--rounds 20] [--rules width_gain widest balanced]
         [--models published parts]
 
 ``--models`` lists the partition models to measure (``partition_model``: split decisions

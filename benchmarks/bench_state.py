@@ -29,7 +29,8 @@ from sqlalchemy import create_engine, text
 
 from serialpub.config import CONFIG_NAME, DATABASE_ENV, load_config, render_config
 from serialpub.datasets import adult
-from serialpub.simulate import SeriesSpec, write_series
+from serialpub.series_files import write_series
+from serialpub.simulate import SeriesSpec
 from serialpub.workflow.publisher import Publisher
 
 OUT = Path(__file__).resolve().parent / "out"

@@ -2,7 +2,7 @@
 
 Every Airflow task builds a :class:`serialpub.workflow.publisher.Publisher`. Drafting and
 validating need the register (read, parsed, integer-coded and hashed); approving,
-publishing and closing a release do not, and since issue 17 they no longer read it.
+publishing and closing a release do not, and do not read it.
 Reported: constructing the Publisher (what approve/publish/close pay now) and then
 building the register, its sha256 and the statistics codec (what every step paid before,
 when the constructor did all of it). Uses ``benchmarks/bench_state.py``'s workspace.

@@ -1,5 +1,5 @@
-"""The anonymizer of an older checkout against this one on random series (issue 20, ninth
-pass): both ``anonymize_history`` functions publish the same releases of the same random
+"""The anonymizer of an older checkout against this one on random series:
+both ``anonymize_history`` functions publish the same releases of the same random
 series (the strategy of ``tests/test_topdown.py``: tiny registers, 1-3 releases, both
 strategies, both dilution modes), run with both searches, and must give the same arrays with
 the same dtypes, the same states and the same refusals; ``History.empty`` too, with mixed ℓ.
@@ -32,7 +32,7 @@ from test_topdown import HS, series  # noqa: E402
 
 import anonymizer.release as new  # noqa: E402
 from anonymizer.arrays import CodedRows  # noqa: E402
-from anonymizer.bottomup import InfeasibleError  # noqa: E402
+from anonymizer.search import InfeasibleError  # noqa: E402
 
 RESULT = ("published", "group_of_record", "group_nodes", "group_candidates", "group_counts", "group_records")
 HISTORY = ("class_of", "survival", "linked", "ell")

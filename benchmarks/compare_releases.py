@@ -1,6 +1,6 @@
 """Compare the releases of two workspaces: are they the same apart from timestamps?
 
-Used to show that a restructuring changes structure, not results (issue 17): publish the
+Used to show that a restructuring changes structure, not results: publish the
 same demo from the commit before and after, then
 
     .venv/bin/python benchmarks/compare_releases.py BEFORE_WORKSPACE AFTER_WORKSPACE

@@ -74,9 +74,9 @@ for _path in (ROOT, ROOT / "benchmarks"):  # run as a script from anywhere, or l
 
 from machine_info import machine  # noqa: E402
 
-from anonymizer.bottomup import InfeasibleError  # noqa: E402
 from anonymizer.queries import average_relative_error  # noqa: E402
 from anonymizer.release import History, PrivacyParams, SnapshotCodes, anonymize_history  # noqa: E402
+from anonymizer.search import InfeasibleError  # noqa: E402
 from serialpub.config import Workspace  # noqa: E402
 from serialpub.io.inputs import Snapshot, read_csv, snapshot_from_table  # noqa: E402
 from serialpub.workflow.publisher import QUERY_COUNT, QUERY_DIMENSIONS, QUERY_SELECTIVITY, Publisher  # noqa: E402

@@ -32,9 +32,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import mechanism_oracle as mo
 
-from anonymizer.bottomup import InfeasibleError
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.release import History, PrivacyParams
+from anonymizer.search import InfeasibleError
 from anonymizer.settings import PartitionModel
 
 MAX_WORLDS = 1_500

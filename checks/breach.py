@@ -33,8 +33,8 @@ import pandas as pd
 
 from anonymizer.arrays import CodedRows, expand_csr, factorize
 from anonymizer.hierarchy import Hierarchy
-from anonymizer.privacy import UNDECIDED_BAND, exact_breach
-from anonymizer.regions import NodeSpans, RegisterCombos, cover_pairs, group_release, record_nodes
+from anonymizer.privacy import UNDECIDED_BAND, breach_after_release, exact_breach
+from anonymizer.regions import NodeSpans, RegisterCells, cover_pairs, group_release, record_nodes
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -94,8 +94,8 @@ class PriorState:
             ``history_class``, one row per history class, shape (C, V).
         ell: ℓ, scalar or one per register individual, shape (N,); decides ``exceeds``.
         history_class: the row of ``survival`` of every register individual, shape (N,),
-            ints in [0, C): the statistics file's compact form. At 5M individuals and 200
-            protected values the (N, V) form alone is 8 GB.
+            ints in [0, C): the statistics file's compact form, not an (N, V) array, which
+            grows with individuals times protected values.
     """
 
     protected: Sequence[str]
@@ -256,18 +256,18 @@ def _survival_rows(surv: FloatArray, history_class: npt.ArrayLike | None, n_ind:
     """Check the history's shapes; the row of ``surv`` per individual (None: row = individual)."""
     if history_class is None:
         if surv.shape != (n_ind, v):
-            raise ValueError(f"history_survival must have shape ({n_ind}, {v}), got {surv.shape}")
+            raise ValueError(f"PriorState.survival must have shape ({n_ind}, {v}), got {surv.shape}")
         return None
     row_of = np.asarray(history_class)
     if not np.issubdtype(row_of.dtype, np.integer):
-        raise ValueError(f"history_class must hold integer rows, got dtype {row_of.dtype}")
+        raise ValueError(f"PriorState.history_class must hold integer rows, got dtype {row_of.dtype}")
     row_of = row_of.astype(np.int64, copy=False)
     if surv.ndim != 2 or surv.shape[1] != v:
-        raise ValueError(f"history_survival must have shape (classes, {v}), got {surv.shape}")
+        raise ValueError(f"PriorState.survival must have shape (classes, {v}), got {surv.shape}")
     if row_of.shape != (n_ind,):
-        raise ValueError(f"history_class must have shape ({n_ind},), got {row_of.shape}")
+        raise ValueError(f"PriorState.history_class must have shape ({n_ind},), got {row_of.shape}")
     if n_ind and (int(row_of.min()) < 0 or int(row_of.max()) >= surv.shape[0]):
-        raise ValueError(f"history_class must hold rows of history_survival, 0..{surv.shape[0] - 1}")
+        raise ValueError(f"PriorState.history_class must hold rows of PriorState.survival, 0..{surv.shape[0] - 1}")
     return row_of
 
 
@@ -317,7 +317,7 @@ def compute_breach(
     ell_ind = np.broadcast_to(np.asarray(prior.ell, dtype=np.float64), (n_ind,))
     ids = population.ids if isinstance(population.ids, pd.Index) else pd.Index(np.asarray(population.ids))
     if len(ids) != n_ind:
-        raise ValueError("register_ids must hold one id per register row")
+        raise ValueError("Population.ids must hold one id per register row (Population.keys)")
     hs = [hierarchies[q] for q in qis]
     dg = draft_groups(draft.table, qis, sensitive, hierarchies, protected)
     g = dg.records.size
@@ -332,7 +332,7 @@ def compute_breach(
     everyone = not presence or present_rows is None
     members = np.arange(n_ind, dtype=np.int64) if everyone else np.asarray(present_rows, dtype=np.int64)
     # everyone's keys as given: coded rows are grouped already
-    combos = RegisterCombos.of(keys if everyone else keys[members], hs)
+    combos = RegisterCells.of(keys if everyone else keys[members], hs)
     combo_of_member, first, combo_count = combos.of_individual, combos.first, combos.counts
     pc, pg = cover_pairs(dg.nodes, combos.leaves, [NodeSpans.of(h) for h in hs])
     in_region = np.bincount(pg, weights=combo_count[pc], minlength=g).astype(np.int64)
@@ -376,11 +376,11 @@ def compute_breach(
     nj, ns = n_j[grp], counts[grp, val]
     rep_member = members[unit_first[unit]]
     before = surv[rep_member if row_of is None else row_of[rep_member], val]
-    p = 1.0 - before * ((nj - ns) / nj)
+    p = breach_after_release(before, nj, ns)
     exceeds = _exceeds(before, nj, ns, ell_ind[rep_member], p)
     if per_unit:
         # the ids of the units' representatives only: a categorical over all N register ids
-        # would hash them all to check their uniqueness (3 s at 5M) in every process
+        # would hash them all to check their uniqueness in every process
         named, named_code = np.unique(rep_member, return_inverse=True)
         table = pd.DataFrame(
             {

@@ -1,5 +1,5 @@
-"""Running a suite with its per-value expectations on distinct values (issue 20, item 2;
-docs/validation.md, "Distinct values").
+"""Running a suite with its per-value expectations on distinct values
+(docs/validation.md, "Distinct values").
 
 A snapshot of 1,000,000 records has a few dozen distinct values per quasi-identifier and
 sensitive column, and whether every value is text, present, non-blank and in its set

@@ -4,9 +4,9 @@ GX's ``Expectation._get_runtime_kwargs`` and the methods it calls read
 ``self.configuration.kwargs`` inside a comprehension, once per domain, success and runtime
 key, and ``configuration`` is a property that rebuilds the whole configuration each time:
 a pydantic ``dict()`` of every field, value sets included. A validation asks for the kwargs
-of each expectation several times, so at 1M snapshot rows this rebuilding was about 40 % of
-the snapshot suite (1.2 s of 3.0 s on the 2-core machine, by cProfile of
-``check_snapshot``) and as much of the release suites.
+of each expectation several times, so at a large snapshot this rebuilding was a large
+share of the snapshot suite (by cProfile of ``check_snapshot``) and as much of the release
+suites.
 
 The methods below are GX 1.24's own, with the configuration read once per call: the same
 keys, defaults, precedence (runtime configuration over the expectation's kwargs over field

@@ -1,4 +1,4 @@
-"""Airflow DAGs of serialpub: one release DAG per configured dataset (issue 6).
+"""Airflow DAGs of serialpub: one release DAG per configured dataset (docs/airflow.md).
 
 The DAG only wires the steps of :mod:`serialpub.workflow.orchestration` (docs/design.md section 6):
 
@@ -50,8 +50,8 @@ if TYPE_CHECKING:
 def _steps() -> ModuleType:
     """:mod:`serialpub.workflow.orchestration`, imported when a task runs, not when the file is
     parsed: it pulls in the pipeline (pandas, pyarrow, Great Expectations, SQLAlchemy),
-    about 5 s the DAG processor would otherwise pay on every parse
-    (benchmarks/bench_dag_parse.py)."""
+    whose import the DAG processor would otherwise pay on every parse
+    (benchmarks/bench_dag_parse.py, docs/benchmarks.md)."""
     from serialpub.workflow import orchestration
 
     return orchestration

@@ -9,11 +9,12 @@ from pathlib import Path
 from serialpub import known_breach
 from serialpub.config import CONFIG_NAME, Workspace, load_config, render_config
 from serialpub.datasets import adult
-from serialpub.errors import InputError
 from serialpub.evolving import Evolution
 from serialpub.io import signing
+from serialpub.io.generated import replace_generated_folder
 from serialpub.io.hierarchies import read_hierarchy
-from serialpub.simulate import PERIOD_REGISTERS, PRESETS, SeriesSpec, write_series
+from serialpub.series_files import PERIOD_REGISTERS, write_series
+from serialpub.simulate import PRESETS, SeriesSpec
 
 MARKER = ".serialpub-demo"
 #: k' of the demo's constant-ratio strategy for its 20 rounds (paper 004, section 8)
@@ -32,22 +33,6 @@ def default_k_prime(rounds: int) -> int:
 
 #: the demo publisher's Ed25519 private key, relative to the workspace (public: .pub beside it)
 DEMO_KEY = "keys/publisher.key"
-
-
-def replace_generated_folder(out: Path, marker: str, marker_text: str, refusal: str) -> None:
-    """Make ``out`` an empty folder holding the file ``marker``: a folder that holds it
-    (made by an earlier run) is replaced, any other non-empty folder is refused, so a
-    generator never deletes a user's files.
-
-    Raises:
-        InputError: ``out`` is a non-empty folder without the marker ("... is not <refusal>").
-    """
-    if out.exists() and any(out.iterdir()):
-        if not (out / marker).exists():
-            raise InputError(f"{out}: folder exists and is not {refusal}")
-        shutil.rmtree(out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / marker).write_text(marker_text + "\n")
 
 
 def create_workspace(

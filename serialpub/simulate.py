@@ -6,26 +6,17 @@ fraction of T(i-1); then in Ti a random ``redraw`` fraction of rows get a sensit
 copied from a random row of the base table (the overall distribution). Everything is
 drawn from one ``numpy.random.Generator`` seeded by ``seed``, so the same seed gives the
 same series. The population register is every individual of the base table with its
-quasi-identifiers.
+quasi-identifiers. :mod:`serialpub.series_files` writes a series as files.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from serialpub.errors import InputError, quoted
-
-if TYPE_CHECKING:
-    from serialpub.evolving import Evolution
-
-#: the folder of an evolving series' register of every period (register-NNNN.csv)
-PERIOD_REGISTERS = "register-periods"
 
 PRESETS = {
     # paper 004, section 8: 20 rounds, 20 % carried over, 20 % of values redrawn
@@ -107,57 +98,3 @@ def simulate_series(base: pd.DataFrame, sensitive: str, spec: SeriesSpec) -> lis
         snapshots.append(snap.reset_index(drop=True))
         prev_rows, prev_values = rows, current
     return snapshots
-
-
-def write_series(
-    out: Path,
-    base: pd.DataFrame,
-    id_column: str,
-    quasi_identifiers: list[str],
-    sensitive: str,
-    spec: SeriesSpec,
-    source: str,
-    evolution: Evolution | None = None,
-) -> list[Path]:
-    """Write ``register.csv``, ``snapshots/snapshot-NNNN.csv`` and ``series.json`` into ``out``;
-    with ``evolution``, the register changes from period to period
-    (:mod:`serialpub.evolving`): ``register-periods/register-NNNN.csv`` holds the register
-    of each period and ``register.csv`` that of the first.
-
-    Files are byte-identical for the same base table and spec (no timestamps).
-
-    Returns:
-        the paths written, register first.
-    """
-    from serialpub.evolving import evolve_series  # it builds on simulate_series
-
-    check_base_table(base, id_column, [*quasi_identifiers, sensitive], source)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "snapshots").mkdir(exist_ok=True)
-    written = [out / "register.csv"]
-    if evolution is None:
-        snapshots = simulate_series(base, sensitive, spec)
-        base[[id_column, *quasi_identifiers]].to_csv(written[0], index=False, lineterminator="\n")
-    else:
-        registers, snapshots = evolve_series(base, id_column, quasi_identifiers, sensitive, spec, evolution)
-        registers[0].to_csv(written[0], index=False, lineterminator="\n")
-        (out / PERIOD_REGISTERS).mkdir(exist_ok=True)
-        for i, reg in enumerate(registers, start=1):
-            reg.to_csv(out / PERIOD_REGISTERS / f"register-{i:04d}.csv", index=False, lineterminator="\n")
-    for i, snap in enumerate(snapshots, start=1):
-        path = out / "snapshots" / f"snapshot-{i:04d}.csv"
-        snap[[id_column, *quasi_identifiers, sensitive]].to_csv(path, index=False, lineterminator="\n")
-        written.append(path)
-    meta = {
-        "source": source,
-        "id_column": id_column,
-        "quasi_identifiers": quasi_identifiers,
-        "sensitive": sensitive,
-        **asdict(spec),
-        **({"evolution": asdict(evolution)} if evolution is not None else {}),
-        "snapshots": [p.name for p in written[1:]],
-        "rows": [len(s) for s in snapshots],
-    }
-    (out / "series.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-    written.append(out / "series.json")
-    return written

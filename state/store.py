@@ -69,8 +69,8 @@ def owner_is_gone(owner: str) -> bool:
 
 #: the statistics file's columns that repeat a few values (a history class, an ℓ, a protected
 #: value): Parquet dictionary-encodes them. The others are one distinct value per row (an
-#: individual's id, its register row), where trying a dictionary first only costs time: the
-#: members of a 5M register take 0.7 s instead of 1.1 s to write, and 4 % less space.
+#: individual's id, its register row), where trying a dictionary first only costs time,
+#: and the plain encoding is smaller too (docs/benchmarks.md).
 DICTIONARY_COLUMNS = ("class", "ell", "value")
 
 
@@ -564,7 +564,7 @@ def _store_figures(
     rel.records, rel.groups = summary["records"], summary["groups"]
     rel.suppressed, rel.max_breach = summary["suppressed"], summary["max_breach"]
     rel.data_sha256 = summary["data_sha256"]
-    if groups:  # one executemany, not an ORM object per group (16,581 groups: 1 s -> 0.1 s)
+    if groups:  # one executemany, not an ORM object per group (a release has thousands)
         s.execute(insert(ReleaseGroup), [{"release_id": rel.id, "group_no": i, **g} for i, g in enumerate(groups)])
     s.add(Statistics(
         release_id=rel.id, individuals=stats[0].num_rows, classes=stats[1].num_rows,

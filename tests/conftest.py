@@ -1,4 +1,4 @@
-"""Shared fixtures: the bundled Adult table is read once per test session (about 2 s);
+"""Shared fixtures: the bundled Adult table is read once per test session;
 state databases on SQLite and PostgreSQL, the small workspace on them, a reference run."""
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def adult_table() -> pd.DataFrame:
 
 
 # ---------------------------------------------------------------------------------------
-# state databases (issue 4): every state test runs on SQLite and on PostgreSQL
+# state databases: every state test runs on SQLite and on PostgreSQL
 
 
 PG_URL_ENV = "SERIALPUB_TEST_POSTGRES_URL"
@@ -159,7 +159,7 @@ def run_cli(*args: str | Path, url: str, cwd: Path, crash_at: str | None = None)
 
 #: bytecode cache of the test subprocesses, outside the repository and the virtualenv:
 #: with PYTHONDONTWRITEBYTECODE set and no .pyc in the venv, each would compile its
-#: imports afresh (about 2.4 s instead of 0.9 s per command on the CI machine)
+#: imports afresh, which would cost more than the command itself
 PYCACHE = Path(tempfile.gettempdir()) / f"serialpub-test-pycache-{os.getuid()}"
 
 

@@ -2,8 +2,8 @@
 
 ``cli`` runs the ``serialpub`` command in this process: the same ``serialpub.cli.main``
 that the console script calls, with its arguments, environment, working directory and
-output captured, and the exit code it would give. A separate interpreter costs about
-2-3 s per command (pandas and Great Expectations imports), so only the tests that need
+output captured, and the exit code it would give. A separate interpreter pays the pandas
+and Great Expectations imports on every command, so only the tests that need
 one (crash, race, the module entry point, Airflow) start processes;
 ``tests/test_cli.py`` checks that both ways agree.
 

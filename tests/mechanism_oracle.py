@@ -32,7 +32,6 @@ from fractions import Fraction
 
 import numpy as np
 
-from anonymizer.bottomup import InfeasibleError, settle_suppression
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.release import (
     History,
@@ -43,6 +42,7 @@ from anonymizer.release import (
     anonymize_history,
     class_targets,
 )
+from anonymizer.search import InfeasibleError, settle_suppression
 
 
 @dataclass(frozen=True)

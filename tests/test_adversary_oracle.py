@@ -19,9 +19,9 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from anonymizer.bottomup import InfeasibleError
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.release import History, PrivacyParams, ReleaseResult
+from anonymizer.search import InfeasibleError
 
 
 def _hierarchy(attribute: str, rows: list[list[str]]) -> Hierarchy:

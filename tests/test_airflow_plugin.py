@@ -1,4 +1,4 @@
-"""The report pages behind the sign-off prompt's link (issue 18, the approver's view), served
+"""The report pages behind the sign-off prompt's link (the approver's view), served
 by serialpub's Airflow plugin: which file a link opens while the release waits, once it
 is published and once it is rejected, and the prompt's text that carries the link.
 

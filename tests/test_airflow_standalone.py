@@ -1,4 +1,4 @@
-"""The release DAG in a running Airflow (issue 6): ``airflow standalone`` (api-server,
+"""The release DAG in a running Airflow: ``airflow standalone`` (api-server,
 scheduler, dag-processor, triggerer) against the project's DAGs; a snapshot lands, the
 upstream extract announces it through the REST API (the "snapshot landed" Asset event),
 the run waits at the sign-off, an approver answers through the REST API, and the release
@@ -57,7 +57,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-#: seconds one REST call may take: longer than the 60 s a writer of the shared SQLite file waits
+#: seconds one REST call may take: longer than the ``timeout`` a writer of the shared SQLite file waits
 #: for another's lock (AIRFLOW__DATABASE__SQL_ALCHEMY_CONN below), so a call queued behind the
 #: scheduler's or the DAG processor's write on a loaded 2-core machine is not given up on
 #: (a POST given up on may still have been applied: it cannot be retried)
@@ -182,7 +182,7 @@ def _parked_gate(rest: Rest, dag_id: str, log: Path) -> tuple[dict[str, Any], st
     # the scheduler then processes that workload's executor event. An answer that
     # re-queues the task before that event is processed makes the scheduler read the
     # event as the *resumed* try finishing and mark it failed (seen under load: the
-    # parking worker took 5 s to exit). A person answers long after; so does the test,
+    # parking worker was slow to exit). A person answers long after; so does the test,
     # once the scheduler has logged the parked try as finished in its parked state.
     marker = f"task_id=sign_off, run_id={run_id}"
     rest.wait(
@@ -201,13 +201,13 @@ def test_standalone_airflow_publishes_after_rest_approval(
 ) -> None:
     root = airflow_workspace(adult_template, tmp_path, "adult_live")
     ws = load_config(root)
-    # issue 18: a second dataset whose sign-off nobody answers, with an 18 s timeout (only a
+    # a second dataset whose sign-off nobody answers, with a timeout of a few seconds (only a
     # real scheduler times deferred tasks out: dag.test never does)
     quiet = airflow_workspace(adult_template, tmp_path, "adult_timeout")
     quiet_config = yaml.safe_load((quiet / "serialpub.yaml").read_text())
     quiet_config["sign_off"]["timeout_hours"] = 0.005
     (quiet / "serialpub.yaml").write_text(yaml.safe_dump(quiet_config, sort_keys=False))
-    # issue 18: a third dataset published by 'airflow backfill create' over four half years
+    # a third dataset published by 'airflow backfill create' over four half years
     backfilled = airflow_workspace(adult_template, tmp_path, "adult_backfill")
     bf_landing = load_config(backfilled).landing_dir
     # the next half year: the last one less its final record (a byte-identical snapshot is
@@ -230,11 +230,11 @@ def test_standalone_airflow_publishes_after_rest_approval(
         AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL="5",
         AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC="2",
         AIRFLOW__CORE__PARALLELISM="4",
-        # a worker waits this long for the execution API (default 5 s; Airflow's advice under
+        # a worker waits this long for the execution API (longer than the default; Airflow's advice under
         # load): with the rest of the test suite on the other core its calls took longer
         AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT="60",
-        # four processes share one SQLite file: a writer waits up to 60 s for another's write
-        # lock instead of the driver's 5 s, which a loaded 2-core machine exceeds
+        # four processes share one SQLite file: a writer waits up to ``timeout`` for another's
+        # write lock instead of the driver's default, which a loaded 2-core machine exceeds
         AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=f"sqlite:///{home / 'airflow.db'}?timeout=60",
         PATH=os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]),  # standalone runs `airflow`
     )
@@ -273,7 +273,7 @@ def test_standalone_airflow_publishes_after_rest_approval(
         detail, run_path = _parked_gate(rest, dag_id, tmp_path / "standalone.log")
         run_id = detail["task_instance"]["dag_run_id"]
         assert "adult_live release 1" in detail["body"] and "guarantee passed" in detail["body"]
-        # issue 18: the approver opens the report through the prompt's link, in a browser
+        # the approver opens the report through the prompt's link, in a browser
         [link] = re.findall(r"\[Open the release report\]\((\S+?)\)", detail["body"])
         assert link == f"http://localhost:{port}/serialpub/adult_live/releases/1/report.html"
         assert f"published to `{ws.dataset_dir / 'release-0001'}`" in detail["body"]
@@ -284,7 +284,7 @@ def test_standalone_airflow_publishes_after_rest_approval(
         assert "adult_live" in text and "awaiting sign-off when this page was made" in text, text[:1000]
         with pytest.raises(RuntimeError, match="-> 404: release 2 of 'adult_live' has no report"):
             rest.call("GET", "/serialpub/adult_live/releases/2/report.html")
-        # issue 18: 'admin' is an Airflow user but not on sign_off.approvers: the gate is
+        # 'admin' is an Airflow user but not on sign_off.approvers: the gate is
         # assigned to the approvers only, so Airflow refuses the answer and the gate waits on
         admin = Rest(rest.base)
         admin_password = json.loads(passwords.read_text())["admin"]
@@ -321,7 +321,7 @@ def test_standalone_airflow_publishes_after_rest_approval(
         rest.wait("the backfill DAG parsed", lambda: rest.call("GET", f"/api/v2/dags/{bf_id}"), 180)
         rest.call("PATCH", f"/api/v2/dags/{bf_id}", {"is_paused": False})
         # `airflow backfill create` opens its own connection to the SQLite metadata database; a
-        # lock the scheduler holds beyond the 60 s wait fails it outright ("database is
+        # lock the scheduler holds beyond the ``timeout`` wait fails it outright ("database is
         # locked") with nothing created (one transaction), so it is run again; whether it
         # created the backfill is read from the DAG's list of backfills. It runs as this OS
         # user, the preparer of the backfilled releases, so olga may approve them (four eyes).

@@ -18,9 +18,9 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from anonymizer.bottomup import InfeasibleError
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.release import PrivacyParams, ReleaseResult, anonymize_release
+from anonymizer.search import InfeasibleError
 
 # ---------------------------------------------------------------------------------------
 # helpers shared by the tests

@@ -1,4 +1,4 @@
-"""The catalogue of bad inputs (issue 5): each case is one small mutation of a good
+"""The catalogue of bad inputs: each case is one small mutation of a good
 workspace (a snapshot, the register, a hierarchy, the configuration, or the draft release
 between anonymization and validation) run through the real pipeline
 (``serialpub.workflow.publisher.Publisher``). Each must fail with its own readable message (the file,

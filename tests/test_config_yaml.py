@@ -17,7 +17,7 @@ from serialpub.errors import InputError
 from serialpub.io.settings_yaml import MAX_BYTES
 from serialpub.workspaces import workspaces
 
-#: about 400 bytes that YAML 1.1 expands to 9^9 (387 million) strings: tens of gigabytes
+#: a few hundred characters that YAML 1.1 expands to 9^9 (387 million) strings
 ALIAS_BOMB = "".join(
     f"{name}: &{name} [{', '.join([f'*{prev}'] * 9)}]\n" for prev, name in zip("abcdefgh", "bcdefghi", strict=True)
 ).join(['a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]\n', ""])
@@ -40,7 +40,7 @@ def _refused(root: Path) -> str:
 
 
 def test_an_alias_bomb_is_refused_without_being_expanded(tmp_path: Path) -> None:
-    """The configuration is loaded in a process limited to 1 GiB of address space: before
+    """The configuration is loaded in a process limited in address space (RLIMIT_AS below): before
     aliases were refused, the expansion (json.dumps of the settings) ran out of it."""
     assert len(ALIAS_BOMB) < 500
     root = make_workspace(tmp_path / "ws")

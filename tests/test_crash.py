@@ -1,4 +1,4 @@
-"""Atomic publication under SIGKILL (issue 4), on SQLite and PostgreSQL.
+"""Atomic publication under SIGKILL, on SQLite and PostgreSQL.
 
 For every failpoint of ``serialpub.faults`` a real ``python -m serialpub.cli release``
 process publishing release 2 of the small workspace kills itself there. Then:

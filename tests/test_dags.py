@@ -1,5 +1,5 @@
 """The Airflow release DAG (dags/serialpub_release.py) run with ``dag.test()`` on a
-migrated Airflow metadata database, on the bundled Adult data (issue 6).
+migrated Airflow metadata database, on the bundled Adult data.
 
 Each run happens in its own process (tests/airflow_runner.py) because Airflow reads its
 configuration at import. A human's sign-off is answered from a thread of that process,
@@ -128,7 +128,7 @@ def test_rejected_sign_off_publishes_nothing(airflow_home: Path, adult_template:
     result, log = run_dag(airflow_home, root, {"period": "2024-H1"}, respond="Reject", by="dana",
                           comment="query error too high")  # fmt: skip
     assert result["tasks"]["sign_off"] == "success" and result["tasks"]["publish"] == "skipped", result["tasks"]
-    # issue 18: a rejection ends the run failed, so that a green run always means published
+    # a rejection ends the run failed, so that a green run always means published
     assert result["state"] == "failed" and result["tasks"]["finalize"] == "failed" and result["events"] == []
     assert "release 1 (period '2024-H1') was rejected by dana at the sign-off: nothing was published" in log
     assert store.published(ws.config.dataset) == [] and store.latest_statistics(ws.config.dataset) is None

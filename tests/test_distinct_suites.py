@@ -1,6 +1,6 @@
-"""Input suites with their per-value expectations on distinct values (``checks.distinct``,
-issue 20): the same verdict, failure lines and, on a failure, the same evidence as the suite
-run row by row; on a pass, the same expectations in the same order with the QI and
+"""Input suites with their per-value expectations on distinct values (``checks.distinct``):
+the same verdict, failure lines and, on a failure, the same evidence as the suite run row by
+row; on a pass, the same expectations in the same order with the QI and
 sensitive columns counted as distinct values."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Failures of the environment under a run (issue 18, item 5): a full disk, a state database
+"""Failures of the environment under a run: a full disk, a state database
 that refuses writes, an internal error. Each ends in one line on standard error with the
 exit code of docs/commands.md, the traceback only with ``--debug``; nothing half-done is
 published, and the next command recovers and publishes."""

@@ -12,7 +12,8 @@ import pytest
 from serialpub.datasets import adult
 from serialpub.errors import InputError
 from serialpub.evolving import Evolution, evolve_series
-from serialpub.simulate import PERIOD_REGISTERS, SeriesSpec, write_series
+from serialpub.series_files import PERIOD_REGISTERS, write_series
+from serialpub.simulate import SeriesSpec
 
 QIS = adult.QUASI_IDENTIFIERS
 

@@ -26,7 +26,7 @@ from serialpub.workflow.publisher import Publisher
 ROOT = Path(__file__).resolve().parent.parent
 ROUNDS = 3
 # the publishing tests use a small workspace: a seeded sample of the Adult register and
-# 5 x 4 x 10 = 200 codes (Great Expectations needs 5-20 s a release with 2,000 values)
+# 5 x 4 x 10 = 200 codes (Great Expectations' cost grows with the domain's values)
 ROWS = 3000
 CHAPTERS, BLOCKS = 5, 4
 
@@ -127,7 +127,7 @@ def published(small_ws: Path) -> list[dict]:
     """Manifests of releases 1..ROUNDS of ``small_ws`` published by the pipeline.
 
     Release 1 runs every validation suite. Releases 2..ROUNDS replace the snapshot and
-    release suites by passing stubs: Great Expectations takes 5-20 s a release with a
+    release suites by passing stubs: Great Expectations is slow on a release with a
     2,000-value domain, and the suites only check a draft, they never change it (the
     figures compared below are computed before validation, by ``serialpub.workflow.drafting``).
     """
@@ -190,7 +190,7 @@ def test_runner_figures_equal_the_published_series_and_the_series_report_baselin
 def test_runner_records_an_infeasible_point_and_writes_json_and_plots(
     small_ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from anonymizer.bottomup import InfeasibleError
+    from anonymizer.search import InfeasibleError
 
     ex = _runner()
     real = ex.anonymize_history

@@ -33,7 +33,7 @@ def test_rows_are_pandas_rows(register_ids: list[str], wanted: list[str]) -> Non
     expected = pd.Index(register_ids, dtype=object).get_indexer(pd.Index(wanted, dtype=object))
     found = register.rows_of(pd.Series(wanted, dtype=object))
     assert found.tolist() == expected.tolist() and found.dtype == np.int64
-    # the lookup keeps its rows as int32 (4 bytes per register individual), answers int64
+    # the lookup keeps its rows as int32 (half of int64 per register individual), answers int64
     assert register.id_lookup is None or register.id_lookup.rows.dtype == np.int32
 
 
@@ -201,8 +201,8 @@ def test_sensitive_texts_per_distinct_value_equal_the_per_record_conversion(valu
 
 
 def test_a_kept_answer_lets_its_register_go() -> None:
-    """The kept answer holds the lookup and the register ids only weakly (a 50M register's are
-    1.5 GB), and a lookup of another register finds the same column anew."""
+    """The kept answer holds the lookup and the register ids only weakly (they are as large as
+    their register), and a lookup of another register finds the same column anew."""
     import gc
     import weakref
 

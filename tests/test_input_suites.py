@@ -1,4 +1,4 @@
-"""Input suites (issue 5, part 1): ``checks.input_suites`` on a tiny register and snapshot.
+"""Input suites: ``checks.input_suites`` on a tiny register and snapshot.
 
 A catalogue of bad inputs, each a small mutation of a good register or snapshot; every one
 must fail, and one failure line must name the expectation (by its description), the column,

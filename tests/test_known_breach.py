@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from helpers import DISEASES, cli, make_workspace, read_config, snapshot, write_config
 
-from anonymizer.bottomup import Cells, InfeasibleError, TableInfeasibleError
+from anonymizer.search import Cells, InfeasibleError, TableInfeasibleError
 from anonymizer.topdown import partition
 from serialpub import demo
 from serialpub.analysis.audit import audit_workspace

@@ -1,5 +1,5 @@
-"""Askari, Safavi-Naini & Barker 2012 (paper 003): the Appendix example (notes seed002_003.md
-§B.6, with the errata of §B.9) and brute force on tiny channels and tables."""
+"""Askari, Safavi-Naini & Barker 2012 (paper 003): the Appendix example (with
+the corrections listed in anonymizer/measures/channel.py) and brute force on tiny channels and tables."""
 
 from __future__ import annotations
 

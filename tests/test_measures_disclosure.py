@@ -1,5 +1,5 @@
-"""Malik 2014 (paper 002) disclosure measures: the thesis's worked examples (notes
-seed002_003.md §A.4, with its errata) and brute force against the definitions."""
+"""Malik 2014 (paper 002) disclosure measures: the thesis's worked examples (with
+its corrections) and brute force against the definitions."""
 
 from __future__ import annotations
 

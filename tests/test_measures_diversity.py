@@ -1,5 +1,5 @@
 """anonymizer.measures.{qi_groups, diversity, closeness, categorical}: worked examples of Hsu 2008
-(paper 000, notes/seed000.md §5) and brute-force oracles (explicit loops, exhaustive set cover /
+(paper 000) and brute-force oracles (explicit loops, exhaustive set cover /
 max coverage, the transportation LP). Their wording in the report is tested in
 tests/test_report_wording.py."""
 
@@ -33,7 +33,7 @@ def _frac(x: Fraction) -> float:
     return float(x)
 
 
-# --- Table 2.1-2 (seed000.md §5.2): groups {1-4}, {5-8}, {9-12}; HD = 0, VI = 1, Cancer = 2 -----
+# --- Table 2.1-2: groups {1-4}, {5-8}, {9-12}; HD = 0, VI = 1, Cancer = 2 -----
 
 T212_GROUP = [0] * 4 + [1] * 4 + [2] * 4
 T212_VALUE = [0, 0, 1, 1, 2, 0, 1, 1, 2, 2, 2, 2]
@@ -68,7 +68,7 @@ def test_table_2_1_2_figures() -> None:
     assert cf.emd_hierarchical is None and cf.hierarchy_height is None
 
 
-# --- Example 3.5.1 / Table 3.5-1 (seed000.md §5.3) ----------------------------------------------
+# --- Example 3.5.1 / Table 3.5-1 -----------------------------------------------------------------
 
 # values: 0 acute leukemia, 1 bladder cancer, 2 flu, 3 pancreatic cancer, 4 cold
 EX351_GROUP = [0] * 10 + [1] * 10 + [2] * 10
@@ -104,7 +104,7 @@ def test_recursive_base_case_errata_e6() -> None:
     assert dv.recursive_ratio(gc, 1).tolist() == [0.0]
 
 
-# --- §3.4 local-distribution examples (seed000.md §5.8) -----------------------------------------
+# --- §3.4 local-distribution examples ----------------------------------------------------------
 
 
 def test_section_3_4_local_distributions() -> None:

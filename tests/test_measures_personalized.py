@@ -1,13 +1,13 @@
 """Xiao & Tao's personalized breach probability (paper 001): worked examples and a brute-force
 enumeration of possible reconstructions (Defs 9-10, Eq. 3).
 
-Oracles: shared/papers/notes/seed001.md §5.6-5.9 (Examples 1-4, stated by the paper) and §5.11
-(the full breach table of Figures 3 and 1c, [derived] in the notes from Theorems 1-2 with S_ext
-counted on Figure 1b). Figure 2 (the Disease taxonomy) is an image missing from the text; the
-fixture below uses only the facts the text states (12 leaves; respiratory-system-problem = 6 leaves
-split 3/3, one half being respiratory-infection = {flu, pneumonia, bronchitis}; stomach-disease =
-{gastric-ulcer, dyspepsia, gastritis} under digestive-system-problem). The names "resp-other-*" and
-"digest-other-*" are placeholders, not the paper's.
+Oracles: the paper's Examples 1-4 and the full breach table of Figures 3 and 1c (derived from
+Theorems 1-2 with S_ext counted on Figure 1b). Figure 2 (the Disease taxonomy) is an image
+missing from the text; the fixture below uses only the facts the text states (12 leaves;
+respiratory-system-problem = 6 leaves split 3/3, one half being respiratory-infection = {flu,
+pneumonia, bronchitis}; stomach-disease = {gastric-ulcer, dyspepsia, gastritis} under
+digestive-system-problem). The names "resp-other-*" and "digest-other-*" are placeholders, not
+the paper's.
 """
 
 from __future__ import annotations

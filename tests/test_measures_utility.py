@@ -1,5 +1,5 @@
 """Utility measures (anonymizer.measures.utility): the thesis's worked examples (paper 000,
-notes/seed000.md §5.4 and §5.6), hand examples for C_DM, C_AVG and NCP, and brute-force
+§4.2-4.3), hand examples for C_DM, C_AVG and NCP, and brute-force
 references (explicit per-record loops over labels and leaf sets) on hypothesis tables."""
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def one_cell_release(h: Hierarchy, counts: list[int], leaf: str, node: str) -> i
 
 
 # --------------------------------------------------------------------------------------
-# Lemma 4.2.3 and its revisit after Lemma 4.2.5 (seed000 §5.4), ε = 0.01
+# Lemma 4.2.3 and its revisit after Lemma 4.2.5, ε = 0.01
 # --------------------------------------------------------------------------------------
 
 LEMMA = hier("A", [["a", "x", "*"], ["b", "x", "*"], ["c", "y", "*"], ["d", "y", "*"]])
@@ -80,7 +80,7 @@ def test_non_uniform_entropy_charges_the_rarer_value_more() -> None:
 
 
 # --------------------------------------------------------------------------------------
-# §4.2's China / India / Canada / United States example (seed000 §5.4, Errata E11)
+# §4.2's China / India / Canada / United States example (with the thesis's correction E11)
 # --------------------------------------------------------------------------------------
 
 NATION = hier(
@@ -108,7 +108,7 @@ def test_china_canada_example() -> None:
 
 
 # --------------------------------------------------------------------------------------
-# Example 4.3.1: Tables 4.3-1 and 4.3-2 (seed000 §5.6)
+# Example 4.3.1: Tables 4.3-1 and 4.3-2
 # --------------------------------------------------------------------------------------
 
 GENDER = hier("Gender", [["M", "*"], ["F", "*"]])
@@ -170,7 +170,7 @@ def test_table_4_3_2_tuple_wise_variance(attributes: tuple[int, ...], var_t: int
     tv1 = il.tuple_wise_variance(hs, leaves, nodes1, s, attributes)
     tv2 = il.tuple_wise_variance(hs, leaves, nodes2, s, attributes)
     assert (tv1.original, tv1.release, tv2.original, tv2.release) == (var_t, var_1, var_t, var_2)
-    # seed000 §5.6 [DERIVED]: Π_tv −2 (Q = QI, the release splits original blocks) or 0, and 2 for (2)
+    # derived from Example 4.3.1: Π_tv −2 (Q = QI, the release splits original blocks) or 0, and 2 for (2)
     assert tv1.loss == var_t - var_1
     assert tv2.loss == 2
 

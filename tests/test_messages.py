@@ -42,8 +42,8 @@ def _release_2(root: Path, path: Path | None = None, **kwargs: object) -> Result
 
 @pytest.mark.parametrize(("column", "size"), [("disease", 5_000_000), ("id", 1_000_000)])
 def test_a_huge_cell_is_quoted_short(published_once: Path, tmp_path: Path, column: str, size: int) -> None:
-    """A 5 MB sensitive value gave a 10 MB message (quoted by the suite and the spelling
-    hint), a 1 MB id a 1 MB one: every value is quoted shortened (anonymizer.quoting)."""
+    """A huge sensitive value gave a message twice its size (quoted by the suite and the
+    spelling hint), a huge id one as large: every value is quoted shortened (anonymizer.quoting)."""
     before = state_of(published_once)
     lines = snapshot(published_once, 2).read_text().splitlines()
     header = lines[0].split(",")

@@ -1,4 +1,4 @@
-"""Periods (issue 18, item 4): a period comes from --period or from snapshot-<period>.csv,
+"""Periods: a period comes from --period or from snapshot-<period>.csv,
 is written in the configured format, and cannot be skipped by accident (the probes: a
 snapshot named extract_final.csv published as period 'extract_final', and period 0003
 published while 0002 was still to come, so that 0002 could never be published)."""

@@ -70,7 +70,7 @@ def test_enumerator_figure_3_four_worlds_three_link_o2() -> None:
 
 
 def test_enumerator_xiao_tao_example_1_ken() -> None:
-    # seed001.md §5.6: S_ext(Ken) = 5 people (Mike absent from T), 4 records, 2 of them in
+    # paper 001, Example 1: S_ext(Ken) = 5 people (Mike absent from T), 4 records, 2 of them in
     # Ken's guarding set. Owners: Permu(5, 4) = 120, breaching 48; the two generalized
     # values have 3 leaves each, so 9 value choices: 1080 and 432.
     records = ("gastric ulcer", "dyspepsia", "respiratory infection", "respiratory infection")

@@ -478,7 +478,7 @@ def test_value_set_counts_rejects_codes_out_of_range() -> None:
 
 
 def test_xiao_tao_example_1_ken() -> None:
-    """seed001.md §5.6: S_ext(Ken) has 5 people, 2 of his group's 4 records are in his
+    """Paper 001, Example 1: S_ext(Ken) has 5 people, 2 of his group's 4 records are in his
     guarding set (respiratory infection): P = 432 / 1080 = 2/5."""
     assert privacy.breach_probabilities([0], [5], [2], 1)[0] == pytest.approx(0.4, abs=1e-15)
     assert privacy.exact_breach([(5, 2)]) == Fraction(432, 1080)

@@ -1,4 +1,4 @@
-"""Progress of a release (issue 20, item 4): every step is heard by listeners and logged
+"""Progress of a release: every step is heard by listeners and logged
 with its time (the Airflow task log), and ``serialpub release`` draws the steps on a
 terminal only."""
 

@@ -92,7 +92,7 @@ def random_hierarchies(rng: np.random.Generator, count: int) -> dict[str, Hierar
 
 
 # --------------------------------------------------------------------------------------
-# the Xiao & Tao worked example (notes/seed001.md section 4 and Figure 1c)
+# the Xiao & Tao worked example (paper 001, section 4 and Figure 1c)
 # --------------------------------------------------------------------------------------
 
 

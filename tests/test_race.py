@@ -1,4 +1,4 @@
-"""One release of a dataset is prepared at a time (issue 4), on SQLite and PostgreSQL:
+"""One release of a dataset is prepared at a time, on SQLite and PostgreSQL:
 real processes publishing while a draft is open or at the same moment, and recovery by one
 process while another is publishing (interleavings forced in-process)."""
 

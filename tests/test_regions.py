@@ -19,7 +19,7 @@ from anonymizer.intervals import extend_hierarchy, interval_label, quantile_hier
 from anonymizer.regions import (
     MAX_LISTED_OVERLAPS,
     NodeSpans,
-    RegisterCombos,
+    RegisterCells,
     _is_cut,
     cover_pairs,
     group_release,
@@ -174,7 +174,7 @@ def test_register_combos(seed: int) -> None:
     rng = np.random.default_rng(seed)
     hs = [random_hierarchy(rng, q) for q in "abc"]
     keys = np.stack([rng.integers(0, h.n_leaves, 50) for h in hs], axis=1)
-    combos = RegisterCombos.of(keys, hs)
+    combos = RegisterCells.of(keys, hs)
     assert (combos.leaves[combos.of_individual] == keys).all()
     assert len(np.unique(combos.leaves, axis=0)) == len(combos.leaves)
     assert (keys[combos.first] == combos.leaves).all()

@@ -57,8 +57,8 @@ def test_a_cached_register_is_the_parsed_one_with_the_same_verdict(root: Path) -
     assert list(cached[0]) == list(parsed.ids) and np.array_equal(cached[1].dense(), parsed.keys.dense())
     # the same combinations in the same order, so the same cells
     assert np.array_equal(cached[1].codes, parsed.keys.codes) and np.array_equal(cached[1].table, parsed.keys.table)
-    # the codes are a view of the entry's bytes as read, not a copy: a 50M-person register's
-    # 0.4 GB are not held twice; and nobody can write through them
+    # the codes are a view of the entry's bytes as read, not a copy: a national register's
+    # codes are not held twice; and nobody can write through them
     assert cached[1].table.dtype == np.int32 and cached[1].shape == parsed.keys.shape
     assert not cached[1].codes.flags.owndata and not cached[1].codes.flags.writeable
     ctx.publish(snapshot(root, 2))

@@ -309,8 +309,8 @@ def test_series_baseline_stops_at_an_imported_release(tmp_path: Path) -> None:
 @pytest.mark.parametrize("presence", [False, True])
 def test_breach_from_history_classes_equals_the_dense_history(series: Path, presence: bool) -> None:
     """The validation and the report pass the statistics file's compact form (survival per
-    history class + class per individual) instead of an (N, V) array (8 GB at 5M
-    individuals and 200 protected values); the verdicts and figures must not change."""
+    history class + class per individual) instead of an (N, V) array, which
+    grows with individuals times protected values; the verdicts and figures must not change."""
     from checks.breach import Draft, Population, PriorState, breach_table, compute_breach
 
     ws = load_config(series)
@@ -330,7 +330,7 @@ def test_breach_from_history_classes_equals_the_dense_history(series: Path, pres
     pd.testing.assert_frame_equal(
         compact.sort_values(key).reset_index(drop=True), dense.sort_values(key).reset_index(drop=True)
     )
-    with pytest.raises(ValueError, match=r"history_class must hold rows of history_survival"):
+    with pytest.raises(ValueError, match=r"history_class must hold rows of PriorState.survival"):
         compute_breach(d, population, PriorState(protected, history.survival[:1], 2.0, history.class_of))
     with pytest.raises(ValueError, match=r"history_class must hold integer rows"):
         compute_breach(d, population, PriorState(protected, history.survival, 2.0, history.class_of + 0.5))

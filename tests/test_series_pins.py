@@ -110,7 +110,7 @@ def test_a_rollback_and_a_new_release_3_fail_a_kept_checkpoint(tmp_path: Path, p
     assert code == 1 and "older than release 3 of --since 3" in out, out
 
     assert cli("release", "--config", root, "--snapshot", snapshot(root, 3)).returncode == 0
-    assert _manifest_sha(root, 3) != first_3  # two validly signed release 3s
+    assert _manifest_sha(root, 3) != first_3  # two validly signed manifests of release 3
     code, out = _audit(root, "--checkpoint", kept / CHECKPOINT_FILE)
     assert code == 1 and f"release 3's manifest.json has sha256 {_manifest_sha(root, 3)[:12]}" in out, out
     assert "the series was rewritten after that was seen" in out

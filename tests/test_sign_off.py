@@ -1,4 +1,4 @@
-"""The compliance sign-off gate outside Airflow (issue 6, part 3): ``serialpub release``
+"""The compliance sign-off gate outside Airflow: ``serialpub release``
 stops at the gate, ``serialpub approve`` publishes with the decision recorded in the state
 and the manifest, ``serialpub reject`` ends the release without touching the state, and
 automatic approval is allowed only when configured and is said in the manifest."""
@@ -100,7 +100,7 @@ def test_automatic_approval_is_recorded_in_the_manifest(tmp_path: Path) -> None:
 
 
 def test_approving_and_publishing_do_not_read_the_register(gated: Path) -> None:
-    """Issue 17: the sign-off and publish steps (an Airflow task each) use the staged
+    """The sign-off and publish steps (an Airflow task each) use the staged
     release and the state only, so a register that cannot be read does not stop them,
     and the register is never parsed on their way."""
     Publisher(load_config(gated)).prepare(snapshot(gated, 1), owner="awaiting sign-off")
@@ -153,7 +153,7 @@ def _forge_suite(path: Path) -> None:
 def test_staged_files_edited_before_publication_are_refused(
     gated: Path, file: str, edit: object, named: str, when: str
 ) -> None:
-    """Issue 18: a staged file edited while the release waits for (or right after) its
+    """A staged file edited while the release waits for (or right after) its
     sign-off is not published: the release fails, naming the file, and the state and the
     release store stay as they were."""
     publisher = Publisher(load_config(gated))
@@ -182,7 +182,7 @@ def test_staged_files_edited_before_publication_are_refused(
 
 
 # ---------------------------------------------------------------------------------------
-# who may sign off (issue 18, item 1)
+# who may sign off
 
 
 def test_only_listed_accounts_sign_off_and_not_the_preparer(gated: Path) -> None:
@@ -222,7 +222,7 @@ def test_names_are_compared_in_nfkc(gated: Path) -> None:
 
 
 def test_a_release_waiting_at_an_airflow_gate_is_decided_there(gated: Path) -> None:
-    """Issue 18: 'serialpub approve' published a release whose Airflow run still waited at
+    """'serialpub approve' published a release whose Airflow run still waited at
     its gate. It is refused now; --force decides anyway and the comment records it."""
     publisher = Publisher(load_config(gated))
     owner = "airflow:serialpub_release_clinic/manual__2026-01-01"

@@ -12,7 +12,8 @@ import pytest
 
 from serialpub.datasets import adult
 from serialpub.errors import InputError
-from serialpub.simulate import PRESETS, SeriesSpec, check_base_table, simulate_series, write_series
+from serialpub.series_files import write_series
+from serialpub.simulate import PRESETS, SeriesSpec, check_base_table, simulate_series
 
 S = adult.SENSITIVE
 ID = adult.ID_COLUMN

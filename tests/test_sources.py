@@ -1,4 +1,4 @@
-"""Inputs from where they live (issue 20, item 1): the register and the snapshots read from
+"""Inputs from where they live: the register and the snapshots read from
 Parquet files and from SQL tables and queries (PostgreSQL for real, SQLite through
 SQLAlchemy), published exactly as from CSV files, audited, and refused in one line when
 wrong (serialpub.io.sources)."""
@@ -200,7 +200,7 @@ def test_a_missing_table_is_one_line(tmp_path: Path, pg_url: str) -> None:
 def test_a_large_file_is_read_into_one_chunk_per_column(tmp_path: Path) -> None:
     # pyarrow's reader returns one chunk per block; filtering a chunked column concatenates
     # the chunks on every call, which Great Expectations does three times per expectation
-    rows = 150_000  # about 3 MB, several of the reader's 1 MB blocks
+    rows = 150_000  # several of the reader's blocks
     path = tmp_path / "big.csv"
     pd.DataFrame({"id": [f"p{i:07d}" for i in range(rows)], "age": ["37"] * rows}).to_csv(path, index=False)
     table = read_csv(path, "snapshot")
@@ -210,7 +210,7 @@ def test_a_large_file_is_read_into_one_chunk_per_column(tmp_path: Path) -> None:
 
 def test_a_csv_register_is_hashed_as_parsed_not_held(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A CSV register is hashed as it is read and again as it is parsed, never held whole
-    (issue 20: 3.9 GB at 50M individuals): the parse gives the table read_csv gives from
+    (a national register need not fit in memory): the parse gives the table read_csv gives from
     the bytes, and a register that changed between the two reads is refused in one line,
     with nothing published."""
     import hashlib

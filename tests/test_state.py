@@ -1,4 +1,4 @@
-"""The state database (issue 4), on SQLite and PostgreSQL: stale drafts, rejection,
+"""The state database, on SQLite and PostgreSQL: stale drafts, rejection,
 schema revisions, unreachable databases, the append-only audit log and the release status
 machine."""
 

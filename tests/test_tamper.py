@@ -1,4 +1,4 @@
-"""Tamper evidence (issue 18, item 3; docs/release-contract.md "Integrity"): the hostile
+"""Tamper evidence (docs/release-contract.md "Integrity"): the hostile
 insider's edits to a published store, each detected and named by ``serialpub audit``
 (with the publisher's public key) and refused by the next publication."""
 

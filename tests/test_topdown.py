@@ -17,9 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from anonymizer.bottomup import Cells, InfeasibleError
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.release import History, PrivacyParams, SnapshotCodes, anonymize_history, class_targets
+from anonymizer.search import Cells, InfeasibleError
 from anonymizer.topdown import SPLIT_RULES, partition
 
 
@@ -139,7 +139,7 @@ def test_a_split_is_kept_only_when_every_part_meets_its_requirement(rule: str) -
     15, apart a's 10/1 does not, so they stay together; under requirement 10 they split
     (10/1 meets 10: a ratio equal to the requirement meets it)."""
     keys = np.array([[0, 0, 0], [1, 0, 0]])
-    model = "parts" if rule == "ncp" else "published"  # ncp reads unpublished record counts
+    model = "parts" if rule == "width_gain" else "published"  # width_gain reads unpublished record counts
     assert partition(_cells(keys, [[1], [0]], 10.0), HS, False, rule, model).groups.keys.shape[0] == 2
     assert partition(_cells(keys, [[1], [0]], 15.0), HS, False, rule, model).groups.keys.shape[0] == 1
 
@@ -157,9 +157,9 @@ def test_under_the_published_model_a_part_must_hold_for_every_placement_of_its_r
     assert partition(_cells(keys, [[1], [0]], 10.0), HS, False, model="published").groups.keys.shape[0] == 2
 
 
-def test_the_ncp_rule_is_refused_under_the_published_model() -> None:
-    with pytest.raises(ValueError, match="ncp split rule reads unpublished record counts"):
-        partition(_cells(np.array([[0, 0, 0]]), [[0]], 2.0), HS, False, "ncp", "published")
+def test_the_width_gain_rule_is_refused_under_the_published_model() -> None:
+    with pytest.raises(ValueError, match="width_gain split rule reads unpublished record counts"):
+        partition(_cells(np.array([[0, 0, 0]]), [[0]], 2.0), HS, False, "width_gain", "published")
 
 
 def test_an_exhausted_pair_is_separated_from_the_value_by_a_forced_split() -> None:

@@ -1,5 +1,5 @@
 """The release suites as the gate before publication: a draft that fails them is marked
-failed with its results stored, and nothing is published or counted (issue 5, part 3)."""
+failed with its results stored, and nothing is published or counted."""
 
 from __future__ import annotations
 

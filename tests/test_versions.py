@@ -130,7 +130,7 @@ def test_a_whole_version_is_stored_block_by_block(
     tmp_path_factory: pytest.TempPathFactory, lines: list[bytes], cut: bool, block: int, from_bytes: bool
 ) -> None:
     """A version stored whole is read and written ``_BLOCK`` bytes at a time (blocks here
-    of 1-12 bytes, shorter than some lines): its file holds the table of :func:`_whole`
+    of one to twelve bytes, shorter than some lines): its file holds the table of :func:`_whole`
     over every line, its tip every line, and it rebuilds the file; the newline search by
     blocks finds what one search over the whole finds. ``from_bytes``: a register given as
     bytes (Parquet or SQL source) rather than read from its file."""

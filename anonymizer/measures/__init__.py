@@ -1,10 +1,10 @@
-"""Privacy and utility measures of a release, for the report (issue 7).
+"""Privacy and utility measures of a release, for the report (docs/reports.md).
 
 Pure computation like the rest of :mod:`anonymizer`: arrays in, numbers out, no I/O. Every
 function returns numbers (arrays, floats, or a frozen dataclass of them whose docstring gives
 shapes and units); how the report names, explains and cites them is
 :mod:`serialpub.report.wording`'s. Each module covers one family and cites its source paper
-(``shared/papers``):
+(docs/design.md, "Sources"):
 
 Privacy of one release:
 

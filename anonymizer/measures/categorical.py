@@ -2,9 +2,9 @@
 (c,ℓ)-categorical recursive diversity and (c,ℓ)-density control over sensitive categories.
 
 Source: Hsu 2008, *Database Anonymization and Protections of Sensitive Attributes* (paper 000),
-§3.5 Defs 3.5.2–3.5.10 (the extraction ``notes/seed000.md`` §2.5 and its worked examples §5).
+§3.5 Defs 3.5.2–3.5.10 and its worked examples.
 They take user sensitive categories S̄ (sets of value codes, possibly overlapping) and a
-don't-care set Y disjoint from them. Errata applied (seed000.md §8): E8 ((c,ℓ)-density control
+don't-care set Y disjoint from them. Correction to the thesis applied: E8 ((c,ℓ)-density control
 sums from i = ℓ, not i = 1, which would be trivial; Def 3.5.3 read as "minimum cover size ≥ ℓ").
 
 Input: the sparse counts of :func:`anonymizer.measures.qi_groups.group_counts`. Per-group work

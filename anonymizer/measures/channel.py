@@ -7,7 +7,7 @@ guessing T from T' with the MAP rule (§4.1 eq 1–7); the expected utility degr
 mechanism (§4.2 eq 16) also averages over the channel. Table utility (§4.2 eq 8–15) is
 :mod:`.entropy_utility`'s; k-anonymity as a channel (§5) is :mod:`.kanonymity_channel`'s.
 
-Corrections of the source (notes seed002_003.md §B.9), implemented here:
+Corrections of the source, implemented here:
 
 - eq 3 as printed maximizes the posterior ℙ(T|T'); the consistent form (eq 2, eq 5, the bounds
   and the Appendix example) is Error_f = 1 − (1/n) Σ_{T'} max_T ℙ(T'|T), column maxima of the

@@ -1,7 +1,7 @@
 """t-closeness: the earth mover's distance (EMD) between every QI-group's sensitive distribution
 and the release's, with the equal and the hierarchical ground distance.
 
-Sources: Hsu 2008 (paper 000) §3.4 Def 3.4.3 (the extraction ``notes/seed000.md`` §2.4), and for
+Sources: Hsu 2008 (paper 000) §3.4 Def 3.4.3, and for
 the hierarchical ground distance Li, Li & Venkatasubramanian, "t-Closeness: Privacy beyond
 k-anonymity and ℓ-diversity", ICDE 2007 (the thesis's reference [7]).
 

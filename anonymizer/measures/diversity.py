@@ -1,8 +1,8 @@
 """k-anonymity and ℓ-diversity (distinct, entropy, recursive) of a release's QI-groups.
 
 Source: Hsu 2008, *Database Anonymization and Protections of Sensitive Attributes* (paper 000),
-§3.2–3.3 (the extraction ``notes/seed000.md`` §2.2–2.3 and its worked examples §5), after
-Sweeney (k-anonymity) and Machanavajjhala et al. (ℓ-diversity). Errata applied (seed000.md §8):
+§3.2–3.3 and its worked examples, after
+Sweeney (k-anonymity) and Machanavajjhala et al. (ℓ-diversity). Corrections to the thesis applied:
 E5 (recursive diversity's strict "<" vs Table 3.5-1's "≤": a ``strict`` flag) and E6 ((c,1)-diversity
 is the always-satisfied base case).
 

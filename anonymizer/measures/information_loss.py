@@ -1,5 +1,5 @@
-"""The thesis's information-loss measures of a release (Hsu 2008, paper 000, chapter 4;
-extracted in ``papers/notes/seed000.md`` §3.1-3.3): redaction counting and the tree measure
+"""The thesis's information-loss measures of a release (Hsu 2008, paper 000, chapter 4,
+§4.1-4.4): redaction counting and the tree measure
 (§4.1), the entropy measure Π_e (Def 4.2.1), the monotone entropy measure Π_me (Def 4.2.4), the
 non-uniform entropy measure Π_ne (Def 4.2.6) and the tuple-wise variance loss Π_tv
 (Defs 4.4.1-4.4.2) with the 0/1 ground distance.
@@ -188,7 +188,7 @@ def information_loss(
             one snapshot containing the published records.
 
     Source: Hsu 2008 (paper 000) §4.1 (redaction counting, tree measure), §4.2 Defs 4.2.1,
-    4.2.4, 4.2.6; notes/seed000.md §3.1-3.2. The tree measure's level of a chain node is its
+    4.2.4, 4.2.6. The tree measure's level of a chain node is its
     lowest column (:func:`tree_levels`). Π_e is not monotone (Lemma 4.2.3); Π_me and Π_ne are
     (Lemmas 4.2.5, 4.2.7).
     """
@@ -243,7 +243,7 @@ class TupleVariance:
     @property
     def loss(self) -> float:
         """Π_tv = Var_T(Q) − Var_{T*}(Q*); negative when the release splits original
-        q-blocks (notes/seed000.md §5.6: −2 for Table 4.3-2 (1))."""
+        q-blocks (Hsu 2008 Example 4.3.1: −2 for Table 4.3-2 (1))."""
         return self.original - self.release
 
 
@@ -299,7 +299,7 @@ def tuple_wise_variance(
             not generalize the record's leaf, negative sensitive codes, or bad attributes.
 
     Source: Hsu 2008 (paper 000) §4.4 Defs 4.4.1-4.4.2; the thesis leaves d to the user, the
-    0/1 distance is the one of notes/seed000.md §5.6. Lemma 4.4.3 (monotone) holds only for
+    0/1 distance is the one of its Example 4.3.1. Lemma 4.4.3 (monotone) holds only for
     generalizations that merge whole q-blocks; Π_tv can be negative otherwise.
     """
     hs = check_hierarchies(hierarchies)

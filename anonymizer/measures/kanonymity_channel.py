@@ -1,5 +1,5 @@
 """k-anonymity by full-domain generalization as a channel, and the channel figures of a release
-(Askari, Safavi-Naini & Barker, CODASPY'12, paper 003 §5, notes seed002_003.md §B.8).
+(Askari, Safavi-Naini & Barker, CODASPY'12, paper 003 §5).
 
 Correction of the source (notes §B.9): eq 25 (number of k-anonymous tables) ignores the
 remainder when k does not divide r; the corrected count is :func:`kanonymous_table_count` (the
@@ -366,7 +366,7 @@ def channel_figures(
         ch = kanonymity_channel([*hierarchies, s], r, k)
         bayes, n_in, n_out = float(privacy_error(ch.matrix)), len(ch.inputs), len(ch.outputs)
     w = attribute_weights(attribute_prior, len(sizes))
-    # one (R, q + 1) table at a time: each is 72 MB at 1M records
+    # one (R, q + 1) table at a time: each is as long as the release
     utility_original = table_utility(np.column_stack([orig, v]), sizes, w)
     leaf_counts = [h.leaf_counts() for h in hierarchies] + [None]
     utility_published = table_utility(np.column_stack([pub, v]), sizes, w, leaf_counts)

@@ -2,7 +2,7 @@
 closeness and categorical measures.
 
 Source: Hsu 2008, *Database Anonymization and Protections of Sensitive Attributes* (paper 000),
-§3.4 Defs 3.4.1–3.4.2 (the extraction ``notes/seed000.md`` §2.4).
+§3.4 Defs 3.4.1–3.4.2.
 
 Input. A release is given per record: ``group`` (QI-group / equivalence class code 0..G-1) and
 ``value`` (code 0..S-1 of the sensitive attribute, never generalized, Hsu Def 2.3.4). Everything

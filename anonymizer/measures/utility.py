@@ -10,8 +10,8 @@ measures, so that a release can be compared with the literature, are by family:
 - :mod:`.certainty_penalty`: the normalized certainty penalty NCP (Xu, Wang, Pei, Wang, Shi &
   Fu, KDD 2006); these three papers are not in ``papers/``: the definitions are the ones the
   field cites;
-- :mod:`.information_loss`: the thesis's measures (Hsu 2008, paper 000, chapter 4; extracted in
-  ``papers/notes/seed000.md`` §3.1-3.3): redaction counting and the tree measure (§4.1), the
+- :mod:`.information_loss`: the thesis's measures (Hsu 2008, paper 000, chapter 4,
+  §4.1-4.4): redaction counting and the tree measure (§4.1), the
   entropy measure Π_e (Def 4.2.1), the monotone entropy measure Π_me (Def 4.2.4), the
   non-uniform entropy measure Π_ne (Def 4.2.6) and the tuple-wise variance loss Π_tv
   (Defs 4.4.1-4.4.2) with the 0/1 ground distance.

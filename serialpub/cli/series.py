@@ -85,7 +85,8 @@ def simulate(
 ) -> None:
     """Make a series of periodic snapshots and the population register (paper 004, section 8)."""
     from serialpub.datasets import adult
-    from serialpub.simulate import PRESETS, SeriesSpec, write_series
+    from serialpub.series_files import write_series
+    from serialpub.simulate import PRESETS, SeriesSpec
 
     if preset not in PRESETS:
         raise InputError(f"--preset must be one of {', '.join(PRESETS)}, got {preset!r}")

@@ -42,8 +42,9 @@ import pandas as pd
 
 from serialpub.config import CONFIG_NAME, Workspace, load_config, render_config
 from serialpub.datasets import adult
-from serialpub.demo import replace_generated_folder
-from serialpub.simulate import PRESETS, SeriesSpec, write_series
+from serialpub.io.generated import replace_generated_folder
+from serialpub.series_files import write_series
+from serialpub.simulate import PRESETS, SeriesSpec
 
 SENSITIVE = "diagnosis"
 QUASI_IDENTIFIERS = adult.QUASI_IDENTIFIERS

@@ -62,13 +62,13 @@ def read_csv(
 
     ``sha256``: read from the file, the bytes parsed must hash to this (what a manifest
     records, taken when the file was read before; the file is parsed as it is read, not
-    held whole: 3.9 GB for a 50M-person register). InputError when they do not: the file
+    held whole: a national register need not fit in memory). InputError when they do not: the file
     changed since.
 
     ``dictionary``: columns read as pandas Categoricals of that text (Arrow dictionary
     arrays: an int32 code per row and each distinct value once). A register's QI columns
-    have a few dozen values each: 4 bytes per row and column instead of about 12 (3 GB less
-    at a 50M-person register), and coding them needs no hashing.
+    have a few dozen values each: an int32 per row and column instead of a string each, and
+    coding them needs no hashing.
 
     Uses pyarrow's multithreaded reader: a 5,000,000-row register reads in seconds.
     """
@@ -99,8 +99,9 @@ def read_csv(
             source = Path(path)
         table = pa_csv.read_csv(
             source,
-            # 16 MB blocks, not 1 MB: a 3.8 GB register parses into 231 chunks per column, not
-            # 3,688, whose dictionaries are unified and chunks combined in 3 s, not 8 s
+            # blocks larger than pyarrow's default: a national register parses into far fewer
+            # chunks per column, whose dictionaries are unified and chunks combined after
+            # (benchmarks/bench_csv_blocks.py)
             read_options=pa_csv.ReadOptions(block_size=_BLOCK),
             convert_options=pa_csv.ConvertOptions(
                 column_types={c: _DICTIONARY if c in dictionary else pa.string() for c in header},
@@ -125,12 +126,11 @@ def read_csv(
             hashing.f.close()
     if hashing is not None and hashing.digest.hexdigest() != sha256:
         raise InputError(f"{path}: the {what} changed while it was being read; run the release again")
-    # one chunk per column: the multithreaded reader returns one per block (79 for a
-    # 1M-row snapshot), and pyarrow's take and filter on a chunked column concatenate the
-    # chunks on every call; each Great Expectations map expectation filters the whole table
-    # three times (28 ms -> 0.75 ms a filter on 1M rows, bench_lookups.py; the combine costs
-    # 0.25 s once). Column by column, each chunked column let go once combined: the table
-    # is held once plus one column, not twice (3 GB more at a 50M-person register)
+    # one chunk per column: the multithreaded reader returns one per block, and pyarrow's
+    # take and filter on a chunked column concatenate the chunks on every call; each Great
+    # Expectations map expectation filters the whole table three times, so combining once
+    # is cheaper. Column by column, each chunked column let go once combined: the table is
+    # held once plus one column, not twice
     if dictionary:  # each block has its own dictionary: one per column, for one chunk
         table = table.unify_dictionaries()
     names, columns = table.column_names, []
@@ -184,7 +184,7 @@ def _check_ids(
         raise InputError(f"{path}, line {_line(empty)}: empty {id_column!r}; every {what} row needs an id")
     if rows is not None and rows.size and rows.min() >= 0:
         # every id has its register row, and the register's ids are unique: two lines share an
-        # id iff they share a row. Sorting 1M integers takes 0.02 s, hashing 1M texts 0.35 s
+        # id iff they share a row, and sorting integers is far cheaper than hashing texts
         ordered = np.sort(rows)
         if not (ordered[1:] == ordered[:-1]).any():
             return
@@ -213,7 +213,7 @@ def leaf_codes(df: pd.DataFrame, column: str, hierarchy: Hierarchy, path: Path |
 
 def arrow_ids(ids: pd.Index) -> pa.Array:
     """The ids as an Arrow string array: the Index's own Arrow strings when it has them
-    (no Python object per id: 5M ids took 2.5 s and 0.3 GB through NumPy), else their text."""
+    (no Python object per id, as NumPy would make), else their text."""
     if isinstance(ids.dtype, pd.StringDtype | pd.ArrowDtype) and hasattr(ids.array, "__arrow_array__"):
         arr = pa.array(ids.array)
         if (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)) and arr.null_count == 0:
@@ -287,8 +287,8 @@ def register_from_table(
 
     ``ids_checked``: the register suite passed on this very table, so its ids are known to
     be present, non-blank and unique (expectations of :func:`checks.input_suites.register_suite`)
-    and are not checked again here (1.6 s for 5M ids; coding a 50M-person register took 42 s
-    with the check, 11 s without).
+    and are not checked again here (the check was most of the cost of coding a national
+    register).
     """
     missing = [c for c in [id_column, *qis] if c not in df.columns]
     if missing:
@@ -298,8 +298,8 @@ def register_from_table(
         )
     if not ids_checked:
         _check_ids(df, id_column, path, "register")
-    # coded column by column, as the code of each individual's QI combination: 8 bytes per
-    # individual where the (N, 8) int32 leaf ids took 32, and no (N, d) matrix on the way
+    # coded column by column, as the code of each individual's QI combination: one int64 per
+    # individual where the (N, d) int32 leaf ids took d int32s, and no (N, d) matrix on the way
     keys = CodedRows.of_columns(
         (leaf_codes(df, q, hierarchies[q], path) for q in qis), len(df), [hierarchies[q].n_leaves for q in qis]
     )
@@ -329,8 +329,8 @@ class Snapshot:
         ``value``), shape (V,), and the position of every record's value among them, shape
         (R,): ``labels[codes]`` equals ``value``, and codes sort as the values do.
 
-        Hashed from the table's own column when known (Arrow strings: 0.03 s at 1M records,
-        where sorting ``value``'s 1M texts took 0.5 s); the labels are ``value``'s own texts.
+        Hashed from the table's own column when known (Arrow strings: hashing them is far
+        cheaper than sorting ``value``'s texts); the labels are ``value``'s own texts.
         """
         column = self.table[self.sensitive] if self.sensitive in self.table.columns else self.value
         found, distinct = pd.factorize(column, use_na_sentinel=False)
@@ -378,7 +378,7 @@ def snapshot_from_table(
         df, path, id_column, qis, register, hierarchies, rows,
         "; the register must hold each individual's current quasi-identifiers",
     )  # fmt: skip
-    # each distinct value looked up once (np.isin sorted the 1M texts: 0.3 s)
+    # each distinct value looked up once (np.isin would sort every record's text)
     codes, distinct, values = as_text(df[sensitive])
     empty = values == ""
     if empty.any():
@@ -396,7 +396,7 @@ def snapshot_from_table(
 
 def as_text(column: pd.Series) -> tuple[npt.NDArray[np.int64], pd.Index, npt.NDArray[np.str_]]:
     """``column.to_numpy(dtype=str)`` (the third item, shape (R,)), converted once per distinct
-    value (``benchmarks/bench_draft_parts.py``: 0.02 s at 1M records, against 0.13 s per record), with the
+    value (converting every record's value was far slower), with the
     factorization it came from: the code of every record (R,) and the distinct values (as
     ``pd.factorize`` with missing values as a value of their own). A column with missing
     values (which fails its input suite) is converted per record: factorize turns None into

@@ -1,5 +1,5 @@
 """Period labels: where a release's period comes from, which formats it may take, and which
-period comes next (docs/configuration.md, ``period_format``; issue 18, item 4).
+period comes next (docs/configuration.md, ``period_format``).
 
 A period is given with ``--period`` or read from a snapshot named
 ``snapshot-<period>.csv`` (:func:`period_of_file`), never from an arbitrary file name. Its

@@ -64,8 +64,8 @@ def parse_staging(name: str) -> tuple[int, int | None] | None:
 
 
 def sha256_file(path: Path) -> str:
-    """The sha256 of the file's bytes, read a block at a time (not held: a 50M-person
-    register is 3.9 GB)."""
+    """The sha256 of the file's bytes, read a block at a time (not held: a national register
+    need not fit in memory twice)."""
     with path.open("rb") as f:
         return hashlib.file_digest(f, "sha256").hexdigest()
 

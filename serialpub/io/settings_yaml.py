@@ -24,7 +24,7 @@ import yaml
 
 from serialpub.errors import InputError
 
-#: the largest settings file read (the documented template is about 10 KB)
+#: the largest settings file read (far above the documented template's size)
 MAX_BYTES = 1 << 20
 
 _BOOL = re.compile(r"^(?:true|false)$")

@@ -48,8 +48,8 @@ def _members_by_batches(members: pq.ParquetFile, n: int) -> tuple[np.ndarray, np
     """The history class of every one of the ``n`` register rows (-1 for a row no member
     has: a newcomer), shape (n,), and the ℓ of every class the members hold (NaN for
     another), shape (max class + 1,), from a file written for this register; read a batch
-    at a time (row, class and ℓ: 20 bytes per individual, plus the copies made to decode
-    them, were held at once at national scale). None when a member has left the register
+    at a time (row, class and ℓ of every individual, plus the copies made to decode
+    them, would be held at once at national scale). None when a member has left the register
     (row -1): their ids must then be read too.
 
     Raises:
@@ -100,7 +100,7 @@ class StatisticsFile:
         """:meth:`load` of the statistics file after ``dataset``'s newest published release.
 
         A draft and its validation in one process read the same file: it is read, checked
-        and decoded once (0.5 s for a 5M-person register), and found again by its sha256,
+        and decoded once, and found again by its sha256,
         which the database stores with it. The History's arrays are read-only, so no step
         can change what a later one reads.
 

@@ -1,9 +1,9 @@
-"""Passed snapshot-suite verdicts, cached per snapshot version (issue 20, item 2;
-docs/configuration.md, "Inputs: files and databases").
+"""Passed snapshot-suite verdicts, cached per snapshot version
+(docs/configuration.md, "Inputs: files and databases").
 
 An Airflow run of a release checks its snapshot in three tasks, each a fresh process
-(validating the inputs, drafting, validating the draft), and the snapshot suite takes about
-6 s on a 1M-record snapshot. The suite's result is a function of its inputs only (the
+(validating the inputs, drafting, validating the draft), and the snapshot suite is the
+costliest check of a large snapshot (docs/benchmarks.md). The suite's result is a function of its inputs only (the
 evidence drops every run-dependent field, :mod:`checks.gx`), so after it passed once the
 later tasks read it from ``cache/snapshot-<key>.json``.
 

@@ -43,8 +43,8 @@ HIERARCHY_VERSIONS_DIR = "hierarchy-versions"
 #: a chain of deltas longer than this is cut by storing the next version whole
 FULL_EVERY = 16
 #: bytes read at a time when a version is stored whole: its lines are written block by block,
-#: so storing a 50M-person register (3.9 GB) holds one block of it, not the file; holding the
-#: file and its newline mask took a new 50M version's release to a 15.5 GiB peak (issue 20)
+#: so storing a national register holds one block of it, not the file; holding the file and
+#: its newline mask at once would set a new version's peak memory (docs/scaling.md)
 _BLOCK = 1 << 26
 _LATEST = "latest"  # text file: the sha256 of the version stored last (the next one's parent)
 # the lines of the version stored last, whole and uncompressed: the next version is diffed
@@ -58,7 +58,7 @@ def sha256_bytes(data: bytes | memoryview) -> str:
 
 def _line_ends(buf: npt.NDArray[np.uint8]) -> npt.NDArray[np.int64]:
     """Offsets just past every newline of ``buf``, int64, found ``_BLOCK`` bytes at a time:
-    one boolean mask of a whole 3.9 GB register was 3.9 GB more at once."""
+    one boolean mask of a whole register would be a byte per byte of it, at once."""
     parts = [np.flatnonzero(buf[i : i + _BLOCK] == 10) + (i + 1) for i in range(0, buf.size, _BLOCK)]
     return np.concatenate(parts).astype(np.int64, copy=False) if parts else np.zeros(0, dtype=np.int64)
 
@@ -122,7 +122,7 @@ def _delta_ops(parent: pa.LargeBinaryArray, child: pa.LargeBinaryArray) -> pa.Ta
 
 def _whole(child: pa.LargeBinaryArray) -> pa.Table:
     """:func:`_delta_ops` from no parent: every line a new line, the lines themselves (no
-    copy of them, no lookup: a 50M-person register's 3.8 GB are not taken a second time)."""
+    copy of them, no lookup: a national register's lines are not held a second time)."""
     n = len(child)
     return pa.table({"start": pa.array(np.full(n, -1, dtype=np.int64)), "length": pa.array(np.ones(n, dtype=np.int64)),
                      "line": child})  # fmt: skip

@@ -30,10 +30,10 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from anonymizer.bottomup import InfeasibleError
 from anonymizer.joint import JointRelease, joint_answers
 from anonymizer.queries import Workload, draw_workload
 from anonymizer.release import History, PrivacyParams, ReleaseResult, SnapshotCodes, anonymize_history
+from anonymizer.search import InfeasibleError
 from anonymizer.settings import AfterKPrime, Dilution, PartitionModel, Strategy, SuppressionModel
 from serialpub.config import DATABASE_ENV, Workspace
 from serialpub.errors import InputError

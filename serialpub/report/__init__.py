@@ -1,4 +1,4 @@
-"""Release and series reports for the compliance officer and the data's users (issue 7).
+"""Release and series reports for the compliance officer and the data's users (docs/reports.md).
 
 - :mod:`.privacy`: the privacy figures of a staged release, recomputed from its files,
   the register and the state (not from the anonymizer's memory).

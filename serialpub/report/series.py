@@ -20,9 +20,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from anonymizer.bottomup import InfeasibleError, TableInfeasibleError
 from anonymizer.measures.guarantee import TIE_TOLERANCE
 from anonymizer.release import History, PrivacyParams, SnapshotCodes, anonymize_history
+from anonymizer.search import InfeasibleError, TableInfeasibleError
 from anonymizer.settings import AfterKPrime, Algorithm, Guarantee, PartitionModel, Strategy, SuppressionModel
 from serialpub import __version__
 from serialpub.errors import InputError

@@ -1,4 +1,4 @@
-"""Who may sign off a release (issue 18, item 1; docs/compliance.md "Who may sign off").
+"""Who may sign off a release (docs/compliance.md "Who may sign off").
 
 The identity of a decision is one the system authenticated, never free text:
 

@@ -1,4 +1,4 @@
-"""The steps of a release as they happen (issue 20, item 4; docs/operating.md, "Progress").
+"""The steps of a release as they happen (docs/operating.md, "Progress").
 
 Each step of drafting, validating and publishing runs inside :func:`step`. A step is
 logged when it ends, with its time, on the ``serialpub.progress`` logger (INFO): under

@@ -16,7 +16,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from anonymizer.hierarchy import Hierarchy
-from anonymizer.regions import NodeSpans, RegisterCombos
+from anonymizer.regions import NodeSpans, RegisterCells
 from anonymizer.release import History
 from serialpub.analysis.verify.report import VerifyReport
 from serialpub.config import Workspace
@@ -48,7 +48,7 @@ class ReleaseInputs:
     register: Register
     hierarchies: dict[str, Hierarchy]
     spans: list[NodeSpans]
-    combos: RegisterCombos
+    combos: RegisterCells
     in_series: IntArray
 
 
@@ -121,7 +121,7 @@ class Verification:
             register,
             hierarchies,
             [NodeSpans.of(hierarchies[q]) for q in self.qis],
-            RegisterCombos.of(register.keys, [hierarchies[q] for q in self.qis]),
+            RegisterCells.of(register.keys, [hierarchies[q] for q in self.qis]),
             pos,
         )
         self._last = (key, found)

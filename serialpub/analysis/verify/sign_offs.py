@@ -1,4 +1,4 @@
-"""The sign-off records cross-checked (issue 18; docs/compliance.md): the state database's
+"""The sign-off records cross-checked (docs/compliance.md): the state database's
 ``sign_offs`` rows against the published manifests and the append-only audit log.
 
 Three records of each decision exist: the ``sign_offs`` row, the audit-log entry written

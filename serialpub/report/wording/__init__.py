@@ -1,4 +1,4 @@
-"""How the report names, explains and cites the measures (issue 17, item 6).
+"""How the report names, explains and cites the measures (docs/reports.md).
 
 The measure modules (:mod:`anonymizer.measures`) return numbers only; each module here turns one
 family's figures into the report's :class:`~serialpub.report.measure.Measure` records: the
