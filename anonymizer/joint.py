@@ -29,9 +29,9 @@ apart, so the register individuals of the region stand in for them. The bounds s
 (the present individuals are among them); the estimate assumes that presence, like the
 sensitive value, does not depend on the place within a region.
 
-Evaluation is matrix arithmetic on the register's distinct QI combinations ("combos",
-:class:`anonymizer.regions.RegisterCombos`), never a loop over individuals or groups: per
-set of constrained attributes the combos are re-aggregated on (group, those attributes),
+Evaluation is matrix arithmetic on the register's distinct QI combinations (cells,
+:class:`anonymizer.regions.RegisterCells`), never a loop over individuals or groups: per
+set of constrained attributes the cells are re-aggregated on (group, those attributes),
 and for a chunk of queries in_Q(G) sums the weights of the rows each query holds, found by
 one boolean AND per constrained attribute. No I/O.
 """
@@ -49,7 +49,7 @@ import pandas as pd
 from anonymizer.arrays import CodedRows, factorize, row_keys
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.queries import _overlap_fractions
-from anonymizer.regions import NodeSpans, RegisterCombos, cover_pairs, group_release, record_nodes
+from anonymizer.regions import NodeSpans, RegisterCells, cover_pairs, group_release, record_nodes
 from anonymizer.workload import QueryRanges
 
 if TYPE_CHECKING:
@@ -69,7 +69,8 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
-#: Upper bound on the elements of one (queries × combos or groups) work matrix (float64, 16 MB).
+#: Upper bound on the elements of one (queries × cells or groups) work matrix, so that memory
+#: stays bounded whatever the number of queries.
 CHUNK_ELEMENTS = 1 << 21
 
 
@@ -85,9 +86,9 @@ class JointRelease:
         sensitive_values: the sensitive values counted, the columns of ``counts``.
         group_nodes: node id per QI of every group, shape (G, d).
         counts: published records per (group, sensitive value), int64 (G, V): c_s(G).
-        combo_leaves: leaf id per QI of every distinct register QI combination, shape (C, d).
-        combo_counts: register individuals per combo, shape (C,).
-        group_of_combo: the group whose region holds each combo, -1 for none, shape (C,).
+        cell_leaves: leaf id per QI of every distinct register QI combination, shape (C, d).
+        cell_counts: register individuals per cell, shape (C,).
+        group_of_cell: the group whose region holds each cell, -1 for none, shape (C,).
         suppressed: records of the snapshot that the release left out (0 if unknown).
     """
 
@@ -96,17 +97,17 @@ class JointRelease:
     sensitive_values: tuple[str, ...]
     group_nodes: IntArray
     counts: IntArray
-    combo_leaves: IntArray
-    combo_counts: IntArray
-    group_of_combo: IntArray
+    cell_leaves: IntArray
+    cell_counts: IntArray
+    group_of_cell: IntArray
     suppressed: int = 0
 
     @property
     def register_in_group(self) -> IntArray:
         """n(G): register individuals in every group's region, shape (G,)."""
-        inside = self.group_of_combo >= 0
+        inside = self.group_of_cell >= 0
         return np.bincount(
-            self.group_of_combo[inside], weights=self.combo_counts[inside], minlength=self.counts.shape[0]
+            self.group_of_cell[inside], weights=self.cell_counts[inside], minlength=self.counts.shape[0]
         ).astype(np.int64)
 
     @classmethod
@@ -156,22 +157,22 @@ class JointRelease:
         if (value < 0).any():
             raise ValueError(f"sensitive value {column.iloc[int(np.flatnonzero(value < 0)[0])]!r} is not counted")
         groups = group_release(nodes, value, len(values), list(hierarchies))
-        if isinstance(register_leaves, CodedRows):  # its distinct rows are the combos already
+        if isinstance(register_leaves, CodedRows):  # its distinct rows are the cells already
             leaves, register_counts = np.asarray(register_leaves.table), register_leaves.counts
         else:
             leaves = np.asarray(register_leaves)
-        combos = RegisterCombos.of(leaves.astype(np.int64), list(hierarchies))
+        cells = RegisterCells.of(leaves.astype(np.int64), list(hierarchies))
         if register_counts is not None:
             per_row = np.asarray(register_counts, dtype=np.int64)
-            combo_counts = np.bincount(combos.of_individual, weights=per_row, minlength=combos.counts.size)
-            combos = RegisterCombos(combos.of_individual, combos.leaves, combos.first, combo_counts.astype(np.int64))
+            cell_counts = np.bincount(cells.of_individual, weights=per_row, minlength=cells.counts.size)
+            cells = RegisterCells(cells.of_individual, cells.leaves, cells.first, cell_counts.astype(np.int64))
         spans = [NodeSpans.of(h) for h in hierarchies]
-        ci, gi = cover_pairs(groups.nodes, combos.leaves, spans)
-        group_of_combo = np.full(combos.counts.size, -1, dtype=np.int64)
-        group_of_combo[ci] = gi
+        ci, gi = cover_pairs(groups.nodes, cells.leaves, spans)
+        group_of_cell = np.full(cells.counts.size, -1, dtype=np.int64)
+        group_of_cell[ci] = gi
         out = cls(
-            tuple(qis), tuple(hierarchies), values, groups.nodes, groups.counts, combos.leaves, combos.counts,
-            group_of_combo, int(suppressed),
+            tuple(qis), tuple(hierarchies), values, groups.nodes, groups.counts, cells.leaves, cells.counts,
+            group_of_cell, int(suppressed),
         )  # fmt: skip
         short = np.flatnonzero(out.register_in_group < groups.records)
         if short.size:
@@ -251,19 +252,19 @@ def joint_answers(release: JointRelease, ranges: QueryRanges) -> JointAnswers:
             constrained[:, i] = ~ranges.qi[a].all(axis=1)
     patterns, pattern_of = np.unique(constrained, axis=0, return_inverse=True)
     pattern_of = pattern_of.reshape(-1)
-    covered = release.group_of_combo >= 0
+    covered = release.group_of_cell >= 0
     spans = [NodeSpans.of(h) for h in release.hierarchies]
     with np.errstate(invalid="ignore", divide="ignore"):
         share_den = np.where(n_g > 0, 1.0 / n_g, 0.0)
     for p, pattern in enumerate(patterns):
         queries = np.flatnonzero(pattern_of == p)
         attrs: list[int] = [int(a) for a in np.flatnonzero(pattern)]
-        # the covered combos re-aggregated on (group, constrained attributes)
-        cols = [release.group_of_combo[covered], *(release.combo_leaves[covered, k] for k in attrs)]
+        # the covered cells re-aggregated on (group, constrained attributes)
+        cols = [release.group_of_cell[covered], *(release.cell_leaves[covered, k] for k in attrs)]
         radices = [g, *(release.hierarchies[k].n_leaves for k in attrs)]
         rows, first = factorize(row_keys(np.stack(cols, axis=1), radices))
         weight = np.asarray(
-            np.bincount(rows, weights=release.combo_counts[covered], minlength=first.size), dtype=np.float64
+            np.bincount(rows, weights=release.cell_counts[covered], minlength=first.size), dtype=np.float64
         )
         row_group = cols[0][first]
         row_leaves = [c[first] for c in cols[1:]]
@@ -298,7 +299,7 @@ def _in_query(
     group's region that satisfy a query's conditions on ``attrs``, as (position in
     ``chunk``, group, in_Q(G)) triples, each of shape (P,).
 
-    The rows are the register's combos aggregated on (group, leaves of ``attrs``), with
+    The rows are the register's cells aggregated on (group, leaves of ``attrs``), with
     ``weight`` individuals each. Which rows a query holds is one boolean AND per attribute
     (a byte per element: the masks are boolean), and only the rows it holds are summed, so
     the work follows the query's selectivity, not queries × rows in floating point. The
@@ -385,8 +386,8 @@ def histogram_release(release: JointRelease, values: Sequence[str], counts: npt.
     roots = np.array([[h.root for h in release.hierarchies]], dtype=np.int64)
     hist = np.asarray(counts, dtype=np.int64).reshape(1, -1)
     return JointRelease(
-        release.qis, release.hierarchies, tuple(values), roots, hist, release.combo_leaves, release.combo_counts,
-        np.zeros(release.combo_counts.size, dtype=np.int64),
+        release.qis, release.hierarchies, tuple(values), roots, hist, release.cell_leaves, release.cell_counts,
+        np.zeros(release.cell_counts.size, dtype=np.int64),
     )  # fmt: skip
 
 

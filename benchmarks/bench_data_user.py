@@ -139,7 +139,7 @@ def measure_open_and_queries(snapshot: Path) -> dict[str, float]:
     return {
         "records": len(raw),
         "groups": int(joint.counts.shape[0]),
-        "register_cells": int(joint.combo_counts.size),
+        "register_cells": int(joint.cell_counts.size),
         "open_verify_s": t_verified - t,
         "resolve_s": t_open - t_verified,
         "queries": QUERIES,

@@ -10,9 +10,9 @@ measured; the plan's JSON gives the figures per release.
 
 Usage::
 
-    uv run python benchmarks/bench_plan.py [--register 5000000] [--records 1000000] [--rounds 4]
+    uv run python benchmarks/bench_plan.py [--register 5000000] [--records 1000000] [--rounds 4] [--protected all]
 
-Writes ``benchmarks/out/plan.json``.
+Writes ``benchmarks/out/plan-<protected>.json``.
 """
 
 from __future__ import annotations
@@ -65,6 +65,7 @@ def main() -> None:
     ap.add_argument("--register", type=int, default=5_000_000)
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--rounds", type=int, default=4)
+    ap.add_argument("--protected", default="all", help="the candidate's protected set: all, rarest:m, or values")
     args = ap.parse_args()
     OUT.mkdir(exist_ok=True)
     root = snapshots(args.register, args.records, args.rounds)
@@ -72,7 +73,7 @@ def main() -> None:
     exe = Path(sys.executable).with_name("serialpub")
     command = [
         str(exe), "plan", "--config", str(root), "--snapshots", str(root / "plan-snapshots"),
-        "--rounds", str(args.rounds), "--l", "2", "--strategy", "constant", "--k", "20", "--protected", "all",
+        "--rounds", str(args.rounds), "--l", "2", "--strategy", "constant", "--k", "20", "--protected", args.protected,
         "--partition-model", "published", "--json", str(figures),
     ]  # fmt: skip
     t = time.perf_counter()
@@ -83,15 +84,17 @@ def main() -> None:
         "register": args.register,
         "records": args.records,
         "rounds": args.rounds,
+        "protected": args.protected,
         "command": " ".join(command[1:]),
         "wall_s": wall,
         "peak_rss_gib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20,
         "plan": json.loads(figures.read_text()),
     }
-    RESULT.write_text(json.dumps(result, indent=2))
+    RESULT.with_name(f"plan-{args.protected.replace(':', '')}.json").write_text(json.dumps(result, indent=2))
     print(f"one candidate, {args.rounds} releases of {args.records:,} records over {args.register:,}: "
           f"{wall:.1f} s, peak RSS {result['peak_rss_gib']:.2f} GiB")  # fmt: skip
-    print(pd.json_normalize(result["plan"]["candidates"] if isinstance(result["plan"], dict) else result["plan"]))
+    plan = result["plan"]
+    print(pd.json_normalize(plan["candidates"] if isinstance(plan, dict) else plan).T.to_string())
 
 
 if __name__ == "__main__":

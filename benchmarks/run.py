@@ -47,7 +47,9 @@ BENCHMARKS: dict[str, Benchmark] = {
     ),
     "bench_csv_blocks": Benchmark("parsing the register's CSV by block size", "benchmarks.md", "2 min"),
     "bench_dag_parse": Benchmark("parse time of the release DAG file", "benchmarks.md", "1 min"),
-    "bench_data_user": Benchmark("(being added with the draft path's rebuild)", "benchmarks.md", "-"),
+    "bench_data_user": Benchmark(
+        "verify, 5,000 queries and `expand` of one 1M-record release over the 5M register", "benchmarks.md", "5 min"
+    ),
     "bench_distinct_suites": Benchmark(
         "input suites on distinct values against row by row", "validation.md, benchmarks.md", "3 min"
     ),
@@ -62,7 +64,9 @@ BENCHMARKS: dict[str, Benchmark] = {
     "bench_measures": Benchmark("time and traced peak memory of the utility measures", "benchmarks.md", "2 min"),
     "bench_memory_parts": Benchmark("resident memory inside the anonymizer's parts", "benchmarks.md", "10 min"),
     "bench_memory_steps": Benchmark("peak resident memory per step of one release", "benchmarks.md", "5 min"),
-    "bench_plan": Benchmark("(being added with the draft path's rebuild)", "benchmarks.md", "-"),
+    "bench_plan": Benchmark(
+        "`serialpub plan`: one candidate over 4 releases of 1M records over the 5M register", "benchmarks.md", "5 min"
+    ),
     "bench_queries": Benchmark("the 5,000-query utility measure, raw against release", "benchmarks.md", "1 min"),
     "bench_query_workload": Benchmark("the query workload of one large release", "benchmarks.md", "2 min"),
     "bench_register_growth": Benchmark(
@@ -97,6 +101,9 @@ BENCHMARKS: dict[str, Benchmark] = {
         "two workspaces' releases compared, timestamps and paths masked (no figure: a same-bytes check)",
         "benchmarks/README.md",
         "1 min",
+    ),
+    "estimators_table": Benchmark(
+        "the three query-error estimators, baseline and gain on six demo series", "data-users.md", "20 min"
     ),
     "demo_utility": Benchmark(
         "utility and linkage figures of published demo series", "anonymization.md, benchmarks.md", "1 min"

@@ -15,7 +15,7 @@ estimator with its certain bounds and paper 001's uniform estimate
 
 :func:`expand` writes what the estimator reads as weighted microdata: one row per
 (distinct register QI combination inside a published region, sensitive value), weighted
-by the records it is expected to hold, c_s(G) · n(combo) / n(G); summing the weights of
+by the records it is expected to hold, c_s(G) · n(cell) / n(G); summing the weights of
 the rows that satisfy a query gives the joint estimate.
 """
 
@@ -205,8 +205,8 @@ def expand(release: PublishedRelease) -> pd.DataFrame:
         one row per (distinct register QI combination inside a published region, sensitive
         value the region's group holds): ``release``, ``period``, the QI values (leaf
         labels; numbers for a QI the manifest declares numeric), the sensitive value,
-        ``weight`` = c_s(G) · n(combo) / n(G) (expected records), ``individuals``
-        (n(combo)) and ``group``. Σ weight over the rows satisfying a query is its
+        ``weight`` = c_s(G) · n(cell) / n(G) (expected records), ``individuals``
+        (n(cell)) and ``group``. Σ weight over the rows satisfying a query is its
         register-joint estimate (:mod:`anonymizer.joint`); Σ weight per group and value is
         the published count.
 
@@ -214,19 +214,19 @@ def expand(release: PublishedRelease) -> pd.DataFrame:
         InputError: the copy holds no register.
     """
     j = release.joint()
-    covered = np.flatnonzero(j.group_of_combo >= 0)
+    covered = np.flatnonzero(j.group_of_cell >= 0)
     n_g = j.register_in_group
-    combos = pd.DataFrame({"combo": covered, "group": j.group_of_combo[covered]})
+    cells = pd.DataFrame({"cell": covered, "group": j.group_of_cell[covered]})
     g_idx, v_idx = np.nonzero(j.counts)
     held = pd.DataFrame({"group": g_idx, "value": v_idx, "count": j.counts[g_idx, v_idx]})
-    rows = combos.merge(held, on="group", how="inner", sort=False)
-    combo = rows["combo"].to_numpy()
+    rows = cells.merge(held, on="group", how="inner", sort=False)
+    cell = rows["cell"].to_numpy()
     group = rows["group"].to_numpy()
-    individuals = j.combo_counts[combo]
+    individuals = j.cell_counts[cell]
     out = pd.DataFrame({"release": release.number, "period": release.manifest.period}, index=range(len(rows)))
     for a, q in enumerate(j.qis):
         h = release.hierarchies[q]
-        leaves = np.asarray(h.leaves, dtype=object)[j.combo_leaves[combo, a]]
+        leaves = np.asarray(h.leaves, dtype=object)[j.cell_leaves[cell, a]]
         numeric = q in release.manifest.numeric and h.numeric
         out[q] = pd.to_numeric(leaves) if numeric else pd.Categorical(leaves)
     out[release.sensitive] = pd.Categorical(np.asarray(j.sensitive_values, dtype=object)[rows["value"].to_numpy()])
