@@ -74,7 +74,8 @@ for _path in (ROOT, ROOT / "benchmarks"):  # run as a script from anywhere, or l
 
 from machine_info import machine  # noqa: E402
 
-from anonymizer.queries import average_relative_error  # noqa: E402
+from anonymizer.joint import JointRelease, joint_workload_error  # noqa: E402
+from anonymizer.queries import average_relative_error, draw_workload  # noqa: E402
 from anonymizer.release import History, PrivacyParams, SnapshotCodes, anonymize_history  # noqa: E402
 from anonymizer.search import InfeasibleError  # noqa: E402
 from serialpub.config import Workspace  # noqa: E402
@@ -243,9 +244,11 @@ def run_series(
         ``max_p`` (largest breach probability over releases 1..round),
         ``query_error`` (mean relative error, ratio; None when not measured),
         ``query_error_weighted`` (the same queries, register-weighted estimator),
-        ``query_error_median``, ``seconds_anonymize``, ``seconds_query``; for an infeasible
-        round ``reason`` and ``seconds_anonymize`` (time until it gave up). The list ends
-        at the first infeasible round.
+        ``query_error_joint`` and ``query_error_baseline`` (the register-joint estimator on
+        the release and on a release of the sensitive histogram alone, as drafting
+        measures them: docs/data-users.md), ``query_error_median``, ``seconds_anonymize``,
+        ``seconds_query``; for an infeasible round ``reason`` and ``seconds_anonymize``
+        (time until it gave up). The list ends at the first infeasible round.
     """
     pub = scenario.publisher
     cfg = pub.ws.config
@@ -293,6 +296,8 @@ def run_series(
             "max_p": history.max_breach(),
             "query_error": None,
             "query_error_weighted": None,
+            "query_error_joint": None,
+            "query_error_baseline": None,
             "query_error_median": None,
             "seconds_anonymize": t_anon,
             "seconds_query": None,
@@ -305,8 +310,10 @@ def run_series(
                 cfg.sensitive, n_queries=QUERY_COUNT, qd=QUERY_DIMENSIONS, selectivity=QUERY_SELECTIVITY,
                 seed=cfg.query_seed, leaf_weights=pub.register_leaf_counts,
             )  # fmt: skip
+            joint = _joint_error(pub, snap, table, result.suppressed)
             row.update(query_error=query.mean, query_error_median=query.median,
                        query_error_weighted=query.weighted.mean if query.weighted else None,
+                       query_error_joint=joint.mean, query_error_baseline=joint.baseline_mean,
                        seconds_query=time.perf_counter() - t_q)  # fmt: skip
         rows.append(row)
         if progress:
@@ -316,6 +323,25 @@ def run_series(
                      f"rec/group {row['avg_records']:6.1f} | p {row['max_p']:.4f} | err {err} | "
                      f"{t_anon:.2f} s")  # fmt: skip
     return rows
+
+
+def _joint_error(pub: Publisher, snap: Snapshot, table: pd.DataFrame, suppressed: int) -> Any:
+    """The register-joint errors of a release and of its histogram-only baseline, on the
+    workload drafting draws (:func:`anonymizer.joint.joint_workload_error`)."""
+    cfg = pub.ws.config
+    raw = snap.table[[*pub.qis, cfg.sensitive]]
+    workload = draw_workload(
+        raw, pub.hierarchies, cfg.sensitive, n_queries=QUERY_COUNT, qd=QUERY_DIMENSIONS,
+        selectivity=QUERY_SELECTIVITY, seed=cfg.query_seed,
+    )  # fmt: skip
+    values = [str(v) for v in workload.ranges.sensitive_values]
+    read = pub.read_hierarchies(table)
+    release = JointRelease.of(
+        table, pub.qis, cfg.sensitive, [read[q] for q in pub.qis], np.asarray(pub.register.keys[:], dtype=np.int64),
+        values, suppressed,
+    )  # fmt: skip
+    histogram = raw[cfg.sensitive].astype(str).value_counts().reindex(values, fill_value=0).to_numpy()
+    return joint_workload_error(workload, release, histogram)
 
 
 def params_for(
@@ -644,6 +670,33 @@ def key_numbers(records: Sequence[tuple[str, dict[str, Any]]]) -> str:
     return "\n".join(lines)
 
 
+def estimator_numbers(records: Sequence[tuple[str, dict[str, Any]]]) -> str:
+    """The Markdown table of docs/experiments.md ("Under today's defaults"): per run, the
+    mean over the rounds published of each round's mean relative query error under the
+    register-joint, register-marginal and uniform (paper 001) estimators, the
+    histogram-only baseline and the gain (baseline − joint)."""
+    head = ("| run | value | rounds published | groups (mean) | joint | marginal | uniform (paper 001) "
+            "| baseline | gain | max p |")  # fmt: skip
+    lines = [head, "|" + "---|" * 10]
+    for name, record in records:
+        sym = SYMBOL[record["setup"]["vary"]]
+        for run in record["runs"]:
+            ok = [r for r in run["rounds"] if r["feasible"] and r.get("query_error_joint") is not None]
+            if not ok:
+                lines.append(f"| {name} | {sym} = {run['value']:g} | 0 ({run['status']}) |" + " |" * 7)
+                continue
+            done = f"{len(ok)}" + ("" if run["status"] == "complete" else f" (round {len(ok) + 1} infeasible)")
+            joint = float(np.mean([r["query_error_joint"] for r in ok]))
+            base = float(np.mean([r["query_error_baseline"] for r in ok]))
+            lines.append(
+                f"| {name} | {sym} = {run['value']:g} | {done} | {np.mean([r['groups'] for r in ok]):,.0f} "
+                f"| **{joint:.3f}** | {np.mean([r['query_error_weighted'] for r in ok]):.3f} "
+                f"| {np.mean([r['query_error'] for r in ok]):.2f} | {base:.3f} | {base - joint:.3f} "
+                f"| {ok[-1]['max_p']:.3f} |"
+            )
+    return "\n".join(lines)
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The command line; options a run would silently ignore are errors (SystemExit 2)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
@@ -676,6 +729,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--table", action="store_true", help="print the Markdown key-number table of the JSON files (runs nothing)"
     )
+    parser.add_argument(
+        "--estimators", action="store_true",
+        help="with --table: the three query-error estimators, baseline and gain instead of the key numbers",
+    )  # fmt: skip
     parser.add_argument("--images", type=Path, default=IMAGES, help="where the PNGs go")
     args = parser.parse_args(argv)
     args.overrides = {k: v for k, v in (("ell", args.ell), ("k_prime", args.k_prime), ("alpha", args.alpha))
@@ -712,8 +769,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     planned = outputs(args)  # scenario-major: the figures of one scenario share its workspace
     if args.table:
         found = [(name, OUT / f"{name}.json") for name, _, _ in planned]
-        print(key_numbers([(name, json.loads(path.read_text(encoding="utf-8"))) for name, path in found
-                           if path.exists()]))  # fmt: skip
+        records = [(name, json.loads(path.read_text(encoding="utf-8"))) for name, path in found if path.exists()]
+        print(estimator_numbers(records) if args.estimators else key_numbers(records))
         return 0
     for i, scenario_name in enumerate(args.scenario):
         scenario: Scenario | None = None

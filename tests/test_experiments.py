@@ -20,7 +20,7 @@ from anonymizer.release import PrivacyParams
 from serialpub.config import load_config
 from serialpub.datasets import adult, diagnosis
 from serialpub.io.hierarchies import read_hierarchy
-from serialpub.report.wording.utility import QUERY_ERROR, WEIGHTED_ERROR
+from serialpub.report.wording.utility import BASELINE_ERROR, JOINT_ERROR, QUERY_ERROR, WEIGHTED_ERROR
 from serialpub.workflow.publisher import Publisher
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -178,6 +178,8 @@ def test_runner_figures_equal_the_published_series_and_the_series_report_baselin
         assert (r["records"], r["groups"], r["suppressed"]) == (m["records"], m["groups"], m["suppressed"])
         assert r["query_error"] == pytest.approx(m["report_utility"][QUERY_ERROR], rel=1e-12)
         assert r["query_error_weighted"] == pytest.approx(m["report_utility"][WEIGHTED_ERROR], rel=1e-12)
+        assert r["query_error_joint"] == pytest.approx(m["report_utility"][JOINT_ERROR], rel=1e-12)
+        assert r["query_error_baseline"] == pytest.approx(m["report_utility"][BASELINE_ERROR], rel=1e-12)
     assert max(r["max_p"] for r in ours) <= 1 / cfg.ell
     # the localized replay equals the series report's (which tests/test_report.py checks
     # against a workspace published under the localized guarantee)
