@@ -62,9 +62,13 @@ def run(name: str, args: list[str], out: Path) -> dict[str, object]:
     folder = out / name.replace(" ", "_").replace("-", "").strip("_")
     exe = Path(sys.executable).with_name("serialpub")
     t = time.perf_counter()
-    subprocess.run([str(exe), "demo", "--out", str(folder), *args], check=True, capture_output=True, text=True)
+    proc = subprocess.run([str(exe), "demo", "--out", str(folder), *args], capture_output=True, text=True)
+    # a series the anonymizer refuses part-way (exit 2) is measured over what it published
+    stopped = None if proc.returncode == 0 else (proc.stderr.strip().splitlines() or ["?"])[-1]
+    if proc.returncode not in (0, 2):
+        raise SystemExit(f"serialpub demo {' '.join(args)} failed: {stopped}")
     row = measure(folder)
-    return {"series": name, "args": " ".join(args), "seconds": time.perf_counter() - t, **row}
+    return {"series": name, "args": " ".join(args), "seconds": time.perf_counter() - t, "stopped": stopped, **row}
 
 
 def main() -> None:
@@ -91,7 +95,8 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(
-            f"| {r['series']} | {r['releases']} | {r['groups_median']:,} | **{r['joint_median']:.3f}** | "
+            f"| {r['series']} | {r['releases']}{' (then refused)' if r.get('stopped') else ''} "
+            f"| {r['groups_median']:,} | **{r['joint_median']:.3f}** | "
             f"{r['weighted_error_median']:.3f} | {r['error_median']:.2f} | {r['baseline_median']:.3f} | "
             f"{r['gain_median']:.3f} | {r['max_p']:.3f} |"
         )
