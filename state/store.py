@@ -289,9 +289,7 @@ class StateStore:
             StateError: the release is not open.
         """
         with Session(self.engine) as s, s.begin():
-            rel = s.get(Release, release_id, with_for_update=True)
-            if rel is None or rel.status not in OPEN_STATUSES:
-                raise StateError(f"release row {release_id} is not open; its staged manifest cannot be recorded")
+            rel = self._open_row(s, release_id, "its staged manifest cannot be recorded")
             rel.params = {**(rel.params or {}), "staged_manifest": fields}
             rel.updated = datetime.now(UTC)
 
@@ -354,9 +352,7 @@ class StateStore:
         owner once the draft is complete.
         """
         with Session(self.engine) as s, s.begin():
-            rel = s.get(Release, release_id, with_for_update=True)
-            if rel is None or rel.status not in OPEN_STATUSES:
-                raise StateError(f"release row {release_id} is not open; it cannot be staged")
+            rel = self._open_row(s, release_id, "it cannot be staged")
             self._drop_staged(s, rel.id)  # staging again replaces what an earlier attempt stored
             _store_figures(s, rel, summary, groups, stats)
             rel.staging = staging
@@ -370,9 +366,7 @@ class StateStore:
             StateError: the release is not open.
         """
         with Session(self.engine) as s, s.begin():
-            rel = s.get(Release, release_id, with_for_update=True)
-            if rel is None or rel.status not in OPEN_STATUSES:
-                raise StateError(f"release row {release_id} is not open; it cannot be handed over")
+            rel = self._open_row(s, release_id, "it cannot be handed over")
             rel.owner = owner
             rel.updated = datetime.now(UTC)
 
@@ -480,6 +474,17 @@ class StateStore:
         )
         if rel is None:
             raise StateError(f"dataset {dataset!r} has no open release {seq} to {verb}")
+        return rel
+
+    def _open_row(self, s: Session, release_id: int, refusal: str) -> Release:
+        """The open release row ``release_id``, locked for update.
+
+        Raises:
+            StateError: the release is not open (``refusal`` says what cannot be done).
+        """
+        rel = s.get(Release, release_id, with_for_update=True)
+        if rel is None or rel.status not in OPEN_STATUSES:
+            raise StateError(f"release row {release_id} is not open; {refusal}")
         return rel
 
     def _drop_staged(self, s: Session, release_id: int) -> None:
