@@ -19,20 +19,19 @@ import numpy.typing as npt
 import pandas as pd
 
 from anonymizer.arrays import expand_ranges
-from serialpub.analysis.audit.combos import _Combos, _Snapshot
-from serialpub.analysis.audit.geometry import _JOIN_CHUNK, _codes, _distinct, _join, _row_ids, _Tree
-from serialpub.analysis.audit.manifest import _Manifest, _sha256
+from anonymizer.settings import Dilution
+from serialpub.analysis.audit.combos import Combos, Snapshot
+from serialpub.analysis.audit.geometry import JOIN_CHUNK, Tree, column_codes, distinct_sorted, equi_join, row_ids
+from serialpub.analysis.audit.manifest import ParsedManifest, file_sha256
 from serialpub.analysis.audit.result import MAX_LISTED_OVERLAPS, AuditResult, Overlap
 from serialpub.analysis.audit.spellings import spelling_findings, value_codes
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
-_DILUTIONS = ("register", "presence")
-
 
 @dataclass
-class _History:
+class History:
     """Long-format history rows of one release: combo, value index, n_j, n_{j,s}."""
 
     combo: IntArray
@@ -41,23 +40,23 @@ class _History:
     n_s: IntArray
 
 
-def _audit_release(
+def audit_release(
     directory: Path,
-    m: _Manifest,
+    m: ParsedManifest,
     data: pd.DataFrame,
     qis: list[str],
-    trees: dict[str, _Tree],
-    combos: _Combos,
+    trees: dict[str, Tree],
+    combos: Combos,
     values: list[str],
     result: AuditResult,
-    snapshot: _Snapshot | None = None,
-) -> tuple[_History, _History | None]:
+    snapshot: Snapshot | None = None,
+) -> tuple[History, History | None]:
     """Check one release and return its history rows under the published counts and,
     with its snapshot, under the mechanism-aware counts n* (docs/threat-model.md);
     findings go into ``result``."""
     where = f"release {m.release} ({directory})"
-    empty = _History(*(np.empty(0, dtype=np.int64) for _ in range(4)))
-    none: tuple[_History, _History | None] = (empty, empty if snapshot is not None else None)
+    empty = History(*(np.empty(0, dtype=np.int64) for _ in range(4)))
+    none: tuple[History, History | None] = (empty, empty if snapshot is not None else None)
 
     # --- the published file is the one the manifest names
     path = directory / "data.parquet"
@@ -66,15 +65,11 @@ def _audit_release(
         result.findings.append(f"{where}: data.parquet is missing; its sha256 cannot be checked")
     elif not isinstance(expected, str):
         result.findings.append(f"{where}: the manifest records no sha256 of data.parquet")
-    elif _sha256(path) != expected.lower():
+    elif file_sha256(path) != expected.lower():
         result.findings.append(
             f"{where}: data.parquet does not match the sha256 in its manifest; the file was changed after publishing"
         )
 
-    if m.dilution not in _DILUTIONS:
-        result.findings.append(
-            f"{where}: unknown dilution {m.dilution!r} (expected 'register' or 'presence'); audited as 'presence'"
-        )
     absent = [c for c in [*m.quasi_identifiers, m.sensitive] if c not in data.columns]
     if absent:
         result.findings.append(
@@ -99,7 +94,7 @@ def _audit_release(
         if qi not in m.quasi_identifiers:
             nodes[:, a] = h.root
             continue
-        codes, labels = _codes(data[qi])
+        codes, labels = column_codes(data[qi])
         mapped = np.array([h.node(x) if h.has_label(x) else -1 for x in labels], dtype=np.int64)
         bad_labels = [x for x, v in zip(labels, mapped, strict=True) if v < 0]
         codes_ok = np.where(codes >= 0, mapped[np.maximum(codes, 0)] if mapped.size else -1, -1)
@@ -113,7 +108,8 @@ def _audit_release(
             allowed = (
                 f"a node of hierarchies/{qi}.csv or a closed interval [lo, hi] holding at least one of its "
                 "leaves and nested in or disjoint from the release's other intervals"
-                if qi in m.numeric else f"a node of hierarchies/{qi}.csv"
+                if qi in m.numeric
+                else f"a node of hierarchies/{qi}.csv"
             )
             result.findings.append(
                 f"{where}: column '{qi}' holds {what}; every generalized value must be {allowed}. "
@@ -125,13 +121,13 @@ def _audit_release(
 
     # --- groups and their counts per protected value
     radices = [trees[q].hierarchy.n_nodes for q in qis]
-    group_of, first = _row_ids(nodes, radices)
+    group_of, first = row_ids(nodes, radices)
     g = first.size
     group_nodes = nodes[first]
     records = np.bincount(group_of, minlength=g).astype(np.int64)
     if m.groups is not None and m.groups != g and known.all():
         result.findings.append(f"{where}: the manifest says {m.groups} groups, data.parquet has {g}")
-    s_codes, s_uniques = _codes(data[m.sensitive])
+    s_codes, s_uniques = column_codes(data[m.sensitive])
     s_codes = s_codes[known]
     # a value spelled another way is the protected value it spells (serialpub.io.spelling)
     result.findings.extend(spelling_findings(where, values, m.protected, s_uniques))
@@ -150,7 +146,7 @@ def _audit_release(
     lookups: list[IntArray] = []
     other_attrs: list[int] = []
     for a, qi in enumerate(qis):
-        is_cut, lookup = trees[qi].cut_lookup(_distinct(group_nodes[:, a]))
+        is_cut, lookup = trees[qi].cut_lookup(distinct_sorted(group_nodes[:, a]))
         if is_cut:
             cut_attrs.append(a)
             lookups.append(lookup)
@@ -160,9 +156,9 @@ def _audit_release(
 
     # --- disjointness: equal nodes on the cut attributes, comparable nodes on the others
     if other_attrs and g > 1:
-        pkey = _row_ids(group_nodes[:, cut_attrs], cut_radices)[0]
+        pkey = row_ids(group_nodes[:, cut_attrs], cut_radices)[0]
         listed = 0
-        for i, j in _join(pkey, pkey):
+        for i, j in equi_join(pkey, pkey):
             keep = i < j
             for a in other_attrs:
                 keep &= trees[qis[a]].comparable(group_nodes[i, a], group_nodes[j, a])
@@ -177,11 +173,11 @@ def _audit_release(
     for k, (a, lookup) in enumerate(zip(cut_attrs, lookups, strict=True)):
         c_nodes[:, k] = lookup[combos.leaves[:, a]]
     covered = np.flatnonzero((c_nodes >= 0).all(axis=1))
-    both = _row_ids(np.vstack([group_nodes[:, cut_attrs], c_nodes[covered]]), cut_radices)[0]
+    both = row_ids(np.vstack([group_nodes[:, cut_attrs], c_nodes[covered]]), cut_radices)[0]
     g_part, c_part = both[:g], both[g:]
     pair_c: list[IntArray] = []
     pair_g: list[IntArray] = []
-    for ci, gi in _join(c_part, g_part):
+    for ci, gi in equi_join(c_part, g_part):
         combo = covered[ci]
         keep = np.ones(ci.size, dtype=bool)
         for a in other_attrs:
@@ -200,7 +196,7 @@ def _audit_release(
             f"e.g. {labels_of(s0)} with {records[s0]} record(s) and {in_region[s0]} individual(s); "
             "the register does not cover this release"
         )
-    presence = m.dilution != "register"
+    presence = m.dilution is not Dilution.REGISTER
     present: BoolArray | None = None
     if snapshot is not None:
         present = np.zeros(combos.counts.size, dtype=bool)
@@ -242,7 +238,7 @@ def _audit_release(
     return published, _history_rows(pc[linked], pg[linked], n_j_star, n_star)
 
 
-def _history_rows(pc: IntArray, pg: IntArray, n_j: IntArray, n_s: IntArray) -> _History:
+def _history_rows(pc: IntArray, pg: IntArray, n_j: IntArray, n_s: IntArray) -> History:
     """History rows: every candidate combo (``pc``, in group ``pg``) x every protected
     value its group holds (``n_s[g, v] > 0``), with the group's n_j and n_{j,s}."""
     g = n_s.shape[0]
@@ -251,10 +247,10 @@ def _history_rows(pc: IntArray, pg: IntArray, n_j: IntArray, n_s: IntArray) -> _
     start = np.cumsum(per_group) - per_group
     rows_c: list[IntArray] = []
     rows_k: list[IntArray] = []
-    for ri, rk in expand_ranges(start[pg], start[pg] + per_group[pg], _JOIN_CHUNK):
+    for ri, rk in expand_ranges(start[pg], start[pg] + per_group[pg], JOIN_CHUNK):
         rows_c.append(pc[ri])
         rows_k.append(rk)
     hc = np.concatenate(rows_c) if rows_c else np.empty(0, dtype=np.int64)
     hk = np.concatenate(rows_k) if rows_k else np.empty(0, dtype=np.int64)
     hg, hv = nz_g[hk].astype(np.int64), nz_v[hk].astype(np.int64)
-    return _History(hc, hv, n_j[hg], n_s[hg, hv].astype(np.int64))
+    return History(hc, hv, n_j[hg], n_s[hg, hv].astype(np.int64))
