@@ -25,7 +25,7 @@ from anonymizer.settings import Dilution, Guarantee
 from serialpub.analysis.audit.combos import Combos, IntArray, register_combos, snapshot_records
 from serialpub.analysis.audit.geometry import Tree, distinct_sorted
 from serialpub.analysis.audit.manifest import ParsedManifest, marginal_findings, parse_manifest
-from serialpub.analysis.audit.recompute import History, audit_release
+from serialpub.analysis.audit.recompute import History, ReleaseInputs, audit_release
 from serialpub.analysis.audit.result import AuditResult
 from serialpub.analysis.audit.serial import SerialBuilder, to_serial
 from serialpub.errors import InputError
@@ -129,7 +129,7 @@ def audit_releases(
             except ValueError as exc:
                 raise InputError(f"{directory / 'manifest.json'}: numeric_quasi_identifiers: {exc}") from None
             trees |= {q: Tree.of(extended[q]) for q in pm.numeric if q in data.columns}
-        pub, mech = audit_release(directory, pm, data, qis, trees, combos, values, result, snap)
+        pub, mech = audit_release(ReleaseInputs(directory, pm, data, qis, trees, combos, values, snap), result)
         published_local.append(pub)
         if mech is not None:
             mechanism_local.append(mech)
