@@ -31,11 +31,6 @@ PENDING_REBUILD = frozenset(
         "serialpub/workflow/importing.py",
         "serialpub/workflow/input_checks.py",
         "serialpub/workflow/validating.py",
-        *(f"serialpub/analysis/audit/{name}" for name in (
-            "__init__.py", "combos.py", "extension.py", "files.py", "geometry.py", "integrity.py",
-            "keys.py", "manifest.py", "recompute.py", "result.py", "serial.py", "series.py",
-            "signature.py", "spellings.py",
-        )),
     }
 )  # fmt: skip
 

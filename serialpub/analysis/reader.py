@@ -33,10 +33,10 @@ from anonymizer.hierarchy import Hierarchy
 from anonymizer.intervals import release_hierarchies
 from anonymizer.joint import JointRelease
 from anonymizer.regions import NodeSpans, group_release, record_nodes
-from serialpub.analysis.audit.combos import _register_combos
-from serialpub.analysis.audit.files import _Registers, _release_dirs, _release_hierarchies
+from serialpub.analysis.audit.combos import register_combos
+from serialpub.analysis.audit.files import Registers, read_release_hierarchies, release_dirs
 from serialpub.analysis.audit.integrity import check_store, read_public_key
-from serialpub.analysis.audit.manifest import _Manifest, _parse_manifest, _sha256
+from serialpub.analysis.audit.manifest import ParsedManifest, file_sha256, parse_manifest
 from serialpub.errors import InputError
 
 __all__ = ["PublicReleases", "PublishedRelease", "open_releases"]
@@ -62,7 +62,7 @@ class PublishedRelease:
 
     number: int
     folder: Path
-    manifest: _Manifest
+    manifest: ParsedManifest
     data: pd.DataFrame
     hierarchies: dict[str, Hierarchy]
     register: pd.DataFrame | None = field(default=None, repr=False)
@@ -140,7 +140,7 @@ class PublishedRelease:
                 "(ask the publisher for 'serialpub public-copy --with-register')"
             )
         declared = {q: self.hierarchies[q] for q in self.qis}
-        combos = _register_combos(self.register, self.id_column, self.qis, declared)
+        combos = register_combos(self.register, self.id_column, self.qis, declared)
         values = sorted(self.data[self.sensitive].astype(str).unique())
         try:
             return JointRelease.of(
@@ -211,7 +211,7 @@ def open_releases(
             or hierarchy that is not the one a release was published with: one line
             naming the folder or file.
     """
-    dataset, dirs = _release_dirs(root, dataset)
+    dataset, dirs = release_dirs(root, dataset)
     if public_key is None:
         found = sorted((root / "keys").glob("*.pub")) if (root / "keys").is_dir() else []
         public_key = found[0] if len(found) == 1 else None
@@ -226,22 +226,22 @@ def open_releases(
         raise InputError(f"{exc}; this copy is not what the publisher published, do not use it") from None
     if integrity.findings:
         raise _refuse(root, dirs, integrity.findings[0])
-    manifests: list[tuple[_Manifest, Path]] = []
+    manifests: list[tuple[ParsedManifest, Path]] = []
     for n, d in dirs:
         mpath = d / "manifest.json"
-        manifest = _parse_manifest(json.loads(mpath.read_text(encoding="utf-8")), str(mpath))
+        manifest = parse_manifest(json.loads(mpath.read_text(encoding="utf-8")), str(mpath))
         if manifest.release != n:
             raise InputError(f"{d}: the folder name says release {n}, the manifest says {manifest.release}")
         expected = manifest.sha256.get("data.parquet")
-        if not isinstance(expected, str) or _sha256(d / "data.parquet") != expected.lower():
+        if not isinstance(expected, str) or file_sha256(d / "data.parquet") != expected.lower():
             raise InputError(
                 f"{d / 'data.parquet'}: does not match the sha256 in its manifest (changed after publishing); "
                 "do not use this copy"
             )
         manifests.append((manifest, mpath))
-    hierarchy_sets = _release_hierarchies(root, manifests)
+    hierarchy_sets = read_release_hierarchies(root, manifests)
     has_register = (root / "register.csv").is_file() or (root / "registers").is_dir()
-    registers = _Registers(root, id_column, manifests) if has_register else None
+    registers = Registers(root, id_column, manifests) if has_register else None
     releases = []
     for j, ((n, d), (m, _)) in enumerate(zip(dirs, manifests, strict=True)):
         dpath = d / "data.parquet"

@@ -14,7 +14,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from anonymizer.hierarchy import Hierarchy
-from serialpub.analysis.audit.geometry import _codes, _row_ids
+from serialpub.analysis.audit.geometry import column_codes, row_ids
 from serialpub.analysis.audit.spellings import value_codes
 from serialpub.errors import InputError, quoted
 
@@ -22,7 +22,7 @@ IntArray = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True)
-class _Combos:
+class Combos:
     """Distinct register QI combinations: leaves (C, d), counts (C,), a representative row,
     and the combo of every register row (N,). With ``per_individual`` every individual is
     a combo of its own (the presence audit with snapshots, where individuals with equal QI
@@ -34,10 +34,13 @@ class _Combos:
     combo_of_row: IntArray
 
 
-def _register_combos(
-    register: pd.DataFrame, id_column: str, qis: list[str], hierarchies: dict[str, Hierarchy],
+def register_combos(
+    register: pd.DataFrame,
+    id_column: str,
+    qis: list[str],
+    hierarchies: dict[str, Hierarchy],
     per_individual: bool = False,
-) -> _Combos:
+) -> Combos:
     missing = [c for c in [id_column, *qis] if c not in register.columns]
     if missing:
         raise InputError(
@@ -52,9 +55,9 @@ def _register_combos(
             "ids must be unique"
         )
     n = len(register)
-    leaves = np.empty((n, len(qis)), dtype=np.int32)  # 4 bytes per cell: 160 MB for 5M people x 8 QIs
+    leaves = np.empty((n, len(qis)), dtype=np.int32)  # int32: every leaf id fits, at half the memory of int64
     for a, qi in enumerate(qis):
-        codes, uniques = _codes(register[qi])
+        codes, uniques = column_codes(register[qi])
         empty = (codes < 0) | np.isin(codes, [i for i, u in enumerate(uniques) if u == ""])
         if empty.any():
             row = int(np.flatnonzero(empty)[0])
@@ -72,14 +75,14 @@ def _register_combos(
         leaves[:, a] = mapped[codes]
     if per_individual:
         rows = np.arange(n, dtype=np.int64)
-        return _Combos(leaves.astype(np.int64), np.ones(n, dtype=np.int64), rows, rows)
-    codes, first = _row_ids(leaves, [hierarchies[q].n_leaves for q in qis])
+        return Combos(leaves.astype(np.int64), np.ones(n, dtype=np.int64), rows, rows)
+    codes, first = row_ids(leaves, [hierarchies[q].n_leaves for q in qis])
     counts = np.bincount(codes, minlength=first.size).astype(np.int64)
-    return _Combos(leaves[first].astype(np.int64), counts, first, codes)
+    return Combos(leaves[first].astype(np.int64), counts, first, codes)
 
 
 @dataclass(frozen=True)
-class _Snapshot:
+class Snapshot:
     """One release's snapshot as the data holder's audit reads it: the combo of every
     record and the index of its protected value (-1 for none), both shape (R,)."""
 
@@ -87,11 +90,15 @@ class _Snapshot:
     value: IntArray
 
 
-
-def _snapshot_records(
-    table: pd.DataFrame, register: pd.DataFrame, id_column: str, sensitive: str, values: list[str],
-    combos: _Combos, where: str,
-) -> _Snapshot:
+def snapshot_records(
+    table: pd.DataFrame,
+    register: pd.DataFrame,
+    id_column: str,
+    sensitive: str,
+    values: list[str],
+    combos: Combos,
+    where: str,
+) -> Snapshot:
     """The records of one snapshot (id and sensitive columns as text) as combos and
     protected-value indexes; ids must be unique and in the register."""
     for col in (id_column, sensitive):
@@ -109,5 +116,4 @@ def _snapshot_records(
     # a value spelled another way is the protected value it spells (serialpub.io.spelling)
     codes, labels = pd.factorize(table[sensitive].astype(str))
     value = value_codes(values, list(labels))[codes]
-    return _Snapshot(combo=combos.combo_of_row[rows], value=value)
-
+    return Snapshot(combo=combos.combo_of_row[rows], value=value)

@@ -20,7 +20,7 @@ import pyarrow.csv as pacsv
 
 from anonymizer.hierarchy import Hierarchy
 from serialpub.analysis.audit.integrity import check_store, read_public_key
-from serialpub.analysis.audit.manifest import _Manifest, _parse_manifest, _sha256
+from serialpub.analysis.audit.manifest import ParsedManifest, file_sha256, parse_manifest
 from serialpub.analysis.audit.result import AuditResult
 from serialpub.analysis.audit.series import audit_releases
 from serialpub.errors import InputError
@@ -31,7 +31,7 @@ from serialpub.io.versions import RegisterVersions, check_hierarchy_version, hie
 _RELEASE_DIR = re.compile(r"^release-(\d{4,})$")
 
 
-def _release_dirs(workspace: Path, dataset: str | None) -> tuple[str, list[tuple[int, Path]]]:
+def release_dirs(workspace: Path, dataset: str | None) -> tuple[str, list[tuple[int, Path]]]:
     root = workspace / "releases"
     if not root.is_dir():
         raise InputError(f"{root}: no such folder; the workspace has no published release")
@@ -87,16 +87,16 @@ def _read_register(path: Path, id_column: str, content: bytes | None = None) -> 
     return table.to_pandas()
 
 
-class _Registers(Sequence[pd.DataFrame]):
+class Registers(Sequence[pd.DataFrame]):
     """The register of every release, by the sha256 its manifest names: ``register.csv``
     when it is that file, else the version kept under ``registers/``
     (:mod:`serialpub.io.versions`). Read in order; the version read last is kept, so
     releases that share a register share one table (read once)."""
 
-    def __init__(self, workspace: Path, id_column: str, manifests: list[tuple[_Manifest, Path]]) -> None:
+    def __init__(self, workspace: Path, id_column: str, manifests: list[tuple[ParsedManifest, Path]]) -> None:
         self.workspace, self.id_column = workspace, id_column
         self.current = workspace / "register.csv"
-        self.current_sha = _sha256(self.current) if self.current.is_file() else None
+        self.current_sha = file_sha256(self.current) if self.current.is_file() else None
         self.versions = RegisterVersions(workspace)
         self.shas: list[str] = []
         for pm, mpath in manifests:
@@ -129,7 +129,9 @@ class _Registers(Sequence[pd.DataFrame]):
         return self._last[1]
 
 
-def _release_hierarchies(workspace: Path, manifests: list[tuple[_Manifest, Path]]) -> list[dict[str, Hierarchy]]:
+def read_release_hierarchies(
+    workspace: Path, manifests: list[tuple[ParsedManifest, Path]]
+) -> list[dict[str, Hierarchy]]:
     """The QI hierarchies of every release, by the sha256 its manifest names:
     ``hierarchies/<qi>.csv`` when it is that file, else ``hierarchy-versions/<qi>/<sha>.csv``.
     Releases that used the same versions share one mapping."""
@@ -137,7 +139,7 @@ def _release_hierarchies(workspace: Path, manifests: list[tuple[_Manifest, Path]
     qis: list[str] = []
     for pm, _ in manifests:
         qis.extend(q for q in pm.quasi_identifiers if q not in qis)
-    current = {q: _sha256(hdir / f"{q}.csv") for q in qis if (hdir / f"{q}.csv").is_file()}
+    current = {q: file_sha256(hdir / f"{q}.csv") for q in qis if (hdir / f"{q}.csv").is_file()}
     read: dict[tuple[str, str], Hierarchy] = {}
     sets: dict[tuple[tuple[str, str], ...], dict[str, Hierarchy]] = {}
     out = []
@@ -207,7 +209,7 @@ def audit_workspace(
         if not checkpoint.is_file():
             raise InputError(f"{checkpoint}: not found; --checkpoint names a checkpoint.json you kept")
         Checkpoint.parse(checkpoint.read_bytes(), str(checkpoint))
-    dataset, dirs = _release_dirs(workspace, dataset)
+    dataset, dirs = release_dirs(workspace, dataset)
     key_text = None if public_key is None else read_public_key(public_key)
     releases: list[tuple[Path, dict[str, Any], pd.DataFrame]] = []
     for _, d in dirs:
@@ -229,10 +231,10 @@ def audit_workspace(
             raise InputError(f"{dpath}: not a readable Parquet file ({type(exc).__name__}: {exc})") from None
         releases.append((d, manifest, data))
 
-    parsed = [_parse_manifest(man, str(d / "manifest.json")) for d, man, _ in releases]
+    parsed = [parse_manifest(man, str(d / "manifest.json")) for d, man, _ in releases]
     named = [(pm, d / "manifest.json") for (_, d), pm in zip(dirs, parsed, strict=True)]
-    registers = _Registers(workspace, id_column, named)
-    hierarchy_sets = _release_hierarchies(workspace, named)
+    registers = Registers(workspace, id_column, named)
+    hierarchy_sets = read_release_hierarchies(workspace, named)
     snapshot_tables = None
     if snapshots is not None:
         snapshot_tables = [_read_snapshot(snapshots, pm, id_column) for pm in parsed]
@@ -263,7 +265,7 @@ def _since(since: tuple[int, str] | None) -> tuple[int, str] | None:
     return number, sha
 
 
-def _read_snapshot(folder: Path, m: _Manifest, id_column: str) -> tuple[pd.DataFrame, str]:
+def _read_snapshot(folder: Path, m: ParsedManifest, id_column: str) -> tuple[pd.DataFrame, str]:
     """``<folder>/snapshot-<period>.csv`` of release ``m``: its id and sensitive columns as text."""
     if not folder.is_dir():
         raise InputError(f"{folder}: no such folder; --snapshots names the folder holding snapshot-<period>.csv")

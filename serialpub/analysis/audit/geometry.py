@@ -26,11 +26,11 @@ IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
 #: Pairs materialized at once by the chunked joins (bounds memory, not results).
-_JOIN_CHUNK = 2_000_000
+JOIN_CHUNK = 2_000_000
 
 
 @dataclass(frozen=True)
-class _Tree:
+class Tree:
     """Ancestor table of a hierarchy: ``chain[x, k]`` is x's ancestor at level k (root 0)."""
 
     hierarchy: Hierarchy
@@ -38,7 +38,7 @@ class _Tree:
     chain: IntArray  # (n_nodes, max level + 1), -1 below the node's own level
 
     @classmethod
-    def of(cls, h: Hierarchy) -> _Tree:
+    def of(cls, h: Hierarchy) -> Tree:
         parent = np.asarray(h.parent, dtype=np.int64)
         n = parent.size
         level = np.zeros(n, dtype=np.int64)
@@ -88,8 +88,7 @@ class _Tree:
         return True, lookup
 
 
-
-def _codes(column: pd.Series) -> tuple[IntArray, list[str]]:
+def column_codes(column: pd.Series) -> tuple[IntArray, list[str]]:
     """Integer codes of a column's values (-1 for missing) and the distinct values as text.
 
     A categorical column (as :func:`audit_workspace` reads them) gives its codes for free;
@@ -106,23 +105,23 @@ def _codes(column: pd.Series) -> tuple[IntArray, list[str]]:
     return np.asarray(codes, dtype=np.int64), [str(u) for u in uniques]
 
 
-def _distinct(keys: IntArray) -> IntArray:
+def distinct_sorted(keys: IntArray) -> IntArray:
     """Sorted distinct values of an int array (sort-based; see :func:`anonymizer.arrays.factorize`)."""
     s = np.sort(keys)
     return s[np.r_[True, s[1:] != s[:-1]]] if s.size else s
 
 
-def _join(left_keys: IntArray, right_keys: IntArray) -> Iterator[tuple[IntArray, IntArray]]:
+def equi_join(left_keys: IntArray, right_keys: IntArray) -> Iterator[tuple[IntArray, IntArray]]:
     """All (i, j) with left_keys[i] == right_keys[j], chunked (sort-merge join)."""
     order = np.argsort(right_keys, kind="stable")
     sorted_keys = right_keys[order]
     lo = np.searchsorted(sorted_keys, left_keys, side="left")
     hi = np.searchsorted(sorted_keys, left_keys, side="right")
-    for i, j in expand_ranges(lo.astype(np.int64), hi.astype(np.int64), _JOIN_CHUNK):
+    for i, j in expand_ranges(lo.astype(np.int64), hi.astype(np.int64), JOIN_CHUNK):
         yield i, order[j]
 
 
-def _row_ids(mat: npt.NDArray[np.integer], radices: Sequence[int]) -> tuple[IntArray, IntArray]:
+def row_ids(mat: npt.NDArray[np.integer], radices: Sequence[int]) -> tuple[IntArray, IntArray]:
     """Equal rows of an int matrix (n, d) with ``mat[:, j] < radices[j]``.
 
     Returns:

@@ -14,24 +14,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from anonymizer.settings import Dilution, Guarantee
 from serialpub.io.manifest import Manifest
 from serialpub.known_breach import recorded
 
 
 @dataclass(frozen=True)
-class _Manifest:
+class ParsedManifest:
     release: int
     dataset: str
     quasi_identifiers: list[str]
     sensitive: str
     ell: float
     protected: list[str]
-    dilution: str
+    dilution: Dilution
     sha256: dict[str, Any]
     previous: int | None
     records: int
     groups: int
-    guarantee: str
+    guarantee: Guarantee
     period: str
     suppressed: int | None
     suppression_model: str | None
@@ -41,7 +42,7 @@ class _Manifest:
     known_breach: list[str]
 
 
-def _parse_manifest(manifest: dict[str, Any], where: str) -> _Manifest:
+def parse_manifest(manifest: dict[str, Any], where: str) -> ParsedManifest:
     """The keys the audit reads, after the release contract's strict parsing
     (:class:`serialpub.io.manifest.Manifest`).
 
@@ -49,19 +50,19 @@ def _parse_manifest(manifest: dict[str, Any], where: str) -> _Manifest:
         InputError: ``where``: the first key that breaks the contract and why.
     """
     m = Manifest.parse(manifest, where)
-    return _Manifest(
+    return ParsedManifest(
         release=m.release,
         dataset=m.dataset,
         quasi_identifiers=list(m.quasi_identifiers),
         sensitive=m.sensitive,
         ell=m.l,
         protected=list(m.protected_values),
-        dilution=str(m.dilution),
+        dilution=Dilution(m.dilution),
         sha256=m.sha256.model_dump(by_alias=True),
         previous=m.previous_release,
         records=m.records,
         groups=m.groups,
-        guarantee=str(m.guarantee),
+        guarantee=Guarantee(m.guarantee),
         period=m.period,
         suppressed=m.suppressed,
         suppression_model=str(m.suppression_model) if m.suppression_model is not None else None,
@@ -79,13 +80,13 @@ def _parse_manifest(manifest: dict[str, Any], where: str) -> _Manifest:
     )
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
     """Hex sha256 of a file's bytes, as the manifest records them."""
     with path.open("rb") as f:
         return hashlib.file_digest(f, "sha256").hexdigest()
 
 
-def marginal_findings(register: Any, releases: list[_Manifest]) -> list[str]:
+def marginal_findings(register: Any, releases: list[ParsedManifest]) -> list[str]:
     """Releases whose ``register_marginals`` are not the register's individuals per leaf of
     each QI (a data user spreading generalized values by them would be misled), one line each.
 

@@ -19,20 +19,19 @@ import numpy.typing as npt
 import pandas as pd
 
 from anonymizer.arrays import expand_ranges
-from serialpub.analysis.audit.combos import _Combos, _Snapshot
-from serialpub.analysis.audit.geometry import _JOIN_CHUNK, _codes, _distinct, _join, _row_ids, _Tree
-from serialpub.analysis.audit.manifest import _Manifest, _sha256
+from anonymizer.settings import Dilution
+from serialpub.analysis.audit.combos import Combos, Snapshot
+from serialpub.analysis.audit.geometry import JOIN_CHUNK, Tree, column_codes, distinct_sorted, equi_join, row_ids
+from serialpub.analysis.audit.manifest import ParsedManifest, file_sha256
 from serialpub.analysis.audit.result import MAX_LISTED_OVERLAPS, AuditResult, Overlap
 from serialpub.analysis.audit.spellings import spelling_findings, value_codes
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
-_DILUTIONS = ("register", "presence")
-
 
 @dataclass
-class _History:
+class History:
     """Long-format history rows of one release: combo, value index, n_j, n_{j,s}."""
 
     combo: IntArray
@@ -41,46 +40,111 @@ class _History:
     n_s: IntArray
 
 
-def _audit_release(
-    directory: Path,
-    m: _Manifest,
-    data: pd.DataFrame,
-    qis: list[str],
-    trees: dict[str, _Tree],
-    combos: _Combos,
-    values: list[str],
-    result: AuditResult,
-    snapshot: _Snapshot | None = None,
-) -> tuple[_History, _History | None]:
+@dataclass(frozen=True)
+class ReleaseInputs:
+    """What the audit of one release reads: its directory, its manifest view and published
+    rows, the series' QIs with their hierarchy trees, the register's combos, the protected
+    values and, for the mechanism-aware model, the release's snapshot."""
+
+    directory: Path
+    manifest: ParsedManifest
+    data: pd.DataFrame
+    qis: list[str]
+    trees: dict[str, Tree]
+    combos: Combos
+    values: list[str]
+    snapshot: Snapshot | None = None
+
+    @property
+    def where(self) -> str:
+        return f"release {self.manifest.release} ({self.directory})"
+
+
+@dataclass(frozen=True)
+class _Classes:
+    """The equivalence classes of one release: their nodes (one row per class), their record
+    counts and their counts per protected value (``n_s[g, v]``)."""
+
+    nodes: IntArray
+    records: IntArray
+    n_s: IntArray
+    radices: list[int]
+
+
+@dataclass(frozen=True)
+class _Cuts:
+    """The attributes whose used nodes are pairwise disjoint (with each one's leaf lookup)
+    and the others, which are tested by containment."""
+
+    attrs: list[int]
+    lookups: list[IntArray]
+    others: list[int]
+
+
+def audit_release(inp: ReleaseInputs, result: AuditResult) -> tuple[History, History | None]:
     """Check one release and return its history rows under the published counts and,
     with its snapshot, under the mechanism-aware counts n* (docs/threat-model.md);
     findings go into ``result``."""
-    where = f"release {m.release} ({directory})"
-    empty = _History(*(np.empty(0, dtype=np.int64) for _ in range(4)))
-    none: tuple[_History, _History | None] = (empty, empty if snapshot is not None else None)
+    empty = History(*(np.empty(0, dtype=np.int64) for _ in range(4)))
+    none: tuple[History, History | None] = (empty, empty if inp.snapshot is not None else None)
+    _check_file(inp, result)
+    if not _check_columns(inp, result):
+        return none
+    nodes, known = _record_nodes(inp, result)
+    classes = _classes(inp, nodes, known, result)
+    cuts = _cuts(inp, classes)
+    _find_overlaps(inp, classes, cuts, result)
+    pc, pg = _candidates(inp, classes, cuts)
+    in_region = np.bincount(pg, weights=inp.combos.counts[pc], minlength=classes.records.size).astype(np.int64)
+    short = np.flatnonzero(in_region < classes.records)
+    if short.size:
+        s0 = int(short[0])
+        result.findings.append(
+            f"{inp.where}: {short.size} group(s) hold more records than register individuals in their region, "
+            f"e.g. {_labels_of(inp, classes, s0)} with {classes.records[s0]} record(s) and {in_region[s0]} "
+            "individual(s); the register does not cover this release"
+        )
+    presence = inp.manifest.dilution is not Dilution.REGISTER
+    present: BoolArray | None = None
+    if inp.snapshot is not None:
+        present = np.zeros(inp.combos.counts.size, dtype=bool)
+        present[inp.snapshot.combo] = True
+    # published-count model: n_j from the register (dilution) or the published records
+    # (presence); under presence, without the snapshot, every register individual of the
+    # region is taken as linked (an upper bound), with it only the present ones
+    n_j = classes.records if presence else np.maximum(in_region, classes.records)
+    linked = pg >= 0 if not presence or present is None else present[pc]
+    published = _history_rows(pc[linked], pg[linked], n_j, classes.n_s)
+    if present is None:
+        return published, None
+    return published, _mechanism_aware(inp, classes, pc, pg, n_j, present, result)
 
-    # --- the published file is the one the manifest names
-    path = directory / "data.parquet"
-    expected = m.sha256.get("data.parquet")
+
+def _check_file(inp: ReleaseInputs, result: AuditResult) -> None:
+    """The published file is the one the manifest names."""
+    path = inp.directory / "data.parquet"
+    expected = inp.manifest.sha256.get("data.parquet")
     if not path.is_file():
-        result.findings.append(f"{where}: data.parquet is missing; its sha256 cannot be checked")
+        result.findings.append(f"{inp.where}: data.parquet is missing; its sha256 cannot be checked")
     elif not isinstance(expected, str):
-        result.findings.append(f"{where}: the manifest records no sha256 of data.parquet")
-    elif _sha256(path) != expected.lower():
+        result.findings.append(f"{inp.where}: the manifest records no sha256 of data.parquet")
+    elif file_sha256(path) != expected.lower():
         result.findings.append(
-            f"{where}: data.parquet does not match the sha256 in its manifest; the file was changed after publishing"
+            f"{inp.where}: data.parquet does not match the sha256 in its manifest; "
+            "the file was changed after publishing"
         )
 
-    if m.dilution not in _DILUTIONS:
-        result.findings.append(
-            f"{where}: unknown dilution {m.dilution!r} (expected 'register' or 'presence'); audited as 'presence'"
-        )
+
+def _check_columns(inp: ReleaseInputs, result: AuditResult) -> bool:
+    """The columns and record count the manifest names; False when the release cannot be
+    recomputed."""
+    m, data, where = inp.manifest, inp.data, inp.where
     absent = [c for c in [*m.quasi_identifiers, m.sensitive] if c not in data.columns]
     if absent:
         result.findings.append(
             f"{where}: data.parquet lacks column(s) {', '.join(absent)} named in the manifest; release not recomputed"
         )
-        return none
+        return False
     extra = [str(c) for c in data.columns if c not in m.quasi_identifiers and c != m.sensitive]
     if extra:
         result.findings.append(
@@ -89,17 +153,22 @@ def _audit_release(
         )
     if m.records is not None and m.records != len(data):
         result.findings.append(f"{where}: the manifest says {m.records} records, data.parquet has {len(data)}")
+    return True
 
-    # --- node ids of every record, QIs outside this release's list are the root
+
+def _record_nodes(inp: ReleaseInputs, result: AuditResult) -> tuple[IntArray, BoolArray]:
+    """Node ids of every record (QIs outside this release's list are the root) and which
+    records carry only known labels."""
+    m, data, where = inp.manifest, inp.data, inp.where
     r = len(data)
-    nodes = np.empty((r, len(qis)), dtype=np.int64)
+    nodes = np.empty((r, len(inp.qis)), dtype=np.int64)
     known = np.ones(r, dtype=bool)
-    for a, qi in enumerate(qis):
-        h = trees[qi].hierarchy
+    for a, qi in enumerate(inp.qis):
+        h = inp.trees[qi].hierarchy
         if qi not in m.quasi_identifiers:
             nodes[:, a] = h.root
             continue
-        codes, labels = _codes(data[qi])
+        codes, labels = column_codes(data[qi])
         mapped = np.array([h.node(x) if h.has_label(x) else -1 for x in labels], dtype=np.int64)
         bad_labels = [x for x, v in zip(labels, mapped, strict=True) if v < 0]
         codes_ok = np.where(codes >= 0, mapped[np.maximum(codes, 0)] if mapped.size else -1, -1)
@@ -113,7 +182,8 @@ def _audit_release(
             allowed = (
                 f"a node of hierarchies/{qi}.csv or a closed interval [lo, hi] holding at least one of its "
                 "leaves and nested in or disjoint from the release's other intervals"
-                if qi in m.numeric else f"a node of hierarchies/{qi}.csv"
+                if qi in m.numeric
+                else f"a node of hierarchies/{qi}.csv"
             )
             result.findings.append(
                 f"{where}: column '{qi}' holds {what}; every generalized value must be {allowed}. "
@@ -121,17 +191,19 @@ def _audit_release(
             )
             known &= ~unknown
         nodes[:, a] = codes_ok
-    nodes = nodes[known]
+    return nodes[known], known
 
-    # --- groups and their counts per protected value
-    radices = [trees[q].hierarchy.n_nodes for q in qis]
-    group_of, first = _row_ids(nodes, radices)
+
+def _classes(inp: ReleaseInputs, nodes: IntArray, known: BoolArray, result: AuditResult) -> _Classes:
+    """The equivalence classes and their counts per protected value."""
+    m, where, values = inp.manifest, inp.where, inp.values
+    radices = [inp.trees[q].hierarchy.n_nodes for q in inp.qis]
+    group_of, first = row_ids(nodes, radices)
     g = first.size
-    group_nodes = nodes[first]
     records = np.bincount(group_of, minlength=g).astype(np.int64)
     if m.groups is not None and m.groups != g and known.all():
         result.findings.append(f"{where}: the manifest says {m.groups} groups, data.parquet has {g}")
-    s_codes, s_uniques = _codes(data[m.sensitive])
+    s_codes, s_uniques = column_codes(inp.data[m.sensitive])
     s_codes = s_codes[known]
     # a value spelled another way is the protected value it spells (serialpub.io.spelling)
     result.findings.extend(spelling_findings(where, values, m.protected, s_uniques))
@@ -141,82 +213,87 @@ def _audit_release(
     n_s = np.bincount(
         group_of[protected_rec] * len(values) + rec_value[protected_rec], minlength=g * len(values)
     ).reshape(g, len(values))
+    return _Classes(nodes[first], records, n_s, radices)
 
-    def labels_of(gi: int) -> dict[str, str]:
-        return {q: trees[q].hierarchy.labels[int(group_nodes[gi, a])] for a, q in enumerate(qis)}
 
-    # --- which attributes are cuts (used nodes pairwise disjoint)
-    cut_attrs: list[int] = []
-    lookups: list[IntArray] = []
-    other_attrs: list[int] = []
-    for a, qi in enumerate(qis):
-        is_cut, lookup = trees[qi].cut_lookup(_distinct(group_nodes[:, a]))
+def _labels_of(inp: ReleaseInputs, classes: _Classes, gi: int) -> dict[str, str]:
+    return {q: inp.trees[q].hierarchy.labels[int(classes.nodes[gi, a])] for a, q in enumerate(inp.qis)}
+
+
+def _cuts(inp: ReleaseInputs, classes: _Classes) -> _Cuts:
+    """Which attributes are cuts (used nodes pairwise disjoint)."""
+    cuts = _Cuts([], [], [])
+    for a, qi in enumerate(inp.qis):
+        is_cut, lookup = inp.trees[qi].cut_lookup(distinct_sorted(classes.nodes[:, a]))
         if is_cut:
-            cut_attrs.append(a)
-            lookups.append(lookup)
+            cuts.attrs.append(a)
+            cuts.lookups.append(lookup)
         else:
-            other_attrs.append(a)
-    cut_radices = [radices[a] for a in cut_attrs]
+            cuts.others.append(a)
+    return cuts
 
-    # --- disjointness: equal nodes on the cut attributes, comparable nodes on the others
-    if other_attrs and g > 1:
-        pkey = _row_ids(group_nodes[:, cut_attrs], cut_radices)[0]
-        listed = 0
-        for i, j in _join(pkey, pkey):
-            keep = i < j
-            for a in other_attrs:
-                keep &= trees[qis[a]].comparable(group_nodes[i, a], group_nodes[j, a])
-            hits = np.flatnonzero(keep)
-            result.overlap_pairs += hits.size
-            for h_i in hits[: max(0, MAX_LISTED_OVERLAPS - listed)]:
-                result.overlaps.append(Overlap(m.release, labels_of(int(i[h_i])), labels_of(int(j[h_i]))))
-            listed += hits.size
 
-    # --- candidates: (combo, group) pairs whose region holds the combo
-    c_nodes = np.empty((combos.counts.size, len(cut_attrs)), dtype=np.int64)
-    for k, (a, lookup) in enumerate(zip(cut_attrs, lookups, strict=True)):
+def _find_overlaps(inp: ReleaseInputs, classes: _Classes, cuts: _Cuts, result: AuditResult) -> None:
+    """Disjointness: equal nodes on the cut attributes, comparable nodes on the others."""
+    group_nodes = classes.nodes
+    if not cuts.others or group_nodes.shape[0] <= 1:
+        return
+    pkey = row_ids(group_nodes[:, cuts.attrs], [classes.radices[a] for a in cuts.attrs])[0]
+    listed = 0
+    for i, j in equi_join(pkey, pkey):
+        keep = i < j
+        for a in cuts.others:
+            keep &= inp.trees[inp.qis[a]].comparable(group_nodes[i, a], group_nodes[j, a])
+        hits = np.flatnonzero(keep)
+        result.overlap_pairs += hits.size
+        for h_i in hits[: max(0, MAX_LISTED_OVERLAPS - listed)]:
+            result.overlaps.append(
+                Overlap(
+                    inp.manifest.release, _labels_of(inp, classes, int(i[h_i])), _labels_of(inp, classes, int(j[h_i]))
+                )
+            )
+        listed += hits.size
+
+
+def _candidates(inp: ReleaseInputs, classes: _Classes, cuts: _Cuts) -> tuple[IntArray, IntArray]:
+    """Candidates: the (combo, group) pairs whose region holds the combo."""
+    combos, group_nodes, g = inp.combos, classes.nodes, classes.nodes.shape[0]
+    c_nodes = np.empty((combos.counts.size, len(cuts.attrs)), dtype=np.int64)
+    for k, (a, lookup) in enumerate(zip(cuts.attrs, cuts.lookups, strict=True)):
         c_nodes[:, k] = lookup[combos.leaves[:, a]]
     covered = np.flatnonzero((c_nodes >= 0).all(axis=1))
-    both = _row_ids(np.vstack([group_nodes[:, cut_attrs], c_nodes[covered]]), cut_radices)[0]
+    cut_radices = [classes.radices[a] for a in cuts.attrs]
+    both = row_ids(np.vstack([group_nodes[:, cuts.attrs], c_nodes[covered]]), cut_radices)[0]
     g_part, c_part = both[:g], both[g:]
     pair_c: list[IntArray] = []
     pair_g: list[IntArray] = []
-    for ci, gi in _join(c_part, g_part):
+    for ci, gi in equi_join(c_part, g_part):
         combo = covered[ci]
         keep = np.ones(ci.size, dtype=bool)
-        for a in other_attrs:
-            keep &= trees[qis[a]].contains(group_nodes[gi, a], combos.leaves[combo, a])
+        for a in cuts.others:
+            keep &= inp.trees[inp.qis[a]].contains(group_nodes[gi, a], combos.leaves[combo, a])
         pair_c.append(combo[keep])
         pair_g.append(gi[keep])
     pc = np.concatenate(pair_c) if pair_c else np.empty(0, dtype=np.int64)
     pg = np.concatenate(pair_g) if pair_g else np.empty(0, dtype=np.int64)
-    in_region = np.bincount(pg, weights=combos.counts[pc], minlength=g).astype(np.int64)
+    return pc, pg
 
-    short = np.flatnonzero(in_region < records)
-    if short.size:
-        s0 = int(short[0])
-        result.findings.append(
-            f"{where}: {short.size} group(s) hold more records than register individuals in their region, "
-            f"e.g. {labels_of(s0)} with {records[s0]} record(s) and {in_region[s0]} individual(s); "
-            "the register does not cover this release"
-        )
-    presence = m.dilution != "register"
-    present: BoolArray | None = None
-    if snapshot is not None:
-        present = np.zeros(combos.counts.size, dtype=bool)
-        present[snapshot.combo] = True
-    # published-count model: n_j from the register (dilution) or the published records
-    # (presence); under presence, without the snapshot, every register individual of the
-    # region is taken as linked (an upper bound), with it only the present ones
-    n_j = records if presence else np.maximum(in_region, records)
-    linked = pg >= 0 if not presence or present is None else present[pc]
-    published = _history_rows(pc[linked], pg[linked], n_j, n_s)
-    if snapshot is None:
-        return published, None
 
-    # mechanism-aware model: every snapshot record of s in the region counts, published or
-    # not; under presence every present individual of the region is a candidate
-    assert present is not None
+def _mechanism_aware(
+    inp: ReleaseInputs,
+    classes: _Classes,
+    pc: IntArray,
+    pg: IntArray,
+    n_j: IntArray,
+    present: BoolArray,
+    result: AuditResult,
+) -> History:
+    """Mechanism-aware model: every snapshot record of s in the region counts, published or
+    not; under presence every present individual of the region is a candidate."""
+    assert inp.snapshot is not None
+    snapshot, combos, values, where = inp.snapshot, inp.combos, inp.values, inp.where
+    g, n_s = classes.records.size, classes.n_s
+    presence = inp.manifest.dilution is not Dilution.REGISTER
     group_of_combo = np.full(combos.counts.size, -1, dtype=np.int64)
     group_of_combo[pc] = pg  # disjoint regions: at most one group per combo (overlaps are findings)
     rec_group = group_of_combo[snapshot.combo]
@@ -234,15 +311,16 @@ def _audit_release(
     if over.size:
         result.findings.append(
             f"{where}: {over.size} group(s) publish more records of a protected value than the snapshot holds in "
-            f"their region, e.g. {labels_of(int(over[0]))}; this is not the snapshot the release was made from"
+            f"their region, e.g. {_labels_of(inp, classes, int(over[0]))}; this is not the snapshot the release "
+            "was made from"
         )
     present_in = np.bincount(pg[present[pc]], weights=combos.counts[pc[present[pc]]], minlength=g).astype(np.int64)
     n_j_star = present_in if presence else n_j
     linked = present[pc] if presence else pg >= 0
-    return published, _history_rows(pc[linked], pg[linked], n_j_star, n_star)
+    return _history_rows(pc[linked], pg[linked], n_j_star, n_star)
 
 
-def _history_rows(pc: IntArray, pg: IntArray, n_j: IntArray, n_s: IntArray) -> _History:
+def _history_rows(pc: IntArray, pg: IntArray, n_j: IntArray, n_s: IntArray) -> History:
     """History rows: every candidate combo (``pc``, in group ``pg``) x every protected
     value its group holds (``n_s[g, v] > 0``), with the group's n_j and n_{j,s}."""
     g = n_s.shape[0]
@@ -251,10 +329,10 @@ def _history_rows(pc: IntArray, pg: IntArray, n_j: IntArray, n_s: IntArray) -> _
     start = np.cumsum(per_group) - per_group
     rows_c: list[IntArray] = []
     rows_k: list[IntArray] = []
-    for ri, rk in expand_ranges(start[pg], start[pg] + per_group[pg], _JOIN_CHUNK):
+    for ri, rk in expand_ranges(start[pg], start[pg] + per_group[pg], JOIN_CHUNK):
         rows_c.append(pc[ri])
         rows_k.append(rk)
     hc = np.concatenate(rows_c) if rows_c else np.empty(0, dtype=np.int64)
     hk = np.concatenate(rows_k) if rows_k else np.empty(0, dtype=np.int64)
     hg, hv = nz_g[hk].astype(np.int64), nz_v[hk].astype(np.int64)
-    return _History(hc, hv, n_j[hg], n_s[hg, hv].astype(np.int64))
+    return History(hc, hv, n_j[hg], n_s[hg, hv].astype(np.int64))

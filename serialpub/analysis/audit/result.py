@@ -85,7 +85,6 @@ class AuditResult:
         return self.violations == 0 and self.overlap_pairs == 0 and not self.findings
 
 
-
 def format_report(result: AuditResult) -> str:
     """A few lines for the command line: releases, max p against 1/ℓ, violations, overlaps,
     findings and the verdict."""

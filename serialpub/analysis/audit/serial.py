@@ -16,8 +16,8 @@ import numpy.typing as npt
 import pandas as pd
 
 from anonymizer.arrays import expand_ranges, factorize
-from serialpub.analysis.audit.geometry import _JOIN_CHUNK
-from serialpub.analysis.audit.recompute import _History
+from serialpub.analysis.audit.geometry import JOIN_CHUNK
+from serialpub.analysis.audit.recompute import History
 
 IntArray = npt.NDArray[np.int64]
 
@@ -35,7 +35,7 @@ class _SerialCombos:
     local: IntArray
 
 
-class _SerialBuilder:
+class SerialBuilder:
     """Serial combos, built one release at a time (:meth:`add`, then :meth:`done`)."""
 
     def __init__(self) -> None:
@@ -72,16 +72,16 @@ class _SerialBuilder:
         return _SerialCombos(self._ids, self._code, first, counts, self._local)
 
 
-def _to_serial(rows: _History, local: IntArray) -> _History:
+def to_serial(rows: History, local: IntArray) -> History:
     """History rows over one release's combos, as rows over the serial combos that had
     that combo in that release (``local``: the release's column of ``_SerialCombos.local``)."""
     order = np.argsort(local, kind="stable")
     ranked = local[order]
     lo = np.searchsorted(ranked, rows.combo, side="left").astype(np.int64)
     hi = np.searchsorted(ranked, rows.combo, side="right").astype(np.int64)
-    parts = list(expand_ranges(lo, hi, _JOIN_CHUNK))
+    parts = list(expand_ranges(lo, hi, JOIN_CHUNK))
     if not parts:
-        return _History(*(np.empty(0, dtype=np.int64) for _ in range(4)))
+        return History(*(np.empty(0, dtype=np.int64) for _ in range(4)))
     ri = np.concatenate([p[0] for p in parts])
     rk = np.concatenate([p[1] for p in parts])
-    return _History(order[rk], rows.value[ri], rows.n[ri], rows.n_s[ri])
+    return History(order[rk], rows.value[ri], rows.n[ri], rows.n_s[ri])

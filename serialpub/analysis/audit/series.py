@@ -21,12 +21,13 @@ from anonymizer.arrays import factorize
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.intervals import release_hierarchies
 from anonymizer.privacy import exceeds_threshold, survival_factor, survival_products
-from serialpub.analysis.audit.combos import IntArray, _Combos, _register_combos, _snapshot_records
-from serialpub.analysis.audit.geometry import _distinct, _Tree
-from serialpub.analysis.audit.manifest import _Manifest, _parse_manifest, marginal_findings
-from serialpub.analysis.audit.recompute import _audit_release, _History
+from anonymizer.settings import Dilution, Guarantee
+from serialpub.analysis.audit.combos import Combos, IntArray, register_combos, snapshot_records
+from serialpub.analysis.audit.geometry import Tree, distinct_sorted
+from serialpub.analysis.audit.manifest import ParsedManifest, marginal_findings, parse_manifest
+from serialpub.analysis.audit.recompute import History, ReleaseInputs, audit_release
 from serialpub.analysis.audit.result import AuditResult
-from serialpub.analysis.audit.serial import _SerialBuilder, _to_serial
+from serialpub.analysis.audit.serial import SerialBuilder, to_serial
 from serialpub.errors import InputError
 from serialpub.known_breach import RISK, KnownBreach, release_span
 
@@ -78,7 +79,7 @@ def audit_releases(
     hierarchy_sets = [hierarchies] * len(releases) if isinstance(hierarchies, dict) else hierarchies
     if len(registers) != len(releases) or len(hierarchy_sets) != len(releases):
         raise ValueError("register, hierarchies: one per release is needed")
-    parsed = [_parse_manifest(man, str(d / "manifest.json")) for d, man, _ in releases]
+    parsed = [parse_manifest(man, str(d / "manifest.json")) for d, man, _ in releases]
     qis: list[str] = []
     for pm in parsed:
         qis.extend(q for q in pm.quasi_identifiers if q not in qis)
@@ -89,16 +90,16 @@ def audit_releases(
     latest = parsed[-1]
     result = AuditResult(dataset=latest.dataset, releases=[pm.release for pm in parsed], ell=latest.ell)
     _series_notes(parsed, values, result)
-    per_individual = snapshots is not None and any(pm.dilution != "register" for pm in parsed)
+    per_individual = snapshots is not None and any(pm.dilution is not Dilution.REGISTER for pm in parsed)
     if snapshots is not None and len(snapshots) != len(parsed):
         raise ValueError("snapshots: one per release is needed")
 
-    serial = _SerialBuilder()
-    published_local: list[_History] = []
-    mechanism_local: list[_History] = []
-    previous: tuple[object, object, _Combos] | None = None
-    sharing: list[_Manifest] = []  # the releases read with the register of ``previous``
-    tree_of: dict[int, _Tree] = {}  # per hierarchy object (the sets share them)
+    serial = SerialBuilder()
+    published_local: list[History] = []
+    mechanism_local: list[History] = []
+    previous: tuple[object, object, Combos] | None = None
+    sharing: list[ParsedManifest] = []  # the releases read with the register of ``previous``
+    tree_of: dict[int, Tree] = {}  # per hierarchy object (the sets share them)
     for j, ((directory, _, data), pm) in enumerate(zip(releases, parsed, strict=True)):
         reg, hs = registers[j], hierarchy_sets[j]
         missing = [q for q in qis if q not in hs]
@@ -110,25 +111,25 @@ def audit_releases(
         else:
             if previous is not None:
                 result.findings.extend(marginal_findings(previous[0], sharing))
-            combos = _register_combos(reg, id_column, qis, hs, per_individual)
+            combos = register_combos(reg, id_column, qis, hs, per_individual)
             previous, sharing = (reg, hs, combos), []
             serial.add(pd.Index(reg[id_column].astype(str).to_numpy()), combos.combo_of_row)
         sharing.append(pm)
         snap = None
         if snapshots is not None:
             table, where = snapshots[j]
-            snap = _snapshot_records(table, reg, id_column, pm.sensitive, values, combos, where)
+            snap = snapshot_records(table, reg, id_column, pm.sensitive, values, combos, where)
         for q in qis:
             if id(hs[q]) not in tree_of:  # the hierarchy objects live as long as hierarchy_sets
-                tree_of[id(hs[q])] = _Tree.of(hs[q])
+                tree_of[id(hs[q])] = Tree.of(hs[q])
         trees = {q: tree_of[id(hs[q])] for q in qis}
         if pm.numeric:  # its intervals become nodes (anonymizer.intervals; docs/design.md)
             try:
                 extended = release_hierarchies(hs, [q for q in pm.numeric if q in data.columns], data)
             except ValueError as exc:
                 raise InputError(f"{directory / 'manifest.json'}: numeric_quasi_identifiers: {exc}") from None
-            trees |= {q: _Tree.of(extended[q]) for q in pm.numeric if q in data.columns}
-        pub, mech = _audit_release(directory, pm, data, qis, trees, combos, values, result, snap)
+            trees |= {q: Tree.of(extended[q]) for q in pm.numeric if q in data.columns}
+        pub, mech = audit_release(ReleaseInputs(directory, pm, data, qis, trees, combos, values, snap), result)
         published_local.append(pub)
         if mech is not None:
             mechanism_local.append(mech)
@@ -136,12 +137,12 @@ def audit_releases(
     if previous is not None:
         result.findings.extend(marginal_findings(previous[0], sharing))
     combos_all = serial.done()
-    published = [_to_serial(h, combos_all.local[:, j]) for j, h in enumerate(published_local)]
+    published = [to_serial(h, combos_all.local[:, j]) for j, h in enumerate(published_local)]
     pub_summary = _summarize(published, combos_all.counts, values, latest.ell)
     result.published_count_max_p = pub_summary.max_p
     decided = pub_summary
     if snapshots is not None:
-        mechanism = [_to_serial(h, combos_all.local[:, j]) for j, h in enumerate(mechanism_local)]
+        mechanism = [to_serial(h, combos_all.local[:, j]) for j, h in enumerate(mechanism_local)]
         decided = _summarize(mechanism, combos_all.counts, values, latest.ell)
         result.mechanism_max_p = decided.max_p
     else:
@@ -160,7 +161,7 @@ def audit_releases(
     return result
 
 
-def _series_notes(parsed: list[_Manifest], values: list[str], result: AuditResult) -> None:
+def _series_notes(parsed: list[ParsedManifest], values: list[str], result: AuditResult) -> None:
     """Notes and findings about the series as a whole (ℓ, protected values, guarantee,
     datasets, release numbering)."""
     latest = parsed[-1]
@@ -175,7 +176,7 @@ def _series_notes(parsed: list[_Manifest], values: list[str], result: AuditResul
             "the protected values differ across releases; every value protected in any release "
             f"({', '.join(values)}) is counted in every release"
         )
-    localized = [pm.release for pm in parsed if pm.guarantee == "localized"]
+    localized = [pm.release for pm in parsed if pm.guarantee is Guarantee.LOCALIZED]
     if localized:
         result.notes.append(
             f"release(s) {', '.join(map(str, localized))} claim only the localized guarantee; "
@@ -189,7 +190,7 @@ def _series_notes(parsed: list[_Manifest], values: list[str], result: AuditResul
         result.notes.append(
             f"release(s) {release_span(pm.release for pm in breached)} were made under a model with a known "
             f"breach ({'; '.join(RISK[KnownBreach(b)] for b in models)}): the verdict holds only within that "
-            "model (docs/threat-model.md, \"Models with a known breach\")"
+            'model (docs/threat-model.md, "Models with a known breach")'
         )
     datasets = {pm.dataset for pm in parsed}
     if len(datasets) > 1:
@@ -204,9 +205,9 @@ def _series_notes(parsed: list[_Manifest], values: list[str], result: AuditResul
             )
 
 
-def _bound_notes(parsed: list[_Manifest], result: AuditResult) -> None:
+def _bound_notes(parsed: list[ParsedManifest], result: AuditResult) -> None:
     """Without the snapshots: what the published-count figure cannot see."""
-    presence = [pm.release for pm in parsed if pm.dilution != "register"]
+    presence = [pm.release for pm in parsed if pm.dilution is not Dilution.REGISTER]
     suppressed = [pm.release for pm in parsed if pm.suppressed]
     if presence:
         result.upper_bound = (
@@ -240,7 +241,7 @@ class _Summary:
     by_release: list[float]
 
 
-def _summarize(hist: list[_History], counts: IntArray, values: list[str], ell: float) -> _Summary:
+def _summarize(hist: list[History], counts: IntArray, values: list[str], ell: float) -> _Summary:
     """p per (combo, protected value) over the releases' history rows (paper 004, Lemma 4),
     the exact verdict p > 1/ℓ (:func:`anonymizer.privacy.exceeds_threshold`)."""
     combo = np.concatenate([h.combo for h in hist])
@@ -269,12 +270,12 @@ def _summarize(hist: list[_History], counts: IntArray, values: list[str], ell: f
 
     p = 1.0 - survival_products(pair, n, n_s, n_pairs)
     best = int(np.argmax(p))
-    linked = np.bincount(_distinct(pair * len(hist) + release_of) // len(hist), minlength=n_pairs)
+    linked = np.bincount(distinct_sorted(pair * len(hist) + release_of) // len(hist), minlength=n_pairs)
     breach = exceeds_threshold(pair, n, n_s, n_pairs, ell)
     return _Summary(
         max_p=float(p[best]),
         best=(int(pair_combo[best]), int(pair_value[best]), int(linked[best])),
         violations=int(counts[pair_combo[breach]].sum()),
-        violating_individuals=int(counts[_distinct(pair_combo[breach])].sum()),
+        violating_individuals=int(counts[distinct_sorted(pair_combo[breach])].sum()),
         by_release=by_release,
     )
