@@ -71,9 +71,11 @@ class ReleaseContext:
             sensitive domain, protected values or report categories outside the domain.
     """
 
-    def __init__(self, ws: Workspace) -> None:
+    def __init__(self, ws: Workspace, cache_writes: register_cache.Writes | None = None) -> None:
         cfg = ws.config
         self.ws = ws
+        # the register cache entries this context writes beside its releases
+        self.cache_writes = cache_writes if cache_writes is not None else register_cache.Writes()
         self.qis = cfg.quasi_identifiers
         self._stamp = self._input_stamp()
         self._read_hierarchies()
@@ -98,7 +100,10 @@ class ReleaseContext:
         self._register_bytes: bytes | None = None
         self._register_content: bytes | None = None  # read and hashed, not yet parsed
         self._register_check: SuiteResult | None = None
-        # the input checks of the last snapshot checked (workflow.input_checks.check_inputs)
+        # the input checks of the last snapshot checked, with what it was checked as (its
+        # source and suite verdict key; workflow.input_checks.check_inputs): validating a
+        # draft in the context that drafted it does not check its snapshot again
+        self.last_checked: tuple[tuple[object, str], InputChecks] | None = None
         self.store = StateStore(open_engine(ws.database_url))
         # the operator's reason for letting the next release skip periods (--skip-periods);
         # None: a period that skips one is refused (workflow.input_checks.check_period)
@@ -253,7 +258,7 @@ class ReleaseContext:
     @cached_property
     def _cached(self) -> register_cache.Entry | None:
         """This register's cache entry, or None."""
-        entry = register_cache.load(self.ws.root, self._cache_key)
+        entry = register_cache.load(self.ws.root, self._cache_key, self.cache_writes)
         if entry is not None:
             self._register_content = None  # no parsing needed
         return entry
@@ -265,9 +270,11 @@ class ReleaseContext:
             suite = {"suite": check.suite, "success": True, "failures": [], "result": check.result,
                      "sha256": check.sha256}  # fmt: skip
             lookup = self.register.id_lookup
-            # written on a thread of its own while the release goes on (register_cache.save_soon)
-            register_cache.save_soon(self.ws.root, self._cache_key, self.register.ids, self.register.keys, self.qis,
-                                     suite, None if lookup is None else (lookup.hashes, lookup.rows))  # fmt: skip
+            # written on a thread of its own while the release goes on (register_cache.Writes)
+            self.cache_writes.save_soon(
+                self.ws.root, self._cache_key, self.register.ids, self.register.keys, self.qis, suite,
+                None if lookup is None else (lookup.hashes, lookup.rows),
+            )  # fmt: skip
 
     @cached_property
     def register(self) -> Register:
