@@ -45,15 +45,15 @@ def release(
     from serialpub.cli.progress import shown
     from serialpub.config import load_config
     from serialpub.errors import InputError
+    from serialpub.workflow.context import ReleaseRequest
     from serialpub.workflow.publisher import Publisher
 
     ws = load_config(config)
-    publisher = Publisher(ws)
-    if skip_periods is not None:
-        if not skip_periods.strip():
-            raise InputError("--skip-periods needs the reason the periods are skipped; it is recorded")
-        publisher.skip_reason = skip_periods.strip()
-    publisher.allow_repeated_snapshot = allow_repeated_snapshot
+    if skip_periods is not None and not skip_periods.strip():
+        raise InputError("--skip-periods needs the reason the periods are skipped; it is recorded")
+    reason = skip_periods.strip() if skip_periods is not None else None
+    request = ReleaseRequest(skip_reason=reason, allow_repeated_snapshot=allow_repeated_snapshot)
+    publisher = Publisher(ws, request=request)
     if ws.config.sign_off.auto_approve:
         with shown(console):
             outcome = publisher.publish(snapshot, period)

@@ -25,16 +25,16 @@ import pandas as pd
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.intervals import quantile_hierarchy, release_hierarchies
 from anonymizer.release import PrivacyParams
-from anonymizer.settings import Algorithm, Strategy
+from anonymizer.settings import Algorithm
 from checks.gx import SuiteResult
 from checks.input_suites import DatasetColumns, register_suite
 from serialpub.config import Workspace
 from serialpub.errors import InputChecksFailed, InputError
 from serialpub.io import register_cache, release_files, signing, versions
-from serialpub.io.hierarchies import read_domain, read_hierarchies, read_sensitive_hierarchy, spelling_hint
 from serialpub.io.inputs import IdLookup, Register, Snapshot, read_csv, register_from_table
 from serialpub.io.statistics_file import StatisticsFile
 from serialpub.workflow import progress
+from serialpub.workflow.dataset_inputs import input_stamp, read_dataset_inputs
 from state.store import OpenRelease, StateError, StateStore, open_engine, this_process
 
 if TYPE_CHECKING:
@@ -63,34 +63,43 @@ def suite_code() -> list[Path]:
     return [Path(m.__file__ or "") for m in (checks.input_suites, checks.gx, checks.distinct)]
 
 
+@dataclass(frozen=True)
+class ReleaseRequest:
+    """What the operator asked of a run, beside the configuration.
+
+    Attributes:
+        skip_reason: why the next release may skip periods (``--skip-periods``); None: a
+            period that skips one is refused (:func:`serialpub.workflow.input_checks.check_period`).
+        allow_repeated_snapshot: the next release may use a snapshot a published release
+            already used (``--allow-repeated-snapshot``); else refused
+            (:func:`serialpub.workflow.input_checks.check_repeated_snapshot`).
+        preparer: who prepares the next release (recorded as ``prepared_by``; four-eyes
+            compares it with the approver): the Airflow user who triggered the run; None:
+            the OS account.
+    """
+
+    skip_reason: str | None = None
+    allow_repeated_snapshot: bool = False
+    preparer: str | None = None
+
+
 class ReleaseContext:
     """The inputs and the state of one workspace's dataset, as every step reads them.
 
     Raises (when made):
-        InputError: a QI declared numeric whose hierarchy has non-numeric leaves, no
-            sensitive domain, protected values or report categories outside the domain.
+        InputError: as :func:`serialpub.workflow.dataset_inputs.read_dataset_inputs`.
     """
 
-    def __init__(self, ws: Workspace, cache_writes: register_cache.Writes | None = None) -> None:
-        cfg = ws.config
+    def __init__(
+        self, ws: Workspace, cache_writes: register_cache.Writes | None = None, request: ReleaseRequest | None = None
+    ) -> None:
         self.ws = ws
         # the register cache entries this context writes beside its releases
         self.cache_writes = cache_writes if cache_writes is not None else register_cache.Writes()
-        self.qis = cfg.quasi_identifiers
-        self._stamp = self._input_stamp()
-        self._read_hierarchies()
-        self.params = PrivacyParams(
-            ell=cfg.ell,
-            strategy=cfg.strategy,
-            k_prime=cfg.k_prime if cfg.strategy is Strategy.CONSTANT else None,
-            alpha=cfg.alpha if cfg.strategy is Strategy.GEOMETRIC else None,
-            guarantee=cfg.guarantee,
-            suppression_model=cfg.suppression_model,
-            algorithm=cfg.algorithm,
-            after_k_prime=cfg.after_k_prime,
-            partition_model=cfg.effective_partition_model,
-        )
-        self.hierarchy_sources = {q: str(ws.hierarchy_dir / f"{q}.csv") for q in self.qis}
+        self._stamp = input_stamp(ws)
+        #: the dataset's small inputs, frozen; read again when their files change (refresh_inputs)
+        self.inputs = read_dataset_inputs(ws)
+        self._search_hierarchies: dict[tuple[str, tuple[str, ...]], list[Hierarchy]] = {}
         # The register suite runs before the first check of a snapshot, once per context;
         # its result is evidence of every release.
         self._register_table: pd.DataFrame | None = None
@@ -105,44 +114,41 @@ class ReleaseContext:
         # draft in the context that drafted it does not check its snapshot again
         self.last_checked: tuple[tuple[object, str], InputChecks] | None = None
         self.store = StateStore(open_engine(ws.database_url))
-        # the operator's reason for letting the next release skip periods (--skip-periods);
-        # None: a period that skips one is refused (workflow.input_checks.check_period)
-        self.skip_reason: str | None = None
-        # the operator lets the next release use a snapshot a published release already used
-        # (--allow-repeated-snapshot); False: refused (workflow.input_checks.check_repeated_snapshot)
-        self.allow_repeated_snapshot = False
-        # who prepares the next release (recorded as prepared_by; four-eyes compares it with
-        # the approver): the Airflow user who triggered the run, else the OS account
-        self.preparer: str | None = None
+        #: what the operator asked of the releases this context prepares
+        self.request = request if request is not None else ReleaseRequest()
 
-    def _read_hierarchies(self) -> None:
-        """Read the QI hierarchies and the sensitive domain (docs/design.md section 10: they
-        may change between releases)."""
-        ws = self.ws
-        self.hierarchies = read_hierarchies(ws.hierarchy_dir, self.qis)
-        self.numeric = list(ws.config.numeric)
-        for q in self.numeric:
-            if not self.hierarchies[q].numeric:
-                raise InputError(
-                    f"{ws.root / 'serialpub.yaml'}: setting 'numeric' lists {q!r}, but some leaves of "
-                    f"{ws.hierarchy_dir / f'{q}.csv'} are not numbers; remove {q!r} from 'numeric'"
-                )
-        self._search_hierarchies: dict[tuple[str, tuple[str, ...]], list[Hierarchy]] = {}
-        self._read_sensitive_domain()
+    # -- the dataset's inputs (DatasetInputs), by their names ----------------------------
+    @property
+    def qis(self) -> list[str]:
+        return self.inputs.qis
 
-    def _input_stamp(self) -> tuple[object, ...]:
-        """(inode, size, mtime) of the register and the hierarchy folder's files (a SQL
-        register has no stamp that could stay equal: it is read again,
-        :meth:`serialpub.io.sources.InputSource.stamp`)."""
-        stamps: list[object] = [self.ws.register_source.stamp()]
-        for p in sorted(self.ws.hierarchy_dir.glob("*.csv")):
-            try:
-                st = p.stat()
-            except OSError:
-                stamps.append(None)
-                continue
-            stamps.append((st.st_ino, st.st_size, st.st_mtime_ns))
-        return tuple(stamps)
+    @property
+    def hierarchies(self) -> dict[str, Hierarchy]:
+        return self.inputs.hierarchies
+
+    @property
+    def numeric(self) -> list[str]:
+        return self.inputs.numeric
+
+    @property
+    def hierarchy_sources(self) -> dict[str, str]:
+        return self.inputs.hierarchy_sources
+
+    @property
+    def sensitive_hierarchy(self) -> Hierarchy | None:
+        return self.inputs.sensitive_hierarchy
+
+    @property
+    def sensitive_domain(self) -> list[str] | None:
+        return self.inputs.sensitive_domain
+
+    @property
+    def protected(self) -> list[str]:
+        return self.inputs.protected
+
+    @property
+    def params(self) -> PrivacyParams:
+        return self.inputs.params
 
     def refresh_inputs(self) -> None:
         """Forget what was read of the register and the hierarchies if their files changed
@@ -152,57 +158,16 @@ class ReleaseContext:
         Raises:
             InputError: as on construction, for the changed hierarchy files.
         """
-        stamp = self._input_stamp()
+        stamp = input_stamp(self.ws)
         if stamp == self._stamp:
             return
         self._stamp = stamp
-        self._read_hierarchies()
+        self.inputs = read_dataset_inputs(self.ws)
+        self._search_hierarchies = {}
         self._register_table, self._register_check = None, None
         self._register_sha, self._register_bytes, self._register_content = None, None, None
         for name in ("register", "register_leaf_counts", "file_sums", "statistics", "_cache_key", "_cached"):
             self.__dict__.pop(name, None)
-
-    def _read_sensitive_domain(self) -> None:
-        """Set the sensitive hierarchy (if any), the sensitive domain and the protected values."""
-        ws, cfg = self.ws, self.ws.config
-        config_file = ws.root / "serialpub.yaml"
-        sens_path = ws.hierarchy_dir / f"{cfg.sensitive}.csv"
-        self.sensitive_domain: list[str] | None = None
-        self.sensitive_hierarchy: Hierarchy | None = None
-        domain_source = str(sens_path)
-        if sens_path.exists():
-            self.sensitive_hierarchy = read_sensitive_hierarchy(sens_path, cfg.sensitive)
-            self.sensitive_domain = list(self.sensitive_hierarchy.leaves)
-            domain_source = f"leaves of {sens_path}"
-        elif cfg.sensitive_domain_file is not None:
-            domain_path = ws.path(cfg.sensitive_domain_file)
-            self.sensitive_domain = read_domain(domain_path)
-            domain_source = str(domain_path)
-        if self.sensitive_domain is None:
-            # without the domain a value spelled another way ('HIV ' for 'hiv') would pass as
-            # unprotected and be published as it is (docs/threat-model.md)
-            raise InputError(
-                f"{config_file}: protecting values of {cfg.sensitive!r} needs its domain; add "
-                f"{sens_path} (its hierarchy) or set sensitive_domain: to a file with one value per line"
-            )
-        if cfg.protected_values == "all":
-            self.protected = list(self.sensitive_domain)
-        else:
-            self.protected = list(dict.fromkeys(cfg.protected_values))
-            unknown = [v for v in self.protected if v not in self.sensitive_domain]
-            if unknown:
-                hints = ", ".join(f"{v!r}{spelling_hint(v, self.sensitive_domain)}" for v in unknown)
-                raise InputError(
-                    f"{config_file}: setting 'protected_values': {hints} not in the domain of "
-                    f"{cfg.sensitive!r} ({domain_source}); use the domain's spelling"
-                )
-        for name, values in (cfg.report.categories or {}).items():
-            unknown = [v for v in values if v not in self.sensitive_domain]
-            if unknown:
-                raise InputError(
-                    f"{config_file}: report.categories.{name} names {', '.join(map(repr, unknown))}, "
-                    f"not value(s) of {cfg.sensitive!r} (leaves of {sens_path}); fix the category or remove it"
-                )
 
     # -- the register, read on first use -------------------------------------------------
     def _read_register(self) -> None:

@@ -139,15 +139,15 @@ def draft(
         # the account that prepared it: under sign_off.four_eyes it cannot approve it. The
         # rule is the one on now, at drafting: a configuration changed before the sign-off
         # does not apply to this draft (docs/compliance.md, "Who may sign off")
-        "prepared_by": ctx.preparer or identity.os_login(),
+        "prepared_by": ctx.request.preparer or identity.os_login(),
         "four_eyes": cfg.sign_off.four_eyes,
     }
     repeated = [r.seq for r in published if r.params.get("snapshot_sha256") == checked.sha256]
-    if repeated:  # allowed only with ctx.allow_repeated_snapshot (check_repeated_snapshot): kept
+    if repeated:  # allowed only with ctx.request.allow_repeated_snapshot (check_repeated_snapshot): kept
         params["repeats_snapshot_of"] = repeated
     gap = skipped_periods(ctx, period, published)
-    if gap:  # allowed only with ctx.skip_reason (check_period): the decision is kept
-        params |= {"skipped_periods": gap, "skip_reason": ctx.skip_reason}
+    if gap:  # allowed only with ctx.request.skip_reason (check_period): the decision is kept
+        params |= {"skipped_periods": gap, "skip_reason": ctx.request.skip_reason}
     opened = ctx.store.begin_draft(cfg.dataset, period, params, this_process())
     checkpoint("after_draft")
     # the register and hierarchy versions are stored while the release is computed (reading

@@ -46,7 +46,7 @@ def check_period_label(period: str) -> None:
 def check_period(ctx: ReleaseContext, period: str) -> list[PublishedRelease]:
     """The published releases, after checking that ``period`` can come next: written in
     the configured ``period_format``, not published yet, later than the last, and not
-    skipping a period (:func:`skipped_periods`) unless ``ctx.skip_reason`` says why.
+    skipping a period (:func:`skipped_periods`) unless ``ctx.request.skip_reason`` says why.
     ``StateStore.begin_draft`` checks the order again under its lock; this gives the
     user's error before any work.
 
@@ -79,7 +79,7 @@ def check_period(ctx: ReleaseContext, period: str) -> list[PublishedRelease]:
             "releases are published in chronological order"
         )
     gap = skipped_periods(ctx, period, published)
-    if gap and ctx.skip_reason is None:
+    if gap and ctx.request.skip_reason is None:
         shown = ", ".join(gap[:5]) + (f" and {len(gap) - 5} more" if len(gap) > 5 else "")
         raise InputError(
             f"period {period!r} skips {shown} (the last published period is {published[-1].period!r}); publish "
@@ -128,10 +128,10 @@ def check_repeated_snapshot(
     in the draft), e.g. for a population that truly did not change.
 
     Raises:
-        InputError: a repeated snapshot, neither ``allowed`` nor ``ctx.allow_repeated_snapshot``.
+        InputError: a repeated snapshot, neither ``allowed`` nor ``ctx.request.allow_repeated_snapshot``.
     """
     repeated = [r for r in published if r.params.get("snapshot_sha256") == sha]
-    if repeated and not (allowed or ctx.allow_repeated_snapshot):
+    if repeated and not (allowed or ctx.request.allow_repeated_snapshot):
         r = repeated[-1]
         raise InputError(
             f"{label}: this snapshot is byte for byte the one release {r.seq} (period {r.period!r}) published; "

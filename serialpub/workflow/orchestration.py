@@ -28,6 +28,7 @@ from serialpub.config import Workspace, load_config
 from serialpub.errors import InputError
 from serialpub.io.release_files import release_name
 from serialpub.io.sources import InputSource
+from serialpub.workflow.context import ReleaseRequest
 from serialpub.workflow.input_checks import period_of_source
 from serialpub.workflow.publisher import Publisher, reject_release
 from serialpub.workflow.validating import ApprovalFacts
@@ -146,8 +147,7 @@ def anonymize(
     """Draft and stage the release, handed to ``owner`` (the DAG run), not yet validated.
     ``preparer``: the Airflow user who triggered the run (recorded as ``prepared_by``, so
     that under four eyes they cannot approve it); None for scheduled and asset runs."""
-    publisher = Publisher(_workspace(root))
-    publisher.preparer = preparer
+    publisher = Publisher(_workspace(root), request=ReleaseRequest(preparer=preparer))
     current = publisher.store.open_release(publisher.ws.config.dataset)
     if current is not None and current.period == period and current.owner == owner:
         return {"seq": current.seq, "period": period}  # a retry of this run's step: already drafted
