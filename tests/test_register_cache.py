@@ -59,7 +59,7 @@ def test_a_cached_register_is_the_parsed_one_with_the_same_verdict(root: Path) -
     (entry,) = _entries(root)
     _new_process()
     ctx = _publisher(root)
-    cached = ctx._cached
+    cached = ctx.register_reader.cached_entry
     assert cached is not None and cached[2] is not None and cached[2]["success"]
     ws = load_config(root)
     parsed = load_register(ws.register_path, "id", ws.config.quasi_identifiers, ctx.hierarchies)
@@ -108,7 +108,7 @@ def test_an_altered_entry_is_not_used(root: Path) -> None:
     _new_process()
     assert register_cache.load(root, key) is None
     ctx = _publisher(root)
-    assert ctx._cached is None
+    assert ctx.register_reader.cached_entry is None
     ws = load_config(root)
     parsed = load_register(ws.register_path, "id", ws.config.quasi_identifiers, ctx.hierarchies)
     assert np.array_equal(ctx.register.keys.dense(), parsed.keys.dense())
@@ -129,7 +129,7 @@ def test_an_entry_with_inconsistent_codes_is_not_used(root: Path) -> None:
     assert register_cache.intact(entry)  # its digest matches
     assert register_cache.load(root, key) is None
     ctx = _publisher(root)
-    assert ctx._cached is None and np.array_equal(ctx.register.keys.codes, keys.codes)
+    assert ctx.register_reader.cached_entry is None and np.array_equal(ctx.register.keys.codes, keys.codes)
 
 
 def test_an_entry_rewritten_in_place_after_its_load_changes_nothing(root: Path) -> None:

@@ -1,11 +1,13 @@
 """What the steps of one workspace's releases read (docs/design.md section 6).
 
-A :class:`ReleaseContext` reads the configuration's small inputs when it is made (the QI
-hierarchies, the sensitive domain, the protected values, the privacy parameters) and
-opens the state store. The register, its checksums and the statistics file's codec are
-read when a step first needs them: drafting and validating do; approving, publishing and
-closing a release do not (a 5M-person register takes seconds to read, parse and hash on
-every Airflow task).
+A :class:`ReleaseContext` holds three values and the state store: the dataset's small
+inputs, read and frozen when it is made (:class:`~serialpub.workflow.dataset_inputs.DatasetInputs`:
+the QI hierarchies, the sensitive domain, the protected values, the privacy parameters);
+the register's reader (:class:`~serialpub.workflow.register_reader.RegisterReader`), which
+reads, hashes, parses and codes the register when a step first needs it; and the
+operator's :class:`ReleaseRequest` for this run. Drafting and validating read the
+register; approving, publishing and closing a release do not (a 5M-person register takes
+seconds to read, parse and hash on every Airflow task).
 """
 
 from __future__ import annotations
@@ -27,14 +29,15 @@ from anonymizer.intervals import quantile_hierarchy, release_hierarchies
 from anonymizer.release import PrivacyParams
 from anonymizer.settings import Algorithm
 from checks.gx import SuiteResult
-from checks.input_suites import DatasetColumns, register_suite
+from checks.input_suites import DatasetColumns
 from serialpub.config import Workspace
-from serialpub.errors import InputChecksFailed, InputError
-from serialpub.io import register_cache, release_files, signing, versions
-from serialpub.io.inputs import IdLookup, Register, Snapshot, read_csv, register_from_table
+from serialpub.io import register_cache, release_files, signing
+from serialpub.io.inputs import Register, Snapshot
 from serialpub.io.statistics_file import StatisticsFile
-from serialpub.workflow import progress
 from serialpub.workflow.dataset_inputs import input_stamp, read_dataset_inputs
+from serialpub.workflow.register_reader import RegisterReader
+from serialpub.workflow.register_reader import by_file_line as by_file_line  # re-exported: callers read it here
+from serialpub.workflow.register_reader import suite_code as suite_code  # re-exported: callers read it here
 from state.store import OpenRelease, StateError, StateStore, open_engine, this_process
 
 if TYPE_CHECKING:
@@ -51,16 +54,6 @@ class InputChecks:
     snapshot: Snapshot
     sha256: str
     ahead: Future[Any] | None = None
-
-
-def suite_code() -> list[Path]:
-    """The source files of the input suites: every module whose change can change a suite's
-    verdict or evidence (the register cache and the snapshot verdicts are keyed by them)."""
-    import checks.distinct
-    import checks.gx
-    import checks.input_suites
-
-    return [Path(m.__file__ or "") for m in (checks.input_suites, checks.gx, checks.distinct)]
 
 
 @dataclass(frozen=True)
@@ -100,15 +93,7 @@ class ReleaseContext:
         #: the dataset's small inputs, frozen; read again when their files change (refresh_inputs)
         self.inputs = read_dataset_inputs(ws)
         self._search_hierarchies: dict[tuple[str, tuple[str, ...]], list[Hierarchy]] = {}
-        # The register suite runs before the first check of a snapshot, once per context;
-        # its result is evidence of every release.
-        self._register_table: pd.DataFrame | None = None
-        self._register_sha: str | None = None  # of the bytes the register was read from
-        # a Parquet or SQL register's canonical CSV bytes, until its version is kept (a CSV
-        # file is read again for that: it is on disk)
-        self._register_bytes: bytes | None = None
-        self._register_content: bytes | None = None  # read and hashed, not yet parsed
-        self._register_check: SuiteResult | None = None
+        self.register_reader = RegisterReader(ws, self.inputs, self.input_columns, self.cache_writes)
         # the input checks of the last snapshot checked, with what it was checked as (its
         # source and suite verdict key; workflow.input_checks.check_inputs): validating a
         # draft in the context that drafted it does not check its snapshot again
@@ -164,171 +149,32 @@ class ReleaseContext:
         self._stamp = stamp
         self.inputs = read_dataset_inputs(self.ws)
         self._search_hierarchies = {}
-        self._register_table, self._register_check = None, None
-        self._register_sha, self._register_bytes, self._register_content = None, None, None
-        for name in ("register", "register_leaf_counts", "file_sums", "statistics", "_cache_key", "_cached"):
-            self.__dict__.pop(name, None)
+        self.register_reader = RegisterReader(self.ws, self.inputs, self.input_columns, self.cache_writes)
+        self.__dict__.pop("statistics", None)
 
-    # -- the register, read on first use -------------------------------------------------
-    def _read_register(self) -> None:
-        """Hash the register (its canonical CSV form): the manifest names the register the
-        release was computed with, even if the source changes meanwhile. A CSV file is
-        hashed as it is read, not held (3.9 GB for a 50M-person register), and hashed again
-        as it is parsed, if it is (:func:`serialpub.io.inputs.read_csv`); a Parquet or SQL
-        register's canonical bytes are made in memory and kept until parsed or the cache
-        made parsing needless, and until its version is kept."""
-        if self._register_sha is None:
-            with progress.step("reading the register"):
-                source = self.ws.register_source
-                if source.kind == "csv" and source.path is not None:
-                    try:
-                        self._register_sha = release_files.sha256_file(source.path)
-                    except FileNotFoundError:
-                        raise InputError(f"{source.label}: population register file not found") from None
-                    return
-                content = source.read_bytes("population register", self.ws.config.id_column)
-                self._register_sha = versions.sha256_bytes(content)
-                self._register_bytes = self._register_content = content
-
-    def _register_rows(self) -> pd.DataFrame:
-        """The register as parsed, kept until both the register and its suite are built."""
-        if self._register_table is None:
-            self._read_register()
-            content, self._register_content = self._register_content, None
-            source = self.ws.register_source
-            if content is None and source.kind != "csv":  # let go when the cache made parsing needless
-                content = source.read_bytes("population register", self.ws.config.id_column)
-                if versions.sha256_bytes(content) != self._register_sha:
-                    raise InputError(f"{source.label}: the population register changed while it was being read; "
-                                     "run the release again")  # fmt: skip
-            with progress.step("parsing the register"):
-                self._register_table = read_csv(
-                    self.ws.register_source.label, "population register", content, dictionary=self.qis,
-                    sha256=None if content is not None else self._register_sha,
-                )  # fmt: skip
-        return self._register_table
-
-    @cached_property
-    def _cache_key(self) -> str:
-        """The register cache's key for this register, these hierarchies and this suite
-        (:mod:`serialpub.io.register_cache`)."""
-        import great_expectations
-
-        sums = self.file_sums
-        return register_cache.cache_key(
-            sums["register"], self.ws.config.id_column, self.qis, sums["hierarchies"], self.hierarchy_sources,
-            suite_code(), great_expectations.__version__,
-        )  # fmt: skip
-
-    @cached_property
-    def _cached(self) -> register_cache.Entry | None:
-        """This register's cache entry, or None."""
-        entry = register_cache.load(self.ws.root, self._cache_key, self.cache_writes)
-        if entry is not None:
-            self._register_content = None  # no parsing needed
-        return entry
-
-    def _save_cache(self) -> None:
-        """Cache the coded register with its passed suite (once both are built)."""
-        check = self._register_check
-        if "register" in self.__dict__ and check is not None and check.success and self._cached is None:
-            suite = {"suite": check.suite, "success": True, "failures": [], "result": check.result,
-                     "sha256": check.sha256}  # fmt: skip
-            lookup = self.register.id_lookup
-            # written on a thread of its own while the release goes on (register_cache.Writes)
-            self.cache_writes.save_soon(
-                self.ws.root, self._cache_key, self.register.ids, self.register.keys, self.qis, suite,
-                None if lookup is None else (lookup.hashes, lookup.rows),
-            )  # fmt: skip
-
-    @cached_property
+    # -- the register (RegisterReader), read on first use ----------------------------------
+    @property
     def register(self) -> Register:
-        """The population register, integer-coded (read on first use; from the register
-        cache when this version was coded before).
+        """:attr:`RegisterReader.register` (errors)."""
+        return self.register_reader.register
 
-        Raises:
-            InputChecksFailed: the register fails its input suite (every problem named).
-            InputError: the register cannot be read or coded.
-        """
-        if self._cached is not None:
-            with progress.step("coding the register"):
-                lookup = self._cached[3]
-                return Register(ids=self._cached[0], keys=self._cached[1],
-                                lookup=None if lookup is None else IdLookup(*lookup))  # fmt: skip
-        cfg = self.ws.config
-        rows = self._register_rows()
-        try:
-            # the ids' checks are the suite's when it passed on these rows
-            checked = self._register_check is not None and self._register_check.success
-            with progress.step("coding the register"):
-                register = register_from_table(rows, self.ws.register_source.label, cfg.id_column, self.qis,
-                                               self.hierarchies, ids_checked=checked)  # fmt: skip
-        except InputError:
-            self.check_register()  # the suite's report names every problem, not just the first
-            raise
-        if self._register_check is not None:
-            self._register_table = None
-        self.__dict__["register"] = register
-        self._save_cache()
-        return register
-
-    @cached_property
+    @property
     def register_leaf_counts(self) -> dict[str, npt.NDArray[np.int64]]:
-        """Per QI, the register's individuals per leaf id of its declared hierarchy, shape
-        (n_leaves,): the weights of the interval tree of a numeric QI, of the
-        register-weighted query estimator, and the manifest's ``register_marginals``
-        (docs/design.md section 8)."""
-        keys = self.register.keys
-        return {q: keys.column_counts(a, self.hierarchies[q].n_leaves) for a, q in enumerate(self.qis)}
+        """:attr:`RegisterReader.register_leaf_counts`."""
+        return self.register_reader.register_leaf_counts
+
+    @property
+    def file_sums(self) -> dict[str, Any]:
+        """:attr:`RegisterReader.file_sums`."""
+        return self.register_reader.file_sums
 
     def check_register(self) -> SuiteResult:
-        """The register input suite's result (run on first use).
-
-        Raises:
-            InputChecksFailed: naming the register file; one line per failed expectation.
-        """
-        if self._register_check is None and self._cached is not None and self._cached[2] is not None:
-            with progress.step("register suite"):  # passed on this very version before
-                self._register_check = SuiteResult(**self._cached[2])
-        if self._register_check is None:
-            rows = self._register_rows()
-            with progress.step("register suite"):
-                self._register_check = register_suite(by_file_line(rows), self.input_columns, row_label="line")
-            if "register" in self.__dict__:  # built already: the rows are no longer needed
-                self._register_table = None
-            self._save_cache()
-        if not self._register_check.success:
-            raise InputChecksFailed(
-                f"{self.ws.register_source.label}: the population register failed its input checks (suite 'register'); "
-                "nothing was published and the state did not move",
-                self._register_check.failures,
-            )
-        return self._register_check
-
-    @cached_property
-    def file_sums(self) -> dict[str, Any]:
-        """sha256 of the register and of each QI's hierarchy file, as manifests record them."""
-        if self._register_sha is None:
-            self._read_register()
-        return {
-            "register": self._register_sha,
-            "hierarchies": {q: release_files.sha256_file(self.ws.hierarchy_dir / f"{q}.csv") for q in self.qis},
-        }
+        """:meth:`RegisterReader.check` (errors)."""
+        return self.register_reader.check()
 
     def keep_input_versions(self) -> None:
-        """Store the register and hierarchy versions a release of this context uses, named
-        by the sha256 its manifest records (:mod:`serialpub.io.versions`, docs/design.md
-        section 10), so the audit and ``state verify`` find them after the files change.
-
-        Raises:
-            InputError: the register file changed since it was hashed.
-        """
-        sums = self.file_sums
-        kept = versions.RegisterVersions(self.ws.root)
-        kept.keep(self.ws.register_path, sums["register"], self._register_bytes)
-        self._register_bytes = None
-        for q in self.qis:
-            versions.keep_hierarchy(self.ws.root, q, self.ws.hierarchy_dir / f"{q}.csv", sums["hierarchies"][q])
+        """:meth:`RegisterReader.keep_input_versions` (errors)."""
+        self.register_reader.keep_input_versions()
 
     @cached_property
     def signing_key(self) -> Ed25519PrivateKey | None:
@@ -410,9 +256,3 @@ class ReleaseContext:
         reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         self.store.fail(draft.id, reason, this_process())
         self.remove_staging(draft)
-
-
-def by_file_line(table: pd.DataFrame) -> pd.DataFrame:
-    """``table`` indexed by the file line of each row (the header is line 1), so that the
-    input suites' failure lines name file lines."""
-    return table.set_axis(pd.RangeIndex(2, len(table) + 2))

@@ -26,7 +26,8 @@ from serialpub.io.hierarchies import nearest_spelling
 from serialpub.io.inputs import Snapshot, read_csv, snapshot_from_table
 from serialpub.io.sources import InputSource
 from serialpub.workflow import progress
-from serialpub.workflow.context import InputChecks, ReleaseContext, by_file_line
+from serialpub.workflow.context import InputChecks, ReleaseContext
+from serialpub.workflow.register_reader import by_file_line
 from state.store import PublishedRelease
 
 #: what a period label may look like (labels are compared as strings, so they must sort
@@ -231,7 +232,7 @@ def _order_and_key(
     )
     cols = ctx.input_columns
     key = verdict_cache.verdict_key(
-        register=ctx._cache_key, snapshot=sha, order=dataclasses.asdict(order), id_column=cols.id_column,
+        register=ctx.register_reader.cache_key, snapshot=sha, order=dataclasses.asdict(order), id_column=cols.id_column,
         qis=list(cols.qis), sensitive=cols.sensitive,
         domain=None if cols.sensitive_domain is None else sorted(map(str, cols.sensitive_domain)),
     )  # fmt: skip
