@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 import numpy as np
@@ -377,6 +377,14 @@ class IdLookup:
 
     hashes: npt.NDArray[np.uint64]
     rows: npt.NDArray[np.int32] | IntArray
+    #: the last :meth:`find` of Arrow strings, kept by this lookup (its owner, the register,
+    #: lets it go with it): [] or [(its key; a weak reference to the ids, which must still be
+    #: the very object the key's identity names, and the wanted values' Arrow data, kept alive
+    #: so that no other data can take its addresses; the answer)]
+    _kept: list[tuple[tuple[Any, ...], tuple[Any, ...], IntArray | None]] = field(
+        default_factory=list, init=False, repr=False, compare=False
+    )
+    _finding: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 
     @classmethod
     def of(cls, ids: npt.ArrayLike) -> IdLookup | None:
@@ -404,24 +412,24 @@ class IdLookup:
         Python object per id; where both sides are Arrow strings (a
         column as read and the register's ids) they are compared in Arrow, not as objects.
 
-        The last answer for ``wanted`` Arrow strings is kept (:data:`_FIND_KEPT`): the
-        snapshot's coding and its suite's reference-set expectation look up the same column,
-        often at once on two threads."""
+        The last answer for ``wanted`` Arrow strings is kept by the lookup: the snapshot's
+        coding and its suite's reference-set expectation look up the same column, often at
+        once on two threads."""
         key = _find_key(self, ids, wanted)
         if key is None:
             return self._find(ids, wanted)
-        with _FIND_LOCK:  # the second caller waits for the first's answer instead of redoing it
-            global _FIND_KEPT
-            kept = _FIND_KEPT
-            if kept is None or kept[0] != key[0] or kept[1][0]() is not self or kept[1][1]() is not ids:
-                _FIND_KEPT = None  # let the last answer go first
+        with self._finding:  # the second caller waits for the first's answer instead of redoing it
+            kept = self._kept[0] if self._kept else None
+            if kept is None or kept[0] != key[0] or kept[1][0]() is not ids:
+                self._kept.clear()  # let the last answer go first
                 found = self._find(ids, wanted)
                 if found is not None:
                     found.flags.writeable = False
-                # the lookup and the register ids only weakly (they are as large as the register
-                # and must go with it); the column strongly, so that its buffers'
-                # addresses name it for as long as the answer is kept
-                kept = _FIND_KEPT = (key[0], (weakref.ref(self), weakref.ref(ids), key[1]), found)
+                # the register ids only weakly (they are as large as the register and must go
+                # with it); the column strongly, so that its buffers' addresses name it for as
+                # long as the answer is kept
+                kept = (key[0], (weakref.ref(ids), key[1]), found)
+                self._kept.append(kept)
         return None if kept[2] is None else kept[2].copy()
 
     def _find(
@@ -443,14 +451,6 @@ class IdLookup:
         wanted_hit = wanted.take(hit) if isinstance(wanted, pd.Series | pd.Index) else wanted[hit]
         rows[hit[~_same_values(at_hit, wanted_hit)]] = -1
         return rows
-
-
-#: the last :meth:`IdLookup.find` of Arrow strings: (its key; weak references to the lookup
-#: and the ids, which must still be the very objects the key's identities name, and the
-#: wanted values' Arrow data, kept alive so that no other data can take its addresses; the
-#: answer)
-_FIND_KEPT: tuple[tuple[Any, ...], tuple[Any, ...], IntArray | None] | None = None
-_FIND_LOCK = threading.Lock()
 
 
 def _find_key(lookup: IdLookup, ids: Any, wanted: Any) -> tuple[tuple[Any, ...], Any] | None:

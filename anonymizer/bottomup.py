@@ -34,7 +34,6 @@ from anonymizer.search import (
     Generalization,
     Groups,
     InfeasibleError,
-    TableInfeasibleError,
     aggregate,
     encode_rows,
     settle_suppression,
@@ -42,19 +41,7 @@ from anonymizer.search import (
     suppression_need,
 )
 
-# the search's types are defined in anonymizer.search; importers of this module's older
-# names keep working
-__all__ = [
-    "Cells",
-    "Generalization",
-    "Groups",
-    "InfeasibleError",
-    "TableInfeasibleError",
-    "aggregate",
-    "generalize",
-    "settle_suppression",
-    "suppression_need",
-]
+__all__ = ["generalize"]
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]

@@ -217,10 +217,6 @@ class RegisterCells:
         leaves = np.asarray(keys[first], dtype=np.int64).reshape(-1, keys.shape[1])
         return cls(codes, leaves, first, np.bincount(codes, minlength=first.size).astype(np.int64))
 
-
-#: the earlier name, until anonymizer.joint and the import path say RegisterCells
-RegisterCombos = RegisterCells
-
 @dataclass(frozen=True)
 class ReleaseGroups:
     """The groups of one release as published.

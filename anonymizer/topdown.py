@@ -41,7 +41,6 @@ the hierarchies' depths) and QIs.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,6 +48,7 @@ import numpy.typing as npt
 
 from anonymizer.arrays import expand_csr, factorize
 from anonymizer.hierarchy import Hierarchy
+from anonymizer.overlap import Overlap
 from anonymizer.part_counts import RegionCounts, ValueCounts, all_per_row, meets
 from anonymizer.search import (
     Cells,
@@ -313,9 +313,7 @@ def partition(
         root_counts = cells.counts.sum(axis=0, keepdims=True)
         root_req = cells.requirement.max(axis=0, keepdims=True) if cells.requirement.size else cells.requirement[:1]
         open_valid = _meets(np.array([n.sum()], dtype=np.int64), root_counts, root_req)
-    # a pool per search, not per process: a forked process (an Airflow task) would inherit a
-    # module-level pool's bookkeeping without its threads
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="serialpub-split") as splitters:
+    with Overlap(2, "serialpub-split") as splitters:
         while open_cells.size:
             n_open = open_nodes.shape[0]
             sub = _OpenCells(leaves[open_cells], n[open_cells], cells.records[open_cells], open_values)
@@ -323,12 +321,12 @@ def partition(
             forced = not open_valid.all()
             # the QIs' splits are independent array work (numpy releases the GIL in it): two at a
             # time on the machine's cores; the list keeps the QI order, so the result is the same.
-            # (list() consumes the map before the loop's variables change: B023 does not apply)
-            splits = list(splitters.map(
+            # (map() returns a list before the loop's variables change: B023 does not apply)
+            splits = splitters.map(
                 lambda a: _split(a, trees[a], region_of_cell, n_open, open_nodes[:, a], sub, presence, rule,  # noqa: B023
                                  forced, region_counts),  # noqa: B023
                 range(d),
-            ))  # fmt: skip
+            )  # fmt: skip
             # choose per region: the best admissible split; an invalid region takes the least need
             admissible = np.stack([s.admissible for s in splits], axis=1)  # (R, d)
             splittable = np.stack([s.splittable for s in splits], axis=1)

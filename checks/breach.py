@@ -41,7 +41,7 @@ FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
 #: Columns of the breach table, in order (per unit: and ``weight``).
-BREACH_COLUMNS = ["individual", "value", "p", "n_j", "n_s", "group", "exceeds"]
+BREACH_COLUMNS = ("individual", "value", "p", "n_j", "n_s", "group", "exceeds")
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,8 @@ line that they were copied from; any other version keeps its own code (:data:`AP
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import great_expectations as gx
@@ -73,15 +75,15 @@ def _get_runtime_kwargs(self: Expectation, runtime_configuration: dict[str, Any]
     return runtime_kwargs
 
 
-_PATCHED = {
+_PATCHED: Mapping[str, Any] = MappingProxyType({
     "_get_success_kwarg": _get_success_kwarg,
     "_get_domain_kwargs": _get_domain_kwargs,
     "_get_success_kwargs": _get_success_kwargs,
     "_get_runtime_kwargs": _get_runtime_kwargs,
-}
+})
 
 #: GX's own methods, for the tests that compare both
-ORIGINAL = {name: getattr(Expectation, name) for name in _PATCHED}
+ORIGINAL: Mapping[str, Any] = MappingProxyType({name: getattr(Expectation, name) for name in _PATCHED})
 
 #: whether the installed GX got the methods above
 APPLIED = gx.__version__.startswith(_VERSIONS)

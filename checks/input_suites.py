@@ -1,5 +1,5 @@
 """Input suites: the Great Expectations form of the checks on the population register and
-on a snapshot, run before anonymization (issue 5, part 1).
+on a snapshot, run before anonymization (docs/validation.md).
 
 Both suites run through :func:`checks.distinct.run_suite_on_distinct_values` (the
 expectations on QI and sensitive values checked on each column's distinct values, the rest
@@ -18,9 +18,9 @@ Three custom expectations are defined here:
 - :class:`ExpectColumnValuesToBeInReferenceSet`: membership of a column's values in a large
   set (the register's 5,000,000 ids) that is *not* copied into the expectation's
   configuration. The built-in ``ExpectColumnValuesToBeInSet`` stores the whole set in its
-  kwargs (validated by pydantic, serialized into the result): on 1,000,000 rows against
-  5,000,000 ids it did not finish within 10 minutes. The custom one holds a fingerprint
-  (name, size, order-independent hash) and looks the set up in a process-local registry for
+  kwargs (validated by pydantic, serialized into the result), which does not scale to a
+  register's ids (docs/validation.md). The custom one holds a fingerprint
+  (name, size, order-independent hash) and looks the set up in a context variable set for
   the duration of the run; the check itself is a hash lookup (``Index.get_indexer``).
 - :class:`ExpectPeriodToFollow`: a table-level expectation that the snapshot's period label
   sorts after the last published one (the pipeline's rule: plain string order).
@@ -31,10 +31,9 @@ Three custom expectations are defined here:
 from __future__ import annotations
 
 import math
-import threading
-import weakref
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -67,16 +66,11 @@ __all__ = [
 # ---------------------------------------------------------------------------------------
 # membership in a large reference set (the population register's ids)
 
-_REFERENCES: dict[str, pd.Index] = {}
-#: the reference sets' hash lookups, where the caller has one (the register cache keeps it)
-_LOOKUPS: dict[str, IdLookup] = {}
-_REFERENCE_USERS: dict[str, int] = {}
-_REFERENCES_LOCK = threading.Lock()
-
-
-#: fingerprints already computed, per Index object (an Index is immutable): hashing 5M ids
-#: takes 0.6 s, and a process publishing several releases checks each against the same ids
-_FINGERPRINTS: dict[int, tuple[weakref.ref[pd.Index], int]] = {}
+#: the reference sets of the suite being run in this context, by key, each with its hash
+#: lookup where the caller has one (the register cache keeps it): set by the suite for the
+#: extent of its run (:func:`_registered`), so a run's sets are the caller's arguments, not
+#: process state, and go with the run
+_REFERENCES: ContextVar[Mapping[str, tuple[pd.Index, IdLookup | None]]] = ContextVar("serialpub_references")
 
 
 def reference_key(name: str, values: pd.Index, hashes: npt.NDArray[np.uint64] | None = None) -> str:
@@ -84,12 +78,7 @@ def reference_key(name: str, values: pd.Index, hashes: npt.NDArray[np.uint64] | 
     and the sum (mod 2**64) of pandas' fixed-key hashes of its values as text
     (:func:`anonymizer.arrays.id_hashes`). ``hashes``: those hashes when the caller has them
     (an :class:`~anonymizer.arrays.IdLookup` holds them, in another order)."""
-    slot = id(values)
-    known = _FINGERPRINTS.get(slot)
-    if known is not None and known[0]() is values:
-        return f"{name} ({len(values)} ids, fingerprint {known[1]:016x})"
     fingerprint = _fingerprint(values) if hashes is None else int(hashes.sum(dtype=np.uint64))
-    _FINGERPRINTS[slot] = (weakref.ref(values, lambda _: _FINGERPRINTS.pop(slot, None)), fingerprint)
     return f"{name} ({len(values)} ids, fingerprint {fingerprint:016x})"
 
 
@@ -102,19 +91,11 @@ def _fingerprint(values: pd.Index) -> int:
 
 @contextmanager
 def _registered(key: str, values: pd.Index, lookup: IdLookup | None = None) -> Iterator[None]:
-    with _REFERENCES_LOCK:
-        _REFERENCES[key] = values
-        if lookup is not None:
-            _LOOKUPS[key] = lookup
-        _REFERENCE_USERS[key] = _REFERENCE_USERS.get(key, 0) + 1
+    token = _REFERENCES.set({**_REFERENCES.get({}), key: (values, lookup)})
     try:
         yield
     finally:
-        with _REFERENCES_LOCK:
-            _REFERENCE_USERS[key] -= 1
-            if not _REFERENCE_USERS[key]:
-                del _REFERENCE_USERS[key], _REFERENCES[key]
-                _LOOKUPS.pop(key, None)
+        _REFERENCES.reset(token)
 
 
 class ColumnValuesInReferenceSet(ColumnMapMetricProvider):
@@ -126,12 +107,11 @@ class ColumnValuesInReferenceSet(ColumnMapMetricProvider):
     @column_condition_partial(engine=PandasExecutionEngine)
     def _pandas(cls, column: pd.Series, reference: str, **kwargs: Any) -> Any:
         try:
-            values = _REFERENCES[reference]
+            values, lookup = _REFERENCES.get({})[reference]
         except KeyError:
             raise ValueError(f"reference set {reference!r} is not registered for this run") from None
         if values.empty:
             return np.zeros(len(column), dtype=bool)
-        lookup = _LOOKUPS.get(reference)
         rows = None if lookup is None else lookup.find(values, column)  # Arrow strings compared in Arrow
         if rows is not None:
             return pd.Series(rows >= 0, index=column.index)
@@ -425,7 +405,7 @@ def snapshot_suite(
         )
     ids = register_ids if isinstance(register_ids, pd.Index) else pd.Index(list(register_ids))
     # a lookup of these very ids proves them unique (its hashes are distinct): pandas' check
-    # would build the hash table of 5M ids that the lookup exists to avoid (2.8 s)
+    # would build again the hash table of every id that the lookup exists to avoid
     with_lookup = id_lookup is not None and ids is register_ids and len(id_lookup.hashes) == len(ids)
     if not with_lookup and not ids.is_unique:
         ids = ids.unique()

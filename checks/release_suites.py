@@ -26,6 +26,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 import great_expectations.expectations as gxe
@@ -46,15 +47,15 @@ from checks.expectations import (
 from checks.gx import SuiteResult, run_suite
 
 #: Utility figure -> threshold key of ``thresholds``.
-UTILITY_THRESHOLDS = {
+UTILITY_THRESHOLDS: Mapping[str, str] = MappingProxyType({
     "suppression_rate": "max_suppression_rate",
     "query_error": "max_query_error",
     "avg_group_size": "max_avg_group_size",
     "max_group_size": "max_group_size",
-}
+})
 #: Utility figure -> threshold key of a lower bound (the release's gain over the
 #: histogram-only baseline, docs/configuration.md).
-UTILITY_MINIMA = {"query_gain": "min_gain"}
+UTILITY_MINIMA: Mapping[str, str] = MappingProxyType({"query_gain": "min_gain"})
 
 
 def contract_expectations(

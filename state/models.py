@@ -9,23 +9,40 @@ indexes, so two racing processes cannot both proceed whatever the code does.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
+from enum import StrEnum
+from types import MappingProxyType
 from typing import Any
 
 from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Integer, LargeBinary, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-OPEN_STATUSES = ("draft", "validated", "approved")
-FINAL_STATUSES = ("published", "rejected", "failed")
-#: allowed status changes; "validated" and "approved" are the validation and sign-off steps
-TRANSITIONS: dict[str, tuple[str, ...]] = {
-    "draft": ("validated", "published", "rejected", "failed"),
-    "validated": ("approved", "published", "rejected", "failed"),
-    "approved": ("published", "rejected", "failed"),
-    "published": (),
-    "rejected": (),
-    "failed": (),
-}
+
+class ReleaseStatus(StrEnum):
+    """Where a release row stands (:data:`TRANSITIONS`); stored as its value."""
+
+    DRAFT = "draft"
+    VALIDATED = "validated"
+    APPROVED = "approved"
+    PUBLISHED = "published"
+    REJECTED = "rejected"
+    FAILED = "failed"
+
+
+OPEN_STATUSES = (ReleaseStatus.DRAFT, ReleaseStatus.VALIDATED, ReleaseStatus.APPROVED)
+FINAL_STATUSES = (ReleaseStatus.PUBLISHED, ReleaseStatus.REJECTED, ReleaseStatus.FAILED)
+#: allowed status changes; validated and approved are the validation and sign-off steps
+TRANSITIONS: Mapping[str, tuple[ReleaseStatus, ...]] = MappingProxyType({
+    ReleaseStatus.DRAFT: (ReleaseStatus.VALIDATED, ReleaseStatus.PUBLISHED, ReleaseStatus.REJECTED,
+                          ReleaseStatus.FAILED),
+    ReleaseStatus.VALIDATED: (ReleaseStatus.APPROVED, ReleaseStatus.PUBLISHED, ReleaseStatus.REJECTED,
+                              ReleaseStatus.FAILED),
+    ReleaseStatus.APPROVED: (ReleaseStatus.PUBLISHED, ReleaseStatus.REJECTED, ReleaseStatus.FAILED),
+    ReleaseStatus.PUBLISHED: (),
+    ReleaseStatus.REJECTED: (),
+    ReleaseStatus.FAILED: (),
+})  # fmt: skip
 
 
 class Base(DeclarativeBase):

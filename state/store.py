@@ -37,12 +37,15 @@ from state.models import (
     Dataset,
     Release,
     ReleaseGroup,
+    ReleaseStatus,
     SignOff,
     Statistics,
     ValidationResult,
 )
 
-__all__ = ["OpenRelease", "PublishedRelease", "StateError", "StateStore", "open_engine", "this_process"]
+__all__ = [
+    "OpenRelease", "PublishedRelease", "ReleaseStatus", "StateError", "StateStore", "open_engine", "this_process",
+]  # fmt: skip
 
 
 def this_process() -> str:
@@ -119,7 +122,7 @@ class OpenRelease:
     id: int
     seq: int
     period: str
-    status: str
+    status: ReleaseStatus
     owner: str
     staging: str | None
     created: datetime
@@ -154,7 +157,9 @@ class StateStore:
             if ds is None:
                 return []
             rows = s.scalars(
-                select(Release).where(Release.dataset_id == ds.id, Release.status == "published").order_by(Release.seq)
+                select(Release)
+                .where(Release.dataset_id == ds.id, Release.status == ReleaseStatus.PUBLISHED)
+                .order_by(Release.seq)
             ).all()
             return [
                 PublishedRelease(
@@ -175,8 +180,9 @@ class StateStore:
             if r is None:
                 return None
             return OpenRelease(
-                r.id, r.seq, r.period, r.status, r.owner, r.staging, r.created, dict(r.params or {}), r.data_sha256
-            )
+                r.id, r.seq, r.period, ReleaseStatus(r.status), r.owner, r.staging, r.created, dict(r.params or {}),
+                r.data_sha256,
+            )  # fmt: skip
 
     def latest_statistics(self, dataset: str) -> tuple[pa.Table, pa.Table] | None:
         """The statistics file (members, classes) after the newest published release, or
@@ -203,7 +209,7 @@ class StateStore:
             newest = (
                 select(Statistics.release_id, Statistics.sha256)
                 .join(Release, Release.id == Statistics.release_id)
-                .where(Release.dataset_id == ds.id, Release.status == "published")
+                .where(Release.dataset_id == ds.id, Release.status == ReleaseStatus.PUBLISHED)
                 .order_by(Release.seq.desc())
                 .limit(1)
             )
@@ -253,7 +259,7 @@ class StateStore:
                 if current is not None:
                     raise StateError(_busy_message(dataset, current))
                 last = s.scalar(
-                    select(Release).where(Release.dataset_id == ds.id, Release.status == "published")
+                    select(Release).where(Release.dataset_id == ds.id, Release.status == ReleaseStatus.PUBLISHED)
                     .order_by(Release.seq.desc()).limit(1)
                 )
                 if last is not None and period <= last.period:
@@ -263,7 +269,7 @@ class StateStore:
                     )
                 seq = (last.seq if last else 0) + 1
                 rel = Release(
-                    dataset_id=ds.id, seq=seq, period=period, status="draft", owner=owner, imported=False,
+                    dataset_id=ds.id, seq=seq, period=period, status=ReleaseStatus.DRAFT, owner=owner, imported=False,
                     params=params, created=now, updated=now,
                 )
                 s.add(rel)
@@ -272,7 +278,7 @@ class StateStore:
                 # a prepared_by rewritten in the row no longer agrees with it
                 self._log(s, dataset, seq, owner, "draft", period=period, prepared_by=params.get("prepared_by"),
                           four_eyes=params.get("four_eyes"))  # fmt: skip
-                return OpenRelease(rel.id, seq, period, "draft", owner, None, now)
+                return OpenRelease(rel.id, seq, period, ReleaseStatus.DRAFT, owner, None, now)
         except IntegrityError:
             # the partial unique index caught a race the lock did not (it should not happen)
             current_open = self.open_release(dataset)
@@ -298,7 +304,7 @@ class StateStore:
             s.execute(update(Release).where(Release.id == release_id).values(staging=staging,
                                                                               updated=datetime.now(UTC)))
 
-    def _transition(self, s: Session, release_id: int, to: str) -> Release:
+    def _transition(self, s: Session, release_id: int, to: ReleaseStatus) -> Release:
         rel = s.get(Release, release_id, with_for_update=True)
         if rel is None:
             raise StateError(f"no release with id {release_id}")
@@ -320,7 +326,7 @@ class StateStore:
         """Mark an open release published and store the statistics after it, in one
         transaction (step 2 of serialpub.io.release_files' publication order)."""
         with Session(self.engine) as s, s.begin():
-            rel = self._transition(s, release_id, "published")
+            rel = self._transition(s, release_id, ReleaseStatus.PUBLISHED)
             dataset = s.get(Dataset, rel.dataset_id)
             assert dataset is not None
             _store_figures(s, rel, summary, groups, stats)
@@ -379,12 +385,12 @@ class StateStore:
         """
         with Session(self.engine) as s, s.begin():
             rel = s.get(Release, release_id, with_for_update=True)
-            if rel is None or rel.status != "approved":
+            if rel is None or rel.status != ReleaseStatus.APPROVED:
                 status = "missing" if rel is None else rel.status
                 raise StateError(f"release row {release_id} is {status}; only an approved release is published")
             if s.get(Statistics, rel.id) is None:
                 raise StateError(f"release {rel.seq} has no staged statistics; prepare it again")
-            self._transition(s, release_id, "published")
+            self._transition(s, release_id, ReleaseStatus.PUBLISHED)
             dataset = s.get(Dataset, rel.dataset_id)
             assert dataset is not None
             rel.manifest_sha256 = manifest_sha256
@@ -411,12 +417,12 @@ class StateStore:
             rel = self._open(s, dataset, seq, "approve")
             earlier = s.scalars(select(SignOff).where(SignOff.release_id == rel.id, SignOff.decision == "approved")
                                 .order_by(SignOff.id)).all()  # fmt: skip
-            if rel.status == "approved":
+            if rel.status == ReleaseStatus.APPROVED:
                 assert earlier
                 if (earlier[-1].approver, earlier[-1].comment) != (approver, comment):
                     raise StateError(approved_already(dataset, seq, earlier[-1].approver))
                 return _sign_off_record(earlier[-1])
-            if rel.status != "validated":
+            if rel.status != ReleaseStatus.VALIDATED:
                 raise StateError(
                     f"release {seq} of {dataset!r} is {rel.status}; only a validated release can be approved"
                 )
@@ -426,7 +432,7 @@ class StateStore:
                     f"approvers (sign_off.required_approvals), {len(earlier)} so far"
                 )
             if len(earlier) + 1 >= required:
-                self._transition(s, rel.id, "approved")
+                self._transition(s, rel.id, ReleaseStatus.APPROVED)
             row = SignOff(release_id=rel.id, approver=approver, decision="approved", comment=comment,
                           report_sha256=report_sha256, decided_at=datetime.now(UTC))
             s.add(row)
@@ -507,7 +513,7 @@ class StateStore:
         passed = all(ok for _, ok, _, _ in results)
         now = datetime.now(UTC)
         with Session(self.engine) as s, s.begin():
-            rel = self._transition(s, release_id, "validated" if passed else "failed")
+            rel = self._transition(s, release_id, ReleaseStatus.VALIDATED if passed else ReleaseStatus.FAILED)
             if not passed:
                 self._drop_staged(s, rel.id)
             dataset = s.get(Dataset, rel.dataset_id)
@@ -538,7 +544,7 @@ class StateStore:
     def fail(self, release_id: int, reason: str, actor: str) -> None:
         """Close an open release as failed (nothing of it counts)."""
         with Session(self.engine) as s, s.begin():
-            rel = self._transition(s, release_id, "failed")
+            rel = self._transition(s, release_id, ReleaseStatus.FAILED)
             self._drop_staged(s, rel.id)
             dataset = s.get(Dataset, rel.dataset_id)
             assert dataset is not None
@@ -552,13 +558,13 @@ class StateStore:
         """
         with Session(self.engine) as s, s.begin():
             rel = self._open(s, dataset, seq, "reject")
-            self._transition(s, rel.id, "rejected")
+            self._transition(s, rel.id, ReleaseStatus.REJECTED)
             self._drop_staged(s, rel.id)
             now = datetime.now(UTC)
             s.add(SignOff(release_id=rel.id, approver=approver, decision="rejected", comment=comment,
                           report_sha256=report_sha256, decided_at=now))
             self._log(s, dataset, seq, approver, "rejected", comment=comment)
-            return OpenRelease(rel.id, rel.seq, rel.period, "rejected", rel.owner, rel.staging, rel.created)
+            return OpenRelease(rel.id, rel.seq, rel.period, ReleaseStatus.REJECTED, rel.owner, rel.staging, rel.created)
 
 
 def _store_figures(

@@ -19,19 +19,6 @@ import pytest
 from serialpub.datasets import adult
 
 
-@pytest.fixture(autouse=True)
-def _as_a_new_process() -> None:
-    """Each test starts as a fresh process would: without the register cache entry and the
-    checked snapshot a process keeps for its next contexts (imported here, not at collection,
-    so that tests of the anonymizer alone do not load the pipeline)."""
-    import sys
-
-    if "serialpub.workflow.input_checks" in sys.modules:
-        sys.modules["serialpub.workflow.input_checks"].forget_checked()
-    if "serialpub.io.register_cache" in sys.modules:
-        sys.modules["serialpub.io.register_cache"].forget()
-
-
 @pytest.fixture(scope="session")
 def adult_table() -> pd.DataFrame:
     """The cleaned Adult table. Tests must not modify it (copy first)."""

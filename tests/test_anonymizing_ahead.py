@@ -14,7 +14,7 @@ from helpers import make_workspace, snapshot, state_of
 from serialpub.config import load_config
 from serialpub.errors import InputChecksFailed
 from serialpub.workflow import anonymizing, drafting
-from serialpub.workflow.input_checks import check_inputs, forget_checked
+from serialpub.workflow.input_checks import check_inputs
 from serialpub.workflow.publisher import Publisher
 from state.store import OpenRelease
 
@@ -46,7 +46,6 @@ def test_releases_are_the_same_with_and_without_anonymizing_ahead(
     assert taken == [True, True, True]  # every draft took the result computed beside its suite
     assert tables == [True, True, True]  # and its release table, built on the same thread
 
-    forget_checked()
     monkeypatch.setattr(anonymizing, "ahead", lambda *args: None)  # every draft computes its own
     taken.clear()
     plain = _series(make_workspace(tmp_path / "plain", seed=3))

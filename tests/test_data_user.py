@@ -162,12 +162,13 @@ def test_the_sign_off_prompt_and_the_demo_table_lead_with_the_joint_figure() -> 
     from serialpub.cli.app import outcome_table
     from serialpub.workflow.orchestration import _query_line
 
-    line = _query_line({"register_joint_error": 0.27, "histogram_baseline_error": 0.32, "average_relative_error": 7.67})
+    def facts(joint: float | None, base: float | None, u: float) -> Any:  # the three figures it reads
+        return SimpleNamespace(register_joint_error=joint, histogram_baseline_error=base, average_relative_error=u)
+
+    line = _query_line(facts(0.27, 0.32, 7.67))
     assert line.startswith("Average relative query error: 0.270 as a data user reads it (register-joint)")
     assert "gives 0.320, so this release gains +0.050" in line and "Paper 001's uniform estimator: 7.670" in line
-    older = _query_line(
-        {"register_joint_error": None, "histogram_baseline_error": None, "average_relative_error": 7.67}
-    )
+    older = _query_line(facts(None, None, 7.67))
     assert older == "Average relative query error (paper 001's uniform estimator): 7.670."
 
     outcome = SimpleNamespace(

@@ -26,31 +26,40 @@ def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return make_workspace(tmp_path / "ws")
 
 
+#: the register cache entries the tests' contexts write, each on a thread of its own
+#: (register_cache.Writes): a test reads the folder once they are written
+WRITES = register_cache.Writes()
+
+
+def _publisher(root: Path) -> Publisher:
+    return Publisher(load_config(root), WRITES)
+
+
 def _new_process() -> None:
-    """What a fresh process would start with: nothing kept from this one's contexts."""
-    register_cache.forget()
-    input_checks.forget_checked()
+    """What a fresh process would start with: the entries this one writes are written (a
+    context keeps nothing for another)."""
+    WRITES.wait()
 
 
 def _entries(root: Path) -> list[Path]:
-    register_cache.wait()  # written on a thread of their own (register_cache.save_soon)
+    WRITES.wait()
     return sorted((root / register_cache.CACHE_DIR).glob("register-*.arrow"))
 
 
 def _suite_sha(root: Path) -> str:
     """The register suite's evidence checksum as a fresh process gets it."""
     _new_process()
-    return Publisher(load_config(root)).check_register().sha256
+    return _publisher(root).check_register().sha256
 
 
 def test_a_cached_register_is_the_parsed_one_with_the_same_verdict(root: Path) -> None:
-    first = Publisher(load_config(root))
+    first = _publisher(root)
     first.publish(snapshot(root, 1))
     ran = first.check_register().sha256  # the suite ran in this process
     (entry,) = _entries(root)
     _new_process()
-    ctx = Publisher(load_config(root))
-    cached = ctx._cached
+    ctx = _publisher(root)
+    cached = ctx.register_reader.cached_entry
     assert cached is not None and cached[2] is not None and cached[2]["success"]
     ws = load_config(root)
     parsed = load_register(ws.register_path, "id", ws.config.quasi_identifiers, ctx.hierarchies)
@@ -67,18 +76,18 @@ def test_a_cached_register_is_the_parsed_one_with_the_same_verdict(root: Path) -
 
 
 def test_a_changed_register_or_hierarchy_is_never_read_from_the_cache(root: Path) -> None:
-    Publisher(load_config(root)).publish(snapshot(root, 1))
+    _publisher(root).publish(snapshot(root, 1))
     (first,) = _entries(root)
     register = root / "register.csv"
     _, sex, zipcode, age = register.read_text().splitlines()[1].split(",")
     register.write_text(register.read_text() + f"p999,X,{zipcode},{age}\n")  # 'X' is no leaf of sex
     with pytest.raises(InputChecksFailed, match="population register failed its input checks"):
-        Publisher(load_config(root)).publish(snapshot(root, 2))
+        _publisher(root).publish(snapshot(root, 2))
     assert _entries(root) == [first]  # a failed suite is not cached
     register.write_text(register.read_text().replace("p999,X,", f"p999,{sex},"))
     hierarchy = root / "hierarchies" / "age.csv"
     hierarchy.write_text(hierarchy.read_text().replace("[20, 24]", "[20-24]"))
-    Publisher(load_config(root)).publish(snapshot(root, 2))
+    _publisher(root).publish(snapshot(root, 2))
     (second,) = _entries(root)
     assert second != first  # a new key; the old entry is gone
 
@@ -86,7 +95,7 @@ def test_a_changed_register_or_hierarchy_is_never_read_from_the_cache(root: Path
 def test_an_altered_entry_is_not_used(root: Path) -> None:
     """Codes changed in the entry (a disk error, an edit) do not reach the anonymizer: the
     entry fails its digest and the register is parsed again."""
-    Publisher(load_config(root)).publish(snapshot(root, 1))
+    _publisher(root).publish(snapshot(root, 1))
     (entry,) = _entries(root)
     key = entry.stem.removeprefix("register-")
     ids, keys, suite, _ = register_cache.load(root, key)  # type: ignore[misc]
@@ -98,8 +107,8 @@ def test_an_altered_entry_is_not_used(root: Path) -> None:
     entry.with_suffix(".sha256").write_text(digest)  # the entry edited, its digest not
     _new_process()
     assert register_cache.load(root, key) is None
-    ctx = Publisher(load_config(root))
-    assert ctx._cached is None
+    ctx = _publisher(root)
+    assert ctx.register_reader.cached_entry is None
     ws = load_config(root)
     parsed = load_register(ws.register_path, "id", ws.config.quasi_identifiers, ctx.hierarchies)
     assert np.array_equal(ctx.register.keys.dense(), parsed.keys.dense())
@@ -108,7 +117,7 @@ def test_an_altered_entry_is_not_used(root: Path) -> None:
 def test_an_entry_with_inconsistent_codes_is_not_used(root: Path) -> None:
     """An entry whose digest matches but whose coded rows break their invariants (written by
     a faulty build, say) is not used either: a load checks the codes against the table."""
-    Publisher(load_config(root)).publish(snapshot(root, 1))
+    _publisher(root).publish(snapshot(root, 1))
     (entry,) = _entries(root)
     key = entry.stem.removeprefix("register-")
     ids, keys, suite, _ = register_cache.load(root, key)  # type: ignore[misc]
@@ -119,8 +128,8 @@ def test_an_entry_with_inconsistent_codes_is_not_used(root: Path) -> None:
     _new_process()
     assert register_cache.intact(entry)  # its digest matches
     assert register_cache.load(root, key) is None
-    ctx = Publisher(load_config(root))
-    assert ctx._cached is None and np.array_equal(ctx.register.keys.codes, keys.codes)
+    ctx = _publisher(root)
+    assert ctx.register_reader.cached_entry is None and np.array_equal(ctx.register.keys.codes, keys.codes)
 
 
 def test_an_entry_rewritten_in_place_after_its_load_changes_nothing(root: Path) -> None:
@@ -129,7 +138,7 @@ def test_an_entry_rewritten_in_place_after_its_load_changes_nothing(root: Path) 
     leaf ids a release computes with nor their grouping."""
     from anonymizer.arrays import factorize_rows
 
-    Publisher(load_config(root)).publish(snapshot(root, 1))
+    _publisher(root).publish(snapshot(root, 1))
     (entry,) = _entries(root)
     _new_process()
     _, keys, _, _ = register_cache.load(root, entry.stem.removeprefix("register-"))  # type: ignore[misc]
@@ -148,13 +157,13 @@ def test_an_entry_rewritten_in_place_after_its_load_changes_nothing(root: Path) 
 
 
 def test_an_unreadable_entry_is_read_again_from_the_source(root: Path) -> None:
-    Publisher(load_config(root)).publish(snapshot(root, 1))
+    _publisher(root).publish(snapshot(root, 1))
     (entry,) = _entries(root)
     ran = _suite_sha(root)
     entry.write_bytes(b"not arrow")
     entry.with_suffix(".sha256").write_text(hashlib.sha256(b"not arrow").hexdigest())  # passes the digest
     _new_process()
-    Publisher(load_config(root)).publish(snapshot(root, 2))
+    _publisher(root).publish(snapshot(root, 2))
     assert _suite_sha(root) == ran
     _new_process()
     assert register_cache.load(root, entry.stem.removeprefix("register-")) is not None  # written again
@@ -186,16 +195,16 @@ def _count_suite_runs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 def test_a_passed_snapshot_verdict_is_read_by_the_next_process(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     runs = _count_suite_runs(monkeypatch)
-    first = input_checks.check_inputs(Publisher(load_config(root)), snapshot(root, 1), "0001")
+    first = input_checks.check_inputs(_publisher(root), snapshot(root, 1), "0001")
     assert runs == ["ran"] and len(_verdicts(root)) == 1
     # a fresh process (an Airflow task's) on the same inputs: the same evidence, no run
     _new_process()
-    again = input_checks.check_inputs(Publisher(load_config(root)), snapshot(root, 1), "0001")
+    again = input_checks.check_inputs(_publisher(root), snapshot(root, 1), "0001")
     assert runs == ["ran"]
     assert [c.sha256 for c in again.suites] == [c.sha256 for c in first.suites]
     assert again.suites[1].result == first.suites[1].result
     # other bytes: checked anew, and the folder keeps the latest verdict only
-    input_checks.check_inputs(Publisher(load_config(root)), snapshot(root, 2), "0002")
+    input_checks.check_inputs(_publisher(root), snapshot(root, 2), "0002")
     assert runs == ["ran", "ran"] and len(_verdicts(root)) == 1
 
 
@@ -203,7 +212,7 @@ def test_a_verdict_is_bound_to_the_period_order(root: Path, monkeypatch: pytest.
     """The same snapshot bytes checked after another last period or row count: the suite
     runs again (its period and row-count expectations read them)."""
     runs = _count_suite_runs(monkeypatch)
-    ctx = Publisher(load_config(root))
+    ctx = _publisher(root)
     table = read_csv(snapshot(root, 2), "snapshot")
     sha = versions.sha256_bytes(snapshot(root, 2).read_bytes())
     earlier = [SimpleNamespace(period="0001", params={"snapshot_rows": len(table)})]
@@ -214,11 +223,11 @@ def test_a_verdict_is_bound_to_the_period_order(root: Path, monkeypatch: pytest.
 
 def test_an_edited_or_failed_verdict_is_never_read(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     runs = _count_suite_runs(monkeypatch)
-    input_checks.check_inputs(Publisher(load_config(root)), snapshot(root, 1), "0001")
+    input_checks.check_inputs(_publisher(root), snapshot(root, 1), "0001")
     (entry,) = _verdicts(root)
     entry.write_text(entry.read_text().replace('"success": true', '"success": true ', 1))  # digest now stale
     _new_process()
-    input_checks.check_inputs(Publisher(load_config(root)), snapshot(root, 1), "0001")
+    input_checks.check_inputs(_publisher(root), snapshot(root, 1), "0001")
     assert runs == ["ran", "ran"]
     with pytest.raises(ValueError, match="only a passed suite"):
         verdict_cache.save(root, "k", {"success": False})
@@ -228,28 +237,31 @@ def test_an_edited_or_failed_verdict_is_never_read(root: Path, monkeypatch: pyte
     for _ in range(2):  # a failed verdict is made afresh every time
         _new_process()
         with pytest.raises(InputChecksFailed):
-            input_checks.check_inputs(Publisher(load_config(root)), bad, "0003")
+            input_checks.check_inputs(_publisher(root), bad, "0003")
     assert runs == ["ran"] * 4
 
 
-def test_the_contexts_of_one_process_share_the_entry_and_the_checked_snapshot(
+def test_a_context_checks_its_snapshot_once_and_another_reads_the_verdict(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The tasks of an Airflow run each build a context; in one process (dag.test, a worker
-    running them in turn) the register entry is read and the snapshot checked once."""
-    Publisher(load_config(root)).publish(snapshot(root, 1))
+    """A context checks a snapshot once (validating its draft does not check it again);
+    another context (an Airflow task's) keeps nothing of the first but reads the suite's
+    verdict and the coded register from the workspace."""
+    _publisher(root).publish(snapshot(root, 1))
     _new_process()
     runs = _count_suite_runs(monkeypatch)
     coded = _count_calls(monkeypatch, "snapshot_from_table", "coded")
-    first, second = Publisher(load_config(root)), Publisher(load_config(root))
+    first, second = _publisher(root), _publisher(root)
     a = input_checks.check_inputs(first, snapshot(root, 2), "0002")
-    b = input_checks.check_inputs(second, snapshot(root, 2), "0002")
-    assert second.register.keys is first.register.keys and not second.register.keys.codes.flags.writeable
-    assert b.snapshot is a.snapshot and b.sha256 == a.sha256
+    assert input_checks.check_inputs(first, snapshot(root, 2), "0002").snapshot is a.snapshot
     assert runs == ["ran"] and coded == ["coded"]
+    b = input_checks.check_inputs(second, snapshot(root, 2), "0002")
+    assert second.register.keys is not first.register.keys and not second.register.keys.codes.flags.writeable
+    assert b.snapshot is not a.snapshot and b.sha256 == a.sha256
+    assert runs == ["ran"] and coded == ["coded", "coded"]
     # other bytes for the same period: another key, checked anew
     input_checks.check_inputs(second, snapshot(root, 3), "0002")
-    assert runs == ["ran", "ran"] and coded == ["coded", "coded"]
+    assert runs == ["ran", "ran"] and coded == ["coded", "coded", "coded"]
 
 
 def test_the_cache_key_binds_every_checks_module_the_suites_import() -> None:
@@ -288,7 +300,7 @@ def test_a_new_register_version_checks_its_ids_once(root: Path, monkeypatch: pyt
         check(df, id_column, path, what, rows)  # type: ignore[arg-type]
 
     monkeypatch.setattr(inputs, "_check_ids", spy)
-    ctx = Publisher(load_config(root))
+    ctx = _publisher(root)
     ctx.publish(snapshot(root, 1))  # the cache was empty: parsed, checked by the suite, coded
     assert ctx.check_register().success
     assert calls == []
@@ -311,14 +323,15 @@ def test_an_entry_written_beside_the_release_is_read_once_written(root: Path, mo
         save(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(register_cache, "save", slow_save)
-    ctx = Publisher(load_config(root))
+    ctx = _publisher(root)
     ws = load_config(root)
     parsed = load_register(ws.register_path, "id", ws.config.quasi_identifiers, ctx.hierarchies)
     key = "0" * 64
-    writing = register_cache.save_soon(root, key, parsed.ids, parsed.keys, ws.config.quasi_identifiers, None)
+    writes = register_cache.Writes()
+    writing = writes.save_soon(root, key, parsed.ids, parsed.keys, ws.config.quasi_identifiers, None)
     assert not writing.done() and not list((root / register_cache.CACHE_DIR).glob("register-*.arrow"))
     loaded: list[object] = []
-    reader = threading.Thread(target=lambda: loaded.append(register_cache.load(root, key)))
+    reader = threading.Thread(target=lambda: loaded.append(register_cache.load(root, key, writes)))
     reader.start()
     reader.join(0.5)
     assert reader.is_alive() and loaded == []  # waiting for the write, not reading a missing entry

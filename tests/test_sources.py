@@ -241,5 +241,5 @@ def test_a_csv_register_is_hashed_as_parsed_not_held(tmp_path: Path, monkeypatch
     # named by the parse, before any draft (storing the version would also notice it)
     with pytest.raises(InputError, match=r"register\.csv: the population register changed while it was being read"):
         publisher.publish(snapshot(root, 1))
-    assert publisher._register_content is None and publisher._register_bytes is None  # never held
+    assert publisher.register_reader._content is None and publisher.register_reader._bytes is None  # never held
     assert state_of(root)[0] == []

@@ -45,15 +45,15 @@ def release(
     from serialpub.cli.progress import shown
     from serialpub.config import load_config
     from serialpub.errors import InputError
+    from serialpub.workflow.context import ReleaseRequest
     from serialpub.workflow.publisher import Publisher
 
     ws = load_config(config)
-    publisher = Publisher(ws)
-    if skip_periods is not None:
-        if not skip_periods.strip():
-            raise InputError("--skip-periods needs the reason the periods are skipped; it is recorded")
-        publisher.skip_reason = skip_periods.strip()
-    publisher.allow_repeated_snapshot = allow_repeated_snapshot
+    if skip_periods is not None and not skip_periods.strip():
+        raise InputError("--skip-periods needs the reason the periods are skipped; it is recorded")
+    reason = skip_periods.strip() if skip_periods is not None else None
+    request = ReleaseRequest(skip_reason=reason, allow_repeated_snapshot=allow_repeated_snapshot)
+    publisher = Publisher(ws, request=request)
     if ws.config.sign_off.auto_approve:
         with shown(console):
             outcome = publisher.publish(snapshot, period)
@@ -64,7 +64,7 @@ def release(
         staged = publisher.prepare(snapshot, period, owner=AWAITING_SIGN_OFF)
     console.print(outcome_table([staged.outcome], ws.config.ell))
     report = publisher.report(staged.seq)
-    for model, risk in report["known_breach"].items():
+    for model, risk in report.known_breach.items():
         console.print(
             f"known breach, accepted in the configuration (accept_known_breach: {model}): {risk}; "
             "the figures above hold only within this model (docs/threat-model.md)",
@@ -72,7 +72,7 @@ def release(
         )
     console.print(
         f"release {staged.seq} (period {staged.period!r}) passed validation and waits for its sign-off.\n"
-        f"read its report before deciding: {report['report_page']}\n"
+        f"read its report before deciding: {report.report_page}\n"
         f"approve: serialpub approve --config {ws.root} --release {staged.seq} [--comment TEXT]\n"
         f"reject:  serialpub reject --config {ws.root} --release {staged.seq} --comment WHY\n"
         "(run by an account on sign_off.approvers, not the one that prepared it: the decision is recorded "
@@ -96,6 +96,7 @@ def approve(
     from serialpub.config import load_config
     from serialpub.errors import InputError
     from serialpub.workflow.publisher import Publisher
+    from state.store import ReleaseStatus
 
     ws = load_config(config)
     publisher = Publisher(ws)
@@ -104,7 +105,7 @@ def approve(
     comment = _over_airflow(publisher.store, ws.config.dataset, release_no, comment, force)
     sign_off = publisher.approve(release_no, who, comment)
     waiting = publisher.store.open_release(ws.config.dataset)
-    if waiting is not None and waiting.seq == release_no and waiting.status != "approved":
+    if waiting is not None and waiting.seq == release_no and waiting.status != ReleaseStatus.APPROVED:
         required = ws.config.sign_off.required_approvals
         given = len(publisher.store.approvals(waiting.id))
         console.print(

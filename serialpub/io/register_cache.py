@@ -1,8 +1,8 @@
-"""The coded register and its suite's verdict, cached per register version (issue 20, item 1;
-docs/configuration.md, "Inputs: files and databases").
+"""The coded register and its suite's verdict, cached per register version
+(docs/configuration.md, "Inputs: files and databases").
 
-Parsing a 5M-person register, coding its QIs and running its input suite takes about 15 s,
-and every Airflow task of a release runs in a fresh process. The cache keeps, under
+Parsing a national register, coding its QIs and running its input suite costs more than the
+release itself (docs/benchmarks.md), and every Airflow task of a release runs in a fresh process. The cache keeps, under
 ``cache/register-<key>.arrow`` in the workspace, what those steps produce: the ids, the
 leaf ids of every QI as :class:`anonymizer.arrays.CodedRows` (Arrow IPC: one dictionary
 column, the code of every individual's QI combination as int64 indices into the
@@ -35,7 +35,7 @@ import logging
 import os
 import threading
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,7 @@ import pandas as pd
 import pyarrow as pa
 
 from anonymizer.arrays import CodedRows
+from anonymizer.overlap import Overlap
 from serialpub.io.inputs import arrow_ids, text_index
 
 CACHE_DIR = "cache"
@@ -114,49 +115,20 @@ def commit(tmp: Path, path: Path, digest: str | None = None) -> None:
 Lookup = tuple[npt.NDArray[np.uint64], npt.NDArray[np.int32] | npt.NDArray[np.int64]]
 Entry = tuple[pd.Index, CodedRows, dict[str, Any] | None, Lookup | None]
 
-#: the entry this process last loaded, by key. Every Airflow task builds a new
-#: context for the same register; where the tasks share a process (``dag.test``, one worker
-#: running them in turn) the entry is read once. The key binds everything the entry holds,
-#: so a kept entry is the one the file would give; its arrays are read-only
-_kept: tuple[str, Entry] | None = None
-
-
-def forget() -> None:
-    """Forget the kept entry, as a new process starts (the tests of the files use it); a new
-    process starts after this one has written its entries (:func:`wait`)."""
-    global _kept
-    wait()
-    _kept = None
-
-
-def wait() -> None:
-    """Wait until every entry this process is writing (:func:`save_soon`) is written."""
-    with _pending_lock:
-        writing = list(_pending.values())
-    for done in writing:
-        done.result()
-
-
-def _keep(key: str, entry: Entry) -> Entry:
-    global _kept
+def _read_only(entry: Entry) -> Entry:
     for array in entry[3] or ():
         array.flags.writeable = False
-    _kept = (key, entry)
     return entry
 
 
-def load(workspace_root: Path, key: str) -> Entry | None:
+def load(workspace_root: Path, key: str, writes: Writes | None = None) -> Entry | None:
     """``(ids, keys, suite, lookup)`` of the entry ``key``: ids shape (N,), leaf ids shape
     (N, d) as coded rows, the passed suite's record or None, and the ids' sorted hashes with their rows
     (:class:`anonymizer.arrays.IdLookup`) or None; None when there is no readable entry.
-    The arrays are read-only: an entry loaded before in this process is returned as it is."""
-    kept = _kept
-    if kept is not None and kept[0] == key:
-        return kept[1]
-    with _pending_lock:
-        writing = _pending.get(key)
-    if writing is not None:  # this process is writing the entry: read it once written
-        writing.result()
+    The arrays are read-only. ``writes``: the entries the caller is writing; one of ``key``
+    is read once written."""
+    if writes is not None:
+        writes.wait(key)
     path = _path(workspace_root, key)
     try:
         # read once into this process's memory, and checked as read: the arrays below are
@@ -177,7 +149,8 @@ def load(workspace_root: Path, key: str) -> Entry | None:
     if _LOOKUP[0] in table.column_names:
         lookup = (table.column(_LOOKUP[0]).to_numpy(), table.column(_LOOKUP[1]).to_numpy())  # rows as stored
         table = table.drop_columns(list(_LOOKUP))
-    # Arrow strings, as read_csv gives them: no Python object per id (5M ids were 0.3 GB).
+    # Arrow strings, as read_csv gives them: no Python object per id, which would cost far
+    # more memory than the strings.
     # They share the entry's bytes read above
     ids = text_index(table.column(0))
     # the combination codes as stored: a view of the bytes read, not a copy; checked again
@@ -188,7 +161,7 @@ def load(workspace_root: Path, key: str) -> Entry | None:
         keys = _coded_rows(table.column(1))
     except (ValueError, TypeError, AttributeError, NotImplementedError, pa.ArrowException):
         return None  # not the layout written, or codes that break their invariants: rebuilt
-    return _keep(key, (ids, keys, suite, lookup))
+    return _read_only((ids, keys, suite, lookup))
 
 
 def _coded_rows(column: pa.ChunkedArray) -> CodedRows:
@@ -225,46 +198,50 @@ class _HashingFile:
         return True
 
 
-#: entries being written by :func:`save_soon`, by key; :func:`load` waits for one of its key
-_pending: dict[str, Future[None]] = {}
-_pending_lock = threading.Lock()
-#: (process id, the writer thread's executor): made in the process that writes, since a
-#: forked child has none of its parent's threads
-_writer: tuple[int, ThreadPoolExecutor] | None = None
 LOG = logging.getLogger(__name__)
 
 
-def _executor() -> ThreadPoolExecutor:
-    global _writer
-    if _writer is None or _writer[0] != os.getpid():
-        _writer = (os.getpid(), ThreadPoolExecutor(max_workers=1, thread_name_prefix="serialpub-register-cache"))
-    return _writer[1]
+class Writes:
+    """The entries one owner (a release context) writes beside its release, by key: each
+    on a thread of its own (:class:`anonymizer.overlap.Overlap`), so the release goes on
+    while the entry, as large as the coded register, is written. :func:`load` given them
+    waits for an entry of its key; the process does not exit before a write is done (the
+    thread is joined at exit)."""
 
+    def __init__(self) -> None:
+        self._pending: dict[str, Future[None]] = {}
+        self._lock = threading.Lock()
 
-def save_soon(
-    workspace_root: Path, key: str, ids: pd.Index, keys: CodedRows, qis: Sequence[str],
-    suite: dict[str, Any] | None, lookup: Lookup | None = None,
-) -> Future[None]:  # fmt: skip
-    """:func:`save` on a thread of its own, so the release goes on while the entry is written
-    (3 GB for a 50M-person register). :func:`load` of the same key in this process waits
-    for it, and the process does not exit before it is done (the executor's thread is
-    joined at exit). A write that fails is logged: the entry is then built again next time.
-    The arrays must not change meanwhile (the register's are read-only)."""
+    def save_soon(
+        self, workspace_root: Path, key: str, ids: pd.Index, keys: CodedRows, qis: Sequence[str],
+        suite: dict[str, Any] | None, lookup: Lookup | None = None,
+    ) -> Future[None]:  # fmt: skip
+        """:func:`save` beside the caller. A write that fails is logged: the entry is then
+        built again next time. The arrays must not change meanwhile (the register's are
+        read-only)."""
 
-    def write() -> None:
-        try:
-            save(workspace_root, key, ids, keys, qis, suite, lookup)
-        except OSError as exc:  # a full disk, say: only the next process pays
-            LOG.warning("the register cache entry %s was not written (%s); it is built again next time", key, exc)
-        finally:
-            with _pending_lock:
-                if _pending.get(key) is done:
-                    del _pending[key]
+        def write() -> None:
+            try:
+                save(workspace_root, key, ids, keys, qis, suite, lookup)
+            except OSError as exc:  # a full disk, say: only the next process pays
+                LOG.warning("the register cache entry %s was not written (%s); it is built again next time", key, exc)
 
-    with _pending_lock:
-        done = _executor().submit(write)
-        _pending[key] = done
-    return done
+        with self._lock:
+            before = self._pending.get(key)
+            if before is not None:
+                before.result()  # one write of an entry at a time
+            with Overlap(1, "serialpub-register-cache") as writer:
+                done = writer.submit(write)
+                writer.release()
+            self._pending[key] = done
+        return done
+
+    def wait(self, key: str | None = None) -> None:
+        """Wait until the entry ``key`` (default: every entry) is written."""
+        with self._lock:
+            writing = [f for k, f in self._pending.items() if key is None or k == key]
+        for done in writing:
+            done.result()
 
 
 def save(
@@ -291,7 +268,7 @@ def save(
     # a temp file of its own: two processes coding the same new version at once (two
     # publishers started together) must not rename each other's file away
     tmp = folder / f".register-{key}.{os.getpid()}-{threading.get_ident()}.tmp"
-    # hashed as written: a 50M-person register's 3 GB entry is not read back for its digest
+    # hashed as written: an entry as large as the coded register is not read back for its digest
     with tmp.open("wb") as f:
         hashing = _HashingFile(f)
         with pa.PythonFile(hashing, mode="w") as sink, pa.ipc.new_file(sink, schema) as writer:

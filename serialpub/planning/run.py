@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from anonymizer.overlap import SEQUENTIAL_ENV
 from serialpub.config import Workspace
 from serialpub.io.inputs import Snapshot
 from serialpub.planning.grid import Candidate
@@ -69,6 +70,9 @@ _WORKER: dict[str, Any] = {}
 
 
 def _init_worker(ws: Workspace, snapshots: list[Snapshot], measure: Measured, ticks: Any) -> None:
+    # the workers already fill the cores: threads inside each would only contend
+    # (anonymizer.overlap; the same bytes either way)
+    os.environ[SEQUENTIAL_ENV] = "1"
     _WORKER.update(ctx=PlanInputs(ws), snapshots=snapshots, measure=measure, ticks=ticks)
 
 

@@ -1,5 +1,5 @@
-"""Loading the state and anonymizing a snapshot, for a draft or ahead of it (issue 20;
-docs/scaling.md, "Anonymizing ahead").
+"""Loading the state and anonymizing a snapshot, for a draft or ahead of it
+(docs/scaling.md, "Anonymizing ahead").
 
 A draft is opened only for a snapshot whose input suite passed, and the state is the one
 after the newest published release. The suite (Great Expectations, single-threaded Python)
@@ -7,9 +7,11 @@ and the anonymizer (array work) are independent, so :func:`ahead` loads the stat
 anonymizes on the second core while the suite runs, before the draft is opened. Its result
 is used only when it was computed for exactly the draft that is then opened
 (:func:`take`): the same release number (the anonymizer's seed) and the same newest
-published release, whose statistics it read. Otherwise, and whenever it failed, the draft
-computes its own (:func:`load_state`, :func:`anonymize_snapshot`), so the released table, the state and every error are
-those of computing it after opening the draft.
+published release, whose statistics it read. Otherwise the draft computes its own
+(:func:`load_state`, :func:`anonymize_snapshot`), so the released table and the state are
+those of computing it after opening the draft; an unexpected error of the work ahead is
+raised to the draft, never dropped. Run in turn (:func:`anonymizer.overlap.sequential`)
+nothing is computed ahead.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from anonymizer.release import History, ReleaseResult, SnapshotCodes, anonymize_history
+from anonymizer.search import InfeasibleError
 from anonymizer.settings import Dilution
 from serialpub.io.inputs import Snapshot
 from serialpub.workflow import progress
@@ -76,7 +79,7 @@ def anonymize_snapshot(ctx: ReleaseContext, snap: Snapshot, history: History, se
     ``history`` (docs/design.md sections 3-5).
 
     Raises:
-        anonymizer.bottomup.InfeasibleError: no generalization fits the suppression budget.
+        anonymizer.search.InfeasibleError: no generalization fits the suppression budget.
     """
     cfg = ctx.ws.config
     with progress.step("anonymizing"):
@@ -101,32 +104,36 @@ def newest_published(ctx: ReleaseContext) -> tuple[int | None, int]:
 
 def ahead(ctx: ReleaseContext, coded: Callable[[], Snapshot], stop: threading.Event) -> Anonymized | None:
     """:func:`load_state` and :func:`anonymize_snapshot` of the snapshot ``coded()`` returns,
-    for the release the next draft will be, before the draft is opened. None when ``stop``
-    was set (the snapshot failed its checks), when a release was published while the state
-    was read, or on any error (the draft then computes its own and reports it)."""
-    try:
-        basis, seq = newest_published(ctx)
-        if stop.is_set():
-            return None
-        t0 = time.perf_counter()
-        history = load_state(ctx)
-        t_state = time.perf_counter() - t0
-        snap = coded()
-        if stop.is_set():
-            return None
-        t1 = time.perf_counter()
-        result = anonymize_snapshot(ctx, snap, history, seq)
-        done = Anonymized(history, result, seq, basis, t_state, time.perf_counter() - t1)
-        # the statistics read must be the basis's: nothing was published meanwhile
-        return done if newest_published(ctx) == (basis, seq) else None
-    except Exception:  # computed again after the draft is opened, which reports it
+    for the release the next draft will be, before the draft is opened. None on the
+    expected conditions under which the draft computes its own, in order: ``stop`` was set
+    (the snapshot failed its checks), a release was published while the state was read,
+    or no generalization fits the budget (the draft raises that with its advice,
+    :func:`serialpub.workflow.drafting.infeasible_advice`). Any other error is raised to
+    the draft that takes the result (:func:`take`)."""
+    basis, seq = newest_published(ctx)
+    if stop.is_set():
         return None
+    t0 = time.perf_counter()
+    history = load_state(ctx)
+    t_state = time.perf_counter() - t0
+    snap = coded()
+    if stop.is_set():
+        return None
+    t1 = time.perf_counter()
+    try:
+        result = anonymize_snapshot(ctx, snap, history, seq)
+    except InfeasibleError:
+        return None
+    done = Anonymized(history, result, seq, basis, t_state, time.perf_counter() - t1)
+    # the statistics read must be the basis's: nothing was published meanwhile
+    return done if newest_published(ctx) == (basis, seq) else None
 
 
 def take(ctx: ReleaseContext, pending: Future[Anonymized | None] | None, opened: OpenRelease) -> Anonymized | None:
     """The result of :func:`ahead` if it was computed for the draft ``opened``: the same
     release number and the same newest published release (read again now that the draft
-    is open, when no other release can be published). None otherwise."""
+    is open, when no other release can be published). None otherwise. An error of
+    :func:`ahead` is raised here: the draft is then abandoned with it."""
     done = pending.result() if pending is not None and not pending.cancelled() else None
     if done is None or done.seq != opened.seq:
         return None

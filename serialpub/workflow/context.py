@@ -1,11 +1,13 @@
 """What the steps of one workspace's releases read (docs/design.md section 6).
 
-A :class:`ReleaseContext` reads the configuration's small inputs when it is made (the QI
-hierarchies, the sensitive domain, the protected values, the privacy parameters) and
-opens the state store. The register, its checksums and the statistics file's codec are
-read when a step first needs them: drafting and validating do; approving, publishing and
-closing a release do not (a 5M-person register takes seconds to read, parse and hash on
-every Airflow task).
+A :class:`ReleaseContext` holds three values and the state store: the dataset's small
+inputs, read and frozen when it is made (:class:`~serialpub.workflow.dataset_inputs.DatasetInputs`:
+the QI hierarchies, the sensitive domain, the protected values, the privacy parameters);
+the register's reader (:class:`~serialpub.workflow.register_reader.RegisterReader`), which
+reads, hashes, parses and codes the register when a step first needs it; and the
+operator's :class:`ReleaseRequest` for this run. Drafting and validating read the
+register; approving, publishing and closing a release do not (a 5M-person register takes
+seconds to read, parse and hash on every Airflow task).
 """
 
 from __future__ import annotations
@@ -25,16 +27,17 @@ import pandas as pd
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.intervals import quantile_hierarchy, release_hierarchies
 from anonymizer.release import PrivacyParams
-from anonymizer.settings import Algorithm, Strategy
+from anonymizer.settings import Algorithm
 from checks.gx import SuiteResult
-from checks.input_suites import DatasetColumns, register_suite
+from checks.input_suites import DatasetColumns
 from serialpub.config import Workspace
-from serialpub.errors import InputChecksFailed, InputError
-from serialpub.io import register_cache, release_files, signing, versions
-from serialpub.io.hierarchies import read_domain, read_hierarchies, read_sensitive_hierarchy, spelling_hint
-from serialpub.io.inputs import IdLookup, Register, Snapshot, read_csv, register_from_table
+from serialpub.io import register_cache, release_files, signing
+from serialpub.io.inputs import Register, Snapshot
 from serialpub.io.statistics_file import StatisticsFile
-from serialpub.workflow import progress
+from serialpub.workflow.dataset_inputs import input_stamp, read_dataset_inputs
+from serialpub.workflow.register_reader import RegisterReader
+from serialpub.workflow.register_reader import by_file_line as by_file_line  # re-exported: callers read it here
+from serialpub.workflow.register_reader import suite_code as suite_code  # re-exported: callers read it here
 from state.store import OpenRelease, StateError, StateStore, open_engine, this_process
 
 if TYPE_CHECKING:
@@ -53,91 +56,84 @@ class InputChecks:
     ahead: Future[Any] | None = None
 
 
-def suite_code() -> list[Path]:
-    """The source files of the input suites: every module whose change can change a suite's
-    verdict or evidence (the register cache and the snapshot verdicts are keyed by them)."""
-    import checks.distinct
-    import checks.gx
-    import checks.input_suites
+@dataclass(frozen=True)
+class ReleaseRequest:
+    """What the operator asked of a run, beside the configuration.
 
-    return [Path(m.__file__ or "") for m in (checks.input_suites, checks.gx, checks.distinct)]
+    Attributes:
+        skip_reason: why the next release may skip periods (``--skip-periods``); None: a
+            period that skips one is refused (:func:`serialpub.workflow.input_checks.check_period`).
+        allow_repeated_snapshot: the next release may use a snapshot a published release
+            already used (``--allow-repeated-snapshot``); else refused
+            (:func:`serialpub.workflow.input_checks.check_repeated_snapshot`).
+        preparer: who prepares the next release (recorded as ``prepared_by``; four-eyes
+            compares it with the approver): the Airflow user who triggered the run; None:
+            the OS account.
+    """
+
+    skip_reason: str | None = None
+    allow_repeated_snapshot: bool = False
+    preparer: str | None = None
 
 
 class ReleaseContext:
     """The inputs and the state of one workspace's dataset, as every step reads them.
 
     Raises (when made):
-        InputError: a QI declared numeric whose hierarchy has non-numeric leaves, no
-            sensitive domain, protected values or report categories outside the domain.
+        InputError: as :func:`serialpub.workflow.dataset_inputs.read_dataset_inputs`.
     """
 
-    def __init__(self, ws: Workspace) -> None:
-        cfg = ws.config
+    def __init__(
+        self, ws: Workspace, cache_writes: register_cache.Writes | None = None, request: ReleaseRequest | None = None
+    ) -> None:
         self.ws = ws
-        self.qis = cfg.quasi_identifiers
-        self._stamp = self._input_stamp()
-        self._read_hierarchies()
-        self.params = PrivacyParams(
-            ell=cfg.ell,
-            strategy=cfg.strategy,
-            k_prime=cfg.k_prime if cfg.strategy is Strategy.CONSTANT else None,
-            alpha=cfg.alpha if cfg.strategy is Strategy.GEOMETRIC else None,
-            guarantee=cfg.guarantee,
-            suppression_model=cfg.suppression_model,
-            algorithm=cfg.algorithm,
-            after_k_prime=cfg.after_k_prime,
-            partition_model=cfg.effective_partition_model,
-        )
-        self.hierarchy_sources = {q: str(ws.hierarchy_dir / f"{q}.csv") for q in self.qis}
-        # The register suite runs before the first check of a snapshot, once per context;
-        # its result is evidence of every release.
-        self._register_table: pd.DataFrame | None = None
-        self._register_sha: str | None = None  # of the bytes the register was read from
-        # a Parquet or SQL register's canonical CSV bytes, until its version is kept (a CSV
-        # file is read again for that: it is on disk)
-        self._register_bytes: bytes | None = None
-        self._register_content: bytes | None = None  # read and hashed, not yet parsed
-        self._register_check: SuiteResult | None = None
-        # the input checks of the last snapshot checked (workflow.input_checks.check_inputs)
-        self.store = StateStore(open_engine(ws.database_url))
-        # the operator's reason for letting the next release skip periods (--skip-periods);
-        # None: a period that skips one is refused (workflow.input_checks.check_period)
-        self.skip_reason: str | None = None
-        # the operator lets the next release use a snapshot a published release already used
-        # (--allow-repeated-snapshot); False: refused (workflow.input_checks.check_repeated_snapshot)
-        self.allow_repeated_snapshot = False
-        # who prepares the next release (recorded as prepared_by; four-eyes compares it with
-        # the approver): the Airflow user who triggered the run, else the OS account
-        self.preparer: str | None = None
-
-    def _read_hierarchies(self) -> None:
-        """Read the QI hierarchies and the sensitive domain (docs/design.md section 10: they
-        may change between releases)."""
-        ws = self.ws
-        self.hierarchies = read_hierarchies(ws.hierarchy_dir, self.qis)
-        self.numeric = list(ws.config.numeric)
-        for q in self.numeric:
-            if not self.hierarchies[q].numeric:
-                raise InputError(
-                    f"{ws.root / 'serialpub.yaml'}: setting 'numeric' lists {q!r}, but some leaves of "
-                    f"{ws.hierarchy_dir / f'{q}.csv'} are not numbers; remove {q!r} from 'numeric'"
-                )
+        # the register cache entries this context writes beside its releases
+        self.cache_writes = cache_writes if cache_writes is not None else register_cache.Writes()
+        self._stamp = input_stamp(ws)
+        #: the dataset's small inputs, frozen; read again when their files change (refresh_inputs)
+        self.inputs = read_dataset_inputs(ws)
         self._search_hierarchies: dict[tuple[str, tuple[str, ...]], list[Hierarchy]] = {}
-        self._read_sensitive_domain()
+        self.register_reader = RegisterReader(ws, self.inputs, self.input_columns, self.cache_writes)
+        # the input checks of the last snapshot checked, with what it was checked as (its
+        # source and suite verdict key; workflow.input_checks.check_inputs): validating a
+        # draft in the context that drafted it does not check its snapshot again
+        self.last_checked: tuple[tuple[object, str], InputChecks] | None = None
+        self.store = StateStore(open_engine(ws.database_url))
+        #: what the operator asked of the releases this context prepares
+        self.request = request if request is not None else ReleaseRequest()
 
-    def _input_stamp(self) -> tuple[object, ...]:
-        """(inode, size, mtime) of the register and the hierarchy folder's files (a SQL
-        register has no stamp that could stay equal: it is read again,
-        :meth:`serialpub.io.sources.InputSource.stamp`)."""
-        stamps: list[object] = [self.ws.register_source.stamp()]
-        for p in sorted(self.ws.hierarchy_dir.glob("*.csv")):
-            try:
-                st = p.stat()
-            except OSError:
-                stamps.append(None)
-                continue
-            stamps.append((st.st_ino, st.st_size, st.st_mtime_ns))
-        return tuple(stamps)
+    # -- the dataset's inputs (DatasetInputs), by their names ----------------------------
+    @property
+    def qis(self) -> list[str]:
+        return self.inputs.qis
+
+    @property
+    def hierarchies(self) -> dict[str, Hierarchy]:
+        return self.inputs.hierarchies
+
+    @property
+    def numeric(self) -> list[str]:
+        return self.inputs.numeric
+
+    @property
+    def hierarchy_sources(self) -> dict[str, str]:
+        return self.inputs.hierarchy_sources
+
+    @property
+    def sensitive_hierarchy(self) -> Hierarchy | None:
+        return self.inputs.sensitive_hierarchy
+
+    @property
+    def sensitive_domain(self) -> list[str] | None:
+        return self.inputs.sensitive_domain
+
+    @property
+    def protected(self) -> list[str]:
+        return self.inputs.protected
+
+    @property
+    def params(self) -> PrivacyParams:
+        return self.inputs.params
 
     def refresh_inputs(self) -> None:
         """Forget what was read of the register and the hierarchies if their files changed
@@ -147,216 +143,38 @@ class ReleaseContext:
         Raises:
             InputError: as on construction, for the changed hierarchy files.
         """
-        stamp = self._input_stamp()
+        stamp = input_stamp(self.ws)
         if stamp == self._stamp:
             return
         self._stamp = stamp
-        self._read_hierarchies()
-        self._register_table, self._register_check = None, None
-        self._register_sha, self._register_bytes, self._register_content = None, None, None
-        for name in ("register", "register_leaf_counts", "file_sums", "statistics", "_cache_key", "_cached"):
-            self.__dict__.pop(name, None)
+        self.inputs = read_dataset_inputs(self.ws)
+        self._search_hierarchies = {}
+        self.register_reader = RegisterReader(self.ws, self.inputs, self.input_columns, self.cache_writes)
+        self.__dict__.pop("statistics", None)
 
-    def _read_sensitive_domain(self) -> None:
-        """Set the sensitive hierarchy (if any), the sensitive domain and the protected values."""
-        ws, cfg = self.ws, self.ws.config
-        config_file = ws.root / "serialpub.yaml"
-        sens_path = ws.hierarchy_dir / f"{cfg.sensitive}.csv"
-        self.sensitive_domain: list[str] | None = None
-        self.sensitive_hierarchy: Hierarchy | None = None
-        domain_source = str(sens_path)
-        if sens_path.exists():
-            self.sensitive_hierarchy = read_sensitive_hierarchy(sens_path, cfg.sensitive)
-            self.sensitive_domain = list(self.sensitive_hierarchy.leaves)
-            domain_source = f"leaves of {sens_path}"
-        elif cfg.sensitive_domain_file is not None:
-            domain_path = ws.path(cfg.sensitive_domain_file)
-            self.sensitive_domain = read_domain(domain_path)
-            domain_source = str(domain_path)
-        if self.sensitive_domain is None:
-            # without the domain a value spelled another way ('HIV ' for 'hiv') would pass as
-            # unprotected and be published as it is (docs/threat-model.md)
-            raise InputError(
-                f"{config_file}: protecting values of {cfg.sensitive!r} needs its domain; add "
-                f"{sens_path} (its hierarchy) or set sensitive_domain: to a file with one value per line"
-            )
-        if cfg.protected_values == "all":
-            self.protected = list(self.sensitive_domain)
-        else:
-            self.protected = list(dict.fromkeys(cfg.protected_values))
-            unknown = [v for v in self.protected if v not in self.sensitive_domain]
-            if unknown:
-                hints = ", ".join(f"{v!r}{spelling_hint(v, self.sensitive_domain)}" for v in unknown)
-                raise InputError(
-                    f"{config_file}: setting 'protected_values': {hints} not in the domain of "
-                    f"{cfg.sensitive!r} ({domain_source}); use the domain's spelling"
-                )
-        for name, values in (cfg.report.categories or {}).items():
-            unknown = [v for v in values if v not in self.sensitive_domain]
-            if unknown:
-                raise InputError(
-                    f"{config_file}: report.categories.{name} names {', '.join(map(repr, unknown))}, "
-                    f"not value(s) of {cfg.sensitive!r} (leaves of {sens_path}); fix the category or remove it"
-                )
-
-    # -- the register, read on first use -------------------------------------------------
-    def _read_register(self) -> None:
-        """Hash the register (its canonical CSV form): the manifest names the register the
-        release was computed with, even if the source changes meanwhile. A CSV file is
-        hashed as it is read, not held (3.9 GB for a 50M-person register), and hashed again
-        as it is parsed, if it is (:func:`serialpub.io.inputs.read_csv`); a Parquet or SQL
-        register's canonical bytes are made in memory and kept until parsed or the cache
-        made parsing needless, and until its version is kept."""
-        if self._register_sha is None:
-            with progress.step("reading the register"):
-                source = self.ws.register_source
-                if source.kind == "csv" and source.path is not None:
-                    try:
-                        self._register_sha = release_files.sha256_file(source.path)
-                    except FileNotFoundError:
-                        raise InputError(f"{source.label}: population register file not found") from None
-                    return
-                content = source.read_bytes("population register", self.ws.config.id_column)
-                self._register_sha = versions.sha256_bytes(content)
-                self._register_bytes = self._register_content = content
-
-    def _register_rows(self) -> pd.DataFrame:
-        """The register as parsed, kept until both the register and its suite are built."""
-        if self._register_table is None:
-            self._read_register()
-            content, self._register_content = self._register_content, None
-            source = self.ws.register_source
-            if content is None and source.kind != "csv":  # let go when the cache made parsing needless
-                content = source.read_bytes("population register", self.ws.config.id_column)
-                if versions.sha256_bytes(content) != self._register_sha:
-                    raise InputError(f"{source.label}: the population register changed while it was being read; "
-                                     "run the release again")  # fmt: skip
-            with progress.step("parsing the register"):
-                self._register_table = read_csv(
-                    self.ws.register_source.label, "population register", content, dictionary=self.qis,
-                    sha256=None if content is not None else self._register_sha,
-                )  # fmt: skip
-        return self._register_table
-
-    @cached_property
-    def _cache_key(self) -> str:
-        """The register cache's key for this register, these hierarchies and this suite
-        (:mod:`serialpub.io.register_cache`)."""
-        import great_expectations
-
-        sums = self.file_sums
-        return register_cache.cache_key(
-            sums["register"], self.ws.config.id_column, self.qis, sums["hierarchies"], self.hierarchy_sources,
-            suite_code(), great_expectations.__version__,
-        )  # fmt: skip
-
-    @cached_property
-    def _cached(self) -> register_cache.Entry | None:
-        """This register's cache entry, or None."""
-        entry = register_cache.load(self.ws.root, self._cache_key)
-        if entry is not None:
-            self._register_content = None  # no parsing needed
-        return entry
-
-    def _save_cache(self) -> None:
-        """Cache the coded register with its passed suite (once both are built)."""
-        check = self._register_check
-        if "register" in self.__dict__ and check is not None and check.success and self._cached is None:
-            suite = {"suite": check.suite, "success": True, "failures": [], "result": check.result,
-                     "sha256": check.sha256}  # fmt: skip
-            lookup = self.register.id_lookup
-            # written on a thread of its own while the release goes on (register_cache.save_soon)
-            register_cache.save_soon(self.ws.root, self._cache_key, self.register.ids, self.register.keys, self.qis,
-                                     suite, None if lookup is None else (lookup.hashes, lookup.rows))  # fmt: skip
-
-    @cached_property
+    # -- the register (RegisterReader), read on first use ----------------------------------
+    @property
     def register(self) -> Register:
-        """The population register, integer-coded (read on first use; from the register
-        cache when this version was coded before).
+        """:attr:`RegisterReader.register` (errors)."""
+        return self.register_reader.register
 
-        Raises:
-            InputChecksFailed: the register fails its input suite (every problem named).
-            InputError: the register cannot be read or coded.
-        """
-        if self._cached is not None:
-            with progress.step("coding the register"):
-                lookup = self._cached[3]
-                return Register(ids=self._cached[0], keys=self._cached[1],
-                                lookup=None if lookup is None else IdLookup(*lookup))  # fmt: skip
-        cfg = self.ws.config
-        rows = self._register_rows()
-        try:
-            # the ids' checks are the suite's when it passed on these rows
-            checked = self._register_check is not None and self._register_check.success
-            with progress.step("coding the register"):
-                register = register_from_table(rows, self.ws.register_source.label, cfg.id_column, self.qis,
-                                               self.hierarchies, ids_checked=checked)  # fmt: skip
-        except InputError:
-            self.check_register()  # the suite's report names every problem, not just the first
-            raise
-        if self._register_check is not None:
-            self._register_table = None
-        self.__dict__["register"] = register
-        self._save_cache()
-        return register
-
-    @cached_property
+    @property
     def register_leaf_counts(self) -> dict[str, npt.NDArray[np.int64]]:
-        """Per QI, the register's individuals per leaf id of its declared hierarchy, shape
-        (n_leaves,): the weights of the interval tree of a numeric QI, of the
-        register-weighted query estimator, and the manifest's ``register_marginals``
-        (docs/design.md section 8)."""
-        keys = self.register.keys
-        return {q: keys.column_counts(a, self.hierarchies[q].n_leaves) for a, q in enumerate(self.qis)}
+        """:attr:`RegisterReader.register_leaf_counts`."""
+        return self.register_reader.register_leaf_counts
+
+    @property
+    def file_sums(self) -> dict[str, Any]:
+        """:attr:`RegisterReader.file_sums`."""
+        return self.register_reader.file_sums
 
     def check_register(self) -> SuiteResult:
-        """The register input suite's result (run on first use).
-
-        Raises:
-            InputChecksFailed: naming the register file; one line per failed expectation.
-        """
-        if self._register_check is None and self._cached is not None and self._cached[2] is not None:
-            with progress.step("register suite"):  # passed on this very version before
-                self._register_check = SuiteResult(**self._cached[2])
-        if self._register_check is None:
-            rows = self._register_rows()
-            with progress.step("register suite"):
-                self._register_check = register_suite(by_file_line(rows), self.input_columns, row_label="line")
-            if "register" in self.__dict__:  # built already: the rows are no longer needed
-                self._register_table = None
-            self._save_cache()
-        if not self._register_check.success:
-            raise InputChecksFailed(
-                f"{self.ws.register_source.label}: the population register failed its input checks (suite 'register'); "
-                "nothing was published and the state did not move",
-                self._register_check.failures,
-            )
-        return self._register_check
-
-    @cached_property
-    def file_sums(self) -> dict[str, Any]:
-        """sha256 of the register and of each QI's hierarchy file, as manifests record them."""
-        if self._register_sha is None:
-            self._read_register()
-        return {
-            "register": self._register_sha,
-            "hierarchies": {q: release_files.sha256_file(self.ws.hierarchy_dir / f"{q}.csv") for q in self.qis},
-        }
+        """:meth:`RegisterReader.check` (errors)."""
+        return self.register_reader.check()
 
     def keep_input_versions(self) -> None:
-        """Store the register and hierarchy versions a release of this context uses, named
-        by the sha256 its manifest records (:mod:`serialpub.io.versions`, docs/design.md
-        section 10), so the audit and ``state verify`` find them after the files change.
-
-        Raises:
-            InputError: the register file changed since it was hashed.
-        """
-        sums = self.file_sums
-        kept = versions.RegisterVersions(self.ws.root)
-        kept.keep(self.ws.register_path, sums["register"], self._register_bytes)
-        self._register_bytes = None
-        for q in self.qis:
-            versions.keep_hierarchy(self.ws.root, q, self.ws.hierarchy_dir / f"{q}.csv", sums["hierarchies"][q])
+        """:meth:`RegisterReader.keep_input_versions` (errors)."""
+        self.register_reader.keep_input_versions()
 
     @cached_property
     def signing_key(self) -> Ed25519PrivateKey | None:
@@ -438,9 +256,3 @@ class ReleaseContext:
         reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         self.store.fail(draft.id, reason, this_process())
         self.remove_staging(draft)
-
-
-def by_file_line(table: pd.DataFrame) -> pd.DataFrame:
-    """``table`` indexed by the file line of each row (the header is line 1), so that the
-    input suites' failure lines name file lines."""
-    return table.set_axis(pd.RangeIndex(2, len(table) + 2))

@@ -10,7 +10,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,11 +21,12 @@ import pandas as pd
 import pyarrow as pa
 
 from anonymizer import privacy
-from anonymizer.bottomup import InfeasibleError, TableInfeasibleError
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.joint import JointRelease, JointWorkloadError, joint_workload_error
+from anonymizer.overlap import Overlap
 from anonymizer.queries import QueryErrorResult, Workload, draw_workload, estimate_workload
 from anonymizer.release import History, ReleaseResult
+from anonymizer.search import InfeasibleError, TableInfeasibleError
 from anonymizer.settings import Dilution, Guarantee, Strategy, SuppressionModel
 from serialpub.errors import InputError
 from serialpub.faults import checkpoint
@@ -138,105 +139,134 @@ def draft(
         # the account that prepared it: under sign_off.four_eyes it cannot approve it. The
         # rule is the one on now, at drafting: a configuration changed before the sign-off
         # does not apply to this draft (docs/compliance.md, "Who may sign off")
-        "prepared_by": ctx.preparer or identity.os_login(),
+        "prepared_by": ctx.request.preparer or identity.os_login(),
         "four_eyes": cfg.sign_off.four_eyes,
     }
     repeated = [r.seq for r in published if r.params.get("snapshot_sha256") == checked.sha256]
-    if repeated:  # allowed only with ctx.allow_repeated_snapshot (check_repeated_snapshot): kept
+    if repeated:  # allowed only with ctx.request.allow_repeated_snapshot (check_repeated_snapshot): kept
         params["repeats_snapshot_of"] = repeated
     gap = skipped_periods(ctx, period, published)
-    if gap:  # allowed only with ctx.skip_reason (check_period): the decision is kept
-        params |= {"skipped_periods": gap, "skip_reason": ctx.skip_reason}
+    if gap:  # allowed only with ctx.request.skip_reason (check_period): the decision is kept
+        params |= {"skipped_periods": gap, "skip_reason": ctx.request.skip_reason}
     opened = ctx.store.begin_draft(cfg.dataset, period, params, this_process())
     checkpoint("after_draft")
     # the register and hierarchy versions are stored while the release is computed (reading
-    # and diffing a 5M-person register takes seconds; Arrow releases the GIL), and waited for
+    # and diffing a register of millions takes a while; Arrow releases the GIL), and waited for
     # before the staged manifest names them
     _ = ctx.file_sums  # hashed here, not in the thread
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="serialpub-versions")
-    keeping = pool.submit(ctx.keep_input_versions)
-    pool.shutdown(wait=False)
+    with Overlap(1, "serialpub-versions") as beside:
+        keeping = beside.submit(ctx.keep_input_versions)
+        beside.release()
     try:
-        return _stage(ctx, opened, snap, snapshot_path, period, published, started, owner, keeping, checked.ahead)
+        computed = _compute(ctx, opened, snap, snapshot_path, checked.ahead)
+        staging, query, t_commit = _write_draft(ctx, opened, snap, computed, published, keeping, owner)
     except BaseException as exc:
         ctx.abandon(opened, exc)
         raise
+    outcome = _outcome(opened.seq, period, ctx.ws.dataset_dir, computed, query)
+    outcome = replace(outcome, seconds=time.perf_counter() - started,
+                      seconds_state=outcome.seconds_state + t_commit)  # fmt: skip
+    return StagedRelease(id=opened.id, seq=opened.seq, period=period, staging=staging, outcome=outcome)
 
 
-def _stage(
-    ctx: ReleaseContext, opened: OpenRelease, snap: Snapshot, snapshot_path: str, period: str,
-    published: list[PublishedRelease], started: float, owner: str | None, keeping: Future[None],
+@dataclass(frozen=True)
+class _Computed:
+    """A draft's anonymization: the state before it, the anonymizer's result, the release
+    table, the query workload on the snapshot and the seconds spent loading and anonymizing."""
+
+    history: History
+    result: ReleaseResult
+    table: pd.DataFrame
+    workload: Workload | None
+    seconds_state: float
+    seconds_anonymize: float
+
+
+def _compute(
+    ctx: ReleaseContext, opened: OpenRelease, snap: Snapshot, snapshot_path: str,
     ahead: Future[Anonymized | None] | None,
-) -> StagedRelease:  # fmt: skip
-    cfg = ctx.ws.config
-    seq = opened.seq
+) -> _Computed:  # fmt: skip
+    """Load the state and anonymize the snapshot for the draft ``opened``, or take what was
+    computed ahead for exactly this draft (:func:`serialpub.workflow.anonymizing.take`).
+
+    Raises:
+        InputError: no generalization fits the suppression budget (with what to do).
+    """
     # the queries and their answers on the snapshot need no release: this thread draws them
     # while the snapshot is anonymized ahead (its other core runs the anonymizer)
     workload = snapshot_workload(ctx, snap)
     done = take(ctx, ahead, opened)
-    table = None
     if done is not None:  # anonymized while the snapshot suite ran, for exactly this draft
-        history, result, t_state, t_anon = done.history, done.result, done.seconds_state, done.seconds_anonymize
-        table = done.table
         checkpoint("after_state_load")
-    else:
-        t_state = time.perf_counter()
-        history = load_state(ctx)
-        t_state = time.perf_counter() - t_state
-        checkpoint("after_state_load")
-        t_anon = time.perf_counter()
-        try:
-            result = anonymize_snapshot(ctx, snap, history, seq)
-        except InfeasibleError as exc:
-            if isinstance(exc, TableInfeasibleError):  # the values by name, as the operator knows them
-                exc = InfeasibleError(exc.describe([repr(ctx.protected[v]) for v in exc.values]))
-            raise InputError(f"{snapshot_path}: cannot publish under ℓ = {cfg.ell:g}: {exc}. "
-                             f"{infeasible_advice(ctx, history)}") from None  # fmt: skip
-        t_anon = time.perf_counter() - t_anon
+        checkpoint("after_anonymize")
+        table = done.table if done.table is not None else published_table(ctx, snap, done.result)
+        return _Computed(done.history, done.result, table, workload, done.seconds_state, done.seconds_anonymize)
+    t_state = time.perf_counter()
+    history = load_state(ctx)
+    t_state = time.perf_counter() - t_state
+    checkpoint("after_state_load")
+    t_anon = time.perf_counter()
+    try:
+        result = anonymize_snapshot(ctx, snap, history, opened.seq)
+    except InfeasibleError as exc:
+        if isinstance(exc, TableInfeasibleError):  # the values by name, as the operator knows them
+            exc = InfeasibleError(exc.describe([repr(ctx.protected[v]) for v in exc.values]))
+        raise InputError(f"{snapshot_path}: cannot publish under ℓ = {ctx.ws.config.ell:g}: {exc}. "
+                         f"{infeasible_advice(ctx, history)}") from None  # fmt: skip
+    t_anon = time.perf_counter() - t_anon
     checkpoint("after_anonymize")
-    if table is None:
-        table = published_table(ctx, snap, result)
+    return _Computed(history, result, published_table(ctx, snap, result), workload, t_state, t_anon)
+
+
+def _write_draft(
+    ctx: ReleaseContext, opened: OpenRelease, snap: Snapshot, computed: _Computed,
+    published: list[PublishedRelease], keeping: Future[None], owner: str | None,
+) -> tuple[Path, QueryErrorResult | None, float]:  # fmt: skip
+    """Stage the draft's data file and manifest and its state, then its measures; returns
+    the staging folder, the query workload's errors and the seconds spent on the state."""
+    seq, result = opened.seq, computed.result
     # the query workload and the utility measures read the draft in memory, not its files or
-    # state: they run on the other threads while this one writes the data file and stages the
-    # state (about 1.5 s at 1M records). The manifest is written first without them and again
-    # with them before the release is handed to its owner, so no other task reads it without
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="serialpub-queries") as pool:
-        measuring = pool.submit(_measure, ctx, snap, result, table, workload)
-        manifest = new_manifest(ctx, seq, period, published[-1].seq if published else None, result, None, [])
+    # state: they run on the other thread while this one writes the data file and stages the
+    # state. The manifest is written first without them and again with them before the
+    # release is handed to its owner, so no other task reads it without
+    with Overlap(1, "serialpub-queries") as beside:
+        measuring = beside.submit(_measure, ctx, snap, result, computed.table, computed.workload)
+        manifest = new_manifest(ctx, seq, opened.period, published[-1].seq if published else None, result, None, [])
         keeping.result()  # the versions exist before anything names them: the staged manifest does
         staging = ctx.ws.dataset_dir / release_files.staging_name(seq, opened.id)
         # the release row names its staging folder, for operators looking at an open draft
         ctx.store.set_staging(opened.id, str(staging))
         with progress.step("staging the draft"):
-            release_files.write_staging(ctx.ws.dataset_dir, seq, opened.id, table, manifest)
+            release_files.write_staging(ctx.ws.dataset_dir, seq, opened.id, computed.table, manifest)
         t_commit = time.perf_counter()
         with progress.step("saving the draft's state"):
+            figures = {"records": manifest.records, "groups": manifest.groups, "suppressed": manifest.suppressed,
+                       "max_breach": result.max_breach, "data_sha256": manifest.sha256.data_parquet}  # fmt: skip
             ctx.store.stage(
-                opened.id,
-                {
-                    "records": manifest.records,
-                    "groups": manifest.groups,
-                    "suppressed": manifest.suppressed,
-                    "max_breach": result.max_breach,
-                    "data_sha256": manifest.sha256.data_parquet,
-                },
-                group_rows(ctx, result),
-                ctx.statistics.tables(result.history),
-                str(staging),
+                opened.id, figures, group_rows(ctx, result), ctx.statistics.tables(result.history), str(staging)
             )
-        t_state += time.perf_counter() - t_commit
+        t_state = time.perf_counter() - t_commit
         query, utility = measuring.result()
+    t_commit = time.perf_counter()
     set_measures(ctx, manifest, query, utility)
     release_files.write_manifest(staging, manifest)
     manifest_binding.bind(ctx, opened.id, manifest)
     if owner is not None:
         ctx.store.hand_over(opened.id, owner)
-    t_state += time.perf_counter() - t_commit
+    return staging, query, t_state + time.perf_counter() - t_commit
+
+
+def _outcome(
+    seq: int, period: str, dataset_dir: Path, computed: _Computed, query: QueryErrorResult | None
+) -> ReleaseOutcome:
+    """The figures of a staged draft, as the demo prints them once published (``seconds``
+    is set by the caller)."""
+    result = computed.result
     cand, recs = result.group_candidates, result.group_records
-    outcome = ReleaseOutcome(
+    return ReleaseOutcome(
         seq=seq,
         period=period,
-        directory=ctx.ws.dataset_dir / release_files.release_name(seq),
+        directory=dataset_dir / release_files.release_name(seq),
         records=int(recs.sum()),
         groups=int(cand.size),
         suppressed=result.suppressed,
@@ -247,28 +277,24 @@ def _stage(
         max_breach=result.max_breach,
         query_error=query.mean if query else float("nan"),
         query_error_weighted=query.weighted.mean if query and query.weighted else float("nan"),
-        seconds=time.perf_counter() - started,
-        seconds_anonymize=t_anon,
-        seconds_state=t_state,
+        seconds=float("nan"),
+        seconds_anonymize=computed.seconds_anonymize,
+        seconds_state=computed.seconds_state,
         query_error_joint=query.joint.mean if query and query.joint else float("nan"),
         query_error_baseline=query.joint.baseline_mean if query and query.joint else float("nan"),
     )
-    return StagedRelease(id=opened.id, seq=seq, period=period, staging=staging, outcome=outcome)
 
 
 def _ahead(ctx: ReleaseContext, coded: Callable[[], Snapshot], stop: threading.Event) -> Anonymized | None:
     """:func:`serialpub.workflow.anonymizing.ahead`, then the release table of its result on
     the same thread, which is free once the anonymizer is done while the main thread still
-    draws the query workload (0.4 s at 1M records). The table is a function of the snapshot
-    and the result only, so it is the draft's whenever the result is (``take``); on any error
-    it is built again after the draft is opened, which reports the error."""
+    draws the query workload. The table is a function of the snapshot and the result only,
+    so it is the draft's whenever the result is (``take``); an error building it is raised
+    to the draft."""
     done = anonymizing.ahead(ctx, coded, stop)
     if done is None or stop.is_set():
         return done
-    try:
-        return replace(done, table=published_table(ctx, coded(), done.result))
-    except Exception:
-        return done
+    return replace(done, table=published_table(ctx, coded(), done.result))
 
 
 def snapshot_workload(ctx: ReleaseContext, snap: Snapshot) -> Workload | None:
@@ -311,10 +337,9 @@ def _measures(
     # workload, on a second thread beside its estimates, while the main thread stages the
     # draft (numpy and pandas release the GIL in their array work). Not each on a thread of
     # its own: with the staging that is four threads on two cores, no faster, and their
-    # temporaries at once raise the peak (release 2: 13.0-13.1 s at 2.61-2.65 GiB against
-    # 12.5-12.9 s at 2.52-2.61 GiB, bench_release_steps.py)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="serialpub-measures") as pool:
-        figures = pool.submit(draft_measures, result, leaf_keys, ctx.search_hierarchies, sensitive_codes)
+    # temporaries at once raise the peak (docs/scaling.md)
+    with Overlap(1, "serialpub-measures") as beside:
+        figures = beside.submit(draft_measures, result, leaf_keys, ctx.search_hierarchies, sensitive_codes)
         # None: a draft the measure cannot read fails the contract suite, which names the value
         query = None
         if workload is not None:
@@ -392,13 +417,12 @@ def published_table(
     group, values = group[order], values[order]
     cols: dict[str, Any] = {}
     for a, q in enumerate(ctx.qis):
-        # Arrow takes each group's label by its node id (no Python string per record): 1M
-        # records in 10 ms a column, against 0.5 s through a numpy string array; the same
-        # column and Parquet bytes
+        # Arrow takes each group's label by its node id: no Python string per record, and
+        # the same column and Parquet bytes as a numpy string array would give
         labels = pa.array(list(hierarchies[a].labels), pa.string())
         nodes = pa.array(result.group_nodes[group, a].astype(np.int32))
         cols[q] = pd.array(pa.DictionaryArray.from_arrays(nodes, labels).dictionary_decode(), dtype="str")
-    # the same for the sensitive value (it was a numpy string array: 0.4 s to convert)
+    # the same for the sensitive value
     texts = pa.array(value_labels.tolist(), pa.string())
     sensitive = pa.DictionaryArray.from_arrays(pa.array(values.astype(np.int32)), texts)
     cols[ctx.ws.config.sensitive] = pd.array(sensitive.dictionary_decode(), dtype="str")
@@ -409,8 +433,8 @@ def group_rows(ctx: ReleaseContext, result: ReleaseResult) -> list[dict[str, Any
     """The state's row of every QI-group of a draft: the fields of
     :class:`serialpub.io.manifest.GroupRow` (``labels``, ``candidates``, ``records``,
     ``counts`` of the protected values it holds)."""
-    # built from whole columns, not a validated GroupRow per group: 16,581 groups at 1M
-    # records took 1.1 s that way. Every figure is a count the anonymizer made (≥ 0)
+    # built from whole columns, not a validated GroupRow per group, which costs a Python
+    # object per group. Every figure is a count the anonymizer made (≥ 0)
     labels = zip(*(np.asarray(h.labels, dtype=object)[result.group_nodes[:, a]].tolist()
                    for a, h in enumerate(ctx.search_hierarchies)), strict=True)  # fmt: skip
     group, value = np.nonzero(result.group_counts)  # group-major, values ascending

@@ -36,8 +36,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from anonymizer.hierarchy import Hierarchy
-from anonymizer.regions import NodeSpans, RegisterCombos, ReleaseGroups, group_release, locate_groups, record_nodes
-from anonymizer.release import PrivacyParams, advance_history
+from anonymizer.regions import NodeSpans, RegisterCells, ReleaseGroups, group_release, locate_groups, record_nodes
+from anonymizer.release import History, PrivacyParams, advance_history
 from anonymizer.settings import Dilution, Strategy, SuppressionModel
 from serialpub.config import Workspace
 from serialpub.errors import InputError, quoted
@@ -47,11 +47,9 @@ from serialpub.io.manifest import FORMAT_VERSION, Checksums, GroupRow, Manifest
 from serialpub.workflow import identity, series_integrity
 from serialpub.workflow.publisher import Publisher
 from serialpub.workflow.publishing import seal
-from state.store import this_process
+from state.store import PublishedRelease, this_process
 
 IntArray = npt.NDArray[np.int64]
-
-DILUTIONS = ("register", "presence")
 
 
 # --------------------------------------------------------------------------- the command
@@ -160,24 +158,25 @@ def _strategy(
     ws: Workspace, ell: float, strategy: str | None, k_prime: int | None, alpha: float | None
 ) -> PrivacyParams:
     cfg = ws.config
+    chosen: Strategy
     if strategy is None and k_prime is None and alpha is None:
-        strategy = cfg.strategy
-        k_prime = cfg.k_prime if strategy == "constant" else None
-        alpha = cfg.alpha if strategy == "geometric" else None
+        chosen = cfg.strategy
+        k_prime = cfg.k_prime if chosen is Strategy.CONSTANT else None
+        alpha = cfg.alpha if chosen is Strategy.GEOMETRIC else None
     elif strategy is None:
         if k_prime is not None and alpha is not None:
             raise InputError("give --strategy constant (with --k-prime) or geometric (with --alpha), not both")
-        strategy = "constant" if k_prime is not None else "geometric"
-    if strategy == "constant" and alpha is not None:
-        raise InputError("--alpha belongs to the geometric strategy; the constant one takes --k-prime")
-    if strategy == "geometric" and k_prime is not None:
-        raise InputError("--k-prime belongs to the constant strategy; the geometric one takes --alpha")
-    if strategy not in set(Strategy):
+        chosen = Strategy.CONSTANT if k_prime is not None else Strategy.GEOMETRIC
+    elif strategy in set(Strategy):
+        chosen = Strategy(strategy)
+    else:
         raise InputError(f"--strategy must be 'constant' or 'geometric', got {strategy!r}")
+    if chosen is Strategy.CONSTANT and alpha is not None:
+        raise InputError("--alpha belongs to the geometric strategy; the constant one takes --k-prime")
+    if chosen is Strategy.GEOMETRIC and k_prime is not None:
+        raise InputError("--k-prime belongs to the constant strategy; the geometric one takes --alpha")
     try:
-        return PrivacyParams(
-            ell=ell, strategy=Strategy(strategy), k_prime=k_prime, alpha=alpha, guarantee=cfg.guarantee
-        )
+        return PrivacyParams(ell=ell, strategy=chosen, k_prime=k_prime, alpha=alpha, guarantee=cfg.guarantee)
     except ValueError as exc:
         raise InputError(f"import parameters: {exc}") from None
 
@@ -248,8 +247,7 @@ def import_release(
     database records the release as imported.
 
     Args:
-        ws: the workspace.
-        data_path: the release as published elsewhere.
+        data_path: the release as published elsewhere (``ws``: the workspace).
         period: its period label; must sort after the last published period.
         ell: the ℓ the other tool enforced (recorded; >= 2).
         protected: ``"all"`` (the sensitive hierarchy's leaves) or the protected values;
@@ -258,12 +256,10 @@ def import_release(
         snapshot: CSV listing the present individuals (id column); required for presence
             dilution, optional otherwise (then it gives the suppressed count). Its path is
             recorded so ``serialpub state verify`` can recompute the release.
-        strategy, k_prime, alpha: the strategy recorded in the manifest; default: the
-            configuration's.
+        strategy, k_prime, alpha: the strategy recorded (default: the configuration's).
 
-    Returns:
-        an :class:`ImportOutcome`. A release whose import makes some p exceed 1/ℓ is still
-        recorded (the tables are public already); ``exceeds_bound`` says so.
+    Returns an :class:`ImportOutcome`. A release whose import makes some p exceed 1/ℓ is
+    still recorded (the tables are public already); ``exceeds_bound`` says so.
 
     Raises:
         InputError: a bad parameter; a missing or unreadable file; a column missing or
@@ -277,26 +273,105 @@ def import_release(
             database cannot be used. Nothing is changed.
     """
     started = time.perf_counter()
-    cfg = ws.config
-    if not cfg.sign_off.auto_approve:
+    mode, params = _check_arguments(ws, dilution, snapshot, period), _strategy(ws, ell, strategy, k_prime, alpha)
+    publisher = Publisher(ws)
+    values = _protected(publisher, protected)
+    publisher.recover()
+    published, read = publisher.check_period(period), _read_groups(publisher, data_path, values)
+    group_of_ind, n_j, present = _candidates(publisher, data_path, read, snapshot, mode)
+    suppressed = int(present.size - len(read.table)) if present is not None else None
+    source_sha, record = release_files.sha256_file(data_path), _record(publisher, params, mode, suppressed, values)
+    draft_params = {**record, "imported": True, "source": str(data_path.resolve()), "source_sha256": source_sha,
+                    **({"snapshot": str(snapshot.resolve())} if snapshot is not None else {})}  # fmt: skip
+    draft = publisher.store.begin_draft(ws.config.dataset, period, draft_params, this_process())
+    try:
+        new = advance_history(_history(publisher), group_of_ind, n_j, read.groups.counts)[0]
+        max_breach = new.max_breach()
+        manifest = _manifest(publisher, draft.seq, period, published, record, read, suppressed, source_sha, max_breach)
+        _publish(publisher, draft.id, draft.seq, manifest, read, n_j, new)
+    except BaseException as exc:
+        publisher.abandon(draft, exc)
+        raise
+    series_integrity.write_checkpoint(publisher)
+    return ImportOutcome(
+        seq=draft.seq, period=period, directory=ws.dataset_dir / release_files.release_name(draft.seq),
+        records=len(read.table), groups=read.groups.records.size, suppressed=suppressed,
+        avg_candidates=float(n_j.mean()), max_candidates=int(n_j.max()), max_breach=max_breach,
+        exceeds_bound=max_breach > 1.0 / ell, source_sha256=source_sha,
+        data_sha256=str(manifest.sha256.data_parquet), seconds=time.perf_counter() - started,
+    )  # fmt: skip
+
+
+def _history(publisher: Publisher) -> History:
+    """The state after the dataset's newest published release."""
+    cfg = publisher.ws.config
+    ell = np.full(len(publisher.register.ids), float(cfg.ell))
+    return publisher.statistics.load(publisher.store.latest_statistics(cfg.dataset), ell)
+
+
+def _record(
+    publisher: Publisher, params: PrivacyParams, mode: Dilution, suppressed: int | None, values: list[str]
+) -> dict[str, Any]:
+    """The privacy settings an imported release's row and manifest record."""
+    return {
+        "l": float(params.ell),
+        "strategy": params.strategy,
+        "k_prime": params.k_prime,
+        "alpha": params.alpha,
+        "guarantee": publisher.ws.config.guarantee,
+        "dilution": mode,
+        # the state charges the published counts: that is mechanism-aware only when the
+        # snapshot shows nothing was left out (docs/threat-model.md)
+        "suppression_model": SuppressionModel.MECHANISM if suppressed == 0 else SuppressionModel.PAPER,
+        "suppression_budget": None,
+        "numeric_quasi_identifiers": publisher.numeric,
+        "protected_values": values,
+    }
+
+
+def _check_arguments(ws: Workspace, dilution: str, snapshot: Path | None, period: str) -> Dilution:
+    """The dilution named, after the checks that need no file.
+
+    Raises:
+        InputError: an unknown dilution, presence dilution without a snapshot, an empty
+            period, or (without ``sign_off.auto_approve``) an account not on the approvers.
+    """
+    if not ws.config.sign_off.auto_approve:
         # an import publishes into the series at once: only an approver may record one
         identity.authorize(ws, identity.os_login())
-    if dilution not in DILUTIONS:
+    if dilution not in set(Dilution):
         raise InputError(f"--dilution must be 'register' or 'presence', got {dilution!r}")
-    if dilution == "presence" and snapshot is None:
+    mode = Dilution(dilution)
+    if mode is Dilution.PRESENCE and snapshot is None:
         raise InputError(
             "--dilution presence needs --snapshot: the candidates of a group are the present individuals, "
             "so the file listing them is required"
         )
     if not period:
         raise InputError("--period must not be empty")
-    params = _strategy(ws, ell, strategy, k_prime, alpha)
-    publisher = Publisher(ws)
-    values = _protected(publisher, protected)
-    publisher.recover()
-    published = publisher.check_period(period)
+    return mode
 
-    qis, sens = publisher.qis, cfg.sensitive
+
+@dataclass(frozen=True)
+class _ReadRelease:
+    """An imported release as read: its table, the file's unit (``line`` or ``row``) and the
+    first number of that unit, the hierarchies it is read with (in QI order) and its groups."""
+
+    table: pd.DataFrame
+    unit: str
+    hierarchies: list[Hierarchy]
+    groups: ReleaseGroups
+
+
+def _read_groups(publisher: Publisher, data_path: Path, values: Sequence[str]) -> _ReadRelease:
+    """Read the release file and group its records (equal labels), each record's value an
+    index into the state's protected values, -1 for the values the other tool did not protect.
+
+    Raises:
+        InputError: a label that is not a node of its QI's hierarchy, or a sensitive value
+            outside the domain (file, line or row, column and value named).
+    """
+    ws, qis, sens = publisher.ws, publisher.qis, publisher.ws.config.sensitive
     table, unit = read_release_data(data_path, [*qis, sens])
     offset = 2 if unit == "line" else 1
     # a numeric QI's intervals are nodes of the hierarchy this release is read with
@@ -327,12 +402,24 @@ def import_release(
                 f"{data_path}, {unit} {i + offset}, column {sens!r}: value {quoted(sens_values[i])} is not in the "
                 f"sensitive domain (the leaves of {ws.hierarchy_dir / f'{sens}.csv'})"
             )
-    # index into the state's values; -1 for the values the other tool did not protect
     value = pd.Index(publisher.protected).get_indexer(pd.Index(sens_values)).astype(np.int64)
     value[~np.isin(sens_values, values)] = -1
     groups = group_release(nodes, value, len(publisher.protected), hierarchies)
+    return _ReadRelease(table, unit, hierarchies, groups)
 
-    combos = RegisterCombos.of(publisher.register.keys, hierarchies)
+
+def _candidates(
+    publisher: Publisher, data_path: Path, read: _ReadRelease, snapshot: Path | None, mode: Dilution
+) -> tuple[IntArray, IntArray, IntArray | None]:
+    """The group of every register individual (-1: none; under presence dilution, only the
+    present ones), n_j of every group, and the register rows of the present individuals
+    (None without a snapshot).
+
+    Raises:
+        InputError: overlapping regions, or a group with more records than candidates.
+    """
+    qis, hierarchies, groups = publisher.qis, read.hierarchies, read.groups
+    combos = RegisterCells.of(publisher.register.keys, hierarchies)
     located = locate_groups(combos.leaves, groups.nodes, [NodeSpans.of(h) for h in hierarchies])
     if located.overlap_pairs:
         i, j = located.overlaps[0]
@@ -350,6 +437,7 @@ def import_release(
     )
     present: IntArray | None = None
     if snapshot is not None:
+        cfg = publisher.ws.config
         present = present_rows(snapshot, cfg.id_column, qis, publisher.register, publisher.hierarchies)
         present_in = np.bincount(group_of_ind[present][group_of_ind[present] >= 0], minlength=n_groups)
         _check_cover(
@@ -361,120 +449,83 @@ def import_release(
             f"individuals of {snapshot}",
             "the snapshot does not list everyone the release publishes",
         )
-    if dilution == "register":
-        n_j = in_region
-    else:
-        assert present is not None
-        members = np.full(group_of_ind.size, -1, dtype=np.int64)
-        members[present] = group_of_ind[present]
-        group_of_ind = members
-        n_j = groups.records
+    if mode is Dilution.REGISTER:
+        return group_of_ind, in_region, present
+    assert present is not None
+    members = np.full(group_of_ind.size, -1, dtype=np.int64)
+    members[present] = group_of_ind[present]
+    return members, groups.records, present
 
-    suppressed = int(present.size - len(table)) if present is not None else None
-    source_sha = release_files.sha256_file(data_path)
-    record: dict[str, Any] = {
-        "l": float(ell),
-        "strategy": params.strategy,
-        "k_prime": params.k_prime,
-        "alpha": params.alpha,
-        "guarantee": cfg.guarantee,
-        "dilution": Dilution(dilution),
-        # the state charges the published counts: that is mechanism-aware only when the
-        # snapshot shows nothing was left out (docs/threat-model.md)
-        "suppression_model": SuppressionModel.MECHANISM if suppressed == 0 else SuppressionModel.PAPER,
-        "suppression_budget": None,
-        "numeric_quasi_identifiers": publisher.numeric,
-        "protected_values": values,
-    }
-    draft_params = {
-        **record,
-        "imported": True,
-        "source": str(data_path.resolve()),
-        "source_sha256": source_sha,
-        **({"snapshot": str(snapshot.resolve())} if snapshot is not None else {}),
-    }
-    draft = publisher.store.begin_draft(cfg.dataset, period, draft_params, this_process())
-    try:
-        seq = draft.seq
-        ell_arr = np.full(len(publisher.register.ids), float(cfg.ell))
-        history = publisher.statistics.load(publisher.store.latest_statistics(cfg.dataset), ell_arr)
-        new = advance_history(history, group_of_ind, n_j, groups.counts)[0]
-        max_breach = new.max_breach()
-        manifest = Manifest(
-            format_version=FORMAT_VERSION,
-            dataset=cfg.dataset,
-            release=seq,
-            period=period,
-            created=datetime.now(UTC).isoformat(timespec="seconds"),
-            quasi_identifiers=qis,
-            sensitive=sens,
-            **record,
-            records=len(table),
-            groups=n_groups,
-            suppressed=suppressed,
-            max_breach_probability=max_breach,
-            sha256=Checksums(
-                data_parquet=None,
-                register_file=publisher.file_sums["register"],
-                hierarchies=publisher.file_sums["hierarchies"],
-            ),
-            previous_release=published[-1].seq if published else None,
-            validation=None,
-            sign_off=None,
-            imported=True,
-            source_sha256=source_sha,
-        )
-        out = pd.DataFrame({c: table[c].to_numpy(dtype=str) for c in [*qis, sens]})
-        seal(publisher, manifest)
-        publisher.keep_input_versions()
-        key = publisher.signing_key
-        _, manifest_sha = release_files.write_staging(ws.dataset_dir, seq, draft.id, out, manifest, key)
-        final = ws.dataset_dir / release_files.release_name(seq)
-        group_rows = [
-            GroupRow(
-                labels=[hierarchies[a].labels[groups.nodes[g, a]] for a in range(len(qis))],
-                candidates=int(n_j[g]),
-                records=int(groups.records[g]),
-                counts={publisher.protected[v]: int(groups.counts[g, v]) for v in np.flatnonzero(groups.counts[g])},
-            ).model_dump()
-            for g in range(n_groups)  # one row per group (tens to thousands)
-        ]
-        publisher.store.publish(
-            draft.id,
-            {
-                "records": len(table),
-                "groups": n_groups,
-                "suppressed": suppressed,
-                "max_breach": max_breach,
-                "data_sha256": manifest.sha256.data_parquet,
-                "manifest_sha256": manifest_sha,
-                "imported": True,
-            },
-            group_rows,
-            publisher.statistics.tables(new),
-            directory=str(final),
-            actor=this_process(),
-        )
-        release_files.move_into_place(ws.dataset_dir, seq, draft.id)
-    except BaseException as exc:
-        publisher.abandon(draft, exc)
-        raise
-    series_integrity.write_checkpoint(publisher)
-    return ImportOutcome(
-        seq=seq,
+
+def _manifest(
+    publisher: Publisher, seq: int, period: str, published: list[PublishedRelease], record: dict[str, Any],
+    read: _ReadRelease, suppressed: int | None, source_sha: str, max_breach: float,
+) -> Manifest:  # fmt: skip
+    """The imported release's manifest, before its data file's checksum and its seal."""
+    cfg = publisher.ws.config
+    return Manifest(
+        format_version=FORMAT_VERSION,
+        dataset=cfg.dataset,
+        release=seq,
         period=period,
-        directory=final,
-        records=len(table),
-        groups=n_groups,
+        created=datetime.now(UTC).isoformat(timespec="seconds"),
+        quasi_identifiers=publisher.qis,
+        sensitive=cfg.sensitive,
+        **record,
+        records=len(read.table),
+        groups=read.groups.records.size,
         suppressed=suppressed,
-        avg_candidates=float(n_j.mean()),
-        max_candidates=int(n_j.max()),
-        max_breach=max_breach,
-        exceeds_bound=max_breach > 1.0 / ell,
+        max_breach_probability=max_breach,
+        sha256=Checksums(
+            data_parquet=None,
+            register_file=publisher.file_sums["register"],
+            hierarchies=publisher.file_sums["hierarchies"],
+        ),
+        previous_release=published[-1].seq if published else None,
+        validation=None,
+        sign_off=None,
+        imported=True,
         source_sha256=source_sha,
-        data_sha256=str(manifest.sha256.data_parquet),
-        seconds=time.perf_counter() - started,
     )
+
+
+def _publish(
+    publisher: Publisher, draft_id: int, seq: int, manifest: Manifest, read: _ReadRelease, n_j: IntArray,
+    new: History,
+) -> None:  # fmt: skip
+    """Stage the imported release's files and publish it with ``new``, the state after it."""
+    ws, cfg, qis, groups = publisher.ws, publisher.ws.config, publisher.qis, read.groups
+    out = pd.DataFrame({c: read.table[c].to_numpy(dtype=str) for c in [*qis, cfg.sensitive]})
+    seal(publisher, manifest)
+    publisher.keep_input_versions()
+    key = publisher.signing_key
+    _, manifest_sha = release_files.write_staging(ws.dataset_dir, seq, draft_id, out, manifest, key)
+    group_rows = [
+        GroupRow(
+            labels=[read.hierarchies[a].labels[groups.nodes[g, a]] for a in range(len(qis))],
+            candidates=int(n_j[g]),
+            records=int(groups.records[g]),
+            counts={publisher.protected[v]: int(groups.counts[g, v]) for v in np.flatnonzero(groups.counts[g])},
+        ).model_dump()
+        for g in range(groups.records.size)  # one row per group (tens to thousands)
+    ]
+    publisher.store.publish(
+        draft_id,
+        {
+            "records": len(read.table),
+            "groups": groups.records.size,
+            "suppressed": manifest.suppressed,
+            "max_breach": manifest.max_breach_probability,
+            "data_sha256": manifest.sha256.data_parquet,
+            "manifest_sha256": manifest_sha,
+            "imported": True,
+        },
+        group_rows,
+        publisher.statistics.tables(new),
+        directory=str(ws.dataset_dir / release_files.release_name(seq)),
+        actor=this_process(),
+    )
+    release_files.move_into_place(ws.dataset_dir, seq, draft_id)
 
 
 def _check_cover(

@@ -10,7 +10,6 @@ import dataclasses
 import re
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from anonymizer.overlap import Overlap, sequential
 from checks.gx import SuiteResult
 from checks.input_suites import PeriodOrder, snapshot_suite
 from serialpub.errors import InputChecksFailed, InputError, quoted
@@ -26,7 +26,8 @@ from serialpub.io.hierarchies import nearest_spelling
 from serialpub.io.inputs import Snapshot, read_csv, snapshot_from_table
 from serialpub.io.sources import InputSource
 from serialpub.workflow import progress
-from serialpub.workflow.context import InputChecks, ReleaseContext, by_file_line
+from serialpub.workflow.context import InputChecks, ReleaseContext
+from serialpub.workflow.register_reader import by_file_line
 from state.store import PublishedRelease
 
 #: what a period label may look like (labels are compared as strings, so they must sort
@@ -46,7 +47,7 @@ def check_period_label(period: str) -> None:
 def check_period(ctx: ReleaseContext, period: str) -> list[PublishedRelease]:
     """The published releases, after checking that ``period`` can come next: written in
     the configured ``period_format``, not published yet, later than the last, and not
-    skipping a period (:func:`skipped_periods`) unless ``ctx.skip_reason`` says why.
+    skipping a period (:func:`skipped_periods`) unless ``ctx.request.skip_reason`` says why.
     ``StateStore.begin_draft`` checks the order again under its lock; this gives the
     user's error before any work.
 
@@ -79,7 +80,7 @@ def check_period(ctx: ReleaseContext, period: str) -> list[PublishedRelease]:
             "releases are published in chronological order"
         )
     gap = skipped_periods(ctx, period, published)
-    if gap and ctx.skip_reason is None:
+    if gap and ctx.request.skip_reason is None:
         shown = ", ".join(gap[:5]) + (f" and {len(gap) - 5} more" if len(gap) > 5 else "")
         raise InputError(
             f"period {period!r} skips {shown} (the last published period is {published[-1].period!r}); publish "
@@ -118,19 +119,6 @@ def period_of_source(source: InputSource) -> str:
     return periods.period_of_file(Path(source.name) if source.path is None else source.path)
 
 
-#: the inputs last checked in this process, with what they were checked as (the snapshot's
-#: source and the verdict key of :func:`_order_and_key`). Every task of an Airflow run builds a
-#: new context and checks the same snapshot against the same register: where the tasks share
-#: a process (``dag.test``, or one worker running them in turn) that is done once
-_last_checked: tuple[tuple[object, str], InputChecks] | None = None
-
-
-def forget_checked() -> None:
-    """Forget the last inputs checked, as a new process starts (the tests use it)."""
-    global _last_checked
-    _last_checked = None
-
-
 def check_repeated_snapshot(
     ctx: ReleaseContext, label: str, sha: str, published: list[PublishedRelease], allowed: bool = False
 ) -> list[int]:
@@ -141,10 +129,10 @@ def check_repeated_snapshot(
     in the draft), e.g. for a population that truly did not change.
 
     Raises:
-        InputError: a repeated snapshot, neither ``allowed`` nor ``ctx.allow_repeated_snapshot``.
+        InputError: a repeated snapshot, neither ``allowed`` nor ``ctx.request.allow_repeated_snapshot``.
     """
     repeated = [r for r in published if r.params.get("snapshot_sha256") == sha]
-    if repeated and not (allowed or ctx.allow_repeated_snapshot):
+    if repeated and not (allowed or ctx.request.allow_repeated_snapshot):
         r = repeated[-1]
         raise InputError(
             f"{label}: this snapshot is byte for byte the one release {r.seq} (period {r.period!r}) published; "
@@ -160,10 +148,11 @@ def check_inputs(
 ) -> InputChecks:  # fmt: skip
     """Every check of the inputs before a draft: the period, the register suite (run
     once per context), the snapshot suite and the snapshot's QIs against the register's.
-    The checks of the last snapshot checked in this process are kept, keyed by its source
+    The checks of the last snapshot checked by this context are kept, keyed by its source
     and by everything its suite's verdict depends on (the register cache's key, the
     snapshot's sha256, the period order, the columns and the sensitive domain), so that
-    validating the draft, in the same context or a later task's, does not check it again.
+    validating the draft in the same context does not check it again (a later task's
+    context reads the suite's verdict from the workspace, :mod:`serialpub.io.verdict_cache`).
 
     Args:
         meanwhile: work to run on the second core beside the snapshot suite once the
@@ -172,7 +161,7 @@ def check_inputs(
             given a function returning the coded snapshot (raising what the coding raised)
             and an event set when the checks fail, after which nothing waits for it. Its
             future is the result's ``ahead`` (None for the checks of a snapshot kept from
-            before).
+            before, and when the steps run in turn, :func:`anonymizer.overlap.sequential`).
 
         repeated_allowed: a snapshot whose bytes a published release's snapshot had is
             allowed (:func:`check_repeated_snapshot`; a draft that was allowed it).
@@ -180,7 +169,6 @@ def check_inputs(
     Raises:
         InputError (``InputChecksFailed`` for a failed suite): nothing was changed.
     """
-    global _last_checked
     cfg = ctx.ws.config
     source = snapshot_source(ctx, snapshot)
     register_check = ctx.check_register()
@@ -191,12 +179,12 @@ def check_inputs(
         check_repeated_snapshot(ctx, source.label, sha, published, repeated_allowed)
         order, verdict = _order_and_key(ctx, period, published, sha)
         key = (source.record, verdict)
-        last = _last_checked
+        last = ctx.last_checked
         if last is not None and last[0] == key:
             return InputChecks([register_check, last[1].suites[1]], last[1].snapshot, sha)
         # another snapshot: the kept one is let go before this one is read, not after it
-        # is checked (a 1M-record snapshot's table and codes are about 0.3 GB)
-        _last_checked = last = None
+        # is checked (two large snapshots' tables and codes need not be held at once)
+        ctx.last_checked = last = None
         table = read_csv(source.label, "snapshot", content)
         del content
     register = ctx.register  # coded before the suite, which reads its ids: the steps do not nest
@@ -205,26 +193,26 @@ def check_inputs(
     # the check across the two files (numpy and pandas work that releases the GIL) runs on the
     # second core while the suite runs (Great Expectations' Python holds it), then the work
     # given to run meanwhile. The suite's verdict is still the one reported first: when it
-    # fails, the other results are not read, and nothing waits for them
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="serialpub-snapshot")
+    # fails, the other results are not read, and nothing waits for them. Run in turn
+    # (anonymizer.overlap.sequential), nothing is done ahead: the draft computes it in order
     stop = threading.Event()
-    try:
-        coded = pool.submit(
-            snapshot_from_table, table, source.label, cfg.id_column, ctx.qis, cfg.sensitive, register,
-            ctx.hierarchies, domain,
-        )  # fmt: skip
-        ahead = None if meanwhile is None else pool.submit(meanwhile, coded.result, stop)
-        with progress.step("snapshot suite"):
-            snapshot_check = check_snapshot(ctx, table, source.label, period, published, sha, (order, verdict))
-        with progress.step("checking the snapshot against the register"):
-            snap = coded.result()
-    except BaseException:
-        stop.set()  # and the work not yet started is dropped
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    pool.shutdown(wait=False)  # the work ahead goes on: the draft waits for it
+    with Overlap(1, "serialpub-snapshot") as beside:
+        try:
+            coded = beside.submit(
+                snapshot_from_table, table, source.label, cfg.id_column, ctx.qis, cfg.sensitive, register,
+                ctx.hierarchies, domain,
+            )  # fmt: skip
+            ahead = None if meanwhile is None or sequential() else beside.submit(meanwhile, coded.result, stop)
+            with progress.step("snapshot suite"):
+                snapshot_check = check_snapshot(ctx, table, source.label, period, published, sha, (order, verdict))
+            with progress.step("checking the snapshot against the register"):
+                snap = coded.result()
+        except BaseException:
+            stop.set()  # and the work not yet started is dropped
+            raise
+        beside.release()  # the work ahead goes on: the draft waits for it
     checked = InputChecks([register_check, snapshot_check], snap, sha)
-    _last_checked = (key, checked)
+    ctx.last_checked = (key, checked)
     return replace(checked, ahead=ahead)
 
 
@@ -244,7 +232,7 @@ def _order_and_key(
     )
     cols = ctx.input_columns
     key = verdict_cache.verdict_key(
-        register=ctx._cache_key, snapshot=sha, order=dataclasses.asdict(order), id_column=cols.id_column,
+        register=ctx.register_reader.cache_key, snapshot=sha, order=dataclasses.asdict(order), id_column=cols.id_column,
         qis=list(cols.qis), sensitive=cols.sensitive,
         domain=None if cols.sensitive_domain is None else sorted(map(str, cols.sensitive_domain)),
     )  # fmt: skip

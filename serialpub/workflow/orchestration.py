@@ -28,20 +28,22 @@ from serialpub.config import Workspace, load_config
 from serialpub.errors import InputError
 from serialpub.io.release_files import release_name
 from serialpub.io.sources import InputSource
+from serialpub.workflow.context import ReleaseRequest
 from serialpub.workflow.input_checks import period_of_source
 from serialpub.workflow.publisher import Publisher, reject_release
+from serialpub.workflow.validating import ApprovalFacts
 from serialpub.workspaces import report_url
-from state.store import StateError, StateStore, open_engine
+from state.store import ReleaseStatus, StateError, StateStore, open_engine
 
 #: keys a run's configuration may hold
 CONF_KEYS = ("dataset", "period", "snapshot")
 
 
-def _query_line(facts: dict[str, Any]) -> str:
+def _query_line(facts: ApprovalFacts) -> str:
     """The sign-off prompt's utility line: the register-joint figure first, with its
     baseline and gain, then paper 001's uniform figure."""
-    joint, base = facts.get("register_joint_error"), facts.get("histogram_baseline_error")
-    uniform = facts.get("average_relative_error")
+    joint, base = facts.register_joint_error, facts.histogram_baseline_error
+    uniform = facts.average_relative_error
     paper = "n/a" if uniform is None else f"{uniform:.3f}"
     if joint is None or base is None:
         return f"Average relative query error (paper 001's uniform estimator): {paper}."
@@ -145,8 +147,7 @@ def anonymize(
     """Draft and stage the release, handed to ``owner`` (the DAG run), not yet validated.
     ``preparer``: the Airflow user who triggered the run (recorded as ``prepared_by``, so
     that under four eyes they cannot approve it); None for scheduled and asset runs."""
-    publisher = Publisher(_workspace(root))
-    publisher.preparer = preparer
+    publisher = Publisher(_workspace(root), request=ReleaseRequest(preparer=preparer))
     current = publisher.store.open_release(publisher.ws.config.dataset)
     if current is not None and current.period == period and current.owner == owner:
         return {"seq": current.seq, "period": period}  # a retry of this run's step: already drafted
@@ -161,7 +162,7 @@ def validate_release(root: str | Path, seq: int) -> dict[str, Any]:
     results = publisher.store.validation_results(publisher.ws.config.dataset, seq)
     # earlier attempts at the same number ended failed or rejected; this one is open
     return {"seq": seq, "suites": {r["suite"]: r["success"] for r in results
-                                   if r["release_status"] not in ("failed", "rejected")}}
+                                   if r["release_status"] not in (ReleaseStatus.FAILED, ReleaseStatus.REJECTED)}}
 
 
 def report(root: str | Path, seq: int, base_url: str | None = None) -> dict[str, Any]:
@@ -173,35 +174,36 @@ def report(root: str | Path, seq: int, base_url: str | None = None) -> dict[str,
     """
     ws = _workspace(root)
     facts = Publisher(ws).report(seq)
-    suites = facts["validation"]["suites"]
+    suites = facts.validation["suites"] if facts.validation else {}
     final = ws.dataset_dir / release_name(seq)
     if base_url:
         where = (
-            f"[Open the release report]({report_url(base_url, facts['dataset'], seq)}) and read it before "
-            f"deciding (sha256 {facts['report_sha256']}, recorded with your decision); "
-            f"[every expectation]({report_url(base_url, facts['dataset'], seq, 'validation.html')})."
+            f"[Open the release report]({report_url(base_url, facts.dataset, seq)}) and read it before "
+            f"deciding (sha256 {facts.report_sha256}, recorded with your decision); "
+            f"[every expectation]({report_url(base_url, facts.dataset, seq, 'validation.html')})."
         )
     else:
         where = (
-            f"Release report (read it before deciding): {facts['report_page']} (sha256 {facts['report_sha256']}); "
-            f"every expectation: {facts['validation_page']}."
+            f"Release report (read it before deciding): {facts.report_page} (sha256 {facts.report_sha256}); "
+            f"every expectation: {facts.validation_page}."
         )
     lines = [
-        f"**{facts['dataset']} release {facts['release']}** (period {facts['period']}): {facts['records']} records "
-        f"in {facts['groups']} groups, {facts['suppressed']} suppressed.",
-        f"Largest breach probability over all releases: {facts['max_breach_probability']:.6f} "
-        f"(bound 1/ℓ = {1 / facts['l']:.6f}).",
+        f"**{facts.dataset} release {facts.release}** (period {facts.period}): {facts.records} records "
+        f"in {facts.groups} groups, {facts.suppressed} suppressed.",
+        f"Largest breach probability over all releases: {facts.max_breach_probability:.6f} "
+        f"(bound 1/ℓ = {1 / facts.l:.6f}).",
         _query_line(facts),
         *(
             f"**Known breach, accepted in the configuration ({model}):** {risk}. The figures above hold only "
             "within this model (docs/threat-model.md, \"Models with a known breach\")."
-            for model, risk in facts["known_breach"].items()
+            for model, risk in facts.known_breach.items()
         ),
         "Validation suites: " + ", ".join(f"{k} {'passed' if v['success'] else 'FAILED'}" for k, v in suites.items()),
         where,
         f"Approved, it is published to `{final}`; rejected, nothing is published.",
     ]
-    return {**facts, "markdown": "\n\n".join(lines), "final_folder": str(final)}
+    # a JSON-able dict: the DAG passes it between tasks (XCom)
+    return {**facts.model_dump(mode="json"), "markdown": "\n\n".join(lines), "final_folder": str(final)}
 
 
 def decide(

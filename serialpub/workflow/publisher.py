@@ -19,7 +19,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -38,6 +37,7 @@ from serialpub.workflow.drafting import (
     StagedRelease,
 )
 from serialpub.workflow.sign_off import AUTO_APPROVER, reject_release
+from serialpub.workflow.validating import ApprovalFacts
 from state.store import PublishedRelease, SignOffRecord
 
 __all__ = [
@@ -124,7 +124,7 @@ class Publisher(ReleaseContext):
         """:func:`serialpub.workflow.validating.validate` (arguments, errors)."""
         return validating.validate(self, seq)
 
-    def report(self, seq: int) -> dict[str, Any]:
+    def report(self, seq: int) -> ApprovalFacts:
         """:func:`serialpub.workflow.validating.summary` (arguments, errors)."""
         return validating.summary(self, seq)
 

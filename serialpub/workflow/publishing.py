@@ -18,7 +18,7 @@ from serialpub.report.render import JSON_FILE as REPORT_JSON
 from serialpub.workflow import manifest_binding, preflight, series_integrity
 from serialpub.workflow.context import ReleaseContext
 from serialpub.workflow.sign_off import AUTO_APPROVER, not_approved
-from state.store import OpenRelease, PublishedRelease, StateError, owner_is_gone, this_process
+from state.store import OpenRelease, PublishedRelease, ReleaseStatus, StateError, owner_is_gone, this_process
 
 
 def finish(ctx: ReleaseContext, seq: int) -> Path:
@@ -40,7 +40,7 @@ def finish(ctx: ReleaseContext, seq: int) -> Path:
         series_integrity.write_checkpoint(ctx)
         return final
     rel = ctx.open_release(seq)
-    if rel.status != "approved":
+    if rel.status != ReleaseStatus.APPROVED:
         raise not_approved(ctx, rel)
     *earlier, sign_off = ctx.store.approvals(rel.id)
     staging = ctx.staging_dir(rel)

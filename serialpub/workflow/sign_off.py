@@ -13,7 +13,15 @@ from serialpub.io import release_files
 from serialpub.report.render import HTML_FILE as REPORT_FILE
 from serialpub.workflow import identity, manifest_binding
 from serialpub.workflow.context import ReleaseContext
-from state.store import OpenRelease, SignOffRecord, StateError, StateStore, open_engine, this_process
+from state.store import (
+    OpenRelease,
+    ReleaseStatus,
+    SignOffRecord,
+    StateError,
+    StateStore,
+    open_engine,
+    this_process,
+)
 
 #: the approver recorded for an automatic sign-off (``sign_off.auto_approve``)
 AUTO_APPROVER = "automatic approval (sign_off.auto_approve)"
@@ -67,7 +75,7 @@ def not_approved(ctx: ReleaseContext, rel: OpenRelease) -> StateError:
     :mod:`serialpub.workflow.identity`), so the line names no ``--by``."""
     cfg = ctx.ws.config
     what = f"release {rel.seq} of {cfg.dataset!r}"
-    if rel.status != "validated":
+    if rel.status != ReleaseStatus.VALIDATED:
         return StateError(f"{what} is {rel.status}; only a validated release that is approved can be published")
     given = [a.approver for a in ctx.store.approvals(rel.id)]
     required = cfg.sign_off.required_approvals

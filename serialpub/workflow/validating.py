@@ -9,13 +9,15 @@ counted).
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict
 
+from anonymizer.overlap import Overlap
 from anonymizer.release import History
 from anonymizer.settings import Dilution, Guarantee, SuppressionModel
 from checks.breach import BreachComputation, Draft, Population, PriorState, SnapshotRecords, compute_breach
@@ -25,6 +27,7 @@ from checks.release_suites import release_suite
 from serialpub.errors import InputError, ValidationFailed
 from serialpub.faults import checkpoint
 from serialpub.io import release_files
+from serialpub.io.inputs import Snapshot
 from serialpub.io.manifest import Manifest, SuiteVerdict, Validation
 from serialpub.known_breach import RISK
 from serialpub.report.measure import Measure
@@ -33,9 +36,9 @@ from serialpub.report.render import HTML_FILE as REPORT_FILE
 from serialpub.report.render import report_plots, write_release_report
 from serialpub.workflow import manifest_binding, progress
 from serialpub.workflow.anonymizing import record_sets
-from serialpub.workflow.context import ReleaseContext
+from serialpub.workflow.context import InputChecks, ReleaseContext
 from serialpub.workflow.input_checks import check_inputs, snapshot_source
-from state.store import OpenRelease, StateError, this_process
+from state.store import OpenRelease, ReleaseStatus, StateError, this_process
 
 
 def validate(ctx: ReleaseContext, seq: int) -> list[SuiteResult]:
@@ -51,7 +54,7 @@ def validate(ctx: ReleaseContext, seq: int) -> list[SuiteResult]:
             changed since the draft was made.
     """
     rel = ctx.open_release(seq)
-    if rel.status != "draft":
+    if rel.status != ReleaseStatus.DRAFT:
         return []
     try:
         return _validate(ctx, rel)
@@ -64,90 +67,19 @@ def validate(ctx: ReleaseContext, seq: int) -> list[SuiteResult]:
 
 
 def _validate(ctx: ReleaseContext, rel: OpenRelease) -> list[SuiteResult]:
-    """The body of :func:`validate`. Under the localized baseline the global-guarantee
+    """The body of :func:`validate`: the staged draft and its inputs checked against what
+    was drafted, the release suites beside the report's figures, the verdict recorded, the
+    evidence and the report written. Under the localized baseline the global-guarantee
     suite is left out (that baseline exists to show the leak); the manifest says so."""
     cfg = ctx.ws.config
     staging = ctx.staging_dir(rel)
     manifest, table = release_files.read_release(staging)
-    edited = manifest_binding.differences(ctx, rel, manifest, validated=False)
-    if edited:
-        # validation would vouch for the edit: refuse it before anything is recorded
-        raise StateError(
-            f"{staging / release_files.MANIFEST_FILE}: the staged manifest changed after release {rel.seq} was drafted "
-            f"({edited[0]}); the draft was failed and nothing was published: prepare the release again "
-            "('serialpub release')"
-        )
-    sums = ctx.file_sums
-    if sums["register"] != manifest.sha256.register_file or sums["hierarchies"] != manifest.sha256.hierarchies:
-        # validated against other inputs than the draft's, the verdict would not be the release's
-        raise StateError(
-            f"{ctx.ws.register_source.label}: the register or a hierarchy file changed after release {rel.seq} was "
-            "drafted "
-            f"(with register sha256 {manifest.sha256.register_file[:12]}...); the draft was failed and nothing was "
-            "published: prepare the release again ('serialpub release') with the period's files"
-        )
-    source = snapshot_source(ctx, rel.params["snapshot"])
-    repeated_allowed = bool(rel.params.get("repeats_snapshot_of"))  # the draft was allowed it
-    checked = check_inputs(ctx, source, rel.period, repeated_allowed=repeated_allowed) if source.exists() else None
-    if checked is None or checked.sha256 != rel.params.get("snapshot_sha256"):
-        raise StateError(
-            f"{source.label}: the snapshot of release {rel.seq} changed or disappeared after the release was drafted; "
-            f"end it with 'serialpub reject --release {rel.seq}' and prepare it again"
-        )
+    checked = _inputs_as_drafted(ctx, rel, manifest)
     register_check, snapshot_check = checked.suites
-    snap = checked.snapshot
     # the draft's own, when this process drafted it: found by the file's sha256, not read again
     history = ctx.statistics.load_latest(ctx.store, cfg.dataset, np.full(len(ctx.register.ids), float(cfg.ell)))
-    presence = cfg.dilution is Dilution.PRESENCE
-    thresholds = cfg.validation.model_dump()
-    if thresholds["max_suppression_rate"] is None:
-        thresholds["max_suppression_rate"] = cfg.suppression_budget
     draft = Draft(table, ctx.qis, cfg.sensitive, ctx.read_hierarchies(table))
-    # one breach computation per release, shared by the guarantee suite and the report: per
-    # unit (individuals sharing their QI cell and history class share every figure), and
-    # mechanism-aware under the default model (docs/threat-model.md). It runs on the second
-    # core while the contract and disjointness suites, which do not need it, run on this one
-    population = Population(ctx.register.keys, ctx.register.ids, presence, snap.individual if presence else None)
-    prior = PriorState(ctx.protected, history.survival, cfg.ell, history.class_of)
-    records = (
-        SnapshotRecords(snap.individual, record_sets(ctx, snap))
-        if cfg.suppression_model is SuppressionModel.MECHANISM
-        else None
-    )
-
-    def breach_probabilities() -> BreachComputation:
-        with progress.step("breach probabilities"):
-            return compute_breach(draft, population, prior, records, per_unit=True, unit_classes=history.class_of)
-
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="serialpub-breach") as pool:
-        computing = pool.submit(breach_probabilities)
-        # the report's figures, plots and per-release measures need the breach computation, not
-        # the suites' verdicts: the two other threads make them after it, while the suites run
-        # here. They are used only if every suite passes; an error in them is raised then, not
-        # before a suite's failure
-        def figures() -> tuple[PrivacyFigures, dict[str, str]]:
-            breach = computing.result()
-            with progress.step("report figures"):
-                return report_figures(ctx, draft, breach, history)
-
-        def measures() -> list[Measure]:
-            breach = computing.result()
-            with progress.step("report measures"):
-                return classical_measures(report_inputs(ctx, draft, breach, history), cfg.report)
-
-        figuring, measuring = pool.submit(figures), pool.submit(measures)
-        with progress.step("release suites"):
-            suites = release_suite(
-                draft, computing.result, cfg.ell, thresholds,
-                metrics={
-                    "suppression_rate": (manifest.suppressed or 0) / max(len(snap.individual), 1),
-                    **query_figures(manifest),
-                },
-                id_column=cfg.id_column, sensitive_domain=ctx.sensitive_domain,
-            )  # fmt: skip
-    computing.result()  # a computation that failed raises here, before anything is recorded
-    if cfg.guarantee is Guarantee.LOCALIZED:
-        suites = [r for r in suites if r.suite != "guarantee"]
+    suites, figuring, measuring = _release_suites(ctx, manifest, draft, checked.snapshot, history)
     suites = [register_check, snapshot_check, *suites]
     passed = ctx.store.record_validation(
         rel.id, [(r.suite, r.success, r.result, r.sha256) for r in suites], this_process()
@@ -175,6 +107,100 @@ def _validate(ctx: ReleaseContext, rel: OpenRelease) -> list[SuiteResult]:
     manifest_binding.bind(ctx, rel.id, manifest)
     checkpoint("after_validation")
     return suites
+
+
+def _inputs_as_drafted(ctx: ReleaseContext, rel: OpenRelease, manifest: Manifest) -> InputChecks:
+    """The input checks of the draft's snapshot, after checking that the staged manifest,
+    the register, the hierarchies and the snapshot are the ones the draft was made with.
+
+    Raises:
+        StateError: any of them changed since the draft was made.
+    """
+    staging = ctx.staging_dir(rel)
+    edited = manifest_binding.differences(ctx, rel, manifest, validated=False)
+    if edited:
+        # validation would vouch for the edit: refuse it before anything is recorded
+        raise StateError(
+            f"{staging / release_files.MANIFEST_FILE}: the staged manifest changed after release {rel.seq} was drafted "
+            f"({edited[0]}); the draft was failed and nothing was published: prepare the release again "
+            "('serialpub release')"
+        )
+    sums = ctx.file_sums
+    if sums["register"] != manifest.sha256.register_file or sums["hierarchies"] != manifest.sha256.hierarchies:
+        # validated against other inputs than the draft's, the verdict would not be the release's
+        raise StateError(
+            f"{ctx.ws.register_source.label}: the register or a hierarchy file changed after release {rel.seq} was "
+            "drafted "
+            f"(with register sha256 {manifest.sha256.register_file[:12]}...); the draft was failed and nothing was "
+            "published: prepare the release again ('serialpub release') with the period's files"
+        )
+    source = snapshot_source(ctx, rel.params["snapshot"])
+    repeated_allowed = bool(rel.params.get("repeats_snapshot_of"))  # the draft was allowed it
+    checked = check_inputs(ctx, source, rel.period, repeated_allowed=repeated_allowed) if source.exists() else None
+    if checked is None or checked.sha256 != rel.params.get("snapshot_sha256"):
+        raise StateError(
+            f"{source.label}: the snapshot of release {rel.seq} changed or disappeared after the release was drafted; "
+            f"end it with 'serialpub reject --release {rel.seq}' and prepare it again"
+        )
+    return checked
+
+
+def _release_suites(
+    ctx: ReleaseContext, manifest: Manifest, draft: Draft, snap: Snapshot, history: History
+) -> tuple[list[SuiteResult], Future[tuple[PrivacyFigures, dict[str, str]]], Future[list[Measure]]]:
+    """The release suites' results (without the global-guarantee suite under the localized
+    baseline), with the report's figures and measures computed beside them."""
+    cfg = ctx.ws.config
+    presence = cfg.dilution is Dilution.PRESENCE
+    thresholds = cfg.validation.model_dump()
+    if thresholds["max_suppression_rate"] is None:
+        thresholds["max_suppression_rate"] = cfg.suppression_budget
+    # one breach computation per release, shared by the guarantee suite and the report: per
+    # unit (individuals sharing their QI cell and history class share every figure), and
+    # mechanism-aware under the default model (docs/threat-model.md). It runs on the second
+    # core while the contract and disjointness suites, which do not need it, run on this one
+    population = Population(ctx.register.keys, ctx.register.ids, presence, snap.individual if presence else None)
+    prior = PriorState(ctx.protected, history.survival, cfg.ell, history.class_of)
+    records = (
+        SnapshotRecords(snap.individual, record_sets(ctx, snap))
+        if cfg.suppression_model is SuppressionModel.MECHANISM
+        else None
+    )
+
+    def breach_probabilities() -> BreachComputation:
+        with progress.step("breach probabilities"):
+            return compute_breach(draft, population, prior, records, per_unit=True, unit_classes=history.class_of)
+
+    with Overlap(2, "serialpub-breach") as beside:
+        computing = beside.submit(breach_probabilities)
+        # the report's figures, plots and per-release measures need the breach computation, not
+        # the suites' verdicts: the two other threads make them after it, while the suites run
+        # here. They are used only if every suite passes; an error in them is raised then, not
+        # before a suite's failure
+        def figures() -> tuple[PrivacyFigures, dict[str, str]]:
+            breach = computing.result()
+            with progress.step("report figures"):
+                return report_figures(ctx, draft, breach, history)
+
+        def measures() -> list[Measure]:
+            breach = computing.result()
+            with progress.step("report measures"):
+                return classical_measures(report_inputs(ctx, draft, breach, history), cfg.report)
+
+        figuring, measuring = beside.submit(figures), beside.submit(measures)
+        with progress.step("release suites"):
+            suites = release_suite(
+                draft, computing.result, cfg.ell, thresholds,
+                metrics={
+                    "suppression_rate": (manifest.suppressed or 0) / max(len(snap.individual), 1),
+                    **query_figures(manifest),
+                },
+                id_column=cfg.id_column, sensitive_domain=ctx.sensitive_domain,
+            )  # fmt: skip
+    computing.result()  # a computation that failed raises here, before anything is recorded
+    if cfg.guarantee is Guarantee.LOCALIZED:
+        suites = [r for r in suites if r.suite != "guarantee"]
+    return suites, figuring, measuring
 
 
 def report_figures(
@@ -220,37 +246,64 @@ def write_report(
     )
 
 
-def summary(ctx: ReleaseContext, seq: int) -> dict[str, Any]:
-    """What the approver sees for the open release ``seq``: its figures, the verdict of
-    every suite, the release report (``report_page``) and its checksum (``report_sha256``,
-    stored with the sign-off as what was seen), and ``known_breach``: the acknowledged
-    models with a known breach, model -> its risk in one sentence (:mod:`serialpub.known_breach`)."""
+class ApprovalFacts(BaseModel):
+    """What the approver sees of a release awaiting sign-off (:func:`summary`): its figures,
+    the verdict of every suite, the release report and its checksum (stored with the
+    sign-off as what was seen), and the acknowledged models with a known breach."""
+
+    model_config = ConfigDict(frozen=True)
+
+    dataset: str
+    release: int
+    period: str
+    status: str
+    records: int
+    groups: int
+    suppressed: int | None
+    max_breach_probability: float | None
+    l: float  # noqa: E741 - the paper's ℓ, as the manifest names it
+    average_relative_error: float | None
+    register_weighted_error: float | None
+    register_joint_error: float | None
+    histogram_baseline_error: float | None
+    #: the manifest's validation record (``success``, ``suites`` with each verdict, ...)
+    validation: dict[str, Any] | None
+    validation_page: str | None
+    report_page: str | None
+    report_sha256: str | None
+    #: model -> its risk in one sentence (:mod:`serialpub.known_breach`)
+    known_breach: dict[str, str]
+
+
+def summary(ctx: ReleaseContext, seq: int) -> ApprovalFacts:
+    """What the approver sees for the open release ``seq`` (:class:`ApprovalFacts`)."""
     rel = ctx.open_release(seq)
     staging = ctx.staging_dir(rel)
     manifest = Manifest.read(staging / release_files.MANIFEST_FILE)
     page = staging / HTML_FILE
     report = staging / REPORT_FILE
-    return {
-        "dataset": ctx.ws.config.dataset,
-        "release": rel.seq,
-        "period": rel.period,
-        "status": rel.status,
-        "records": manifest.records,
-        "groups": manifest.groups,
-        "suppressed": manifest.suppressed,
-        "max_breach_probability": manifest.max_breach_probability,
-        "l": manifest.l,
-        "average_relative_error": manifest.utility.average_relative_error if manifest.utility else None,
-        "register_weighted_error": manifest.utility.register_weighted_error if manifest.utility else None,
-        "register_joint_error": manifest.utility.register_joint_error if manifest.utility else None,
-        "histogram_baseline_error": manifest.utility.histogram_baseline_error if manifest.utility else None,
-        "validation": manifest.validation.model_dump() if manifest.validation else None,
-        "validation_page": str(page) if page.exists() else None,
-        "report_page": str(report) if report.exists() else None,
-        "report_sha256": release_files.sha256_file(report) if report.exists() else None,
+    utility = manifest.utility
+    return ApprovalFacts(
+        dataset=ctx.ws.config.dataset,
+        release=rel.seq,
+        period=rel.period,
+        status=rel.status,
+        records=manifest.records,
+        groups=manifest.groups,
+        suppressed=manifest.suppressed,
+        max_breach_probability=manifest.max_breach_probability,
+        l=manifest.l,
+        average_relative_error=utility.average_relative_error if utility else None,
+        register_weighted_error=utility.register_weighted_error if utility else None,
+        register_joint_error=utility.register_joint_error if utility else None,
+        histogram_baseline_error=utility.histogram_baseline_error if utility else None,
+        validation=manifest.validation.model_dump() if manifest.validation else None,
+        validation_page=str(page) if page.exists() else None,
+        report_page=str(report) if report.exists() else None,
+        report_sha256=release_files.sha256_file(report) if report.exists() else None,
         # the breachable models acknowledged in the configuration, each with its risk
-        "known_breach": {str(b): RISK[b] for b in manifest.accepted_known_breach},
-    }
+        known_breach={str(b): RISK[b] for b in manifest.accepted_known_breach},
+    )
 
 
 def report_page(ctx: ReleaseContext, seq: int) -> Path:

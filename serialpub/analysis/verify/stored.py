@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from state.models import Dataset, Release, ReleaseGroup
+from state.models import Dataset, Release, ReleaseGroup, ReleaseStatus
 from state.store import StateStore
 
 
@@ -50,7 +50,7 @@ def db_releases(store: StateStore, dataset: str) -> list[DbRelease]:
                 Release.groups,
             )
             .join(Dataset, Dataset.id == Release.dataset_id)
-            .where(Dataset.name == dataset, Release.status == "published")
+            .where(Dataset.name == dataset, Release.status == ReleaseStatus.PUBLISHED)
             .order_by(Release.seq)
         ).all()
     return [

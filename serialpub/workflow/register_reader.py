@@ -1,0 +1,244 @@
+"""Reading the population register once per context (docs/design.md section 6): hashed,
+then parsed, then coded and checked, each on first use, from the register cache when this
+version was coded before (:mod:`serialpub.io.register_cache`). Approving, publishing and
+closing a release never read it.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from checks.gx import SuiteResult
+from checks.input_suites import DatasetColumns, register_suite
+from serialpub.config import Workspace
+from serialpub.errors import InputChecksFailed, InputError
+from serialpub.io import register_cache, release_files, versions
+from serialpub.io.inputs import IdLookup, Register, read_csv, register_from_table
+from serialpub.workflow import progress
+from serialpub.workflow.dataset_inputs import DatasetInputs
+
+
+class RegisterState(Enum):
+    """How far the register has been read: each state holds what the next needs."""
+
+    UNREAD = "unread"  # nothing read
+    HASHED = "hashed"  # its sha256 known (a Parquet or SQL register's bytes held until kept)
+    PARSED = "parsed"  # its rows parsed, held until both the coded register and its suite exist
+    CODED = "coded"  # integer-coded (the rows let go once the suite ran too)
+
+
+def suite_code() -> list[Path]:
+    """The source files of the input suites: every module whose change can change a suite's
+    verdict or evidence (the register cache and the snapshot verdicts are keyed by them)."""
+    import checks.distinct
+    import checks.gx
+    import checks.input_suites
+
+    return [Path(m.__file__ or "") for m in (checks.input_suites, checks.gx, checks.distinct)]
+
+
+def by_file_line(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` indexed by the file line of each row (the header is line 1), so that the
+    input suites' failure lines name file lines."""
+    return table.set_axis(pd.RangeIndex(2, len(table) + 2))
+
+
+class RegisterReader:
+    """The register of one workspace, read for one set of :class:`DatasetInputs`.
+
+    Args:
+        columns: the columns the register must have (the register suite's).
+        cache_writes: the register cache entries the owner writes beside its releases.
+    """
+
+    def __init__(
+        self, ws: Workspace, inputs: DatasetInputs, columns: DatasetColumns, cache_writes: register_cache.Writes
+    ) -> None:
+        self.ws, self.inputs, self.columns, self.cache_writes = ws, inputs, columns, cache_writes
+        self._sha: str | None = None  # of the bytes the register was read from
+        # a Parquet or SQL register's canonical CSV bytes, until its version is kept (a CSV
+        # file is read again for that: it is on disk)
+        self._bytes: bytes | None = None
+        self._content: bytes | None = None  # read and hashed, not yet parsed
+        self._table: pd.DataFrame | None = None
+        # the register suite runs before the first check of a snapshot, once per reader;
+        # its result is evidence of every release
+        self._check: SuiteResult | None = None
+
+    @property
+    def state(self) -> RegisterState:
+        """How far the register has been read."""
+        if "register" in self.__dict__:
+            return RegisterState.CODED
+        if self._table is not None:
+            return RegisterState.PARSED
+        return RegisterState.UNREAD if self._sha is None else RegisterState.HASHED
+
+    def _hash(self) -> None:
+        """Hash the register (its canonical CSV form): the manifest names the register the
+        release was computed with, even if the source changes meanwhile. A CSV file is
+        hashed as it is read, not held (a national register's file is larger than the
+        coded register), and hashed again
+        as it is parsed, if it is (:func:`serialpub.io.inputs.read_csv`); a Parquet or SQL
+        register's canonical bytes are made in memory and kept until parsed or the cache
+        made parsing needless, and until its version is kept."""
+        if self._sha is None:
+            with progress.step("reading the register"):
+                source = self.ws.register_source
+                if source.kind == "csv" and source.path is not None:
+                    try:
+                        self._sha = release_files.sha256_file(source.path)
+                    except FileNotFoundError:
+                        raise InputError(f"{source.label}: population register file not found") from None
+                    return
+                content = source.read_bytes("population register", self.ws.config.id_column)
+                self._sha = versions.sha256_bytes(content)
+                self._bytes = self._content = content
+
+    def _rows(self) -> pd.DataFrame:
+        """The register as parsed, kept until both the register and its suite are built."""
+        if self._table is None:
+            self._hash()
+            content, self._content = self._content, None
+            source = self.ws.register_source
+            if content is None and source.kind != "csv":  # let go when the cache made parsing needless
+                content = source.read_bytes("population register", self.ws.config.id_column)
+                if versions.sha256_bytes(content) != self._sha:
+                    raise InputError(f"{source.label}: the population register changed while it was being read; "
+                                     "run the release again")  # fmt: skip
+            with progress.step("parsing the register"):
+                self._table = read_csv(
+                    self.ws.register_source.label, "population register", content, dictionary=self.inputs.qis,
+                    sha256=None if content is not None else self._sha,
+                )  # fmt: skip
+        return self._table
+
+    @cached_property
+    def cache_key(self) -> str:
+        """The register cache's key for this register, these hierarchies and this suite
+        (:mod:`serialpub.io.register_cache`)."""
+        import great_expectations
+
+        sums = self.file_sums
+        return register_cache.cache_key(
+            sums["register"], self.ws.config.id_column, self.inputs.qis, sums["hierarchies"],
+            self.inputs.hierarchy_sources, suite_code(), great_expectations.__version__,
+        )  # fmt: skip
+
+    @cached_property
+    def cached_entry(self) -> register_cache.Entry | None:
+        """This register's cache entry, or None."""
+        entry = register_cache.load(self.ws.root, self.cache_key, self.cache_writes)
+        if entry is not None:
+            self._content = None  # no parsing needed
+        return entry
+
+    def _save_cache(self) -> None:
+        """Cache the coded register with its passed suite (once both are built)."""
+        check = self._check
+        if "register" in self.__dict__ and check is not None and check.success and self.cached_entry is None:
+            suite = {"suite": check.suite, "success": True, "failures": [], "result": check.result,
+                     "sha256": check.sha256}  # fmt: skip
+            lookup = self.register.id_lookup
+            # written on a thread of its own while the release goes on (register_cache.Writes)
+            self.cache_writes.save_soon(
+                self.ws.root, self.cache_key, self.register.ids, self.register.keys, self.inputs.qis, suite,
+                None if lookup is None else (lookup.hashes, lookup.rows),
+            )  # fmt: skip
+
+    @cached_property
+    def register(self) -> Register:
+        """The population register, integer-coded (read on first use; from the register
+        cache when this version was coded before).
+
+        Raises:
+            InputChecksFailed: the register fails its input suite (every problem named).
+            InputError: the register cannot be read or coded.
+        """
+        if self.cached_entry is not None:
+            with progress.step("coding the register"):
+                lookup = self.cached_entry[3]
+                return Register(ids=self.cached_entry[0], keys=self.cached_entry[1],
+                                lookup=None if lookup is None else IdLookup(*lookup))  # fmt: skip
+        cfg = self.ws.config
+        rows = self._rows()
+        try:
+            # the ids' checks are the suite's when it passed on these rows
+            checked = self._check is not None and self._check.success
+            with progress.step("coding the register"):
+                register = register_from_table(rows, self.ws.register_source.label, cfg.id_column, self.inputs.qis,
+                                               self.inputs.hierarchies, ids_checked=checked)  # fmt: skip
+        except InputError:
+            self.check()  # the suite's report names every problem, not just the first
+            raise
+        if self._check is not None:
+            self._table = None
+        self.__dict__["register"] = register
+        self._save_cache()
+        return register
+
+    @cached_property
+    def register_leaf_counts(self) -> dict[str, npt.NDArray[np.int64]]:
+        """Per QI, the register's individuals per leaf id of its declared hierarchy, shape
+        (n_leaves,): the weights of the interval tree of a numeric QI, of the
+        register-weighted query estimator, and the manifest's ``register_marginals``
+        (docs/design.md section 8)."""
+        keys = self.register.keys
+        return {q: keys.column_counts(a, self.inputs.hierarchies[q].n_leaves) for a, q in enumerate(self.inputs.qis)}
+
+    def check(self) -> SuiteResult:
+        """The register input suite's result (run on first use).
+
+        Raises:
+            InputChecksFailed: naming the register file; one line per failed expectation.
+        """
+        if self._check is None and self.cached_entry is not None and self.cached_entry[2] is not None:
+            with progress.step("register suite"):  # passed on this very version before
+                self._check = SuiteResult(**self.cached_entry[2])
+        if self._check is None:
+            rows = self._rows()
+            with progress.step("register suite"):
+                self._check = register_suite(by_file_line(rows), self.columns, row_label="line")
+            if "register" in self.__dict__:  # built already: the rows are no longer needed
+                self._table = None
+            self._save_cache()
+        if not self._check.success:
+            raise InputChecksFailed(
+                f"{self.ws.register_source.label}: the population register failed its input checks (suite 'register'); "
+                "nothing was published and the state did not move",
+                self._check.failures,
+            )
+        return self._check
+
+    @cached_property
+    def file_sums(self) -> dict[str, Any]:
+        """sha256 of the register and of each QI's hierarchy file, as manifests record them."""
+        if self._sha is None:
+            self._hash()
+        return {
+            "register": self._sha,
+            "hierarchies": {q: release_files.sha256_file(self.ws.hierarchy_dir / f"{q}.csv") for q in self.inputs.qis},
+        }
+
+    def keep_input_versions(self) -> None:
+        """Store the register and hierarchy versions a release of this context uses, named
+        by the sha256 its manifest records (:mod:`serialpub.io.versions`, docs/design.md
+        section 10), so the audit and ``state verify`` find them after the files change.
+
+        Raises:
+            InputError: the register file changed since it was hashed.
+        """
+        sums = self.file_sums
+        kept = versions.RegisterVersions(self.ws.root)
+        kept.keep(self.ws.register_path, sums["register"], self._bytes)
+        self._bytes = None
+        for q in self.inputs.qis:
+            versions.keep_hierarchy(self.ws.root, q, self.ws.hierarchy_dir / f"{q}.csv", sums["hierarchies"][q])
+
