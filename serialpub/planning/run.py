@@ -70,9 +70,9 @@ _WORKER: dict[str, Any] = {}
 
 
 def _init_worker(ws: Workspace, snapshots: list[Snapshot], measure: Measured, ticks: Any) -> None:
-    # the workers already fill the cores: threads inside each would only contend
-    # (anonymizer.overlap; the same bytes either way)
-    os.environ[SEQUENTIAL_ENV] = "1"
+    # the workers already fill the cores, so threads inside each would only contend; an
+    # operator's own setting of the switch wins (anonymizer.overlap: the same bytes either way)
+    os.environ.setdefault(SEQUENTIAL_ENV, "1")
     _WORKER.update(ctx=PlanInputs(ws), snapshots=snapshots, measure=measure, ticks=ticks)
 
 
