@@ -642,58 +642,68 @@ def summary(record: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _run_rows(
+    records: Sequence[tuple[str, dict[str, Any]]], n_cols: int, keep: Callable[[dict[str, Any]], bool] = bool
+) -> Any:
+    """Per run of every (file stem, JSON record): ``(row start, rounds published, run,
+    record)``; the row start holds the first three of a table's ``n_cols`` cells. A run
+    with no round published (``keep`` filters the rounds) gives its whole row and no rounds."""
+    for name, record in records:
+        sym = SYMBOL[record["setup"]["vary"]]
+        for run in record["runs"]:
+            ok = [r for r in run["rounds"] if r["feasible"] and keep(r)]
+            first = f"| {name} | {sym} = {run['value']:g} |"
+            if not ok:
+                yield f"{first} 0 ({run['status']}) |" + " |" * (n_cols - 3), ok, run, record
+                continue
+            done = f"{len(ok)}" + ("" if run["status"] == "complete" else f" (round {len(ok) + 1} infeasible)")
+            yield f"{first} {done} |", ok, run, record
+
+
 def key_numbers(records: Sequence[tuple[str, dict[str, Any]]]) -> str:
     """The Markdown table of docs/experiments.md ("Key numbers"): one row per run of every
     (file stem, JSON record), figures averaged over the rounds published."""
     head = ("| run | value | rounds published | query error: mean (min-max) | avg n_j | max n_j | avg records/group "
             "| n_j prot. | suppressed/round | max p | localized max p | anonymize s/round |")  # fmt: skip
     lines = [head, "|" + "---|" * 12]
-    for name, record in records:
-        sym = SYMBOL[record["setup"]["vary"]]
-        for run in record["runs"]:
-            ok = [r for r in run["rounds"] if r["feasible"]]
-            if not ok:
-                lines.append(f"| {name} | {sym} = {run['value']:g} | 0 ({run['status']}) |" + " |" * 9)
-                continue
-            done = f"{len(ok)}" + ("" if run["status"] == "complete" else f" (round {len(ok) + 1} infeasible)")
-            errs = [r["query_error"] for r in ok]
-            base = record["baseline"].get(f"{run['params']['ell']:g}", [])
-            local = next((r["max_p"] for r in base if r["round"] == ok[-1]["round"]), None)
-            prot = [r["avg_candidates_protected"] for r in ok if r["avg_candidates_protected"] is not None]
-            lines.append(
-                f"| {name} | {sym} = {run['value']:g} | {done} | {np.mean(errs):.3f} ({min(errs):.2f}-{max(errs):.2f}) "
-                f"| {np.mean([r['avg_candidates'] for r in ok]):.0f} | {max(r['max_candidates'] for r in ok)} "
-                f"| {np.mean([r['avg_records'] for r in ok]):.1f} | {np.mean(prot) if prot else float('nan'):.0f} "
-                f"| {np.mean([r['suppressed'] for r in ok]):.1f} | {ok[-1]['max_p']:.3f} "
-                f"| {'-' if local is None else f'{local:.3f}'} | {np.mean([r['seconds_anonymize'] for r in ok]):.2f} |"
-            )
+    for start, ok, run, record in _run_rows(records, 12):
+        if not ok:
+            lines.append(start)
+            continue
+        errs = [r["query_error"] for r in ok]
+        base = record["baseline"].get(f"{run['params']['ell']:g}", [])
+        local = next((r["max_p"] for r in base if r["round"] == ok[-1]["round"]), None)
+        prot = [r["avg_candidates_protected"] for r in ok if r["avg_candidates_protected"] is not None]
+        lines.append(
+            f"{start} {np.mean(errs):.3f} ({min(errs):.2f}-{max(errs):.2f}) "
+            f"| {np.mean([r['avg_candidates'] for r in ok]):.0f} | {max(r['max_candidates'] for r in ok)} "
+            f"| {np.mean([r['avg_records'] for r in ok]):.1f} | {np.mean(prot) if prot else float('nan'):.0f} "
+            f"| {np.mean([r['suppressed'] for r in ok]):.1f} | {ok[-1]['max_p']:.3f} "
+            f"| {'-' if local is None else f'{local:.3f}'} | {np.mean([r['seconds_anonymize'] for r in ok]):.2f} |"
+        )
     return "\n".join(lines)
 
 
 def estimator_numbers(records: Sequence[tuple[str, dict[str, Any]]]) -> str:
-    """The Markdown table of docs/experiments.md ("Under today's defaults"): per run, the
-    mean over the rounds published of each round's mean relative query error under the
+    """The Markdown table of docs/experiments.md (the second "Key numbers" table): per run,
+    the mean over the rounds published of each round's mean relative query error under the
     register-joint, register-marginal and uniform (paper 001) estimators, the
     histogram-only baseline and the gain (baseline − joint)."""
     head = ("| run | value | rounds published | groups (mean) | joint | marginal | uniform (paper 001) "
             "| baseline | gain | max p |")  # fmt: skip
     lines = [head, "|" + "---|" * 10]
-    for name, record in records:
-        sym = SYMBOL[record["setup"]["vary"]]
-        for run in record["runs"]:
-            ok = [r for r in run["rounds"] if r["feasible"] and r.get("query_error_joint") is not None]
-            if not ok:
-                lines.append(f"| {name} | {sym} = {run['value']:g} | 0 ({run['status']}) |" + " |" * 7)
-                continue
-            done = f"{len(ok)}" + ("" if run["status"] == "complete" else f" (round {len(ok) + 1} infeasible)")
-            joint = float(np.mean([r["query_error_joint"] for r in ok]))
-            base = float(np.mean([r["query_error_baseline"] for r in ok]))
-            lines.append(
-                f"| {name} | {sym} = {run['value']:g} | {done} | {np.mean([r['groups'] for r in ok]):,.0f} "
-                f"| **{joint:.3f}** | {np.mean([r['query_error_weighted'] for r in ok]):.3f} "
-                f"| {np.mean([r['query_error'] for r in ok]):.2f} | {base:.3f} | {base - joint:.3f} "
-                f"| {ok[-1]['max_p']:.3f} |"
-            )
+    for start, ok, _, _ in _run_rows(records, 10, lambda r: r.get("query_error_joint") is not None):
+        if not ok:
+            lines.append(start)
+            continue
+        joint = float(np.mean([r["query_error_joint"] for r in ok]))
+        base = float(np.mean([r["query_error_baseline"] for r in ok]))
+        lines.append(
+            f"{start} {np.mean([r['groups'] for r in ok]):,.0f} "
+            f"| **{joint:.3f}** | {np.mean([r['query_error_weighted'] for r in ok]):.3f} "
+            f"| {np.mean([r['query_error'] for r in ok]):.2f} | {base:.3f} | {base - joint:.3f} "
+            f"| {ok[-1]['max_p']:.3f} |"
+        )
     return "\n".join(lines)
 
 
