@@ -271,8 +271,8 @@ def joint_answers(release: JointRelease, ranges: QueryRanges) -> JointAnswers:
         step = max(1, CHUNK_ELEMENTS // max(first.size, g, 1))
         for start in range(0, queries.size, step):
             chunk = queries[start : start + step]
-            # only the (query, group) pairs with in_Q(G) > 0 add to the estimate and the
-            # upper bound; they add to the lower bound only if c_S(G) > n(G) - in_Q(G) >= 0
+            # a (query, group) pair with in_Q(G) = 0 adds nothing: not to the estimate or the
+            # upper bound, nor to the lower bound, as c_S(G) <= n(G) (checked above)
             at, grp, in_q = _in_query(ranges, [names[k] for k in attrs], row_leaves, row_group, weight, chunk, n_g)
             cs = c_s[chunk[at], grp]
             estimate[chunk] = np.bincount(at, weights=cs * in_q * share_den[grp], minlength=chunk.size)
