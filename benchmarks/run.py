@@ -97,6 +97,9 @@ BENCHMARKS: dict[str, Benchmark] = {
     "compare_anonymize_history": Benchmark(
         "an older checkout's anonymizer against this one: same releases", "benchmarks.md", "5 min"
     ),
+    "compare_joint": Benchmark(
+        "an older revision's register-joint estimator against this one's, alternated", "benchmarks.md", "1 min"
+    ),
     "compare_releases": Benchmark(
         "two workspaces' releases compared, timestamps and paths masked (no figure: a same-bytes check)",
         "benchmarks/README.md",
