@@ -11,6 +11,11 @@ publish a series both ways and compare the data files' bytes.
 A pool belongs to the one :class:`Overlap` block that made it, never to the module: a
 forked process (an Airflow task) would inherit a module-level pool's bookkeeping without
 its threads.
+
+Work submitted runs in a copy of the submitter's :mod:`contextvars` context, as it would
+run on the submitter's own thread: what a caller set for the extent of a call (the
+listeners of a release's progress, the reference sets of a suite) holds for the work it
+hands to a thread too.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextvars import Context, copy_context
 from types import TracebackType
 from typing import ParamSpec, TypeVar
 
@@ -62,7 +68,7 @@ class Overlap:
     def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
         """``fn(*args, **kwargs)`` on a thread of the block, or at once when sequential."""
         if self._pool is not None:
-            return self._pool.submit(fn, *args, **kwargs)
+            return self._pool.submit(copy_context().run, fn, *args, **kwargs)
         done: Future[T] = Future()
         try:
             done.set_result(fn(*args, **kwargs))
@@ -74,7 +80,10 @@ class Overlap:
         """``[fn(x) for x in items]``, in the items' order whichever thread computed each."""
         if self._pool is None:
             return [fn(x) for x in items]
-        return list(self._pool.map(fn, items))
+        # one copy per item, taken here on the submitter's thread: a context cannot be
+        # entered by two threads at once
+        work = [(copy_context(), x) for x in items]
+        return list(self._pool.map(_run_in, work, [fn] * len(work)))
 
     def release(self) -> None:
         """Let the work submitted go on after the block ends (whoever holds its futures
@@ -82,3 +91,8 @@ class Overlap:
         self._released = True
         if self._pool is not None:
             self._pool.shutdown(wait=False)
+
+
+def _run_in(work: tuple[Context, U], fn: Callable[[U], T]) -> T:
+    context, item = work
+    return context.run(fn, item)

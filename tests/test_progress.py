@@ -8,7 +8,6 @@ import io
 import logging
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from conftest import run_cli
 from helpers import snapshot
 from rich.console import Console
 
+from anonymizer.overlap import Overlap
 from serialpub.cli.progress import shown
 from serialpub.config import DATABASE_ENV, load_config
 from serialpub.workflow import progress
@@ -144,10 +144,61 @@ def test_steps_of_two_threads_are_heard_one_call_at_a_time() -> None:
             with progress.step(f"{prefix} {i}"):
                 pass
 
-    with progress.listening(heard), ThreadPoolExecutor(max_workers=2) as pool:
+    with progress.listening(heard), Overlap(2, "steps") as pool:
         for f in [pool.submit(steps, "a"), pool.submit(steps, "b")]:
             f.result()
     assert heard.overlaps == 0
     for prefix in "ab":
         mine = [(kind, name) for kind, name in heard.events if name.startswith(prefix)]
         assert mine == [(kind, f"{prefix} {i}") for i in range(30) for kind in ("start", "end")]
+
+
+class _Names:
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def started(self, name: str) -> None:
+        self.names.append(name)
+
+    def ended(self, name: str, seconds: float, ok: bool) -> None:
+        pass
+
+
+def test_listeners_belong_to_their_caller_not_to_the_process() -> None:
+    # two publications in one process (two threads, each listening): each hears its own steps only
+    both = threading.Barrier(2)
+    heard = {"a": _Names(), "b": _Names()}
+
+    def publication(name: str) -> None:
+        with progress.listening(heard[name]):
+            both.wait(timeout=60)  # both are listening before either runs a step
+            for i in range(5):
+                with progress.step(f"{name} {i}"):
+                    pass
+            both.wait(timeout=60)  # neither stops listening before the other's steps ran
+
+    threads = [threading.Thread(target=publication, args=(n,)) for n in "ab"]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert heard["a"].names == [f"a {i}" for i in range(5)]
+    assert heard["b"].names == [f"b {i}" for i in range(5)]
+    with progress.step("nobody listens"):
+        pass
+    assert "nobody listens" not in heard["a"].names + heard["b"].names
+
+
+@pytest.mark.parametrize("sequential", ["0", "1"])
+def test_work_on_an_overlap_thread_is_heard_by_the_submitter(sequential: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SERIALPUB_SEQUENTIAL", sequential)
+    heard = _Names()
+
+    def one(i: int) -> int:
+        with progress.step(f"map {i}"):
+            return i * i
+
+    with progress.listening(heard), Overlap(2, "heard") as pool:
+        assert pool.submit(one, 7).result() == 49
+        assert pool.map(one, range(6)) == [i * i for i in range(6)]
+    assert sorted(heard.names) == sorted(["map 7", *(f"map {i}" for i in range(6))])

@@ -5,6 +5,11 @@ logged when it ends, with its time, on the ``serialpub.progress`` logger (INFO):
 Airflow that is the task's log. Whoever wants to show the steps otherwise (the command
 line draws a progress bar on a terminal, :mod:`serialpub.cli.progress`) registers a
 :class:`Listener` with :func:`listening`.
+
+The listeners belong to the caller's context (a :class:`contextvars.ContextVar`), not to
+the process: two publications in one process hear only their own steps, and a step run on
+a thread of :mod:`anonymizer.overlap` is heard by the listeners of the code that submitted
+it, because that module runs the work in a copy of the submitter's context.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Protocol
 
 LOG = logging.getLogger("serialpub.progress")
@@ -50,15 +56,16 @@ class Listener(Protocol):
     def ended(self, name: str, seconds: float, ok: bool) -> None: ...
 
 
-_listeners: list[Listener] = []
-#: a few steps run on a second thread beside another (the breach probabilities beside the
-#: release suites): listeners hear one call at a time, started and ended in each thread's order
-_heard = threading.Lock()
+#: the listeners of the code running in this context, each with the lock that makes it hear
+#: one call at a time: a few steps run on a second thread beside another (the breach
+#: probabilities beside the release suites), and a listener hears started and ended in each
+#: thread's order
+_LISTENERS: ContextVar[tuple[tuple[Listener, threading.Lock], ...]] = ContextVar("serialpub_progress_listeners")
 
 
 def _tell(name: str, seconds: float | None = None, ok: bool = False) -> None:
-    with _heard:
-        for listener in list(_listeners):
+    for listener, heard in _LISTENERS.get(()):
+        with heard:
             if seconds is None:
                 listener.started(name)
             else:
@@ -84,9 +91,10 @@ def step(name: str) -> Iterator[None]:
 
 @contextmanager
 def listening(listener: Listener) -> Iterator[None]:
-    """Let ``listener`` hear every step run inside the ``with`` block."""
-    _listeners.append(listener)
+    """Let ``listener`` hear every step run inside the ``with`` block, and on the threads
+    that code submits work to through :mod:`anonymizer.overlap`."""
+    token = _LISTENERS.set((*_LISTENERS.get(()), (listener, threading.Lock())))
     try:
         yield
     finally:
-        _listeners.remove(listener)
+        _LISTENERS.reset(token)
