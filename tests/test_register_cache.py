@@ -356,3 +356,42 @@ def test_an_entry_of_an_empty_register_or_another_layout_loads_or_is_rebuilt() -
     assert empty.shape == (0, width) and empty.table.shape == (0, width)
     with pytest.raises(AttributeError):
         register_cache._coded_rows(pa.chunked_array([pa.array([1, 2], pa.int32())]))
+
+
+
+@pytest.mark.parametrize("what", ["snapshot verdict", "register version"])
+def test_two_writers_of_one_file_never_rename_each_others_file(
+    what: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two publishers started together both save the snapshot verdict and store the register
+    version: here the second writer runs whole inside the first's first rename, the
+    interleaving under which a shared temporary name loses the first writer's file."""
+    import os
+
+    register = tmp_path / "register.csv"
+    register.write_text("id,a\n1,x\n", encoding="utf-8")
+    sha = versions.sha256_bytes(register.read_bytes())
+
+    def write(by: str) -> None:
+        if what == "snapshot verdict":
+            verdict_cache.save(tmp_path, "k", {"success": True, "by": by})
+        else:
+            versions.RegisterVersions(tmp_path).keep(register, sha)
+
+    real_replace = os.replace
+    interleaved: list[str] = []
+
+    def second_writer_inside(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+        if not interleaved:
+            interleaved.append("second")
+            write("second")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", second_writer_inside)
+    write("first")
+    assert interleaved == ["second"]
+    if what == "snapshot verdict":
+        assert verdict_cache.load(tmp_path, "k") == {"success": True, "by": "first"}  # the last rename wins, whole
+    else:
+        assert versions.RegisterVersions(tmp_path).lines(sha) is not None
+    assert not [p.name for p in tmp_path.rglob("*.tmp")]

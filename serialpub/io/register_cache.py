@@ -46,6 +46,7 @@ import pyarrow as pa
 
 from anonymizer.arrays import CodedRows
 from anonymizer.overlap import Overlap
+from serialpub.io.atomic import own_tmp
 from serialpub.io.inputs import arrow_ids, text_index
 
 CACHE_DIR = "cache"
@@ -107,7 +108,7 @@ def commit(tmp: Path, path: Path, digest: str | None = None) -> None:
     sha256 of the bytes written, when the writer hashed them (else ``tmp`` is read back)."""
     digest = _sha256(tmp) if digest is None else digest
     os.replace(tmp, path)
-    tmp_digest = tmp.with_name(f"{tmp.name}.sha256")
+    tmp_digest = own_tmp(_digest_path(path))
     tmp_digest.write_text(digest + "\n", encoding="utf-8")
     os.replace(tmp_digest, _digest_path(path))
 
@@ -265,9 +266,7 @@ def save(
     if suite is not None:
         schema = schema.with_metadata({_SUITE_META: json.dumps(suite, sort_keys=True).encode()})
     path = _path(workspace_root, key)
-    # a temp file of its own: two processes coding the same new version at once (two
-    # publishers started together) must not rename each other's file away
-    tmp = folder / f".register-{key}.{os.getpid()}-{threading.get_ident()}.tmp"
+    tmp = own_tmp(path)
     # hashed as written: an entry as large as the coded register is not read back for its digest
     with tmp.open("wb") as f:
         hashing = _HashingFile(f)

@@ -24,6 +24,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from serialpub.io.atomic import own_tmp
 from serialpub.io.register_cache import CACHE_DIR, commit, intact
 
 _PREFIX = "snapshot-"
@@ -55,7 +56,7 @@ def save(workspace_root: Path, key: str, record: dict[str, Any]) -> None:
     folder = workspace_root / CACHE_DIR
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{_PREFIX}{key}.json"
-    tmp = folder / f".{path.name}.tmp"
+    tmp = own_tmp(path)
     tmp.write_bytes(json.dumps(record, sort_keys=True).encode())
     commit(tmp, path)
     for stale in folder.glob(f"{_PREFIX}*"):

@@ -37,6 +37,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from serialpub.errors import InputError
+from serialpub.io.atomic import own_tmp
 
 REGISTERS_DIR = "registers"
 HIERARCHY_VERSIONS_DIR = "hierarchy-versions"
@@ -172,7 +173,7 @@ class RegisterVersions:
         parent_sha = self._latest()
         depth = 0 if parent_sha is None else self._depth(parent_sha) + 1
         self.dir.mkdir(parents=True, exist_ok=True)
-        tmp, tip_tmp = self.dir / f".{sha}.tmp", self.dir / f"{_TIP}.tmp"
+        tmp, tip_tmp = own_tmp(self.path(sha)), own_tmp(self.dir / _TIP)
         if parent_sha is None or depth >= FULL_EVERY:
             self._write_whole(register_file, sha, data, tmp, tip_tmp)
             self._cache = None
@@ -191,8 +192,9 @@ class RegisterVersions:
             self._cache = (sha, child)
         os.replace(tmp, self.path(sha))
         os.replace(tip_tmp, self.dir / _TIP)
-        (self.dir / f".{_LATEST}.tmp").write_text(sha + "\n", encoding="utf-8")
-        os.replace(self.dir / f".{_LATEST}.tmp", self.dir / _LATEST)
+        latest_tmp = own_tmp(self.dir / _LATEST)
+        latest_tmp.write_text(sha + "\n", encoding="utf-8")
+        os.replace(latest_tmp, self.dir / _LATEST)
         return self.path(sha).stat().st_size
 
     @staticmethod
@@ -309,7 +311,7 @@ def keep_hierarchy(workspace_root: Path, qi: str, hierarchy_file: Path, sha: str
     if target.is_file():
         return
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{sha}.tmp")
+    tmp = own_tmp(target)
     shutil.copyfile(hierarchy_file, tmp)
     os.replace(tmp, target)
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from serialpub.config import CONFIG_NAME, load_config
 from serialpub.errors import InputError
 from serialpub.io import release_files, signing
+from serialpub.io.atomic import own_tmp
 from serialpub.io.manifest import Manifest
 from serialpub.io.series_records import (
     CHECKPOINT_FILE,
@@ -53,7 +54,7 @@ def _write_signed(folder: Path, name: str, text: str, signature: str | None) -> 
     pairs = [(signature_path(target), signature)] if signature is not None else []
     pairs.append((target, text))
     for path, content in pairs:
-        tmp = folder / f".{path.name}.tmp"
+        tmp = own_tmp(path)
         with tmp.open("w", encoding="utf-8") as f:
             f.write(content)
             f.flush()
