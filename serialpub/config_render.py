@@ -10,6 +10,7 @@ links reduced to their text. The file reads back as the same configuration
 from __future__ import annotations
 
 import inspect
+import json
 import math
 import re
 import textwrap
@@ -30,6 +31,8 @@ HEADER = (
     "file. Every setting is checked when a command starts; docs/configuration.md describes each."
 )
 
+#: line breaks and what YAML does not read as it is written
+_UNPRINTABLE = re.compile("[\n\r\x7f-\x9f\u2028\u2029\ufeff]")
 _LINK = re.compile(r"\[([^\]]+)\]\([^)\s]+\)")
 
 
@@ -98,15 +101,25 @@ def yaml_value(value: object) -> str:
     """``value`` (JSON data) as one line of YAML that :func:`serialpub.io.settings_yaml.read_settings`
     reads back as it is: PyYAML quotes every string YAML 1.1 would read as something else."""
     text = yaml.safe_dump(value, default_flow_style=True, allow_unicode=True, width=math.inf)
-    return text.removesuffix("\n...\n").rstrip("\n")
+    text = text.removesuffix("\n...\n").rstrip("\n")
+    if not _UNPRINTABLE.search(text):
+        return text
+    # a string with a line break (YAML's include NEL and the Unicode separators), which
+    # PyYAML folds over lines that an indented section could not hold: JSON writes it on one
+    # line, and YAML reads JSON once the characters it does not take as they are are escaped
+    return _UNPRINTABLE.sub(lambda m: f"\\u{ord(m[0]):04x}", json.dumps(value, ensure_ascii=False))
 
 
 def _comment(text: str, indent: str) -> list[str]:
-    text = plain(text)
-    if text[:2].isalpha():  # a sentence, as a comment starts one; not a symbol such as k'
-        text = text[0].upper() + text[1:]
-    lines = textwrap.wrap(text, WIDTH - len(indent) - 2, break_long_words=False, break_on_hyphens=False)
+    lines = textwrap.wrap(plain(text), WIDTH - len(indent) - 2, break_long_words=False, break_on_hyphens=False)
     return [f"{indent}# {line}" for line in lines]
+
+
+def _sentence(text: str) -> str:
+    """A description (a table cell's phrase) as a sentence of a comment."""
+    if text[:1].isascii() and text[:1].islower() and text[1:2] != "'":  # not a symbol: k', α, ℓ
+        text = text[0].upper() + text[1:]
+    return text if text.endswith(".") else text + "."
 
 
 def _section(model: BaseModel, prefix: str, notes: Mapping[str, str], depth: int) -> list[str]:
@@ -119,7 +132,7 @@ def _section(model: BaseModel, prefix: str, notes: Mapping[str, str], depth: int
         if section is not None:
             out += _comment(section_text(section), indent)
         else:
-            out += _comment(field.description or "", indent)
+            out += _comment(_sentence(field.description or ""), indent)
             if checked(field):
                 out += _comment(f"Checked: {checked(field)}.", indent)
         if prefix + k in notes:
