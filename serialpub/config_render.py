@@ -71,15 +71,15 @@ def bounds(field: FieldInfo) -> str:
     writes them, e.g. ``0 ≤ value ≤ 1``; empty when it has none."""
     found = {a: getattr(m, a) for m in field.metadata for a in ("ge", "gt", "le", "lt", "min_length", "pattern")
              if getattr(m, a, None) is not None}  # fmt: skip
-    low = next((f"{found[a]} {sign}" for a, sign in (("ge", "≤"), ("gt", "<")) if a in found), None)
-    high = next((f"{sign} {found[a]}" for a, sign in (("le", "≤"), ("lt", "<")) if a in found), None)
+    lower = next(((sign, found[a]) for a, sign in (("ge", "≤"), ("gt", "<")) if a in found), None)
+    upper = next(((sign, found[a]) for a, sign in (("le", "≤"), ("lt", "<")) if a in found), None)
     parts = []
-    if low and high:
-        parts.append(f"{low} value {high}")
-    elif low:  # "2 ≤" read from the other side
-        parts.append(("≥ " if "ge" in found else "> ") + str(found.get("ge", found.get("gt"))))
-    elif high:
-        parts.append(high)
+    if lower and upper:
+        parts.append(f"{lower[1]} {lower[0]} value {upper[0]} {upper[1]}")
+    elif lower:
+        parts.append(f"{'≥' if lower[0] == '≤' else '>'} {lower[1]}")
+    elif upper:
+        parts.append(f"{upper[0]} {upper[1]}")
     if "min_length" in found:
         parts.append("at least one" if get_origin(field.annotation) is list else "not empty")
     if "pattern" in found:
