@@ -57,7 +57,8 @@ def run_demo() -> dict[str, object]:
 
 def make_scale_workspace(n_register: int, n_records: int, seed: int = 0) -> Path:
     """A workspace whose register resamples Adult rows under fresh ids, and one snapshot."""
-    from serialpub.config import CONFIG_NAME, render_config
+    from serialpub.config import CONFIG_NAME, Config, SignOffSettings
+    from serialpub.config_render import render_config
     from serialpub.datasets import adult
 
     root = OUT / f"scale-{n_register}"
@@ -80,9 +81,11 @@ def make_scale_workspace(n_register: int, n_records: int, seed: int = 0) -> Path
         (root / "hierarchies" / f"{col}.csv").write_bytes((adult.hierarchy_dir() / f"{col}.csv").read_bytes())
     if (root / CONFIG_NAME).exists():
         return snapshot
-    (root / CONFIG_NAME).write_text(
-        render_config("adult", adult.QUASI_IDENTIFIERS, adult.SENSITIVE, auto_approve="a benchmark workspace")
-    )
+    config = Config(
+        dataset="adult", quasi_identifiers=adult.QUASI_IDENTIFIERS, sensitive=adult.SENSITIVE, l=2,
+        sign_off=SignOffSettings(auto_approve=True),
+    )  # fmt: skip
+    (root / CONFIG_NAME).write_text(render_config(config, {"sign_off.auto_approve": "A benchmark workspace."}))
     return snapshot
 
 

@@ -51,7 +51,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -132,17 +132,24 @@ def snapshot_pair(root: Path, scenario: str, n_records: int, seed: int = 0) -> l
 
 
 def write_config(root: Path, scenario: str, dilution: str) -> None:
-    """The case's serialpub.yaml (from the template; the diagnosis lists its protected codes)."""
-    from serialpub.config import CONFIG_NAME, render_config
-    from serialpub.datasets import adult, diagnosis
+    """The case's serialpub.yaml (the diagnosis lists its protected codes)."""
+    from anonymizer.settings import Dilution
+    from serialpub.config import CONFIG_NAME, Config, SignOffSettings
+    from serialpub.config_render import render_config
+    from serialpub.datasets import adult
 
-    text = render_config(
-        scenario, adult.QUASI_IDENTIFIERS, SENSITIVE[scenario], dilution=dilution, auto_approve="a benchmark workspace"
-    )
+    notes = {"sign_off.auto_approve": "A benchmark workspace."}
+    protected: list[str] | Literal["all"] = "all"
     if scenario == "diagnosis":
         protected = (root / "protected-diagnosis.txt").read_text(encoding="utf-8").split()
-        text = diagnosis.list_protected(text, protected, "least frequent codes (10 %) of this register")
-    (root / CONFIG_NAME).write_text(text, encoding="utf-8")
+        notes["protected_values"] = (
+            f"SYNTHETIC diagnoses: the {len(protected)} least frequent codes (10 %) of this register."
+        )
+    config = Config(
+        dataset=scenario, quasi_identifiers=adult.QUASI_IDENTIFIERS, sensitive=SENSITIVE[scenario], l=2,
+        protected_values=protected, dilution=Dilution(dilution), sign_off=SignOffSettings(auto_approve=True),
+    )  # fmt: skip
+    (root / CONFIG_NAME).write_text(render_config(config, notes), encoding="utf-8")
 
 
 def checked_first_snapshot(n_register: int, n_records: int) -> tuple[Any, Any]:

@@ -27,7 +27,8 @@ import numpy as np
 import pandas as pd
 from sqlalchemy import create_engine, text
 
-from serialpub.config import CONFIG_NAME, DATABASE_ENV, load_config, render_config
+from serialpub.config import CONFIG_NAME, DATABASE_ENV, Config, SignOffSettings, load_config
+from serialpub.config_render import render_config
 from serialpub.datasets import adult
 from serialpub.series_files import write_series
 from serialpub.simulate import SeriesSpec
@@ -49,9 +50,11 @@ def build(root: Path, n_register: int, rounds: int) -> None:
     (root / "hierarchies").mkdir(exist_ok=True)
     for col in [*adult.QUASI_IDENTIFIERS, adult.SENSITIVE]:
         shutil.copyfile(adult.hierarchy_dir() / f"{col}.csv", root / "hierarchies" / f"{col}.csv")
-    (root / CONFIG_NAME).write_text(
-        render_config("adult", adult.QUASI_IDENTIFIERS, adult.SENSITIVE, auto_approve="a benchmark workspace")
-    )
+    config = Config(
+        dataset="adult", quasi_identifiers=adult.QUASI_IDENTIFIERS, sensitive=adult.SENSITIVE, l=2,
+        sign_off=SignOffSettings(auto_approve=True),
+    )  # fmt: skip
+    (root / CONFIG_NAME).write_text(render_config(config, {"sign_off.auto_approve": "A benchmark workspace."}))
 
 
 def main() -> None:

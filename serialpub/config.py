@@ -9,11 +9,20 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from anonymizer.settings import (
@@ -39,42 +48,98 @@ STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 DATABASE_ENV = "SERIALPUB_DATABASE_URL"
 
 
+def documented(
+    validation: str | None = None, *, example: str | None = None, type: str | None = None, default: str | None = None
+) -> dict[str, JsonValue]:
+    """What a setting's row of the tables in docs/configuration.md needs beyond its
+    description and its field's bounds, as the field's ``json_schema_extra`` (read by
+    :mod:`serialpub.config_render`).
+
+    Args:
+        validation: what is checked beyond the field's bounds (Markdown).
+        example: a value as written in YAML; a setting that is null is then written
+            commented out with it, so that a publisher sees how to spell it.
+        type, default: the table's wording where the one derived from the field says less
+            (a URL, a folder, a default that depends on another setting).
+    """
+    extra = {"validation": validation, "example": example, "type": type, "default": default}
+    return {k: v for k, v in extra.items() if v is not None}
+
+
 class ValidationThresholds(BaseModel):
-    """Utility expectations of the release suite and the snapshot's row-count bounds; a
-    threshold left out or null is not checked."""
+    """Utility expectations of the release suite `utility` and the row-count bounds of the
+    `snapshot` input suite ([validation](validation.md)). The global guarantee, disjoint
+    regions and the release contract are always checked; these thresholds come on top.
+    **A threshold left out or null is not checked.**"""
 
     model_config = STRICT
 
-    # a snapshot's rows must lie within these multiples of the previous snapshot's
-    min_snapshot_rows_ratio: float | None = Field(default=0.5, ge=0, le=1)
-    max_snapshot_rows_ratio: float | None = Field(default=2.0, ge=1)
-
-    max_suppression_rate: float | None = Field(default=None, ge=0, le=1)
-    max_query_error: float | None = Field(default=None, gt=0)  # the register-joint estimator's
-    min_gain: float | None = None  # over the histogram-only baseline (docs/configuration.md)
-    max_avg_group_size: float | None = Field(default=None, gt=0)
-    max_group_size: int | None = Field(default=None, gt=0)
+    min_snapshot_rows_ratio: float | None = Field(
+        default=0.5, ge=0, le=1,
+        description="a snapshot must have at least this multiple of the previous snapshot's rows (a sudden "
+        "halving is more often an extract failure than reality)",
+    )  # fmt: skip
+    max_snapshot_rows_ratio: float | None = Field(
+        default=2.0, ge=1, description="... and at most this multiple of the previous snapshot's rows"
+    )
+    max_suppression_rate: float | None = Field(
+        default=None, ge=0, le=1, description="largest suppressed / snapshot records",
+        json_schema_extra=documented(default="null (the demo writes its `suppression_budget`)"),
+    )  # fmt: skip
+    max_query_error: float | None = Field(
+        default=None, gt=0,
+        description="largest average relative error of the query workload under the register-joint estimator, "
+        "the primary utility figure ([data users](data-users.md); paper 001's uniform estimator for a release "
+        "made before it)",
+    )  # fmt: skip
+    min_gain: float | None = Field(
+        default=None,
+        description="smallest gain over the histogram-only baseline (baseline error − release error, "
+        "[data users](data-users.md)): refuses a release that tells users little beyond the sensitive histogram",
+        json_schema_extra=documented("any number"),
+    )  # fmt: skip
+    max_avg_group_size: float | None = Field(default=None, gt=0, description="largest average group size in records")
+    max_group_size: int | None = Field(default=None, gt=0, description="largest group size in records")
 
 
 class SignOffSettings(BaseModel):
-    """The compliance sign-off gate before publication."""
+    """The compliance sign-off gate: a named approver approves or rejects each validated
+    release (`serialpub approve` / `serialpub reject`, or the Airflow approval task) before
+    it is published ([compliance](compliance.md))."""
 
     model_config = STRICT
 
-    # approve every validated release automatically: test and demo environments only; the
-    # manifest of each release says when it was used
-    auto_approve: bool = False
-    # hours an approver has to decide in Airflow before the run fails (and the release
-    # with it); the command line waits for 'serialpub approve' or 'serialpub reject'
-    timeout_hours: float = Field(default=72.0, gt=0)
-    # who may approve or reject: operating-system accounts (the command line) and Airflow
-    # user names (the gate is assigned to them); serialpub.workflow.identity
-    approvers: list[str] = []
-    # the account that prepared a release cannot approve it
-    four_eyes: bool = True
-    # distinct approvers a release needs before it is published (each other than the
-    # preparer under four_eyes); one rejection ends it
-    required_approvals: int = Field(default=1, ge=1)
+    auto_approve: bool = Field(
+        default=False,
+        description="approve every validated release automatically: **test and demo environments only**; each "
+        "release's manifest records `\"automatic\": true`. `serialpub demo` sets it to `true`",
+    )  # fmt: skip
+    timeout_hours: float = Field(
+        default=72.0, gt=0,
+        description="hours an approver has to decide in Airflow before the run fails (and the release with it); "
+        "the command line waits for `serialpub approve` or `serialpub reject` without a limit",
+    )  # fmt: skip
+    approvers: list[str] = Field(
+        default=[],
+        description="who may approve or reject: operating-system accounts (`serialpub approve` / `reject` record "
+        "the account running them) and Airflow user names (the gate is assigned to them); nobody else can sign "
+        "off. Empty: nobody signs off by hand ([who may sign off](compliance.md#who-may-sign-off))",
+        json_schema_extra=documented(
+            "names are NFKC-normalized; one holding an invisible or control character is refused when a sign-off "
+            "is attempted"
+        ),
+    )  # fmt: skip
+    four_eyes: bool = Field(
+        default=True,
+        description="the account that prepared a release (`prepared_by`) cannot approve it (four-eyes rule)",
+    )
+    required_approvals: int = Field(
+        default=1, ge=1,
+        description="distinct approvers a release needs before it is published (2: two approvers, each other than "
+        "the preparer under `four_eyes`); in Airflow, one gate per approval (`sign_off`, `sign_off_2`, ...); one "
+        "rejection ends the release ([several approvals](compliance.md#who-may-sign-off))",
+        json_schema_extra=documented("at most the number of `approvers`"),
+    )  # fmt: skip
 
     @model_validator(mode="after")
     def _enough_approvers(self) -> SignOffSettings:
@@ -87,66 +152,274 @@ class SignOffSettings(BaseModel):
 
 
 class ReportConfig(BaseModel):
-    """Parameters of the report's measures (the reader's choices, not the guarantee's)."""
+    """Parameters of the measures of the release report (`report.html` beside each release)
+    and of the series report (`serialpub report`) ([reports](reports.md)). They only choose
+    how measures are read, never what is published."""
 
     model_config = STRICT
 
-    # a pair counts as near the bound when its breach probability is at least this x 1/l
-    near_bound_fraction: float = Field(default=0.9, gt=0, le=1)
-    # c of recursive (c, l)-diversity (Machanavajjhala et al.)
-    recursive_c: float = Field(default=3.0, gt=0)
-    # personalized breach (Xiao & Tao): guarding node = the value's ancestor this many
-    # levels up in the sensitive attribute's hierarchy (0: the value itself)
-    guarding_levels_up: int = Field(default=0, ge=0)
-    # sensitive categories of the thesis's categorical diversity, name -> values (they may
-    # overlap); values in no category form the don't-care set Y
-    categories: dict[str, list[str]] | None = None
+    near_bound_fraction: float = Field(
+        default=0.9, gt=0, le=1,
+        description="a pair counts as near the bound when its breach probability is at least this × 1/ℓ",
+    )  # fmt: skip
+    recursive_c: float = Field(
+        default=3.0, gt=0, description="c of recursive (c, ℓ)-diversity (Machanavajjhala et al.)"
+    )
+    guarding_levels_up: int = Field(
+        default=0, ge=0,
+        description="personalized breach probability (Xiao & Tao): each record's guarding node is its value's "
+        "ancestor this many levels up the sensitive attribute's hierarchy (0: the value itself)",
+    )  # fmt: skip
+    categories: dict[str, list[str]] | None = Field(
+        default=None,
+        description="sensitive categories for the thesis's categorical diversity measures, name → values (they "
+        "may overlap); values in no category form the don't-care set Y",
+        json_schema_extra=documented(
+            "each value must be a leaf of `<hierarchies>/<sensitive>.csv` when that file exists (checked when a "
+            "command starts, exit 2)",
+            example="{cancer: [C34, C50], infectious: [A15, B20]}",
+            type="mapping of name → list of strings, or null",
+        ),
+    )  # fmt: skip
 
 
 class Config(BaseModel):
-    """One dataset's publication settings (see :data:`TEMPLATE` for the documented file)."""
+    """One dataset's publication settings, as ``serialpub.yaml`` spells them (field names
+    or their aliases ``register`` and ``l``); docs/configuration.md and the commented file
+    :func:`serialpub.config_render.render_config` writes are generated from the fields'
+    descriptions."""
 
     model_config = ConfigDict(**STRICT, populate_by_name=True)
 
-    dataset: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-    # a file (.csv, .parquet) or sql:TABLE / sql:SELECT ... (serialpub.io.sources)
-    register_file: str = Field(default="register.csv", alias="register", min_length=1)
-    hierarchies: Path = Path("hierarchies")
-    release_store: Path = Path("releases")
-    landing_zone: Path = Path("landing")
-    database_url: str | None = None
-    # the database holding a register or snapshots given as sql:... (a SQLAlchemy URL)
-    input_database_url: str | None = None
-    id_column: str = "id"
-    quasi_identifiers: list[str] = Field(min_length=1)
-    # QIs whose values are numbers: the top-down search cuts them into [lo, hi] intervals
-    numeric: list[str] = Field(default_factory=list)
-    sensitive: str
-    sensitive_domain_file: Path | None = Field(default=None, alias="sensitive_domain")
-    protected_values: Literal["all"] | list[str] = "all"
-    ell: float = Field(alias="l", ge=2)
-    strategy: Strategy = Strategy.CONSTANT
-    k_prime: int | None = Field(default=20, ge=1)
-    after_k_prime: AfterKPrime = AfterKPrime.RENEW
-    alpha: float | None = Field(default=None, gt=1)
-    guarantee: Guarantee = Guarantee.GLOBAL
-    dilution: Dilution = Dilution.REGISTER
-    suppression_model: SuppressionModel = SuppressionModel.MECHANISM
-    algorithm: Algorithm = Algorithm.TOPDOWN
-    # what the top-down search's split decisions read; None: the algorithm's own
-    # (top-down: published; bottom-up: parts, the only one it has); docs/threat-model.md
-    partition_model: PartitionModel | None = None
-    # the breachable models chosen above, acknowledged (serialpub.known_breach)
-    accept_known_breach: list[KnownBreach] = Field(default_factory=list, validate_default=True)
-    suppression_budget: float = Field(default=0.0, ge=0, le=1)
-    query_seed: int = 0
-    # how period labels are written (serialpub.io.periods): a period that skips one is refused
-    period_format: PeriodFormat = PeriodFormat.AUTO
+    dataset: str = Field(
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+        description="name of the dataset; releases go to `<release_store>/<dataset>/release-NNNN/`; the Airflow "
+        "DAG is `serialpub_release_<dataset>`",
+    )  # fmt: skip
+    register_file: str = Field(
+        default="register.csv", alias="register", min_length=1,
+        description="where the population register of the period being released is read from "
+        "([inputs](#inputs-files-and-databases)): a `.csv` or `.parquet` file, or `sql:TABLE` / `sql:SELECT ...` "
+        "in `input_database_url`; snapshots may be given the same ways. It holds the id column and every "
+        "quasi-identifier, one row per individual who could appear in a release; the adversary is assumed to "
+        "know it ([concepts](concepts.md)). Replace it with each period's register (births, deaths, moves, ages): "
+        "every version a release used is kept under `registers/` and named in its manifest "
+        "([design, section 10](design.md#10-a-register-that-changes))",
+        json_schema_extra=documented(
+            "file checked by the `register` input suite ([validation](validation.md))", type="source"
+        ),
+    )  # fmt: skip
+    input_database_url: str | None = Field(
+        default=None,
+        description="the database a `sql:` register or snapshot is read from (a SQLAlchemy URL); only read, never "
+        "written",
+        json_schema_extra=documented(
+            "required when `register` (or a `--snapshot`) starts with `sql:`",
+            example="postgresql+psycopg://user@127.0.0.1:5432/statistics", type="SQLAlchemy URL or null",
+        ),
+    )  # fmt: skip
+    hierarchies: Path = Field(
+        default=Path("hierarchies"),
+        description="one ARX-convention hierarchy per quasi-identifier, `<folder>/<column>.csv`; optionally "
+        "`<folder>/<sensitive>.csv`, whose leaves are the sensitive domain",
+        json_schema_extra=documented(
+            "each file checked when read (missing, not UTF-8, malformed: exit 2 with file and line)",
+            type="path (folder)",
+        ),
+    )  # fmt: skip
+    release_store: Path = Field(
+        default=Path("releases"),
+        description="where releases are written: `<release_store>/<dataset>/release-NNNN/`",
+        json_schema_extra=documented(type="path (folder)"),
+    )  # fmt: skip
+    landing_zone: Path = Field(
+        default=Path("landing"),
+        description="where an upstream extract drops `snapshot-<period>.csv` for the Airflow release DAG",
+        json_schema_extra=documented("used by the DAG only", type="path (folder)"),
+    )  # fmt: skip
+    database_url: str | None = Field(
+        default=None,
+        description=f"the state database (a SQLAlchemy URL); `{DATABASE_ENV}` in the environment overrides it; "
+        "when both are unset: SQLite `state.sqlite` in the workspace folder",
+        json_schema_extra=documented(
+            example="postgresql+psycopg://user@127.0.0.1:5432/serialpub", type="SQLAlchemy URL or null"
+        ),
+    )  # fmt: skip
+    id_column: str = Field(
+        default="id",
+        description="the column holding the individual's id, in the register and the snapshots; never published",
+        json_schema_extra=documented("must not be a quasi-identifier"),
+    )  # fmt: skip
+    quasi_identifiers: list[str] = Field(
+        min_length=1, description="the QI columns, generalized in releases",
+        json_schema_extra=documented("no column twice; must not contain `sensitive` or `id_column`"),
+    )  # fmt: skip
+    numeric: list[str] = Field(
+        default_factory=list,
+        description="the quasi-identifiers whose values are numbers. Under `algorithm: topdown` each is split not "
+        "along its hierarchy's levels but along a binary tree of intervals built from the register (halved at the "
+        "register's weighted median, down to single values), and published as `[lo, hi]` (e.g. `[30, 39]`), a "
+        "single value or `*` ([how groups are formed](anonymization.md), [release contract](release-contract.md)); "
+        "the hierarchy file still gives the domain. Under `bottomup` the declared hierarchy is used; `[]` publishes "
+        "hierarchy labels only. Recorded in manifests as `numeric_quasi_identifiers`",
+        json_schema_extra=documented(
+            "each must be in `quasi_identifiers`; no column twice; every leaf of `<hierarchies>/<column>.csv` must "
+            "be a number (checked when a command starts: exit 2, naming `serialpub.yaml` and the hierarchy file)"
+        ),
+    )  # fmt: skip
+    sensitive: str = Field(
+        description="the sensitive column, published as recorded. Its domain (every value it can take, spelled "
+        "exactly) is the leaves of `<hierarchies>/<sensitive>.csv` or, without that file, the `sensitive_domain` "
+        "file",
+        json_schema_extra=documented("must not be a quasi-identifier"),
+    )  # fmt: skip
+    sensitive_domain_file: Path | None = Field(
+        default=None, alias="sensitive_domain",
+        description="a text file with every value of the sensitive attribute, one per line, spelled exactly as in "
+        "the snapshots; used when `<hierarchies>/<sensitive>.csv` does not exist",
+        json_schema_extra=documented(
+            "no blank-padded or repeated lines, no two spellings of one value "
+            "([spelling](#spelling-of-sensitive-values))",
+            example="domain.txt",
+        ),
+    )  # fmt: skip
+    protected_values: Literal["all"] | list[str] = Field(
+        default="all",
+        description="the sensitive values under protection: `all`, or a list. Protecting values needs the "
+        'sensitive domain: a value spelled another way ("HIV " for "hiv") is then refused as an input error '
+
+        "instead of being published unprotected",
+        json_schema_extra=documented(
+            "needs the sensitive domain: `<hierarchies>/<sensitive>.csv` or `sensitive_domain`; every listed value "
+            "must be in it, and a value outside it is refused with the nearest spelling (checked when a command "
+            "starts, exit 2). Snapshot values outside the domain are input errors naming the line "
+            "([threat model](threat-model.md#no-spelling-bypass))"
+        ),
+    )  # fmt: skip
+    ell: float = Field(
+        alias="l", ge=2,
+        description="ℓ of the global guarantee: over all releases, every probability of linking an individual to "
+        "a protected value (breach probability) stays at most 1/ℓ",
+    )  # fmt: skip
+    strategy: Strategy = Field(
+        default=Strategy.CONSTANT,
+        description="how the group-size ratios (candidates / records with the value) are chosen: `constant`, the "
+        "same target ñ_c in each of at most `k_prime` linked releases (min-max optimal); `geometric`, `alpha` "
+        "times the minimum safe ratio, growing with each linked release. `serialpub strategy --l 2 --k-prime 20 "
+        "--alpha 2` compares them ([choosing](choosing.md))",
+    )  # fmt: skip
+    k_prime: int | None = Field(
+        default=20, ge=1,
+        description="k' of the constant-ratio strategy: the first k' releases that link one individual to one "
+        "protected value each use the target ñ_c; what may follow is `after_k_prime`",
+        json_schema_extra=documented("must not be null when `strategy: constant`; ignored under `geometric`"),
+    )  # fmt: skip
+    after_k_prime: AfterKPrime = Field(
+        default=AfterKPrime.RENEW,
+        description="constant strategy: what a pair (individual, protected value) linked in k' releases may still "
+        "get. `renew`: further links at the target `1 / (1 - ((1 - 1/ℓ)/P)^(1/k'))`, which spreads what is left "
+        "of its budget (its survival product P above 1 − 1/ℓ) over k' more linked releases; a pair linked every "
+        "time at exactly ñ_c has nothing left and is never linked again. `stop`: never linked again (paper 004's "
+        "rule; a release that would link it is refused). The first k' targets are the same under both, and "
+        "Theorem 1's floor applies to both ([choosing](choosing.md)). Recorded in manifests (null under "
+        "`geometric`)",
+        json_schema_extra=documented("ignored under `geometric`"),
+    )  # fmt: skip
+    alpha: float | None = Field(
+        default=None, gt=1,
+        description="α of the geometric strategy: the target is α · ñ(k), the minimum safe ratio after k linked "
+        "releases times α",
+        json_schema_extra=documented("required when `strategy: geometric`; ignored under `constant`"),
+    )  # fmt: skip
+    guarantee: Guarantee = Field(
+        default=Guarantee.GLOBAL,
+        description="`global`: the guarantee over all releases (serialpub's purpose); `localized`: per-release "
+        "ℓ-diversity only, the baseline that leaks over time, for comparison",
+    )  # fmt: skip
+    dilution: Dilution = Field(
+        default=Dilution.REGISTER,
+        description="`register`: candidates are counted in the register, present or not (virtual dilution); "
+        "`presence`: presence in the data is public, candidates are the present individuals only. Read [when "
+        "dilution is safe to claim]"
+        "(concepts.md#when-dilution-is-safe-to-claim-and-when-presence-must-be-assumed-known)",
+    )  # fmt: skip
+    suppression_model: SuppressionModel = Field(
+        default=SuppressionModel.MECHANISM,
+        description="which counts are charged ([threat model](threat-model.md)): `mechanism`, every snapshot "
+        "record of a region, published or not, because an adversary who knows the algorithm can tell why a record "
+        "is missing (the minimality attack); suppression then buys no privacy, so nothing is suppressed. `paper`, "
+        "paper 004's published counts with value-selective suppression, for reproducing the paper only (weaker "
+        "against an adversary who knows the algorithm; manifests and reports say so)",
+    )  # fmt: skip
+    algorithm: Algorithm = Field(
+        default=Algorithm.TOPDOWN,
+        description="the search that forms the groups ([how groups are formed](anonymization.md)): `topdown` "
+        "splits the QI domain region by region along the hierarchies while every part meets its requirement "
+        "(many small groups; never suppresses); `bottomup` is paper 004's global recoding (one cut per QI for the "
+        "whole release), kept for reproducing the paper, and the only one that can suppress",
+        json_schema_extra=documented("`suppression_budget` must be 0 under `topdown`"),
+    )  # fmt: skip
+    partition_model: PartitionModel | None = Field(
+        default=None,
+        description="what the top-down search's split decisions read ([the partition as "
+        "evidence](threat-model.md#the-partition-as-evidence-closed-by-default-partition_model-published)): "
+        "`published`, the region's own counts only (a part must meet its requirement even if it held all of the "
+        "region's records of a value), so the partition tells an adversary who knows the algorithm nothing more; "
+        "`parts`, each part's own counts: finer groups and lower query error (demo 1.13 instead of 9.16), with a "
+        "known breach: a partition that is evidence, which a learning adversary uses on the demo ([models with a "
+        "known breach](threat-model.md#models-with-a-known-breach)). Null: the algorithm's own (`bottomup` always "
+        "reads its cells' counts: leave this out with it)",
+        json_schema_extra=documented(
+            "`published` is refused with `bottomup`", default="null: `published` (`parts` under `bottomup`)"
+        ),
+    )  # fmt: skip
+    accept_known_breach: list[KnownBreach] = Field(
+        default_factory=list, validate_default=True,
+        description="the acknowledgement of the models with a known breach this file chooses ([threat "
+        "model](threat-model.md#models-with-a-known-breach)): `parts` for `partition_model: parts` or "
+        "`algorithm: bottomup`, `paper` for `suppression_model: paper`, e.g. `[parts]` or `[parts, paper]`; `[]` "
+        "with the defaults. Each release's manifest then records it (`accepted_known_breach`), and its report, "
+        "the sign-off prompt and `serialpub audit` state the risk. The demo's `--partition-model`, `--algorithm` "
+        "and `--suppression-model` write it",
+        json_schema_extra=documented(
+            "exactly the breachable models chosen: a missing one is refused with one line naming this setting "
+            "(exit 2), and so is an acknowledgement of a model not in use or one listed twice"
+        ),
+    )  # fmt: skip
+    suppression_budget: float = Field(
+        default=0.0, ge=0, le=1,
+        description="`paper` model only: largest fraction of a snapshot's records that may be suppressed "
+        "(removed) when generalization alone cannot meet the requirement; a release that needs more is refused "
+        "(exit 2)",
+        json_schema_extra=documented("must be 0 under `mechanism` or `topdown`"),
+    )  # fmt: skip
+    query_seed: int = Field(default=0, description="seed of the 5,000 random range-count queries that measure utility")
+    period_format: PeriodFormat = Field(
+        default=PeriodFormat.AUTO,
+        description="how period labels are written: `sequence` (`0001`, `0002`, ...), `year` (`2025`), "
+        "`half-year` (`2025-H1`), `quarter` (`2025-Q3`), `month` (`2025-07`), or `free` (any label that sorts in "
+        "time, with no successor: gaps cannot be detected); `auto` takes the format of the first published period "
+        "(none published: any label). A period is given with `--period` or by the snapshot's name, "
+        "`snapshot-<period>.csv`. Every format but `free` knows the next period, so a release that skips one is "
+        "refused unless `serialpub release --skip-periods REASON` records why",
+        json_schema_extra=documented("a period in another format is refused (exit 2), naming the format"),
+    )  # fmt: skip
     validation: ValidationThresholds = Field(default_factory=ValidationThresholds)
     sign_off: SignOffSettings = Field(default_factory=SignOffSettings)
-    # the publisher's Ed25519 private key (PEM): every published manifest is signed with it
-    # (docs/release-contract.md, "Integrity"); null publishes unsigned manifests
-    signing_key: Path | None = None
+    signing_key: Path | None = Field(
+        default=None,
+        description="the publisher's Ed25519 private key (PEM; `serialpub keygen --out keys/publisher.key` makes "
+        "one, with `keys/publisher.pub` to hand to data users): every published `manifest.json` is signed with it "
+        "(`manifest.sig`) and names the previous release's manifest by its sha256, so `serialpub audit "
+        "--public-key keys/publisher.pub` detects an edited, forged or deleted release ([release "
+        "contract](release-contract.md#integrity-the-hash-chain-and-the-signature)). Keep it out of the release "
+        "store; null publishes unsigned manifests",
+        json_schema_extra=documented(
+            "read when `serialpub release` starts: a missing file or a key that is not an unencrypted Ed25519 PEM "
+            "key stops it (exit 2) before anything is drafted",
+            default="null (the demo writes `keys/publisher.key`)",
+        ),
+    )  # fmt: skip
     report: ReportConfig = Field(default_factory=ReportConfig)
 
     @field_validator("quasi_identifiers")
@@ -293,243 +566,24 @@ def load_config(path: Path) -> Workspace:
     raw = read_settings(path)
     if not isinstance(raw, dict):
         raise InputError(f"{path}: expected a mapping of settings, e.g. 'dataset: adult'")
+    return Workspace(root=path.parent.resolve(), config=config_of(raw, str(path)))
+
+
+def config_of(settings: Mapping[str, object], where: str) -> Config:
+    """The configuration of ``settings`` as a YAML file spells them (keys as in
+    ``serialpub.yaml``, paths and choices as strings), validated as :func:`load_config` does.
+
+    Raises:
+        InputError: a setting is invalid; one line naming ``where`` (the file, or the
+            command that chose the settings) and the setting.
+    """
     try:
         # as JSON: strict parsing then refuses coercions, while paths and enumerations are strings
-        config = Config.model_validate_json(json.dumps(raw, default=str))
+        return Config.model_validate_json(json.dumps(settings, default=str))
     except ValidationError as exc:
         err = exc.errors()[0]
-        where = ".".join(str(x) for x in err["loc"]) or "(file)"
+        at = ".".join(str(x) for x in err["loc"]) or "(file)"
         msg = err["msg"]
         if err["type"] == "bool_type":  # e.g. 'yes', which YAML 1.1 would have read as true
             msg = f"{str(err['input'])[:40]!r} is not a boolean; write true or false"
-        raise InputError(f"{path}: setting '{where}': {msg}") from None
-    return Workspace(root=path.parent.resolve(), config=config)
-
-
-TEMPLATE = """\
-# serialpub configuration: one dataset published as a series of releases.
-# Paths are relative to this file. Every setting is checked when a command starts.
-
-# Name of the dataset; releases go to <release_store>/<dataset>/release-NNNN/.
-dataset: {dataset}
-
-# Population register: every individual who could appear in a release, with the id
-# column and every quasi-identifier (the adversary is assumed to know it). Replace it with
-# each period's register; every version a release used is kept under registers/.
-# A .csv or .parquet file, or sql:TABLE (or sql:SELECT ...) in the database named by
-# input_database_url (a SQLAlchemy URL); snapshots may be given the same ways.
-register: register.csv
-# input_database_url: postgresql+psycopg://user@127.0.0.1:5432/statistics
-id_column: id
-
-# One ARX-convention hierarchy per quasi-identifier: hierarchies/<column>.csv.
-hierarchies: hierarchies
-quasi_identifiers: [{qis}]
-# Quasi-identifiers whose values are numbers (every leaf of their hierarchy is a number).
-# The top-down search cuts them into closed intervals written [lo, hi] (e.g. [30, 39]),
-# halving at the register's median, instead of following their hierarchy's levels;
-# the hierarchy file still gives the domain. [] publishes hierarchy labels only.
-numeric: [{numeric}]
-
-# The sensitive attribute, and which of its values are protected ("all", or a list).
-# Its domain (every value it can take, spelled exactly) comes from hierarchies/<sensitive>.csv
-# or, without that file, from a text file with one value per line:
-# sensitive_domain: domain.txt
-# Protecting values needs the domain: a value spelled another way ("HIV " for "hiv") is then
-# refused as an input error instead of being published unprotected.
-sensitive: {sensitive}
-protected_values: {protected}
-
-# The global guarantee: over all releases, P(individual linked to a protected value)
-# <= 1/l. l must be at least 2.
-l: {ell}
-
-# Strategy for the group-size ratio (candidates / records with the value):
-#   constant  - the same target in each of at most k_prime linked releases (min-max optimal)
-#   geometric - alpha times the minimum safe ratio, growing with each linked release (alpha > 1)
-# Use 'serialpub strategy --l 2 --k-prime 20 --alpha 2' to compare.
-strategy: {strategy}
-k_prime: {k_prime}
-# constant only: a pair (individual, value) linked in k_prime releases is
-#   renew - linked again only at the target that spreads what is left of its budget over
-#           k_prime more releases (a pair linked at ratios above the target keeps some)
-#   stop  - never linked again (paper 004's rule; a release that would is refused)
-after_k_prime: {after_k_prime}
-alpha: {alpha}
-
-# global: the guarantee over all releases (serialpub's purpose).
-# localized: per-release l-diversity only (the baseline that leaks over time; for comparison).
-guarantee: {guarantee}
-
-# register: candidates are counted in the register, present or not (virtual dilution).
-# presence: presence in the data is public; candidates are the present individuals only.
-dilution: {dilution}
-
-# How suppressed records are counted (docs/threat-model.md):
-#   mechanism - the default: every snapshot record counts against its region, published
-#               or not, because an adversary who knows the algorithm can tell why a record
-#               is missing (the minimality attack). Suppression then buys no privacy, so
-#               nothing is suppressed and suppression_budget must be 0.
-#   paper     - paper 004's published-count model, for reproducing its experiments only:
-#               value-selective suppression lowers the counts, and a release's manifest
-#               and report say it is weaker against an adversary who knows the algorithm.
-suppression_model: {suppression_model}
-
-# The search that forms the groups (docs/anonymization.md):
-#   topdown  - the default: splits the QI domain region by region along the hierarchies
-#              while every part still meets its requirement; many small groups, never
-#              suppresses (suppression_budget must be 0).
-#   bottomup - paper 004's global recoding (one cut per QI for the whole release), kept
-#              for reproducing the paper; the only one that can suppress (paper model).
-algorithm: {algorithm}
-# What the top-down search's split decisions read (docs/threat-model.md, "Residual risk"):
-#   published - the default: only counts the release publishes; a part must meet its
-#               requirement even if it held all of its region's records of a value. The
-#               partition then tells an adversary who knows the algorithm nothing more.
-#   parts     - each part's own counts: finer groups and lower query error, but a region
-#               left unsplit is evidence that one of its parts would have violated, and an
-#               exhaustive search of tiny series finds posteriors above 1/l.
-# (bottomup always reads its cells' counts: leave this out with it.)
-partition_model: {partition_model}
-# parts (and bottomup, which reads its cells' counts) and suppression_model paper have a
-# known breach (docs/threat-model.md, "Models with a known breach"): choosing one needs
-# its acknowledgement here, e.g. [parts] or [parts, paper], and every release's manifest,
-# report and sign-off prompt then state the risk. [] with the defaults.
-accept_known_breach: [{accept_known_breach}]
-# Largest fraction of a snapshot's records that may be suppressed (removed) when
-# generalization alone cannot meet the requirement (suppression_model: paper only).
-suppression_budget: {budget}
-
-# Where releases are written, and the state database (SERIALPUB_DATABASE_URL overrides;
-# default: SQLite file state.sqlite next to this file).
-release_store: releases
-# Where an upstream extract drops snapshot-<period>.csv for the Airflow release DAG.
-landing_zone: landing
-# database_url: postgresql+psycopg://user@127.0.0.1:5432/serialpub
-
-# Seed of the 5,000 random range-count queries that measure utility.
-query_seed: 0
-
-# How period labels are written: sequence (0001, 0002, ...), year (2025), half-year
-# (2025-H1), quarter (2025-Q3), month (2025-07), free (any label that sorts in time;
-# gaps cannot be seen), or auto (the format of the first published period). A period is
-# given with --period or by the snapshot's name, snapshot-<period>.csv. A period that
-# skips one is refused unless 'serialpub release --skip-periods REASON' records why.
-period_format: auto
-
-# Utility expectations checked before a release can be published (besides the global
-# guarantee, disjoint regions and the release contract, which are always checked).
-# A threshold left out or null is not checked.
-validation:
-  # snapshot rows between these multiples of the previous snapshot's (a sudden halving is
-  # more often an extract failure than reality)
-  min_snapshot_rows_ratio: 0.5
-  max_snapshot_rows_ratio: 2.0
-  max_suppression_rate: {budget}
-  max_query_error: null
-  max_avg_group_size: null
-  max_group_size: null
-
-# The compliance sign-off gate: a named approver approves or rejects each validated
-# release ('serialpub approve' / 'serialpub reject', or the Airflow approval task).
-# auto_approve: true approves automatically: for test and demo environments only; each
-# release's manifest records it. timeout_hours: time to decide in Airflow.
-sign_off:
-  auto_approve: {auto_approve}
-  timeout_hours: 72
-  # Who may approve or reject: operating-system accounts for 'serialpub approve/reject'
-  # (the decision is recorded under the account that runs the command) and Airflow user
-  # names for the Airflow gate (assigned to them). Nobody else can sign off.
-  approvers: []
-  # The account that prepared a release cannot approve it (four-eyes rule).
-  four_eyes: true
-  # Distinct approvers each release needs before it is published (2: two approvers, both
-  # other than the preparer); one rejection ends the release.
-  required_approvals: 1
-
-# The publisher's Ed25519 private key ('serialpub keygen --out keys/publisher.key' makes
-# one, with keys/publisher.pub to hand to data users). Each published manifest is signed
-# with it (manifest.sig) and names the previous release's manifest by its sha256, so
-# 'serialpub audit --public-key keys/publisher.pub' detects an edited, forged or deleted
-# release. Keep the private key out of the release store; null: unsigned manifests.
-signing_key: {signing_key}
-
-# The release report (report.html next to each release; 'serialpub report' for
-# the whole series). These only choose how measures are read, never what is published.
-report:
-  # a pair is near the bound when its breach probability is at least this x 1/l
-  near_bound_fraction: 0.9
-  # c of recursive (c, l)-diversity
-  recursive_c: 3
-  # personalized breach probability (Xiao & Tao): each record's guarding node is its
-  # value's ancestor this many levels up the sensitive attribute's hierarchy
-  guarding_levels_up: 0
-  # sensitive categories for the thesis's categorical diversity measures (they may
-  # overlap); values in no category form the don't-care set Y. For example:
-  # categories: {{cancer: [C34, C50], infectious: [A15, B20]}}
-  categories: null
-"""
-
-
-def render_config(
-    dataset: str,
-    qis: Sequence[str],
-    sensitive: str,
-    *,
-    numeric: Sequence[str] = (),
-    ell: float = 2,
-    strategy: str = "constant",
-    k_prime: int = 20,
-    after_k_prime: str = "renew",
-    alpha: float = 2.0,
-    guarantee: str = "global",
-    dilution: str = "register",
-    budget: float = 0.0,
-    suppression_model: str = "mechanism",
-    algorithm: str | None = None,
-    partition_model: str | None = None,
-    accept_known_breach: Sequence[str] = (),
-    protected: Sequence[str] | None = None,
-    auto_approve: str | None = None,
-    signing_key: str | None = None,
-) -> str:
-    """The text of a ``serialpub.yaml`` from :data:`TEMPLATE` (every option with its comment).
-
-    Args:
-        dataset, qis, sensitive: the dataset name, quasi-identifier columns, sensitive column.
-        numeric: the QIs declared numeric (cut into intervals by the top-down search).
-        ell, strategy, k_prime, after_k_prime, alpha, guarantee, dilution, budget, suppression_model, algorithm:
-            as the template explains; ``algorithm`` None writes ``topdown``, or ``bottomup``
-            with a positive budget (the only search that suppresses).
-        partition_model: None writes the algorithm's own (top-down: ``published``,
-            bottom-up: ``parts``).
-        accept_known_breach: the breachable models acknowledged (:mod:`serialpub.known_breach`);
-            the file is refused on loading unless they are exactly the ones chosen.
-        protected: the protected values; None writes ``all``.
-        auto_approve: None writes ``auto_approve: false`` (a person signs off); a text
-            writes ``true`` with that text as the comment saying why (a demo, test or
-            benchmark environment).
-        signing_key: the private key's path, relative to the file; None writes ``null``.
-    """
-    algorithm = algorithm or ("bottomup" if budget > 0 else "topdown")
-    return TEMPLATE.format(
-        dataset=dataset,
-        qis=", ".join(qis),
-        numeric=", ".join(numeric),
-        sensitive=sensitive,
-        ell=f"{ell:g}",
-        strategy=strategy,
-        k_prime=k_prime,
-        after_k_prime=after_k_prime,
-        alpha=f"{alpha:g}",
-        guarantee=guarantee,
-        dilution=dilution,
-        budget=f"{budget:g}",
-        suppression_model=suppression_model,
-        algorithm=algorithm,
-        partition_model=partition_model or ("parts" if algorithm == "bottomup" else "published"),
-        accept_known_breach=", ".join(accept_known_breach),
-        protected="all" if protected is None else "[" + ", ".join(json.dumps(v) for v in protected) + "]",
-        auto_approve="false" if auto_approve is None else f"true  # {auto_approve}",
-        signing_key="null" if signing_key is None else signing_key,
-    )
+        raise InputError(f"{where}: setting '{at}': {msg}") from None

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from serialpub import known_breach
-from serialpub.config import CONFIG_NAME, Workspace, load_config, render_config
+from serialpub.config import CONFIG_NAME, Workspace, config_of, load_config
+from serialpub.config_render import render_config
 from serialpub.datasets import adult
 from serialpub.evolving import Evolution
 from serialpub.io import signing
@@ -67,10 +68,34 @@ def create_workspace(
     changes every period (:mod:`serialpub.evolving`: two periods a year, ages advance, 1 %
     leave and 1 % join a year, 1 % a year change marital status or work class); each
     period's register is in ``register-periods/`` and :func:`register_of` names it.
+    ``serialpub.yaml`` is written by :func:`serialpub.config_render.render_config`.
+
+    Raises:
+        InputError: a setting is invalid (one line naming it), or ``out`` is a non-empty
+            folder not made by the demo.
     """
+    k_prime = default_k_prime(rounds) if k_prime is None else k_prime
+    algorithm = algorithm or ("topdown" if suppression_model == "mechanism" else "bottomup")  # paper: suppresses
+    budget = (0.0 if suppression_model == "mechanism" else 0.05) if budget is None else budget
+    # validated before any file is written, so that a bad option leaves no workspace behind
+    config = config_of(
+        {
+            "dataset": "adult", "quasi_identifiers": adult.QUASI_IDENTIFIERS, "sensitive": adult.SENSITIVE,
+            "numeric": adult.NUMERIC, "protected_values": "all" if protected is None else list(protected),
+            "l": ell, "strategy": strategy, "k_prime": k_prime, "after_k_prime": after_k_prime, "alpha": alpha,
+            "guarantee": guarantee, "dilution": dilution, "suppression_model": suppression_model,
+            "algorithm": algorithm,
+            "partition_model": partition_model or ("parts" if algorithm == "bottomup" else "published"),
+            # choosing a breachable model on the command line is its acknowledgement: the
+            # file says so, and every release of the demo then states the risk
+            "accept_known_breach": known_breach.taken(suppression_model, algorithm, partition_model),
+            "suppression_budget": budget, "validation": {"max_suppression_rate": budget},
+            "sign_off": {"auto_approve": True}, "signing_key": DEMO_KEY,
+        },
+        "serialpub demo",
+    )  # fmt: skip
     replace_generated_folder(out, MARKER, "made by 'serialpub demo'; the next demo run replaces this folder",
                              "a serialpub demo workspace; choose an empty or new --out")  # fmt: skip
-    k_prime = default_k_prime(rounds) if k_prime is None else k_prime
     spec = SeriesSpec(
         rounds=rounds, carry_over=PRESETS["paper"]["carry_over"], redraw=PRESETS["paper"]["redraw"], seed=seed
     )
@@ -88,22 +113,12 @@ def create_workspace(
     for col in [*adult.QUASI_IDENTIFIERS, adult.SENSITIVE]:
         shutil.copyfile(adult.hierarchy_dir() / f"{col}.csv", out / "hierarchies" / f"{col}.csv")
     signing.create_key_pair(out / DEMO_KEY)  # keys/publisher.pub is what a data user audits with
-    algorithm = algorithm or ("topdown" if suppression_model == "mechanism" else "bottomup")  # paper: suppresses
-    (out / CONFIG_NAME).write_text(
-        render_config(
-            "adult", adult.QUASI_IDENTIFIERS, adult.SENSITIVE, numeric=adult.NUMERIC, ell=ell, strategy=strategy,
-            k_prime=k_prime, after_k_prime=after_k_prime, alpha=alpha, guarantee=guarantee, dilution=dilution,
-            budget=(0.0 if suppression_model == "mechanism" else 0.05) if budget is None else budget,
-            suppression_model=suppression_model, protected=protected,
-            algorithm=algorithm, partition_model=partition_model,
-            # choosing a breachable model on the command line is its acknowledgement: the
-            # file says so, and every release of the demo then states the risk
-            accept_known_breach=known_breach.taken(suppression_model, algorithm, partition_model),
-            auto_approve="the demo is a test environment",
-            signing_key=DEMO_KEY,
-        ),
-        encoding="utf-8",
-    )  # fmt: skip
+    notes = {
+        "sign_off.auto_approve": "The demo is a test environment.",
+        "signing_key": "The demo's key, made with the workspace (keys/publisher.pub beside it).",
+        "validation.max_suppression_rate": "The demo's suppression_budget.",
+    }
+    (out / CONFIG_NAME).write_text(render_config(config, notes), encoding="utf-8")
     return load_config(out / CONFIG_NAME)
 
 

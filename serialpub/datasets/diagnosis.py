@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import shutil
 import string
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,7 +41,8 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from serialpub.config import CONFIG_NAME, Workspace, load_config, render_config
+from serialpub.config import CONFIG_NAME, Config, Workspace, config_of, load_config
+from serialpub.config_render import render_config
 from serialpub.datasets import adult
 from serialpub.io.generated import replace_generated_folder
 from serialpub.series_files import write_series
@@ -196,15 +198,15 @@ def create_workspace(
     Files: ``register.csv`` (id + Adult QIs), ``snapshots/snapshot-0001.csv``.. (the paper
     preset of :mod:`serialpub.simulate`: equal partitions, 20 % carried over, 20 % of
     diagnoses redrawn from the base distribution), ``series.json``, ``hierarchies/`` (the
-    Adult QI hierarchies and ``diagnosis.csv``), ``serialpub.yaml`` (from
-    :data:`serialpub.config.TEMPLATE`, with the protected codes listed) and
+    Adult QI hierarchies and ``diagnosis.csv``), ``serialpub.yaml`` (:func:`config`,
+    the protected codes listed, written by :func:`serialpub.config_render.render_config`) and
     ``protected-values.txt`` (the same codes, one a line, with their base-table counts).
 
     Args:
         out: the folder; a folder made earlier by this function (it holds the
             :data:`MARKER` file) is replaced, any other non-empty folder is refused.
         ell, strategy, k_prime, alpha, guarantee, dilution, budget: written to the
-            configuration (see the template's comments).
+            configuration (docs/configuration.md).
         rounds: number of snapshots.
         seed: seed of the diagnosis draw (:func:`generate`) and of the series.
         rows: a seeded sample of this many Adult individuals instead of all (small tests).
@@ -234,33 +236,46 @@ def create_workspace(
     (out / "protected-values.txt").write_text(
         "".join(f"{c}\t{count_of[c]}\n" for c in data.protected), encoding="utf-8"
     )
-    text = render_config(
-        "diagnosis", QUASI_IDENTIFIERS, SENSITIVE, numeric=adult.NUMERIC, ell=ell, strategy=strategy,
-        k_prime=k_prime, alpha=alpha, guarantee=guarantee, dilution=dilution, budget=budget,
-        auto_approve="a test environment" if auto_approve else None,
+    settings = config(
+        data.protected, ell=ell, strategy=strategy, k_prime=k_prime, alpha=alpha, guarantee=guarantee,
+        dilution=dilution, budget=budget, auto_approve=auto_approve,
     )  # fmt: skip
-    which = "least frequent codes of the base table; counts in protected-values.txt"
-    text = list_protected(text, data.protected, which)
-    (out / CONFIG_NAME).write_text(text, encoding="utf-8")
+    (out / CONFIG_NAME).write_text(
+        render_config(
+            settings,
+            {
+                "protected_values": f"SYNTHETIC diagnoses: the {len(data.protected)} least frequent codes of the "
+                "base table, paper 004's transient sensitive values; their counts are in protected-values.txt.",
+                **({"sign_off.auto_approve": "A test environment."} if auto_approve else {}),
+            },
+        ),
+        encoding="utf-8",
+    )
     return load_config(out / CONFIG_NAME)
 
 
-def list_protected(config_text: str, protected: list[str], which: str) -> str:
-    """``config_text`` (from :data:`serialpub.config.TEMPLATE`) with its ``protected_values:
-    all`` line replaced by the list ``protected``, under a comment saying the codes are
-    synthetic and ``which`` they are.
+def config(
+    protected: Sequence[str], *, ell: float = 2, strategy: str = "constant", k_prime: int = 20, alpha: float = 2.0,
+    guarantee: str = "global", dilution: str = "register", budget: float = 0.0, auto_approve: bool = False,
+) -> Config:
+    """The scenario's configuration: the Adult QIs (age numeric), ``diagnosis`` sensitive
+    with ``protected`` listed; a positive ``budget`` runs the bottom-up search (the only
+    one that suppresses), and bounds the suppression rate too.
 
     Raises:
-        RuntimeError: the template no longer holds the ``protected_values: all`` line.
+        InputError: a setting is invalid (one line naming it).
     """
-    listed = (
-        f"# SYNTHETIC diagnoses: the {len(protected)} {which}\n"
-        "# (paper 004's transient sensitive values)\n"
-        f"protected_values: [{', '.join(protected)}]"
-    )
-    if "protected_values: all" not in config_text:
-        raise RuntimeError("serialpub.config.TEMPLATE no longer holds 'protected_values: all'")
-    return config_text.replace("protected_values: all", listed)
+    algorithm = "bottomup" if budget > 0 else "topdown"
+    return config_of(
+        {
+            "dataset": "diagnosis", "quasi_identifiers": QUASI_IDENTIFIERS, "sensitive": SENSITIVE,
+            "numeric": adult.NUMERIC, "protected_values": list(protected), "l": ell, "strategy": strategy,
+            "k_prime": k_prime, "alpha": alpha, "guarantee": guarantee, "dilution": dilution, "algorithm": algorithm,
+            "partition_model": "parts" if algorithm == "bottomup" else "published", "suppression_budget": budget,
+            "validation": {"max_suppression_rate": budget}, "sign_off": {"auto_approve": auto_approve},
+        },
+        "the diagnosis scenario",
+    )  # fmt: skip
 
 
 def snapshots(ws: Workspace) -> list[Path]:

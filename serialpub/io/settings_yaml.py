@@ -24,7 +24,7 @@ import yaml
 
 from serialpub.errors import InputError
 
-#: the largest settings file read (far above the documented template's size)
+#: the largest settings file read (far above the size of the commented file 'serialpub demo' writes)
 MAX_BYTES = 1 << 20
 
 _BOOL = re.compile(r"^(?:true|false)$")
