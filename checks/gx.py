@@ -61,7 +61,15 @@ class SuiteResult:
 def _context() -> Any:
     context = gx.get_context(mode="ephemeral")
     context.variables.progress_bars = ProgressBarsConfig(globally=False)
+    # an ephemeral context keeps its data sources in its config object; "saving" that config
+    # only serializes it to YAML into an in-memory store nothing reads back, once per data
+    # source, asset and batch definition added (GX's own docstring: "Ephemeral: not saved")
+    context._save_project_config = _not_saved
     return context
+
+
+def _not_saved() -> None:
+    return None
 
 
 def _plain(x: Any) -> Any:
