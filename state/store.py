@@ -45,8 +45,7 @@ from state.models import (
 from state.params import DraftParams
 
 __all__ = [
-    "DraftParams", "OpenRelease", "PublishedRelease", "ReleaseStatus", "StateError", "StateStore", "open_engine",
-    "this_process",
+    "OpenRelease", "PublishedRelease", "ReleaseStatus", "StateError", "StateStore", "open_engine", "this_process",
 ]  # fmt: skip
 
 
