@@ -39,7 +39,9 @@ def main() -> None:
     args = ap.parse_args()
     ctx = Publisher(load_config(args.workspace))
     rel = next(r for r in ctx.store.published(ctx.ws.config.dataset) if r.seq == args.release)
-    raw = read_csv(Path(rel.params["snapshot"]), "snapshot")
+    if rel.params.snapshot is None:
+        raise SystemExit(f"release {args.release} records no snapshot (an import); give a drafted one with --release")
+    raw = read_csv(Path(rel.params.snapshot), "snapshot")
     table = pd.read_parquet(Path(rel.directory) / "data.parquet")
     cfg = ctx.ws.config
     weights = ctx.register_leaf_counts  # read (and the register coded) before the clock starts

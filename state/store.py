@@ -19,7 +19,7 @@ import hashlib
 import io
 import os
 import socket
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -42,6 +42,7 @@ from state.models import (
     Statistics,
     ValidationResult,
 )
+from state.params import DraftParams
 
 __all__ = [
     "OpenRelease", "PublishedRelease", "ReleaseStatus", "StateError", "StateStore", "open_engine", "this_process",
@@ -102,7 +103,7 @@ class PublishedRelease:
     id: int  # the release row
     seq: int
     period: str
-    params: dict[str, Any]
+    params: DraftParams
     records: int
     groups: int
     suppressed: int
@@ -126,7 +127,7 @@ class OpenRelease:
     owner: str
     staging: str | None
     created: datetime
-    params: dict[str, Any] = field(default_factory=dict)
+    params: DraftParams
     #: sha256 of the staged data.parquet, recorded when the draft was staged
     data_sha256: str | None = None
 
@@ -163,7 +164,7 @@ class StateStore:
             ).all()
             return [
                 PublishedRelease(
-                    r.id, r.seq, r.period, r.params, r.records or 0, r.groups or 0, r.suppressed or 0,
+                    r.id, r.seq, r.period, DraftParams.read(r.params), r.records or 0, r.groups or 0, r.suppressed or 0,
                     r.max_breach or 0.0, r.directory or "", r.staging or "", r.published_at or r.updated, r.imported,
                     r.data_sha256, r.manifest_sha256,
                 )
@@ -180,8 +181,8 @@ class StateStore:
             if r is None:
                 return None
             return OpenRelease(
-                r.id, r.seq, r.period, ReleaseStatus(r.status), r.owner, r.staging, r.created, dict(r.params or {}),
-                r.data_sha256,
+                r.id, r.seq, r.period, ReleaseStatus(r.status), r.owner, r.staging, r.created,
+                DraftParams.read(r.params), r.data_sha256,
             )  # fmt: skip
 
     def latest_statistics(self, dataset: str) -> tuple[pa.Table, pa.Table] | None:
@@ -238,7 +239,7 @@ class StateStore:
         s.add(AuditLog(at=datetime.now(UTC), dataset=dataset, release_seq=seq, actor=actor, action=action,
                        detail=detail))
 
-    def begin_draft(self, dataset: str, period: str, params: dict[str, Any], owner: str) -> OpenRelease:
+    def begin_draft(self, dataset: str, period: str, params: DraftParams, owner: str) -> OpenRelease:
         """Open release k = last published + 1 as a draft.
 
         Raises:
@@ -270,15 +271,15 @@ class StateStore:
                 seq = (last.seq if last else 0) + 1
                 rel = Release(
                     dataset_id=ds.id, seq=seq, period=period, status=ReleaseStatus.DRAFT, owner=owner, imported=False,
-                    params=params, created=now, updated=now,
+                    params=params.record(), created=now, updated=now,
                 )
                 s.add(rel)
                 s.flush()
                 # who prepared it and under which four-eyes rule, in the append-only log too:
                 # a prepared_by rewritten in the row no longer agrees with it
-                self._log(s, dataset, seq, owner, "draft", period=period, prepared_by=params.get("prepared_by"),
-                          four_eyes=params.get("four_eyes"))  # fmt: skip
-                return OpenRelease(rel.id, seq, period, ReleaseStatus.DRAFT, owner, None, now)
+                self._log(s, dataset, seq, owner, "draft", period=period, prepared_by=params.prepared_by,
+                          four_eyes=params.four_eyes)  # fmt: skip
+                return OpenRelease(rel.id, seq, period, ReleaseStatus.DRAFT, owner, None, now, params)
         except IntegrityError:
             # the partial unique index caught a race the lock did not (it should not happen)
             current_open = self.open_release(dataset)
@@ -287,7 +288,7 @@ class StateStore:
             ) from None
 
     def bind_staged_manifest(self, release_id: int, fields: dict[str, str]) -> None:
-        """Record, in the open release's ``params["staged_manifest"]``, the sha256 of each
+        """Record, in the open release's ``params.staged_manifest``, the sha256 of each
         field of the manifest serialpub just staged for it, so that publication can name a
         field edited afterwards (:mod:`serialpub.workflow.manifest_binding`).
 
@@ -313,29 +314,6 @@ class StateStore:
         rel.status = to
         rel.updated = datetime.now(UTC)
         return rel
-
-    def publish(
-        self,
-        release_id: int,
-        summary: dict[str, Any],
-        groups: list[dict[str, Any]],
-        stats: tuple[pa.Table, pa.Table],
-        directory: str,
-        actor: str,
-    ) -> None:
-        """Mark an open release published and store the statistics after it, in one
-        transaction (step 2 of serialpub.io.release_files' publication order)."""
-        with Session(self.engine) as s, s.begin():
-            rel = self._transition(s, release_id, ReleaseStatus.PUBLISHED)
-            dataset = s.get(Dataset, rel.dataset_id)
-            assert dataset is not None
-            _store_figures(s, rel, summary, groups, stats)
-            rel.manifest_sha256 = summary["manifest_sha256"]
-            rel.imported = bool(summary.get("imported", False))
-            rel.directory = directory
-            rel.published_at = rel.updated
-            self._log(s, dataset.name, rel.seq, actor, "imported" if rel.imported else "published",
-                      records=rel.records, groups=rel.groups, data_sha256=rel.data_sha256)
 
     def stage(
         self,
@@ -377,27 +355,36 @@ class StateStore:
             rel.updated = datetime.now(UTC)
 
     def publish_staged(self, release_id: int, manifest_sha256: str, directory: str, actor: str) -> None:
-        """Mark an approved release published, counting what :meth:`stage` stored (step 2 of
-        serialpub.io.release_files' publication order).
+        """Mark a release published, counting what :meth:`stage` stored (step 2 of
+        serialpub.io.release_files' publication order): an approved release, or the draft of
+        an import (its ``params`` say ``imported``), which another tool published already
+        and which therefore has no validation or sign-off of its own.
 
         Raises:
-            StateError: the release is not approved, or nothing was staged for it.
+            StateError: the release is neither approved nor an import's draft, or nothing
+                was staged for it.
         """
         with Session(self.engine) as s, s.begin():
             rel = s.get(Release, release_id, with_for_update=True)
-            if rel is None or rel.status != ReleaseStatus.APPROVED:
+            imported = rel is not None and DraftParams.read(rel.params).imported
+            ready = ReleaseStatus.DRAFT if imported else ReleaseStatus.APPROVED
+            if rel is None or rel.status != ready:
                 status = "missing" if rel is None else rel.status
-                raise StateError(f"release row {release_id} is {status}; only an approved release is published")
+                raise StateError(
+                    f"release row {release_id} is {status}; only an approved release, or the draft of an import, "
+                    "is published"
+                )
             if s.get(Statistics, rel.id) is None:
                 raise StateError(f"release {rel.seq} has no staged statistics; prepare it again")
             self._transition(s, release_id, ReleaseStatus.PUBLISHED)
             dataset = s.get(Dataset, rel.dataset_id)
             assert dataset is not None
             rel.manifest_sha256 = manifest_sha256
+            rel.imported = imported
             rel.directory = directory
             rel.published_at = rel.updated
-            self._log(s, dataset.name, rel.seq, actor, "published", records=rel.records, groups=rel.groups,
-                      data_sha256=rel.data_sha256)
+            self._log(s, dataset.name, rel.seq, actor, "imported" if imported else "published", records=rel.records,
+                      groups=rel.groups, data_sha256=rel.data_sha256)
 
     def approve(
         self, dataset: str, seq: int, approver: str, comment: str, report_sha256: str | None, required: int = 1
@@ -564,13 +551,14 @@ class StateStore:
             s.add(SignOff(release_id=rel.id, approver=approver, decision="rejected", comment=comment,
                           report_sha256=report_sha256, decided_at=now))
             self._log(s, dataset, seq, approver, "rejected", comment=comment)
-            return OpenRelease(rel.id, rel.seq, rel.period, ReleaseStatus.REJECTED, rel.owner, rel.staging, rel.created)
+            return OpenRelease(rel.id, rel.seq, rel.period, ReleaseStatus.REJECTED, rel.owner, rel.staging, rel.created,
+                               DraftParams.read(rel.params))
 
 
 def _store_figures(
     s: Session, rel: Release, summary: dict[str, Any], groups: list[dict[str, Any]], stats: tuple[pa.Table, pa.Table]
 ) -> None:
-    """A release's figures, groups and the statistics file after it (publish and stage)."""
+    """A release's figures, groups and the statistics file after it (:meth:`StateStore.stage`)."""
     members, classes = table_to_bytes(stats[0]), table_to_bytes(stats[1])
     rel.records, rel.groups = summary["records"], summary["groups"]
     rel.suppressed, rel.max_breach = summary["suppressed"], summary["max_breach"]

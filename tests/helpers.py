@@ -28,8 +28,10 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from anonymizer.settings import Dilution, Guarantee, Strategy
 from serialpub.config import load_config
 from serialpub.io import signing
+from state.params import DraftParams
 from state.store import StateStore, open_engine
 
 
@@ -145,6 +147,11 @@ CONTRACT_KEYS = {
     "validation",
     "sign_off",
 }
+
+
+#: the params of a release row a test opens by hand (the clinic workspace's settings)
+CLINIC_PARAMS = DraftParams(l=2.0, strategy=Strategy.CONSTANT, k_prime=3, guarantee=Guarantee.GLOBAL,
+                            dilution=Dilution.REGISTER, protected_values=["hiv", "cancer"])  # fmt: skip
 
 
 def make_workspace(root: Path, seed: int = 0, n: int = 60, periods: int = 3, **overrides: Any) -> Path:

@@ -66,7 +66,7 @@ def test_a_result_for_another_draft_is_not_taken(tmp_path: Path) -> None:
     assert done is not None and (done.seq, done.basis) == (2, first.id)
 
     def opened(seq: int) -> OpenRelease:
-        return OpenRelease(0, seq, "0002", "draft", "test", None, first.published_at)  # type: ignore[arg-type]
+        return OpenRelease(0, seq, "0002", "draft", "test", None, first.published_at, first.params)  # type: ignore[arg-type]
 
     future = checked.ahead
     assert anonymizing.take(publisher, future, opened(2)) is done

@@ -42,13 +42,13 @@ def test_a_repeated_snapshot_is_published_when_allowed_and_recorded(published_on
     result = cli("release", "--config", published_once, "--snapshot", again, "--allow-repeated-snapshot")
     assert result.returncode == 0, result.stdout + result.stderr
     [first, second] = _store(published_once).published("clinic")
-    assert second.period == "0002" and second.params["repeats_snapshot_of"] == [1]
-    assert "repeats_snapshot_of" not in first.params
+    assert second.period == "0002" and second.params.repeats_snapshot_of == [1]
+    assert "repeats_snapshot_of" not in first.params.record()
 
 
 def test_a_snapshot_that_is_new_is_not_marked(published_once: Path) -> None:
     Publisher(load_config(published_once)).publish(snapshot(published_once, 2))
-    assert "repeats_snapshot_of" not in _store(published_once).published("clinic")[-1].params
+    assert "repeats_snapshot_of" not in _store(published_once).published("clinic")[-1].params.record()
 
 
 @pytest.mark.parametrize("period", ["0002 ", " 0002", "0002\t", "0002\n", "00 02", "0002\u00a0"])

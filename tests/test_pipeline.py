@@ -27,6 +27,7 @@ from helpers import (
     state_of,
 )
 
+from anonymizer.settings import Strategy
 from serialpub.analysis.audit import audit_workspace
 from serialpub.config import load_config
 from serialpub.errors import InputError
@@ -104,7 +105,7 @@ def test_history_lists_the_published_releases(published_once: Path) -> None:
     Publisher(ws).publish(snapshot(published_once, 2))
     rows = StateStore(open_engine(ws.database_url)).published("clinic")
     assert [(r.seq, r.period) for r in rows] == [(1, "0001"), (2, "0002")]
-    assert all(r.params["l"] == 2 and r.params["strategy"] == "constant" for r in rows)
+    assert all(r.params.l == 2 and r.params.strategy is Strategy.CONSTANT for r in rows)
     assert Path(rows[1].directory) == published_once / "releases" / "clinic" / "release-0002"
     for r in rows:
         manifest = json.loads((Path(r.directory) / "manifest.json").read_text(encoding="utf-8"))

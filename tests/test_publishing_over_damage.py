@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from helpers import cli, snapshot, state_of
+from helpers import CLINIC_PARAMS, cli, snapshot, state_of
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
@@ -155,7 +155,7 @@ def postgres_store(tmp_path: Path) -> Iterator[StateStore]:
 def test_postgresql_refuses_truncate_on_the_append_only_tables(postgres_store: StateStore, statement: str) -> None:
     """Before: TRUNCATE emptied sign_offs and audit_log without dropping a trigger."""
     store = postgres_store
-    store.begin_draft("clinic", "0001", {}, this_process())
+    store.begin_draft("clinic", "0001", CLINIC_PARAMS, this_process())
     store.reject("clinic", 1, "alice", "no", None)
     before = store.audit_log("clinic"), store.sign_offs("clinic", 1)
     assert len(before[0]) == 2 and len(before[1]) == 1

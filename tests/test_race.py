@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from conftest import cli_env, freeze_stats, run_cli
-from helpers import release_listing, snapshot, state_of
+from helpers import CLINIC_PARAMS, release_listing, snapshot, state_of
 from sqlalchemy import func, select
 
 from serialpub.config import load_config
@@ -64,7 +64,7 @@ def _one_line_error(proc: subprocess.CompletedProcess[str] | tuple[int, str]) ->
 def test_publishing_while_a_draft_is_open_fails_and_moves_nothing(state_ws: Path, state_url: str) -> None:
     _published_once(state_ws)
     store = StateStore(open_engine(state_url))
-    draft = store.begin_draft("clinic", "0002", {"by": "test"}, this_process())  # a live owner
+    draft = store.begin_draft("clinic", "0002", CLINIC_PARAMS, this_process())  # a live owner
     before = state_of(state_ws), len(store.audit_log("clinic"))
 
     proc = run_cli("release", "--config", state_ws, "--snapshot", snapshot(state_ws, 2), url=state_url, cwd=state_ws)

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from helpers import make_workspace, snapshot
+from helpers import CLINIC_PARAMS, make_workspace, snapshot
 
 from anonymizer.arrays import CodedRows
 from serialpub.config import DATABASE_ENV, load_config
@@ -18,6 +18,7 @@ from serialpub.io import register_cache, verdict_cache, versions
 from serialpub.io.inputs import load_register, read_csv
 from serialpub.workflow import input_checks
 from serialpub.workflow.publisher import Publisher
+from state.params import DraftParams
 
 
 @pytest.fixture
@@ -208,6 +209,11 @@ def test_a_passed_snapshot_verdict_is_read_by_the_next_process(root: Path, monke
     assert runs == ["ran", "ran"] and len(_verdicts(root)) == 1
 
 
+def _rows(n: int) -> DraftParams:
+    """The params of a published release whose snapshot had ``n`` records."""
+    return DraftParams(**CLINIC_PARAMS.record(), snapshot_rows=n)
+
+
 def test_a_verdict_is_bound_to_the_period_order(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The same snapshot bytes checked after another last period or row count: the suite
     runs again (its period and row-count expectations read them)."""
@@ -215,8 +221,8 @@ def test_a_verdict_is_bound_to_the_period_order(root: Path, monkeypatch: pytest.
     ctx = _publisher(root)
     table = read_csv(snapshot(root, 2), "snapshot")
     sha = versions.sha256_bytes(snapshot(root, 2).read_bytes())
-    earlier = [SimpleNamespace(period="0001", params={"snapshot_rows": len(table)})]
-    for published in ([], earlier, earlier, [SimpleNamespace(period="0001", params={"snapshot_rows": len(table) + 1})]):
+    earlier = [SimpleNamespace(period="0001", params=_rows(len(table)))]
+    for published in ([], earlier, earlier, [SimpleNamespace(period="0001", params=_rows(len(table) + 1))]):
         input_checks.check_snapshot(ctx, table, "snapshot-0002.csv", "0002", published, sha)  # type: ignore[arg-type]
     assert runs == ["ran", "ran", "ran"]  # the third check is the second's
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from conftest import freeze_stats
-from helpers import Result, as_login, cli, make_workspace, read_config, snapshot, state_of, write_config
+from helpers import CLINIC_PARAMS, Result, as_login, cli, make_workspace, read_config, snapshot, state_of, write_config
 from sqlalchemy import func, inspect, select, text
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session
@@ -87,7 +87,7 @@ def test_stale_draft_is_failed_by_recovery_and_publishing_proceeds(state_ws: Pat
     store = publisher.store
     owner = _dead_owner()
     assert owner_is_gone(owner)
-    draft = store.begin_draft("clinic", "0002", {}, owner)
+    draft = store.begin_draft("clinic", "0002", CLINIC_PARAMS, owner)
     store.set_staging(draft.id, str(_stage(state_ws, 2, draft.id)))
 
     with pytest.warns(UserWarning, match="removed"):
@@ -105,7 +105,7 @@ def test_draft_of_another_host_is_never_presumed_gone(state_ws: Path) -> None:
     publisher = _publish_first(state_ws)
     owner = "pid:999999@another-host.example"
     assert not owner_is_gone(owner)
-    draft = publisher.store.begin_draft("clinic", "0002", {}, owner)
+    draft = publisher.store.begin_draft("clinic", "0002", CLINIC_PARAMS, owner)
     before = state_of(state_ws)
     with pytest.raises(StateError, match="already draft") as err:
         publisher.publish(snapshot(state_ws, 2))
@@ -121,7 +121,7 @@ def test_draft_of_another_host_is_never_presumed_gone(state_ws: Path) -> None:
 def test_reject_removes_the_staging_and_records_the_sign_off(state_ws: Path, state_url: str) -> None:
     publisher = _publish_first(state_ws)
     store = publisher.store
-    draft = store.begin_draft("clinic", "0002", {}, this_process())
+    draft = store.begin_draft("clinic", "0002", CLINIC_PARAMS, this_process())
     staging = _stage(state_ws, 2, draft.id)
     store.set_staging(draft.id, str(staging))
     published, stats = state_of(state_ws)[:2]
@@ -236,7 +236,7 @@ def test_unreachable_database_is_one_line_with_the_password_masked(
 
 def test_audit_log_refuses_update_and_delete(state_url: str) -> None:
     store = StateStore.open(state_url)
-    store.begin_draft("clinic", "0001", {}, this_process())
+    store.begin_draft("clinic", "0001", CLINIC_PARAMS, this_process())
     before = store.audit_log("clinic")
     assert [e["action"] for e in before] == ["draft"]
     for statement in ("UPDATE audit_log SET action = 'published'", "DELETE FROM audit_log"):
@@ -247,9 +247,9 @@ def test_audit_log_refuses_update_and_delete(state_url: str) -> None:
 
 def test_every_state_change_is_in_the_audit_log(state_ws: Path) -> None:
     store = _publish_first(state_ws).store
-    draft = store.begin_draft("clinic", "0002", {}, "pid:1@somewhere")
+    draft = store.begin_draft("clinic", "0002", CLINIC_PARAMS, "pid:1@somewhere")
     store.fail(draft.id, "validation failed", "ci")
-    store.begin_draft("clinic", "0002", {}, "pid:2@somewhere")
+    store.begin_draft("clinic", "0002", CLINIC_PARAMS, "pid:2@somewhere")
     store.reject("clinic", 2, "alice", "no", None)
     log = store.audit_log("clinic")
     assert [(e["action"], e["release"]) for e in log] == [
@@ -269,19 +269,27 @@ def test_illegal_transitions_are_refused(state_ws: Path) -> None:
     first = _release(store, 1, "published")
     stats = store.latest_statistics("clinic")
     assert stats is not None and all(t.num_rows > 0 for t in stats)  # release 1 linked someone
-    summary = {"records": 1, "groups": 1, "suppressed": 0, "max_breach": 0.0, "data_sha256": "0" * 64,
-               "manifest_sha256": "0" * 64}
+    summary = {"records": 1, "groups": 1, "suppressed": 0, "max_breach": 0.0, "data_sha256": "0" * 64}
     before = state_of(state_ws), len(store.audit_log("clinic"))
-    with pytest.raises(StateError, match="release 1 is published; it cannot become published"):
-        store.publish(first.id, summary, [], stats, directory="x", actor="test")  # publishing twice
+    with pytest.raises(StateError, match=f"release row {first.id} is published; only an approved release"):
+        store.publish_staged(first.id, "0" * 64, directory="x", actor="test")  # publishing twice
     with pytest.raises(StateError, match="release 1 is published; it cannot become failed"):
         store.fail(first.id, "late", "test")
-    draft = store.begin_draft("clinic", "0002", {}, this_process())
+    # a draft is published only once approved, unless it is an import's
+    draft = store.begin_draft("clinic", "0002", CLINIC_PARAMS, this_process())
+    store.stage(draft.id, summary, [], stats, "x")
+    with pytest.raises(StateError, match=f"release row {draft.id} is draft; only an approved release"):
+        store.publish_staged(draft.id, "0" * 64, directory="x", actor="test")
     store.fail(draft.id, "bad", "test")
-    with pytest.raises(StateError, match="release 2 is failed; it cannot become published"):
-        store.publish(draft.id, summary, [], stats, directory="x", actor="test")
+    with pytest.raises(StateError, match=f"release row {draft.id} is failed; only an approved release"):
+        store.publish_staged(draft.id, "0" * 64, directory="x", actor="test")
+    imported = store.begin_draft("clinic", "0002", CLINIC_PARAMS.model_copy(update={"imported": True}), this_process())
+    with pytest.raises(StateError, match="release 2 has no staged statistics"):
+        store.publish_staged(imported.id, "0" * 64, directory="x", actor="test")
+    store.fail(imported.id, "bad", "test")
     assert state_of(state_ws) == before[0]
-    assert len(store.audit_log("clinic")) == before[1] + 2  # the draft and its failure only
+    # the drafts and their failures only
+    assert len(store.audit_log("clinic")) == before[1] + 4
     assert _count(store, select(func.count()).select_from(Statistics)) == 1
     assert all(not TRANSITIONS[s] for s in ("published", "rejected", "failed"))
 
@@ -289,11 +297,11 @@ def test_illegal_transitions_are_refused(state_ws: Path) -> None:
 def test_one_open_release_and_one_publication_per_sequence_number(state_ws: Path) -> None:
     store = _publish_first(state_ws).store
     with pytest.raises(StateError, match="not later than the last published period"):
-        store.begin_draft("clinic", "0001", {}, this_process())
+        store.begin_draft("clinic", "0001", CLINIC_PARAMS, this_process())
     stats_before = freeze_stats(store.latest_statistics("clinic"))
-    store.begin_draft("clinic", "0002", {}, this_process())
+    store.begin_draft("clinic", "0002", CLINIC_PARAMS, this_process())
     with pytest.raises(StateError, match=r"release 2 .* is already draft.*serialpub reject --release 2"):
-        store.begin_draft("clinic", "0003", {}, this_process())
+        store.begin_draft("clinic", "0003", CLINIC_PARAMS, this_process())
     first = _release(store, 1, "published")
     # the partial unique indexes hold whatever the code does
     for status, seq, period in (("validated", 3, "0003"), ("published", 1, "0009"), ("published", 9, "0001")):

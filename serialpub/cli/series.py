@@ -12,6 +12,7 @@ import typer
 from rich.table import Table
 
 from anonymizer import privacy
+from anonymizer.settings import Strategy
 from serialpub.cli.app import app, console, outcome_table, read_csv_table, split_list
 from serialpub.errors import InputError
 
@@ -233,9 +234,9 @@ def history(
         table.add_column(col)
     for r in rows:
         p = r.params
-        strategy_param = f"k'={p['k_prime']}" if p["strategy"] == "constant" else f"α={p['alpha']:g}"
+        strategy_param = f"k'={p.k_prime}" if p.strategy is Strategy.CONSTANT else f"α={p.alpha:g}"
         imported = ", imported" if r.imported else ""
-        param = f"{p['guarantee']}, ℓ={p['l']:g}, {p['strategy']} {strategy_param}, {p['dilution']}{imported}"
+        param = f"{p.guarantee}, ℓ={p.l:g}, {p.strategy} {strategy_param}, {p.dilution}{imported}"
         table.add_row(
             str(r.seq),
             r.period,

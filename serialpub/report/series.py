@@ -23,7 +23,7 @@ import pyarrow as pa
 from anonymizer.measures.guarantee import TIE_TOLERANCE
 from anonymizer.release import History, PrivacyParams, SnapshotCodes, anonymize_history
 from anonymizer.search import InfeasibleError, TableInfeasibleError
-from anonymizer.settings import AfterKPrime, Algorithm, Guarantee, PartitionModel, Strategy, SuppressionModel
+from anonymizer.settings import AfterKPrime, Dilution, Guarantee, PartitionModel
 from serialpub import __version__
 from serialpub.errors import InputError
 from serialpub.io import release_files
@@ -33,6 +33,7 @@ from serialpub.io.statistics_file import StatisticsFile
 from serialpub.report import plots
 from serialpub.report.render import JSON_FILE, environment, write_text
 from serialpub.report.wording.utility import BASELINE_ERROR, JOINT_ERROR, QUERY_ERROR, WEIGHTED_ERROR
+from state.params import DraftParams
 
 SERIES_HTML = "series-report.html"
 SERIES_JSON = "series-report.json"
@@ -80,31 +81,30 @@ def localized_baseline(publisher: Any, published: list[Any]) -> Baseline:
     for r in published:
         register: Register | None = None
         register_sha = ""
-        params, path = r.params, Path(r.params["snapshot"]) if r.params.get("snapshot") else None
-        if params.get("imported"):
+        params: DraftParams = r.params
+        path = Path(params.snapshot) if params.snapshot else None
+        if params.imported:
             stopped = f"release {r.seq} was imported (its snapshot is not a release input)"
         elif path is None or not path.is_file():
             stopped = f"the snapshot of release {r.seq} is not available"
-        elif params.get("snapshot_sha256") and release_files.sha256_file(path) != params["snapshot_sha256"]:
+        elif params.snapshot_sha256 and release_files.sha256_file(path) != params.snapshot_sha256:
             stopped = f"the snapshot of release {r.seq} changed since it was published ({path})"
         if not stopped:
             register, register_sha, stopped = _register_of(publisher, r)
         if stopped:
             break
         assert path is not None and register is not None
-        protected = list(params.get("protected_values") or publisher.protected)
+        protected = list(params.protected_values or publisher.protected)
         statistics = StatisticsFile(register, protected, register_sha)
-        history = statistics.load(carried, np.full(len(register.ids), float(params["l"])))
-        pp = PrivacyParams(ell=float(params["l"]), strategy=Strategy(params["strategy"]),
-                           k_prime=params.get("k_prime"), alpha=params.get("alpha"), guarantee=Guarantee.LOCALIZED,
-                           # releases made before the model existed used the paper's
-                           suppression_model=SuppressionModel(params.get("suppression_model", "paper")),
-                           # the baseline at equal algorithm; releases before the field: bottom-up
-                           algorithm=Algorithm(params.get("algorithm", "bottomup")),
-                           # releases before renewal existed stopped at k'
-                           after_k_prime=AfterKPrime(params.get("after_k_prime") or "stop"),
-                           # releases before the field read the parts' counts
-                           partition_model=PartitionModel(params.get("partition_model") or "parts"))  # fmt: skip
+        history = statistics.load(carried, np.full(len(register.ids), params.l))
+        # the baseline at equal settings; those a release made before a setting existed does
+        # not record are the ones it was made with (state.params)
+        pp = PrivacyParams(ell=params.l, strategy=params.strategy, k_prime=params.k_prime, alpha=params.alpha,
+                           guarantee=Guarantee.LOCALIZED, suppression_model=params.suppression_model,
+                           algorithm=params.algorithm,
+                           # null for a strategy without k': its default, never read
+                           after_k_prime=params.after_k_prime or AfterKPrime.STOP,
+                           partition_model=params.partition_model or PartitionModel.PARTS)  # fmt: skip
         table = read_csv(path, "snapshot")
         snap = snapshot_from_table(table, path, cfg.id_column, publisher.qis, cfg.sensitive, register,
                                    publisher.hierarchies, domain)  # fmt: skip
@@ -112,9 +112,9 @@ def localized_baseline(publisher: Any, published: list[Any]) -> Baseline:
         try:
             result = anonymize_history(
                 register.keys, SnapshotCodes(snap.individual, record_set, len(protected)), history, pp,
-                publisher.hierarchies_for_search(pp.algorithm, params.get("numeric_quasi_identifiers") or []),
-                params["dilution"] == "presence",
-                budget=int(np.floor(float(params["suppression_budget"]) * len(snap.individual))), seed=r.seq,
+                publisher.hierarchies_for_search(pp.algorithm, params.numeric_quasi_identifiers),
+                params.dilution is Dilution.PRESENCE,
+                budget=int(np.floor(float(params.suppression_budget or 0.0) * len(snap.individual))), seed=r.seq,
             )  # fmt: skip
         except InfeasibleError as exc:
             why = str(exc)

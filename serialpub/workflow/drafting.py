@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
 
@@ -42,6 +43,7 @@ from serialpub.workflow.anonymizing import Anonymized, anonymize_snapshot, load_
 from serialpub.workflow.context import ReleaseContext
 from serialpub.workflow.input_checks import check_inputs, period_of_source, skipped_periods, snapshot_source
 from serialpub.workflow.publishing import recover
+from state.params import DraftParams
 from state.store import OpenRelease, PublishedRelease, this_process
 
 #: the query workload of every release (docs/design.md section 8)
@@ -50,30 +52,53 @@ QUERY_DIMENSIONS = 3
 QUERY_SELECTIVITY = 0.05
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ReleaseOutcome:
-    """Figures of one published release (the demo prints one row per release)."""
+    """Figures of one published release, drafted or imported (the demo prints one row per
+    release; ``serialpub import-release`` prints an import's).
+
+    Attributes:
+        seq, period, directory: where it now lives in the release store.
+        records, groups: counts in the data file.
+        suppressed: snapshot individuals without a published record; None for an import
+            without its snapshot, which cannot tell.
+        avg_candidates, max_candidates: n_j over the groups; avg_records, max_records: the
+            records per group.
+        max_breach: largest p(o, s) over every individual after this release.
+        seconds: wall time.
+        query_error ... query_error_baseline: the query workload's mean relative error
+            under the estimators (docs/design.md section 8); NaN when not computed (an import).
+        seconds_anonymize, seconds_state: anonymizing and the state's load and commit; NaN
+            for an import.
+        exceeds_bound, source_sha256, data_sha256: an import's only. ``exceeds_bound``:
+            max_breach > 1/ℓ, the series imported so far already breaks the guarantee (the
+            tables are public; the state records it as it is); the sha256 of the data file
+            as given and of the rewritten ``data.parquet``.
+    """
 
     seq: int
     period: str
     directory: Path
     records: int
     groups: int
-    suppressed: int
+    suppressed: int | None
     avg_candidates: float
     max_candidates: int
     avg_records: float
     max_records: int
     max_breach: float
-    query_error: float
-    query_error_weighted: float  # the same queries, register-weighted estimator (NaN: not computed)
     seconds: float
-    seconds_anonymize: float  # anonymization and the state update it computes
-    seconds_state: float  # loading and committing the state
-    # the primary utility figure: the same queries, register-joint estimator (anonymizer.joint),
-    # and the histogram-only baseline's (NaN: not computed)
+    query_error: float = float("nan")
+    query_error_weighted: float = float("nan")  # the register-weighted estimator
+    # the primary utility figure: the register-joint estimator (anonymizer.joint), and the
+    # histogram-only baseline's
     query_error_joint: float = float("nan")
     query_error_baseline: float = float("nan")
+    seconds_anonymize: float = float("nan")  # anonymization and the state update it computes
+    seconds_state: float = float("nan")  # loading and committing the state
+    exceeds_bound: bool = False
+    source_sha256: str | None = None
+    data_sha256: str | None = None
 
 
 @dataclass(frozen=True)
@@ -131,8 +156,7 @@ def draft(
     snap = checked.snapshot
     published = ctx.store.published(cfg.dataset)
     checkpoint("after_snapshot")
-    params = {
-        **params_record(ctx),
+    inputs: dict[str, Any] = {
         "snapshot": source.record,
         "snapshot_rows": len(snap.individual),
         "snapshot_sha256": checked.sha256,
@@ -142,13 +166,13 @@ def draft(
         "prepared_by": ctx.request.preparer or identity.os_login(),
         "four_eyes": cfg.sign_off.four_eyes,
     }
-    repeated = [r.seq for r in published if r.params.get("snapshot_sha256") == checked.sha256]
+    repeated = [r.seq for r in published if r.params.snapshot_sha256 == checked.sha256]
     if repeated:  # allowed only with ctx.request.allow_repeated_snapshot (check_repeated_snapshot): kept
-        params["repeats_snapshot_of"] = repeated
+        inputs["repeats_snapshot_of"] = repeated
     gap = skipped_periods(ctx, period, published)
     if gap:  # allowed only with ctx.request.skip_reason (check_period): the decision is kept
-        params |= {"skipped_periods": gap, "skip_reason": ctx.request.skip_reason}
-    opened = ctx.store.begin_draft(cfg.dataset, period, params, this_process())
+        inputs |= {"skipped_periods": gap, "skip_reason": ctx.request.skip_reason}
+    opened = open_draft(ctx, period, params_record(ctx), **inputs)
     checkpoint("after_draft")
     # the register and hierarchy versions are stored while the release is computed (reading
     # and diffing a register of millions takes a while; Arrow releases the GIL), and waited for
@@ -430,27 +454,46 @@ def published_table(
 
 
 def group_rows(ctx: ReleaseContext, result: ReleaseResult) -> list[dict[str, Any]]:
-    """The state's row of every QI-group of a draft: the fields of
+    """The state's row of every QI-group of a draft (:func:`release_group_rows` of its search's
+    hierarchies and the anonymizer's figures)."""
+    return release_group_rows(ctx.search_hierarchies, result.group_nodes, result.group_candidates,
+                              result.group_records, result.group_counts, ctx.protected)  # fmt: skip
+
+
+def release_group_rows(
+    hierarchies: Sequence[Hierarchy], nodes: npt.NDArray[np.integer[Any]], candidates: npt.NDArray[np.integer[Any]],
+    records: npt.NDArray[np.integer[Any]], counts: npt.NDArray[np.integer[Any]], protected: Sequence[str],
+) -> list[dict[str, Any]]:  # fmt: skip
+    """The state's row of every QI-group of a release, drafted or imported: the fields of
     :class:`serialpub.io.manifest.GroupRow` (``labels``, ``candidates``, ``records``,
-    ``counts`` of the protected values it holds)."""
+    ``counts`` of the protected values it holds).
+
+    Args:
+        hierarchies: one per QI, in QI order, the groups' nodes are nodes of.
+        nodes: shape (groups, QIs), each group's node per QI.
+        candidates, records: shape (groups,), n_j and the published records of each group.
+        counts: shape (groups, protected values), n_{j,s}.
+        protected: the protected values, in the order of ``counts``' columns.
+    """
     # built from whole columns, not a validated GroupRow per group, which costs a Python
-    # object per group. Every figure is a count the anonymizer made (≥ 0)
-    labels = zip(*(np.asarray(h.labels, dtype=object)[result.group_nodes[:, a]].tolist()
-                   for a, h in enumerate(ctx.search_hierarchies)), strict=True)  # fmt: skip
-    group, value = np.nonzero(result.group_counts)  # group-major, values ascending
-    held = np.searchsorted(group, np.arange(result.group_nodes.shape[0] + 1))
-    names = np.asarray(ctx.protected, dtype=object)[value].tolist()
-    counts = result.group_counts[group, value].tolist()
+    # object per group. Every figure is a count the release holds (≥ 0)
+    labels = zip(*(np.asarray(h.labels, dtype=object)[nodes[:, a]].tolist()
+                   for a, h in enumerate(hierarchies)), strict=True)  # fmt: skip
+    group, value = np.nonzero(counts)  # group-major, values ascending
+    held = np.searchsorted(group, np.arange(nodes.shape[0] + 1))
+    names = np.asarray(protected, dtype=object)[value].tolist()
+    held_counts = counts[group, value].tolist()
     return [
         {"labels": list(lab), "candidates": cand, "records": recs,
-         "counts": dict(zip(names[held[g]:held[g + 1]], counts[held[g]:held[g + 1]], strict=True))}
-        for g, (lab, cand, recs) in enumerate(zip(labels, result.group_candidates.tolist(),
-                                                  result.group_records.tolist(), strict=True))
+         "counts": dict(zip(names[held[g]:held[g + 1]], held_counts[held[g]:held[g + 1]], strict=True))}
+        for g, (lab, cand, recs) in enumerate(zip(labels, candidates.tolist(), records.tolist(), strict=True))
     ]  # fmt: skip
 
 
 def params_record(ctx: ReleaseContext) -> dict[str, Any]:
-    """The release's privacy settings as the draft's row and its manifest record them."""
+    """The release's privacy settings as the draft's row and its manifest record them: the
+    configuration's (:data:`state.params.SETTINGS`, and ``accepted_known_breach`` when one is
+    taken)."""
     cfg = ctx.ws.config
     return {
         "quasi_identifiers": ctx.qis,
@@ -473,6 +516,22 @@ def params_record(ctx: ReleaseContext) -> dict[str, Any]:
     }
 
 
+def open_draft(ctx: ReleaseContext, period: str, settings: dict[str, Any], **inputs: Any) -> OpenRelease:
+    """Open the dataset's next release as a draft owned by this process, its row's params
+    the privacy ``settings`` (:func:`params_record`, or an import's) and ``inputs`` (the
+    other fields of :class:`state.params.DraftParams`): the one place a release row's params
+    are made, for drafts and imports alike.
+
+    Raises:
+        pydantic.ValidationError: a key that is no field of ``DraftParams``, or a value of
+            the wrong type (a programming error, not bad input).
+        StateError: another release of the dataset is open, or the period is not later
+            than the last published one (:meth:`state.store.StateStore.begin_draft`).
+    """
+    params = DraftParams(**settings, **inputs)
+    return ctx.store.begin_draft(ctx.ws.config.dataset, period, params, this_process())
+
+
 def query_settings(ctx: ReleaseContext) -> dict[str, Any]:
     """The query workload's settings (docs/design.md section 8)."""
     return {"queries": QUERY_COUNT, "qd": QUERY_DIMENSIONS, "selectivity": QUERY_SELECTIVITY,
@@ -485,13 +544,8 @@ def new_manifest(
 ) -> Manifest:  # fmt: skip
     """The manifest of a draft, before its data file's checksum, validation and sign-off."""
     cfg = ctx.ws.config
-    manifest = Manifest(
-        format_version=FORMAT_VERSION,
-        dataset=cfg.dataset,
-        release=seq,
-        period=period,
-        created=datetime.now(UTC).isoformat(timespec="seconds"),
-        **params_record(ctx),
+    manifest = release_manifest(
+        ctx, seq, period, previous, params_record(ctx),
         records=int(result.published.sum()),
         groups=int(result.group_nodes.shape[0]),
         suppressed=result.suppressed,
@@ -507,15 +561,38 @@ def new_manifest(
             for q, counts in ctx.register_leaf_counts.items()
         },
         measures=[],
+    )  # fmt: skip
+    set_measures(ctx, manifest, query, utility)
+    return manifest
+
+
+def release_manifest(
+    ctx: ReleaseContext, seq: int, period: str, previous: int | None, settings: dict[str, Any], **fields: Any
+) -> Manifest:
+    """The manifest of a release, drafted or imported, before its data file's checksum and
+    its seal: the keys every release has (docs/release-contract.md), its privacy
+    ``settings`` (:func:`params_record`, or an import's) and ``fields``, its figures and what
+    only a draft or only an import records. Its keys are the ones given (``exclude_unset``).
+
+    Raises:
+        pydantic.ValidationError: a field breaks the contract (a programming error).
+    """
+    cfg = ctx.ws.config
+    return Manifest(
+        format_version=FORMAT_VERSION,
+        dataset=cfg.dataset,
+        release=seq,
+        period=period,
+        created=datetime.now(UTC).isoformat(timespec="seconds"),
+        **{"quasi_identifiers": ctx.qis, "sensitive": cfg.sensitive, **settings},
         sha256=Checksums(
             data_parquet=None, register_file=ctx.file_sums["register"], hierarchies=ctx.file_sums["hierarchies"]
         ),
         previous_release=previous,
         validation=None,
         sign_off=None,
+        **fields,
     )
-    set_measures(ctx, manifest, query, utility)
-    return manifest
 
 
 def set_measures(

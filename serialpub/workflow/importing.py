@@ -24,7 +24,6 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -43,49 +42,16 @@ from serialpub.config import Workspace
 from serialpub.errors import InputError, quoted
 from serialpub.io import release_files
 from serialpub.io.inputs import present_rows, read_csv
-from serialpub.io.manifest import FORMAT_VERSION, Checksums, GroupRow, Manifest
-from serialpub.workflow import identity, series_integrity
+from serialpub.io.manifest import Manifest
+from serialpub.workflow import drafting, identity, publishing
+from serialpub.workflow.drafting import ReleaseOutcome
 from serialpub.workflow.publisher import Publisher
-from serialpub.workflow.publishing import seal
-from state.store import PublishedRelease, this_process
+from state.store import OpenRelease
 
 IntArray = npt.NDArray[np.int64]
 
 
 # --------------------------------------------------------------------------- the command
-
-
-@dataclass(frozen=True)
-class ImportOutcome:
-    """Figures of one imported release.
-
-    Attributes:
-        seq, period, directory: where it now lives in the release store.
-        records, groups: counts in the data file.
-        suppressed: present individuals without a published record (known only with a
-            snapshot), else None.
-        avg_candidates, max_candidates: n_j over the groups.
-        max_breach: largest p(o, s) over every individual after this release (float).
-        exceeds_bound: max_breach > 1/ℓ: the series imported so far already breaks the
-            guarantee (the tables are public; the state records it as it is).
-        source_sha256: sha256 of the data file as given.
-        data_sha256: sha256 of the rewritten ``data.parquet``.
-        seconds: wall time.
-    """
-
-    seq: int
-    period: str
-    directory: Path
-    records: int
-    groups: int
-    suppressed: int | None
-    avg_candidates: float
-    max_candidates: int
-    max_breach: float
-    exceeds_bound: bool
-    source_sha256: str
-    data_sha256: str
-    seconds: float
 
 
 def _is_parquet(path: Path) -> bool:
@@ -231,7 +197,7 @@ def import_release(
     strategy: str | None = None,
     k_prime: int | None = None,
     alpha: float | None = None,
-) -> ImportOutcome:
+) -> ReleaseOutcome:
     """Record a release published by another tool as the dataset's next release.
 
     The file (Parquet, or CSV with a header) has one column per quasi-identifier of the
@@ -258,8 +224,9 @@ def import_release(
             recorded so ``serialpub state verify`` can recompute the release.
         strategy, k_prime, alpha: the strategy recorded (default: the configuration's).
 
-    Returns an :class:`ImportOutcome`. A release whose import makes some p exceed 1/ℓ is
-    still recorded (the tables are public already); ``exceeds_bound`` says so.
+    Returns its :class:`~serialpub.workflow.drafting.ReleaseOutcome`. A release whose
+    import makes some p exceed 1/ℓ is still recorded (the tables are public already);
+    ``exceeds_bound`` says so.
 
     Raises:
         InputError: a bad parameter; a missing or unreadable file; a column missing or
@@ -281,24 +248,37 @@ def import_release(
     group_of_ind, n_j, present = _candidates(publisher, data_path, read, snapshot, mode)
     suppressed = int(present.size - len(read.table)) if present is not None else None
     source_sha, record = release_files.sha256_file(data_path), _record(publisher, params, mode, suppressed, values)
-    draft_params = {**record, "imported": True, "source": str(data_path.resolve()), "source_sha256": source_sha,
-                    **({"snapshot": str(snapshot.resolve())} if snapshot is not None else {})}  # fmt: skip
-    draft = publisher.store.begin_draft(ws.config.dataset, period, draft_params, this_process())
+    draft = drafting.open_draft(publisher, period, record, imported=True, source=str(data_path.resolve()),
+                                source_sha256=source_sha,
+                                **({"snapshot": str(snapshot.resolve())} if snapshot is not None else {}))  # fmt: skip
     try:
         new = advance_history(_history(publisher), group_of_ind, n_j, read.groups.counts)[0]
-        max_breach = new.max_breach()
-        manifest = _manifest(publisher, draft.seq, period, published, record, read, suppressed, source_sha, max_breach)
-        _publish(publisher, draft.id, draft.seq, manifest, read, n_j, new)
+        manifest = drafting.release_manifest(
+            publisher, draft.seq, period, published[-1].seq if published else None, record,
+            records=len(read.table), groups=read.groups.records.size, suppressed=suppressed,
+            max_breach_probability=new.max_breach(), imported=True, source_sha256=source_sha,
+        )  # fmt: skip
+        _stage(publisher, draft, manifest, read, n_j, new)
+        # published by the other tool already: no validation or sign-off of its own
+        publishing.commit(publisher, draft, manifest)
     except BaseException as exc:
         publisher.abandon(draft, exc)
         raise
-    series_integrity.write_checkpoint(publisher)
-    return ImportOutcome(
-        seq=draft.seq, period=period, directory=ws.dataset_dir / release_files.release_name(draft.seq),
-        records=len(read.table), groups=read.groups.records.size, suppressed=suppressed,
-        avg_candidates=float(n_j.mean()), max_candidates=int(n_j.max()), max_breach=max_breach,
-        exceeds_bound=max_breach > 1.0 / ell, source_sha256=source_sha,
-        data_sha256=str(manifest.sha256.data_parquet), seconds=time.perf_counter() - started,
+    return _outcome(publisher, draft, manifest, read, n_j, time.perf_counter() - started)
+
+
+def _outcome(
+    publisher: Publisher, draft: OpenRelease, manifest: Manifest, read: _ReadRelease, n_j: IntArray, seconds: float
+) -> ReleaseOutcome:
+    """The figures of the imported release ``draft``, now published with ``manifest``."""
+    max_breach = float(manifest.max_breach_probability or 0.0)
+    return ReleaseOutcome(
+        seq=draft.seq, period=draft.period, directory=publisher.ws.dataset_dir / release_files.release_name(draft.seq),
+        records=manifest.records, groups=manifest.groups, suppressed=manifest.suppressed,
+        avg_candidates=float(n_j.mean()), max_candidates=int(n_j.max()),
+        avg_records=float(read.groups.records.mean()), max_records=int(read.groups.records.max()),
+        max_breach=max_breach, seconds=seconds, exceeds_bound=max_breach > 1.0 / manifest.l,
+        source_sha256=manifest.source_sha256, data_sha256=manifest.sha256.data_parquet,
     )  # fmt: skip
 
 
@@ -457,75 +437,22 @@ def _candidates(
     return members, groups.records, present
 
 
-def _manifest(
-    publisher: Publisher, seq: int, period: str, published: list[PublishedRelease], record: dict[str, Any],
-    read: _ReadRelease, suppressed: int | None, source_sha: str, max_breach: float,
-) -> Manifest:  # fmt: skip
-    """The imported release's manifest, before its data file's checksum and its seal."""
-    cfg = publisher.ws.config
-    return Manifest(
-        format_version=FORMAT_VERSION,
-        dataset=cfg.dataset,
-        release=seq,
-        period=period,
-        created=datetime.now(UTC).isoformat(timespec="seconds"),
-        quasi_identifiers=publisher.qis,
-        sensitive=cfg.sensitive,
-        **record,
-        records=len(read.table),
-        groups=read.groups.records.size,
-        suppressed=suppressed,
-        max_breach_probability=max_breach,
-        sha256=Checksums(
-            data_parquet=None,
-            register_file=publisher.file_sums["register"],
-            hierarchies=publisher.file_sums["hierarchies"],
-        ),
-        previous_release=published[-1].seq if published else None,
-        validation=None,
-        sign_off=None,
-        imported=True,
-        source_sha256=source_sha,
-    )
-
-
-def _publish(
-    publisher: Publisher, draft_id: int, seq: int, manifest: Manifest, read: _ReadRelease, n_j: IntArray,
-    new: History,
-) -> None:  # fmt: skip
-    """Stage the imported release's files and publish it with ``new``, the state after it."""
+def _stage(
+    publisher: Publisher, draft: OpenRelease, manifest: Manifest, read: _ReadRelease, n_j: IntArray, new: History
+) -> None:
+    """Stage the imported release as a draft is staged: its data file (rewritten as Parquet
+    with string columns, rows in the given order) and manifest in its staging folder, its
+    figures, groups and ``new`` (the state after it) in the state, not counted until it is
+    published."""
     ws, cfg, qis, groups = publisher.ws, publisher.ws.config, publisher.qis, read.groups
     out = pd.DataFrame({c: read.table[c].to_numpy(dtype=str) for c in [*qis, cfg.sensitive]})
-    seal(publisher, manifest)
     publisher.keep_input_versions()
-    key = publisher.signing_key
-    _, manifest_sha = release_files.write_staging(ws.dataset_dir, seq, draft_id, out, manifest, key)
-    group_rows = [
-        GroupRow(
-            labels=[read.hierarchies[a].labels[groups.nodes[g, a]] for a in range(len(qis))],
-            candidates=int(n_j[g]),
-            records=int(groups.records[g]),
-            counts={publisher.protected[v]: int(groups.counts[g, v]) for v in np.flatnonzero(groups.counts[g])},
-        ).model_dump()
-        for g in range(groups.records.size)  # one row per group (tens to thousands)
-    ]
-    publisher.store.publish(
-        draft_id,
-        {
-            "records": len(read.table),
-            "groups": groups.records.size,
-            "suppressed": manifest.suppressed,
-            "max_breach": manifest.max_breach_probability,
-            "data_sha256": manifest.sha256.data_parquet,
-            "manifest_sha256": manifest_sha,
-            "imported": True,
-        },
-        group_rows,
-        publisher.statistics.tables(new),
-        directory=str(ws.dataset_dir / release_files.release_name(seq)),
-        actor=this_process(),
-    )
-    release_files.move_into_place(ws.dataset_dir, seq, draft_id)
+    staging, _ = release_files.write_staging(ws.dataset_dir, draft.seq, draft.id, out, manifest)
+    rows = drafting.release_group_rows(read.hierarchies, groups.nodes, n_j, groups.records, groups.counts,
+                                       publisher.protected)  # fmt: skip
+    figures = {"records": len(read.table), "groups": groups.records.size, "suppressed": manifest.suppressed,
+               "max_breach": manifest.max_breach_probability, "data_sha256": manifest.sha256.data_parquet}  # fmt: skip
+    publisher.store.stage(draft.id, figures, rows, publisher.statistics.tables(new), str(staging))
 
 
 def _check_cover(

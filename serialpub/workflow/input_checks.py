@@ -123,7 +123,7 @@ def check_repeated_snapshot(
     ctx: ReleaseContext, label: str, sha: str, published: list[PublishedRelease], allowed: bool = False
 ) -> list[int]:
     """The published releases (their numbers) whose snapshot had exactly these bytes
-    (``params["snapshot_sha256"]``, recorded by every draft). Last period's snapshot sent
+    (``params.snapshot_sha256``, recorded by every draft). Last period's snapshot sent
     again for the next period would publish last period's data as this period's, so such a
     snapshot is refused unless the operator allows it (``--allow-repeated-snapshot``, recorded
     in the draft), e.g. for a population that truly did not change.
@@ -131,7 +131,7 @@ def check_repeated_snapshot(
     Raises:
         InputError: a repeated snapshot, neither ``allowed`` nor ``ctx.request.allow_repeated_snapshot``.
     """
-    repeated = [r for r in published if r.params.get("snapshot_sha256") == sha]
+    repeated = [r for r in published if r.params.snapshot_sha256 == sha]
     if repeated and not (allowed or ctx.request.allow_repeated_snapshot):
         r = repeated[-1]
         raise InputError(
@@ -223,7 +223,7 @@ def _order_and_key(
     (:func:`serialpub.io.verdict_cache.verdict_key`)."""
     cfg = ctx.ws.config
     bounds = cfg.validation.min_snapshot_rows_ratio, cfg.validation.max_snapshot_rows_ratio
-    previous_rows = published[-1].params.get("snapshot_rows") if published else None
+    previous_rows = published[-1].params.snapshot_rows if published else None
     order = PeriodOrder(
         period,
         published[-1].period if published else None,

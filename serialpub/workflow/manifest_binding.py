@@ -12,7 +12,7 @@ approver signed off. Two records of it are kept in the state:
   and the previous published release. :func:`differences` rebuilds those fields from the
   state and compares each with the staged manifest;
 - the sha256 of every field of the manifest as serialpub last wrote it
-  (``params["staged_manifest"]``, :func:`bind`), which names any other field edited since
+  (``params.staged_manifest``, :func:`bind`), which names any other field edited since
   (``created``, ``register_marginals``, the inputs' checksums, the evidence's, ...).
 
 Who prepared the release and whether four-eyes was on when it was drafted are read from the
@@ -30,6 +30,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from anonymizer import privacy
+from anonymizer.settings import Guarantee, Strategy
 from serialpub.io.manifest import FORMAT_VERSION, RAW_DERIVED_KEYS, Manifest
 from serialpub.workflow.context import ReleaseContext
 from state.models import Release
@@ -38,14 +39,6 @@ from state.store import OpenRelease, StateError
 #: keys publication itself writes into the manifest (the sign-off, the hash chain and the
 #: signing key): not part of what was validated
 PUBLICATION_KEYS = ("sign_off", "previous_manifest_sha256", "signing_key")
-
-#: the release's settings, as drafting records them in the release row's ``params``
-#: (:func:`serialpub.workflow.drafting.params_record`) and the manifest names them
-SETTINGS = (
-    "quasi_identifiers", "sensitive", "l", "strategy", "k_prime", "after_k_prime", "alpha", "guarantee", "dilution",
-    "suppression_model", "algorithm", "partition_model", "numeric_quasi_identifiers", "suppression_budget",
-    "protected_values",
-)  # fmt: skip
 
 
 def _bound(manifest: Manifest) -> dict[str, Any]:
@@ -99,7 +92,7 @@ def rebuilt_fields(ctx: ReleaseContext, rel: OpenRelease, validated: bool) -> di
         "dataset": cfg.dataset,
         "release": rel.seq,
         "period": rel.period,
-        **{key: params[key] for key in SETTINGS if key in params},
+        **params.recorded_settings(),
         "records": figures["records"],
         "groups": figures["groups"],
         "suppressed": figures["suppressed"],
@@ -109,15 +102,12 @@ def rebuilt_fields(ctx: ReleaseContext, rel: OpenRelease, validated: bool) -> di
         "imported": False,
         "source_sha256": None,
     }
-    if "l" in params and "strategy" in params and "k_prime" in params:
-        constant = params["strategy"] == "constant" and params["k_prime"]
-        expected["constant_ratio_target"] = (
-            privacy.constant_ratio_target(params["l"], params["k_prime"]) if constant else None
-        )
+    if "k_prime" in params.model_fields_set:
+        k_prime = params.k_prime if params.strategy is Strategy.CONSTANT else None
+        expected["constant_ratio_target"] = privacy.constant_ratio_target(params.l, k_prime) if k_prime else None
     if validated:
         expected["validation.success"] = True
-        if "guarantee" in params:
-            expected["validation.global_guarantee_checked"] = params["guarantee"] == "global"
+        expected["validation.global_guarantee_checked"] = params.guarantee is Guarantee.GLOBAL
     return expected
 
 
@@ -150,8 +140,8 @@ def differences(ctx: ReleaseContext, rel: OpenRelease, manifest: Manifest, valid
         if actual != expected:
             found.append(f"manifest.json field '{key}' is {_show(actual)}, the state recorded {_show(expected)}")
             named.add(key.split(".", 1)[0])
-    recorded = rel.params.get("staged_manifest")
-    if isinstance(recorded, dict):
+    recorded = rel.params.staged_manifest
+    if recorded is not None:
         current = field_digests(manifest)
         for key in sorted(recorded.keys() | current.keys()):
             if key in named or (key in RAW_DERIVED_KEYS and key not in current):
@@ -169,8 +159,7 @@ def preparation_rewritten(ctx: ReleaseContext, rel: OpenRelease) -> str | None:
     drafts = [e for e in ctx.store.audit_log(ctx.ws.config.dataset)
               if e["action"] == "draft" and e["release"] == rel.seq]  # fmt: skip
     logged = (drafts[-1]["detail"] or {}) if drafts else {}
-    for key in ("prepared_by", "four_eyes"):
-        value = rel.params.get(key)
+    for key, value in (("prepared_by", rel.params.prepared_by), ("four_eyes", rel.params.four_eyes)):
         if key in logged and logged[key] != value:
             return (
                 f"release {rel.seq} of {ctx.ws.config.dataset!r}: the state's {key} ({value!r}) is not the "
@@ -194,7 +183,5 @@ def preparation(ctx: ReleaseContext, rel: OpenRelease) -> tuple[str | None, bool
             f"{rewritten}; the release row was changed outside serialpub: reject it "
             f"('serialpub reject --release {rel.seq}') and prepare it again"
         )
-    preparer, four_eyes = rel.params.get("prepared_by"), rel.params.get("four_eyes")
-    return (None if preparer is None else str(preparer)), (
-        ctx.ws.config.sign_off.four_eyes if four_eyes is None else bool(four_eyes)
-    )
+    preparer, four_eyes = rel.params.prepared_by, rel.params.four_eyes
+    return preparer, ctx.ws.config.sign_off.four_eyes if four_eyes is None else four_eyes

@@ -81,8 +81,25 @@ def finish(ctx: ReleaseContext, seq: int) -> Path:
     manifest.sign_off.four_eyes = four_eyes
     if manifest.sign_off.self_approvals():
         _refuse(ctx, rel, f"{preparer!r} prepared it and approved it under the four-eyes rule it was drafted with")
+    return commit(ctx, rel, manifest)
+
+
+def commit(ctx: ReleaseContext, rel: OpenRelease, manifest: Manifest) -> Path:
+    """Publish the staged release ``rel`` with ``manifest`` as its final manifest: seal it
+    (:func:`seal`), write and sign it in the staging folder, mark the release published in
+    the state, counting what was staged with it (:meth:`state.store.StateStore.publish_staged`),
+    move its folder into place and write the series checkpoint. The one publication of
+    every release: an approved draft (:func:`finish`) or an import
+    (:func:`serialpub.workflow.importing.import_release`). Returns the release's folder.
+
+    Raises:
+        StateError: the last published release's files no longer match the state, the
+            release is not ready to publish, or its folder cannot be moved into place.
+        InputError: the configured signing key cannot be read.
+    """
+    final = ctx.ws.dataset_dir / release_files.release_name(rel.seq)
     seal(ctx, manifest)
-    manifest_sha = release_files.write_manifest(staging, manifest, ctx.signing_key)
+    manifest_sha = release_files.write_manifest(ctx.staging_dir(rel), manifest, ctx.signing_key)
     checkpoint("before_commit")
     ctx.store.publish_staged(rel.id, manifest_sha, str(final), this_process())
     checkpoint("after_commit")

@@ -134,10 +134,13 @@ def _inputs_as_drafted(ctx: ReleaseContext, rel: OpenRelease, manifest: Manifest
             f"(with register sha256 {manifest.sha256.register_file[:12]}...); the draft was failed and nothing was "
             "published: prepare the release again ('serialpub release') with the period's files"
         )
-    source = snapshot_source(ctx, rel.params["snapshot"])
-    repeated_allowed = bool(rel.params.get("repeats_snapshot_of"))  # the draft was allowed it
+    if rel.params.snapshot is None:  # every draft records it: the row was changed outside serialpub
+        raise StateError(f"release {rel.seq}: its release row names no snapshot; end it with 'serialpub reject "
+                         f"--release {rel.seq}' and prepare it again")  # fmt: skip
+    source = snapshot_source(ctx, rel.params.snapshot)
+    repeated_allowed = bool(rel.params.repeats_snapshot_of)  # the draft was allowed it
     checked = check_inputs(ctx, source, rel.period, repeated_allowed=repeated_allowed) if source.exists() else None
-    if checked is None or checked.sha256 != rel.params.get("snapshot_sha256"):
+    if checked is None or checked.sha256 != rel.params.snapshot_sha256:
         raise StateError(
             f"{source.label}: the snapshot of release {rel.seq} changed or disappeared after the release was drafted; "
             f"end it with 'serialpub reject --release {rel.seq}' and prepare it again"
