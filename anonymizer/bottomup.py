@@ -156,7 +156,7 @@ def generalize(cells: Cells, hierarchies: Sequence[Hierarchy], presence: bool, b
     d = len(hierarchies)
     radix = [h.n_nodes for h in hierarchies]
     parents = [h.parent for h in hierarchies]
-    leaves = [h.leaf_counts() for h in hierarchies]
+    leaves = [h.index.size for h in hierarchies]
     width_den = [float(max(h.n_leaves - 1, 1)) for h in hierarchies]  # split_width's denominator
     child_total = [np.bincount(p[p >= 0], minlength=h.n_nodes) for h, p in zip(hierarchies, parents, strict=True)]
     node_of_leaf = [np.arange(h.n_leaves, dtype=np.int64) for h in hierarchies]

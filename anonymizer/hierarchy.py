@@ -13,9 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
+
+from anonymizer.hierarchy_index import HierarchyIndex
 
 ROOT = "*"
 
@@ -89,22 +92,12 @@ class Hierarchy:
             raise KeyError(vals[int(bad[0])])
         return codes
 
-    def leaf_counts(self) -> npt.NDArray[np.int64]:
-        """Number of leaves below every node, shape (n_nodes,)."""
-        counts = np.zeros(self.n_nodes, dtype=np.int64)
-        for h in range(self.depth):
-            # a node repeated on consecutive columns (a chain) is counted once per leaf
-            first = np.ones(self.n_leaves, dtype=bool) if h == 0 else self.leaf_nodes[h] != self.leaf_nodes[h - 1]
-            np.add.at(counts, self.leaf_nodes[h][first], 1)
-        return counts
-
-    def ancestor_matrix(self) -> npt.NDArray[np.bool_]:
-        """``m[leaf, node]`` is True when node is the leaf or one of its ancestors."""
-        m = np.zeros((self.n_leaves, self.n_nodes), dtype=bool)
-        leaves = np.arange(self.n_leaves)
-        for h in range(self.depth):
-            m[leaves, self.leaf_nodes[h]] = True
-        return m
+    @cached_property
+    def index(self) -> HierarchyIndex:
+        """The encoded index of this hierarchy (:class:`anonymizer.hierarchy_index.HierarchyIndex`:
+        depths, ancestors, depth-first leaf runs, leaves below every node, pre-order ranges),
+        built on first use and kept, since a hierarchy never changes."""
+        return HierarchyIndex.of(self)
 
     def check_domain(self, values: Iterable[str], source: str) -> None:
         """Raise :class:`HierarchyError` if a data value is not a leaf of this hierarchy."""

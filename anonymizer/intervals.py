@@ -126,7 +126,7 @@ def quantile_hierarchy(h: Hierarchy, weights: npt.ArrayLike) -> Hierarchy:
         stack += [(i, k), (k + 1, j)]
     labels: list[str] = []
     members = np.zeros((len(spans), h.n_leaves), dtype=bool)
-    declared = h.ancestor_matrix()
+    declared = h.index.ancestor_matrix()
     for r, (i, j) in enumerate(spans):
         leaves = order[i : j + 1]
         members[r, leaves] = True
@@ -169,7 +169,7 @@ def extend_hierarchy(h: Hierarchy, labels: Iterable[str]) -> Hierarchy:
         ValueError: the leaves are not numbers.
     """
     numbers = _numbers(h)
-    declared = h.ancestor_matrix()
+    declared = h.index.ancestor_matrix()
     distinct = list(dict.fromkeys(str(x) for x in labels))
     distinct.sort(key=lambda x: not h.has_label(x))  # stable: declared labels first
     kept: list[str] = []

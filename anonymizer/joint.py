@@ -49,7 +49,7 @@ import pandas as pd
 from anonymizer.arrays import CodedRows, factorize, row_keys
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.queries import _overlap_fractions
-from anonymizer.regions import NodeSpans, RegisterCells, cover_pairs, group_release, record_nodes
+from anonymizer.regions import RegisterCells, cover_pairs, group_release, record_nodes
 from anonymizer.workload import QueryRanges
 
 if TYPE_CHECKING:
@@ -166,7 +166,7 @@ class JointRelease:
             per_row = np.asarray(register_counts, dtype=np.int64)
             cell_counts = np.bincount(cells.of_individual, weights=per_row, minlength=cells.counts.size)
             cells = RegisterCells(cells.of_individual, cells.leaves, cells.first, cell_counts.astype(np.int64))
-        spans = [NodeSpans.of(h) for h in hierarchies]
+        spans = [h.index for h in hierarchies]
         ci, gi = cover_pairs(groups.nodes, cells.leaves, spans)
         group_of_cell = np.full(cells.counts.size, -1, dtype=np.int64)
         group_of_cell[ci] = gi
@@ -253,7 +253,7 @@ def joint_answers(release: JointRelease, ranges: QueryRanges) -> JointAnswers:
     patterns, pattern_of = np.unique(constrained, axis=0, return_inverse=True)
     pattern_of = pattern_of.reshape(-1)
     covered = release.group_of_cell >= 0
-    spans = [NodeSpans.of(h) for h in release.hierarchies]
+    spans = [h.index for h in release.hierarchies]
     with np.errstate(invalid="ignore", divide="ignore"):
         share_den = np.where(n_g > 0, 1.0 / n_g, 0.0)
     for p, pattern in enumerate(patterns):

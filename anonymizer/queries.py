@@ -55,7 +55,8 @@ import pandas as pd
 from scipy import sparse
 
 from anonymizer.hierarchy import Hierarchy
-from anonymizer.regions import NodeSpans, label_nodes
+from anonymizer.hierarchy_index import HierarchyIndex
+from anonymizer.regions import label_nodes
 from anonymizer.workload import QueryRanges, check_parameters, draw_queries
 
 if TYPE_CHECKING:
@@ -152,7 +153,7 @@ class WeightedEstimate:
 # --------------------------------------------------------------------------------------
 
 
-def _overlap_fractions(mask: BoolArray, spans: NodeSpans, weights: FloatArray | None = None) -> FloatArray:
+def _overlap_fractions(mask: BoolArray, spans: HierarchyIndex, weights: FloatArray | None = None) -> FloatArray:
     """Share of every node that lies in the range, for every query and node, shape (Q, n_nodes).
 
     ``weights`` None: ``|leaves(node) ∩ R| / |leaves(node)|`` (the uniform estimator).
@@ -385,7 +386,7 @@ def _check_ranges(hierarchies: Mapping[str, Hierarchy], ranges: QueryRanges) -> 
 def _answers(
     table: _Table,
     hierarchies: Mapping[str, Hierarchy],
-    spans: Sequence[NodeSpans],
+    spans: Sequence[HierarchyIndex],
     ranges: QueryRanges,
     weights: Sequence[FloatArray | None] | None = None,
 ) -> FloatArray:
@@ -465,7 +466,7 @@ def evaluate_queries(
     assumption).
     """
     _check_ranges(hierarchies, ranges)
-    spans = [NodeSpans.of(h) for h in hierarchies.values()]
+    spans = [h.index for h in hierarchies.values()]
     raw_t = _encode(raw, hierarchies, sensitive, ranges.sensitive_values, True, "raw")
     pub_t = _encode(published, hierarchies, sensitive, ranges.sensitive_values, False, "published")
     weights = _leaf_weights(hierarchies, leaf_weights)
@@ -597,7 +598,7 @@ def draw_workload(
     """
     _check_arguments(raw, hierarchies, sensitive, n_queries, qd, selectivity)
     domain = _sensitive_domain(raw[sensitive])
-    spans = [NodeSpans.of(h) for h in hierarchies.values()]
+    spans = [h.index for h in hierarchies.values()]
     raw_t = _encode(raw, hierarchies, sensitive, domain, True, "raw")
 
     rng = np.random.default_rng(seed)
@@ -681,7 +682,7 @@ def estimate_workload(
     ranges, actual_i = workload.ranges, workload.actual
     _check_published_values(ranges.sensitive_values, published, sensitive)
     weights = _leaf_weights(hierarchies, leaf_weights)
-    spans = [NodeSpans.of(h) for h in hierarchies.values()]
+    spans = [h.index for h in hierarchies.values()]
     pub_t = _encode(published, hierarchies, sensitive, ranges.sensitive_values, False, "published")
     estimate = _answers(pub_t, hierarchies, spans, ranges)
     errors = np.abs(actual_i - estimate) / actual_i

@@ -11,10 +11,11 @@ another tool (:mod:`serialpub.workflow.importing`) and ``serialpub state verify`
 keeps its own geometry on purpose, so that a bug here cannot both make and pass a release
 (docs/design.md section 9).
 
-- :class:`NodeSpans`, label → leaf set: the leaves in a depth-first order, where every
-  node's leaves are one run ``lo..hi``. Any :class:`anonymizer.hierarchy.Hierarchy` works,
-  including the per-release hierarchies of :mod:`anonymizer.intervals`, whose ``[lo, hi]``
-  intervals are nodes.
+- Node → leaf set: :attr:`anonymizer.hierarchy.Hierarchy.index`
+  (:class:`anonymizer.hierarchy_index.HierarchyIndex`), the leaves in a depth-first order,
+  where every node's leaves are one run ``lo..hi``. Any hierarchy has one, including the
+  per-release hierarchies of :mod:`anonymizer.intervals`, whose ``[lo, hi]`` intervals are
+  nodes.
 - :func:`label_nodes`, :func:`record_nodes`: the generalized labels of a table as node ids.
 - Row keys: :func:`anonymizer.arrays.row_keys` is the one mixed-radix encoder of a row of
   per-QI codes; it stays in :mod:`anonymizer.arrays`, which the report measures import.
@@ -41,6 +42,7 @@ import pandas as pd
 
 from anonymizer.arrays import CodedRows, Rows, expand_csr, expand_ranges, factorize, factorize_rows, row_keys
 from anonymizer.hierarchy import Hierarchy
+from anonymizer.hierarchy_index import HierarchyIndex
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -52,100 +54,6 @@ MAX_LISTED_OVERLAPS = 20
 
 
 # --------------------------------------------------------------------------- nodes as leaf sets
-
-
-@dataclass(frozen=True, eq=False)
-class NodeSpans:
-    """The leaf set of every node of one hierarchy, as a run of a depth-first leaf order.
-
-    Sorting the leaves by their root-to-leaf path puts the leaves of every node next to
-    each other, so a node's leaf set is exactly the positions ``lo..hi`` of that order, and
-    two nodes share a leaf iff their runs intersect (docs/design.md section 5: a node's
-    leaves form one subtree).
-
-    Attributes:
-        hierarchy: the hierarchy.
-        order: leaf id at each depth-first position, shape (n_leaves,).
-        position: depth-first position of each leaf id, shape (n_leaves,).
-        lo, hi: first and last position (inclusive) of every node's leaves, shape (n_nodes,).
-        size: number of leaves below every node (itself, for a leaf), shape (n_nodes,).
-    """
-
-    hierarchy: Hierarchy
-    order: IntArray
-    position: IntArray
-    lo: IntArray
-    hi: IntArray
-    size: IntArray
-
-    @classmethod
-    def of(cls, h: Hierarchy) -> NodeSpans:
-        """The spans of ``h``.
-
-        Raises:
-            ValueError: a node's leaves do not form one run (impossible for a hierarchy
-                that :meth:`anonymizer.hierarchy.Hierarchy.from_rows` accepted).
-        """
-        # lexsort's primary key is the last row: the root column, then downwards to the leaf
-        order = np.lexsort(h.leaf_nodes).astype(np.int64)
-        position = np.empty(h.n_leaves, dtype=np.int64)
-        position[order] = np.arange(h.n_leaves, dtype=np.int64)
-        lo = np.full(h.n_nodes, h.n_leaves, dtype=np.int64)
-        hi = np.full(h.n_nodes, -1, dtype=np.int64)
-        for level in h.leaf_nodes:  # one pass per hierarchy column
-            np.minimum.at(lo, level, position)
-            np.maximum.at(hi, level, position)
-        size = np.asarray(h.leaf_counts(), dtype=np.int64)
-        if np.any(hi - lo + 1 != size):
-            raise ValueError(f"hierarchy of {h.attribute!r}: a node's leaves do not form one subtree")
-        return cls(h, order, position, lo, hi, size)
-
-    def leaves(self, node: int) -> IntArray:
-        """Leaf ids of one node, ascending, shape (size[node],)."""
-        return np.sort(self.order[self.lo[node] : self.hi[node] + 1])
-
-    def leaf_mask(self, nodes: npt.ArrayLike) -> BoolArray:
-        """Leaf membership of several nodes, shape (len(nodes), n_leaves), by leaf id."""
-        node = np.asarray(nodes, dtype=np.int64)
-        pos = self.position[None, :]
-        return np.asarray((pos >= self.lo[node][:, None]) & (pos <= self.hi[node][:, None]), dtype=bool)
-
-    def contains(self, outer: npt.ArrayLike, inner: npt.ArrayLike) -> BoolArray:
-        """Elementwise: whether the leaf set of ``outer`` includes that of ``inner``."""
-        a, b = np.asarray(outer, dtype=np.int64), np.asarray(inner, dtype=np.int64)
-        return np.asarray((self.lo[a] <= self.lo[b]) & (self.hi[b] <= self.hi[a]), dtype=bool)
-
-    def intersects(self, a: npt.ArrayLike, b: npt.ArrayLike) -> BoolArray:
-        """Elementwise: whether the leaf sets of ``a`` and ``b`` share a leaf."""
-        x, y = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
-        return np.asarray((self.lo[x] <= self.hi[y]) & (self.lo[y] <= self.hi[x]), dtype=bool)
-
-    def used_above(self, used: BoolArray) -> tuple[IntArray, IntArray]:
-        """The ``used`` nodes at or above every leaf, as CSR rows by leaf id.
-
-        Args:
-            used: bool per node, shape (n_nodes,).
-
-        Returns:
-            (start, nodes): leaf x's used nodes are ``nodes[start[x]:start[x + 1]]``, from
-            the leaf's own column up to the root; start has shape (n_leaves + 1,).
-        """
-        h = self.hierarchy
-        rows_leaf: list[IntArray] = []
-        rows_node: list[IntArray] = []
-        leaves = np.arange(h.n_leaves, dtype=np.int64)
-        for k in range(h.depth):  # one pass per hierarchy column
-            node = h.leaf_nodes[k].astype(np.int64)
-            fresh = np.ones(h.n_leaves, dtype=bool) if k == 0 else node != h.leaf_nodes[k - 1]
-            keep = fresh & used[node]
-            rows_leaf.append(leaves[keep])
-            rows_node.append(node[keep])
-        leaf = np.concatenate(rows_leaf)
-        node = np.concatenate(rows_node)
-        order = np.argsort(leaf, kind="stable")
-        start = np.zeros(h.n_leaves + 1, dtype=np.int64)
-        np.cumsum(np.bincount(leaf, minlength=h.n_leaves), out=start[1:])
-        return start, node[order]
 
 
 def label_nodes(column: pd.Series, hierarchy: Hierarchy) -> IntArray:
@@ -260,7 +168,9 @@ def group_release(nodes: IntArray, value: IntArray, n_values: int, hierarchies: 
     )
 
 
-def cover_pairs(group_nodes: IntArray, cell_leaves: IntArray, spans: Sequence[NodeSpans]) -> tuple[IntArray, IntArray]:
+def cover_pairs(
+    group_nodes: IntArray, cell_leaves: IntArray, spans: Sequence[HierarchyIndex]
+) -> tuple[IntArray, IntArray]:
     """Every (cell, group) whose region holds the cell's leaves.
 
     Attribute by attribute, each cell is paired with the used nodes above its leaf and
@@ -271,7 +181,7 @@ def cover_pairs(group_nodes: IntArray, cell_leaves: IntArray, spans: Sequence[No
     Args:
         group_nodes: node id per QI of every group, shape (G, d).
         cell_leaves: leaf id per QI of every cell, shape (C, d).
-        spans: one per QI column.
+        spans: the index of every QI column's hierarchy (:attr:`anonymizer.hierarchy.Hierarchy.index`).
 
     Returns:
         (cell index, group index), int64 arrays of equal length, cell index non-decreasing.
@@ -282,7 +192,7 @@ def cover_pairs(group_nodes: IntArray, cell_leaves: IntArray, spans: Sequence[No
     rank = np.zeros(c, dtype=np.int64)
     g_rank = np.zeros(g, dtype=np.int64)
     for a, sp in enumerate(spans):
-        radix = sp.hierarchy.n_nodes
+        radix = sp.n_nodes
         g_key = g_rank * radix + group_nodes[:, a]
         prefixes = np.unique(g_key)
         g_rank = np.searchsorted(prefixes, g_key)
@@ -322,7 +232,7 @@ def _is_cut(lo: IntArray, hi: IntArray) -> bool:
 def overlapping_pairs(lo: npt.ArrayLike, hi: npt.ArrayLike, max_examples: int = 5) -> tuple[int, IntArray]:
     """Pairs of rows whose boxes ``[lo, hi]`` (inclusive, shape (G, d)) intersect on every column.
 
-    With depth-first leaf positions (:class:`NodeSpans`) as bounds, these are the groups
+    With depth-first leaf positions (:class:`anonymizer.hierarchy_index.HierarchyIndex`) as bounds, these are the groups
     whose regions share a QI combination, whether or not anybody lives there
     (docs/design.md section 1: regions must be pairwise disjoint).
 
@@ -400,13 +310,14 @@ class Located:
     overlaps: list[tuple[int, int]] = field(default_factory=list)
 
 
-def locate_groups(cell_leaves: IntArray, group_nodes: IntArray, spans: Sequence[NodeSpans]) -> Located:
+def locate_groups(cell_leaves: IntArray, group_nodes: IntArray, spans: Sequence[HierarchyIndex]) -> Located:
     """Match cells to group regions and find overlapping regions.
 
     Args:
         cell_leaves: leaf id per QI of every cell, shape (C, d).
         group_nodes: node id per QI of every group, shape (G, d), rows distinct.
-        spans: one per QI column (the hierarchies the release is read with).
+        spans: the index of every QI column's hierarchy, the one the release is read with
+            (:attr:`anonymizer.hierarchy.Hierarchy.index`).
 
     Returns:
         a :class:`Located`: :func:`cover_pairs` for the candidates, :func:`overlapping_pairs`

@@ -225,5 +225,5 @@ def split_width(h: Hierarchy) -> FloatArray:
     leaf and 1 for the root. Not the report's normalized certainty penalty, |leaves below|
     / |leaves| (:func:`anonymizer.measures.certainty_penalty.node_ncp`): this one is 0 on a
     leaf so that a region narrowed to one value has nothing left to split."""
-    width = (h.leaf_counts() - 1) / float(max(h.n_leaves - 1, 1))
+    width = (h.index.size - 1) / float(max(h.n_leaves - 1, 1))
     return np.asarray(width, dtype=np.float64)

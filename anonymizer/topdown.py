@@ -48,6 +48,7 @@ import numpy.typing as npt
 
 from anonymizer.arrays import expand_csr, factorize
 from anonymizer.hierarchy import Hierarchy
+from anonymizer.hierarchy_index import HierarchyIndex
 from anonymizer.overlap import Overlap
 from anonymizer.part_counts import RegionCounts, ValueCounts, all_per_row, meets
 from anonymizer.search import (
@@ -76,37 +77,20 @@ DEFAULT_SPLIT_RULE = "widest"
 
 @dataclass(frozen=True)
 class _Tree:
-    """Ancestor table of one hierarchy's leaves.
+    """One QI's hierarchy as the search reads it.
 
     Attributes:
-        depth: distance of every node from the root, shape (n_nodes,).
-        anc: ``anc[leaf, k]`` is the leaf's ancestor at depth k, the leaf itself below its
-            own depth, shape (n_leaves, max depth + 1).
+        index: the hierarchy's index (:attr:`anonymizer.hierarchy.Hierarchy.index`): node
+            depths and the leaves' ancestor table.
         split_width: :func:`anonymizer.search.split_width` of every node, shape (n_nodes,).
     """
 
-    depth: IntArray
-    anc: IntArray
+    index: HierarchyIndex
     split_width: FloatArray
 
     @classmethod
     def of(cls, h: Hierarchy) -> _Tree:
-        parent = np.asarray(h.parent, dtype=np.int64)
-        depth = np.zeros(parent.size, dtype=np.int64)
-        cur = parent.copy()
-        while (alive := cur >= 0).any():  # at most the hierarchy's depth steps
-            depth[alive] += 1
-            cur[alive] = parent[cur[alive]]
-        leaves = np.arange(h.n_leaves, dtype=np.int64)
-        anc = np.repeat(leaves[:, None], int(depth.max()) + 1, axis=1)
-        cur = leaves.copy()
-        alive = np.ones(leaves.size, dtype=bool)
-        while alive.any():
-            anc[leaves[alive], depth[cur[alive]]] = cur[alive]
-            nxt = np.where(alive, parent[cur], -1)
-            alive = nxt >= 0
-            cur = np.where(alive, nxt, cur)
-        return cls(depth, anc, split_width(h))
+        return cls(h.index, split_width(h))
 
 
 def _meets(n: IntArray, counts: IntArray, requirement: FloatArray) -> BoolArray:
@@ -159,7 +143,7 @@ def _narrow(leaves: IntArray, region: IntArray, n_regions: int, trees: Sequence[
     starts = _segments(region[order])
     nodes = np.empty((n_regions, len(trees)), dtype=np.int64)
     for a, tree in enumerate(trees):
-        anc = tree.anc[leaves[order, a]]  # (C, depth+1)
+        anc = tree.index.anc[leaves[order, a]]  # (C, depth+1)
         shared = np.minimum.reduceat(anc, starts, axis=0) == np.maximum.reduceat(anc, starts, axis=0)
         k = np.cumprod(shared, axis=1).sum(axis=1) - 1  # deepest level all cells agree on
         nodes[region[order[starts]], a] = anc[starts, k]
@@ -206,7 +190,8 @@ def _split(
     leaves, n, values = cells.keys, cells.n, cells.values
     v = node[region]
     splittable_cell = tree.split_width[v] > 0
-    child = np.where(splittable_cell, tree.anc[leaves[:, a], np.minimum(tree.depth[v] + 1, tree.anc.shape[1] - 1)], -1)
+    anc, depth = tree.index.anc, tree.index.depth
+    child = np.where(splittable_cell, anc[leaves[:, a], np.minimum(depth[v] + 1, anc.shape[1] - 1)], -1)
     idx = np.flatnonzero(splittable_cell)
     part_of_cell = np.full(region.size, -1, dtype=np.int64)
     key = region[idx] * np.int64(tree.split_width.size) + child[idx]

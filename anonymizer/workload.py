@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from anonymizer.hierarchy import Hierarchy
-from anonymizer.regions import NodeSpans
+from anonymizer.hierarchy_index import HierarchyIndex
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -77,7 +77,7 @@ def check_parameters(n_queries: int, qd: int, selectivity: float) -> None:
         raise ValueError(f"selectivity must lie in (0, 1], got {selectivity}")
 
 
-def _categorical_candidates(spans: NodeSpans, n_leaves: int, target: float) -> IntArray:
+def _categorical_candidates(spans: HierarchyIndex, n_leaves: int, target: float) -> IntArray:
     distance = np.abs(np.log2(spans.size / n_leaves / target))
     inside = np.flatnonzero(distance <= CATEGORICAL_BAND + 1e-12)
     if inside.size:
@@ -153,7 +153,7 @@ def draw_queries(
             start = rng.integers(0, leaves - width + 1, size=n)
             mask = (rank[None, :] >= start[:, None]) & (rank[None, :] < start[:, None] + width)
         else:
-            sp = NodeSpans.of(h)
+            sp = h.index
             candidates = _categorical_candidates(sp, leaves, target)
             mask = sp.leaf_mask(candidates[rng.integers(0, len(candidates), size=n)])
         mask[~chosen[:, i]] = True

@@ -27,7 +27,6 @@ from bench_scaling import checked_first_snapshot, print_runs, register_root, sna
 from machine_info import machine
 
 from anonymizer import arrays, regions
-from anonymizer.regions import NodeSpans
 from anonymizer.release import SnapshotCodes, anonymize_history
 from serialpub.io import inputs
 from serialpub.io.inputs import read_csv, snapshot_from_table
@@ -74,7 +73,7 @@ def main() -> None:
         return [r if isinstance(r, dict) else r.model_dump() for r in drafting.group_rows(ctx, result)]
 
     print_runs("group rows as the state stores them", stored_rows, args.repeat)
-    spans = [NodeSpans.of(h) for h in ctx.search_hierarchies]
+    spans = [h.index for h in ctx.search_hierarchies]
     bounds = [(sp.lo[result.group_nodes[:, a]], sp.hi[result.group_nodes[:, a]]) for a, sp in enumerate(spans)]
 
     def cut_on_rows() -> list[bool]:  # regions._is_cut before the eighth pass

@@ -50,10 +50,10 @@ def entropy_width(weights: dict[str, np.ndarray]):  # type: ignore[no-untyped-de
         w = weights.get(h.attribute)
         if w is None or w.shape != (h.n_leaves,):  # an interval tree keeps the leaf ids
             return tree
-        below = h.ancestor_matrix().T.astype(np.float64) * w[None, :]  # (node, leaf) mass
+        below = h.index.ancestor_matrix().T.astype(np.float64) * w[None, :]  # (node, leaf) mass
         p = below / np.maximum(below.sum(axis=1, keepdims=True), 1e-300)
         entropy = -(p * np.log(np.where(p > 0, p, 1.0))).sum(axis=1)
-        return topdown._Tree(tree.depth, tree.anc, entropy / np.log(max(h.n_leaves, 2)))
+        return topdown._Tree(tree.index, entropy / np.log(max(h.n_leaves, 2)))
 
     return of
 

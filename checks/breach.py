@@ -34,7 +34,7 @@ import pandas as pd
 from anonymizer.arrays import CodedRows, expand_csr, factorize
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.privacy import UNDECIDED_BAND, breach_after_release, exact_breach
-from anonymizer.regions import NodeSpans, RegisterCells, cover_pairs, group_release, record_nodes
+from anonymizer.regions import RegisterCells, cover_pairs, group_release, record_nodes
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -334,7 +334,7 @@ def compute_breach(
     # everyone's keys as given: coded rows are grouped already
     combos = RegisterCells.of(keys if everyone else keys[members], hs)
     combo_of_member, first, combo_count = combos.of_individual, combos.first, combos.counts
-    pc, pg = cover_pairs(dg.nodes, combos.leaves, [NodeSpans.of(h) for h in hs])
+    pc, pg = cover_pairs(dg.nodes, combos.leaves, [h.index for h in hs])
     in_region = np.bincount(pg, weights=combo_count[pc], minlength=g).astype(np.int64)
     counts, uncovered, excess = dg.counts, 0, 0
     if snapshot is not None:
@@ -469,7 +469,7 @@ def breach_table(draft: Draft, population: Population, prior: PriorState) -> pd.
 
 def region_spans(draft: pd.DataFrame, qis: Sequence[str], hierarchies: Mapping[str, Hierarchy]) -> pd.DataFrame:
     """Per draft group and QI, the leaf interval of its label in depth-first leaf order
-    (:class:`anonymizer.regions.NodeSpans`).
+    (:attr:`anonymizer.hierarchy.Hierarchy.index`).
 
     Returns:
         one row per group (numbered as in :func:`breach_table`): ``group``, the QI labels,
@@ -485,7 +485,7 @@ def region_spans(draft: pd.DataFrame, qis: Sequence[str], hierarchies: Mapping[s
         h = hierarchies[qi]
         out[qi] = np.asarray(h.labels, dtype=object)[dg.nodes[:, a]]
     for a, qi in enumerate(qis):
-        spans = NodeSpans.of(hierarchies[qi])
+        spans = hierarchies[qi].index
         out[f"{qi}_lo"] = spans.lo[dg.nodes[:, a]]
         out[f"{qi}_hi"] = spans.hi[dg.nodes[:, a]]
     return pd.DataFrame(out)

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
+from hierarchy_oracle import ancestor_matrix
 
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.release import (
@@ -120,7 +121,7 @@ def fixed_partition_output(
     :func:`anonymizer.release.anonymize_history` performs it (nothing is suppressed under
     the mechanism-aware model, whose budget is 0)."""
     d = inst.keys.shape[1]
-    anc = [h.ancestor_matrix() for h in inst.hierarchies]
+    anc = [ancestor_matrix(h) for h in inst.hierarchies]
     members = np.asarray(world.rows, dtype=np.int64) if inst.presence else np.arange(inst.keys.shape[0])
     group_of_ind = np.full(inst.keys.shape[0], -1, dtype=np.int64)
     for i in members.tolist():
@@ -179,7 +180,7 @@ def charges(inst: Instance, observed: World, result: ReleaseResult) -> dict[tupl
     """What the statistics file charges o for s in this release: n_{j,s}/n_j of the group
     whose region holds o (o present, under presence), exactly; absent pairs are 0."""
     out: dict[tuple[int, str], Fraction] = {}
-    anc = [h.ancestor_matrix() for h in inst.hierarchies]
+    anc = [ancestor_matrix(h) for h in inst.hierarchies]
     eligible = observed.rows if inst.presence else range(inst.keys.shape[0])
     for o in eligible:
         for g in range(result.group_nodes.shape[0]):

@@ -19,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from helpers import DISEASES, cli, make_workspace, snapshot
+from hierarchy_oracle import ancestor_matrix
 from typer.testing import CliRunner
 
 from anonymizer.hierarchy import Hierarchy
@@ -105,7 +106,7 @@ def _brute_force(root: Path, registers: list[pd.DataFrame]) -> dict[tuple[str, s
 
 def _leaves_under(h: Hierarchy, label: str) -> set[str]:
     node = h.node(label)
-    return {leaf for i, leaf in enumerate(h.leaves) if h.ancestor_matrix()[i, node]}
+    return {leaf for i, leaf in enumerate(h.leaves) if ancestor_matrix(h)[i, node]}
 
 
 def _state(root: Path) -> dict[tuple[str, str], float]:

@@ -27,9 +27,10 @@ def _write(tmp_path: Path, text: str | bytes, name: str = "attr.csv") -> Path:
 
 
 def _check_structure(h: Hierarchy) -> None:
-    """Invariants every valid hierarchy satisfies, derived from parent alone."""
-    counts = h.leaf_counts()
-    anc = h.ancestor_matrix()
+    """Invariants every valid hierarchy satisfies, derived from parent alone (its index's leaf
+    counts and ancestor matrix against a walk up the parents)."""
+    counts = h.index.size
+    anc = h.index.ancestor_matrix()
     assert h.labels[h.root] == "*"
     assert h.parent[h.root] == -1
     assert np.count_nonzero(h.parent == -1) == 1
@@ -118,7 +119,7 @@ def test_small_hierarchy_by_hand(tmp_path: Path) -> None:
     assert h.leaves == ("a", "b", "c", "d", "e")
     assert h.depth == 4
     assert not h.numeric
-    lc = dict(zip(h.labels, h.leaf_counts().tolist(), strict=True))
+    lc = dict(zip(h.labels, h.index.size.tolist(), strict=True))
     assert lc == {"a": 1, "b": 1, "c": 1, "d": 1, "e": 1, "A": 2, "AB": 4, "*": 5, "B": 1, "C": 1}
     assert h.labels[h.parent[h.node("a")]] == "A"
     assert h.labels[h.parent[h.node("A")]] == "AB"
@@ -138,7 +139,7 @@ def test_two_column_hierarchy(tmp_path: Path) -> None:
     h = read_hierarchy(_write(tmp_path, "10;*\n20;*\n30.5;*\n"))
     assert h.numeric
     assert h.leaf_numbers().tolist() == [10.0, 20.0, 30.5]
-    assert h.leaf_counts()[h.root] == 3
+    assert h.index.size[h.root] == 3
     _check_structure(h)
 
 

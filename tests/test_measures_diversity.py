@@ -12,6 +12,7 @@ from itertools import combinations
 
 import numpy as np
 import pytest
+from hierarchy_oracle import ancestor_matrix
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linprog
@@ -249,7 +250,7 @@ def _li_recursion(h: Hierarchy, p: np.ndarray, q: np.ndarray) -> float:
     for col in range(h.depth):
         for node in h.leaf_nodes[col].tolist():
             height[node] = min(height[node], col)
-    extra = h.ancestor_matrix().T.astype(float) @ (p - q)  # P(N) − Q(N) for every node
+    extra = ancestor_matrix(h).T.astype(float) @ (p - q)  # P(N) − Q(N) for every node
     cost = 0.0
     for node in range(h.n_leaves, h.n_nodes):
         children = np.flatnonzero(h.parent == node)

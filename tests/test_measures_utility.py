@@ -248,7 +248,7 @@ def test_tree_levels_of_a_chain() -> None:
     assert levels[h.node("New Zealand")] == 0
     assert levels[h.node("North America")] == 1
     assert levels[h.node("Oceania")] == 2 and levels[h.root] == 3
-    assert h.leaf_counts()[h.node("Oceania")] == 1 and h.leaf_counts()[h.root] == 2
+    assert h.index.size[h.node("Oceania")] == 1 and h.index.size[h.root] == 2
     t = il.entropy_tables(h, [3, 1])
     assert t.count[h.node("Oceania")] == 1 and t.count[h.root] == 4
 

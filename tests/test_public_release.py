@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from helpers import QIS, SENSITIVE, cli, make_workspace, snapshot
+from hierarchy_oracle import ancestor_matrix
 
 from serialpub.config import DATABASE_ENV, load_config
 from serialpub.io.manifest import RAW_DERIVED_KEYS
@@ -40,7 +41,7 @@ def _group_of_records(root: Path) -> tuple[pd.DataFrame, list[int]]:
     inside = np.ones((len(raw), len(groups)), dtype=bool)
     for q in QIS:
         h = hierarchies[q]
-        covers = h.ancestor_matrix()  # (leaf, node)
+        covers = ancestor_matrix(h)  # (leaf, node)
         inside &= covers[np.ix_(h.leaf_codes(raw[q]), [h.node(label) for label in groups[q]])]
     assert (inside.sum(axis=1) == 1).all()  # the regions tile the domain
     publisher.store.engine.dispose()

@@ -10,6 +10,7 @@ import itertools
 
 import numpy as np
 import pandas as pd
+from hierarchy_oracle import ancestor_matrix
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,7 +19,6 @@ from anonymizer.hierarchy import Hierarchy
 from anonymizer.intervals import extend_hierarchy, interval_label, quantile_hierarchy
 from anonymizer.regions import (
     MAX_LISTED_OVERLAPS,
-    NodeSpans,
     RegisterCells,
     _is_cut,
     cover_pairs,
@@ -89,10 +89,10 @@ def test_row_keys_past_int64_stay_exact() -> None:
 
 @SETTINGS
 @given(seeds())
-def test_node_spans_are_the_hierarchys_leaf_sets(seed: int) -> None:
+def test_index_runs_are_the_hierarchys_leaf_sets(seed: int) -> None:
     h = random_hierarchy(np.random.default_rng(seed), "a")
-    sp = NodeSpans.of(h)
-    anc = h.ancestor_matrix()  # anc[leaf, node]
+    sp = h.index
+    anc = ancestor_matrix(h)  # anc[leaf, node]
     assert (sp.leaf_mask(np.arange(h.n_nodes)) == anc.T).all()
     assert (sp.size == anc.sum(axis=0)).all()
     for node in range(h.n_nodes):
@@ -112,8 +112,8 @@ def test_used_above_lists_the_used_ancestors_of_every_leaf(seed: int) -> None:
     rng = np.random.default_rng(seed)
     h = random_hierarchy(rng, "a")
     used = rng.random(h.n_nodes) < 0.5
-    start, items = NodeSpans.of(h).used_above(used)
-    anc = h.ancestor_matrix()
+    start, items = h.index.used_above(used)
+    anc = ancestor_matrix(h)
     for leaf in range(h.n_leaves):
         assert sorted(items[start[leaf] : start[leaf + 1]].tolist()) == np.flatnonzero(anc[leaf] & used).tolist()
 
@@ -125,7 +125,7 @@ def test_interval_nodes_of_a_release_are_leaf_sets_too() -> None:
         quantile_hierarchy(declared, np.arange(1, 21, dtype=float)),
         extend_hierarchy(declared, [interval_label("20", "29"), interval_label("24", "26"), "[30, 39]"]),
     ):
-        sp = NodeSpans.of(h)
+        sp = h.index
         numbers = h.leaf_numbers()
         for label in h.labels[h.n_leaves :]:
             if label == "*":
@@ -190,7 +190,7 @@ def brute_force(
 ) -> tuple[set[tuple[int, int]], list[tuple[int, int]]]:
     """(combo, group) pairs whose region holds the combo, and overlapping group pairs (i < j),
     from the hierarchies' ancestor matrices."""
-    anc = [h.ancestor_matrix() for h in hs]
+    anc = [ancestor_matrix(h) for h in hs]
     cover = {
         (c, g)
         for c in range(len(combo_leaves))
@@ -222,7 +222,7 @@ def test_locate_groups_against_brute_force(seed: int, partition: bool) -> None:
         group_nodes = np.unique(np.stack([rng.integers(0, h.n_nodes, 12) for h in hs], axis=1), axis=0)
         group_nodes = group_nodes[rng.permutation(len(group_nodes))]
     combo_leaves = np.unique(np.stack([rng.integers(0, h.n_leaves, 30) for h in hs], axis=1), axis=0)
-    spans = [NodeSpans.of(h) for h in hs]
+    spans = [h.index for h in hs]
 
     cover, overlaps = brute_force(hs, group_nodes, combo_leaves)
     ci, gi = cover_pairs(group_nodes, combo_leaves, spans)

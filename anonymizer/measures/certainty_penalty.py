@@ -30,7 +30,7 @@ def node_ncp(h: Hierarchy) -> FloatArray:
     (the two agree when both extreme values occur). A numeric
     domain of a single value, or with a non-finite number, is treated as categorical.
     """
-    sizes = h.leaf_counts().astype(np.float64)
+    sizes = h.index.size.astype(np.float64)
     categorical = np.where(sizes <= 1, 0.0, sizes / h.n_leaves)
     if not h.numeric:
         return categorical

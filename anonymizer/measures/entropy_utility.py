@@ -124,7 +124,7 @@ def attribute_utilities(
         table: integer codes, shape (R records, p attributes).
         domain_sizes: k_i per attribute (H_max = log₂ k_i), each ≥ 1: the leaf domain sizes.
         leaf_counts: per attribute None (codes are leaves) or an array mapping each code to
-            the number of leaves it covers (e.g. ``Hierarchy.leaf_counts()`` for node ids).
+            the number of leaves it covers (e.g. ``Hierarchy.index.size`` for node ids).
 
     Returns:
         float64 array (p,).

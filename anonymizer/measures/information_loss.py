@@ -39,7 +39,7 @@ FloatArray = npt.NDArray[np.float64]
 
 def _node_sums(h: Hierarchy, per_leaf: FloatArray) -> FloatArray:
     """Σ over the leaves below every node, shape (n_nodes,); a node repeated on consecutive
-    columns (a chain) is counted once per leaf, as in ``Hierarchy.leaf_counts``."""
+    columns (a chain) is counted once per leaf, as in ``HierarchyIndex.size``."""
     out = np.zeros(h.n_nodes, dtype=np.float64)
     for level in range(h.depth):
         row = h.leaf_nodes[level]

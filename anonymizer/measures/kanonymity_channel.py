@@ -256,7 +256,7 @@ def factorized_privacy(published: npt.ArrayLike, hierarchies: Sequence[Hierarchy
         col = t[:, i].astype(np.int64)
         if col.min() < 0 or col.max() >= h.n_nodes:
             raise ValueError(f"QI {h.attribute!r}: node ids must lie in 0..{h.n_nodes - 1}")
-        n = h.leaf_counts()[col].astype(np.float64)
+        n = h.index.size[col].astype(np.float64)
         err += float((1.0 - 1.0 / n).sum())
         bits += float(np.log2(n).sum())
     cells = int(t.size)
@@ -368,7 +368,7 @@ def channel_figures(
     w = attribute_weights(attribute_prior, len(sizes))
     # one (R, q + 1) table at a time: each is as long as the release
     utility_original = table_utility(np.column_stack([orig, v]), sizes, w)
-    leaf_counts = [h.leaf_counts() for h in hierarchies] + [None]
+    leaf_counts = [h.index.size for h in hierarchies] + [None]
     utility_published = table_utility(np.column_stack([pub, v]), sizes, w, leaf_counts)
     return ChannelFigures(
         records=r,

@@ -66,6 +66,7 @@ import numpy.typing as npt
 
 from anonymizer.arrays import factorize
 from anonymizer.hierarchy import Hierarchy
+from anonymizer.hierarchy_index import HierarchyIndex
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -79,44 +80,11 @@ NO_GUARD = -1
 TIE_TOLERANCE = 1e-12
 
 
-@dataclass(frozen=True)
-class _Tree:
-    """Pre-order layout of a taxonomy: SUBTR(x) is the pre-order range [pre[x], end[x])."""
-
-    pre: IntArray
-    end: IntArray
-    n_leaves_below: FloatArray  # |L(x)| (F_subsize for a published value x)
-    parent: IntArray
-    n_leaves: int
-    n_nodes: int
-
-
-def _tree(hierarchy: Hierarchy | None, n_values: int) -> _Tree:
-    if hierarchy is None:
-        # flat taxonomy: the values are the leaves, and the root is not addressable
-        ids = np.arange(n_values, dtype=np.int64)
-        return _Tree(ids, ids + 1, np.ones(n_values), np.full(n_values, -1, dtype=np.int64), n_values, n_values)
-    parent = np.asarray(hierarchy.parent, dtype=np.int64)
-    n_nodes = hierarchy.n_nodes
-    children: list[list[int]] = [[] for _ in range(n_nodes)]
-    for node, p in enumerate(parent.tolist()):  # loop over taxonomy nodes, not records
-        if p >= 0:
-            children[p].append(node)
-    pre = np.empty(n_nodes, dtype=np.int64)
-    end = np.empty(n_nodes, dtype=np.int64)
-    counter = 0
-    stack: list[tuple[int, bool]] = [(int(r), False) for r in np.flatnonzero(parent < 0)[::-1]]
-    while stack:
-        node, done = stack.pop()
-        if done:
-            end[node] = counter
-            continue
-        pre[node] = counter
-        counter += 1
-        stack.append((node, True))
-        stack.extend((c, False) for c in reversed(children[node]))
-    leaves_below = hierarchy.leaf_counts().astype(np.float64)
-    return _Tree(pre, end, leaves_below, parent, hierarchy.n_leaves, n_nodes)
+def _tree(hierarchy: Hierarchy | None, n_values: int) -> HierarchyIndex:
+    """The taxonomy's index: SUBTR(x) is the pre-order range [pre[x], end[x]) and |L(x)|
+    (F_subsize of a published value x) is size[x]. Without a hierarchy the values are the
+    leaves of a flat domain whose root is not addressable."""
+    return HierarchyIndex.flat(n_values) if hierarchy is None else hierarchy.index
 
 
 def _int_array(name: str, a: npt.ArrayLike) -> IntArray:
@@ -134,7 +102,7 @@ def _check_records(
     guarding: npt.ArrayLike,
     n_groups: int,
     hierarchy: Hierarchy | None,
-) -> tuple[IntArray, IntArray, IntArray, _Tree]:
+) -> tuple[IntArray, IntArray, IntArray, HierarchyIndex]:
     g = _int_array("group", group)
     v = _int_array("value", value)
     gn = _int_array("guarding", guarding)
@@ -202,7 +170,7 @@ class _Terms:
     above: list[tuple[IntArray, FloatArray]]
 
 
-def _terms(group: IntArray, value: IntArray, guarding: IntArray, tree: _Tree) -> _Terms:
+def _terms(group: IntArray, value: IntArray, guarding: IntArray, tree: HierarchyIndex) -> _Terms:
     r = group.size
     inside = np.zeros(r, dtype=np.int64)
     above: list[tuple[IntArray, FloatArray]] = []
@@ -220,7 +188,7 @@ def _terms(group: IntArray, value: IntArray, guarding: IntArray, tree: _Tree) ->
     if value.max() < tree.n_leaves:
         return _Terms(inside, above)  # all values are leaves: no tuple sits above a guarding node
     # tuples whose published value is a proper ancestor a of GN: F = |L(GN)| / |L(a)|
-    leaves_gn = tree.n_leaves_below[gn]
+    leaves_gn = tree.size[gn].astype(np.float64)
     anc = tree.parent[gn]
     while True:
         live = anc >= 0
@@ -232,7 +200,7 @@ def _terms(group: IntArray, value: IntArray, guarding: IntArray, tree: _Tree) ->
         count = np.zeros(r, dtype=np.int64)
         frac = np.zeros(r, dtype=np.float64)
         count[idx] = cnt
-        frac[idx] = leaves_gn / tree.n_leaves_below[a]
+        frac[idx] = leaves_gn / tree.size[a]
         above.append((count, frac))
         anc = np.where(live, tree.parent[a], -1)
     return _Terms(inside, above)

@@ -72,7 +72,7 @@ class Condition:
                 whose leaves are not numbers, an unreadable or empty range; the line names
                 the allowed values.
         """
-        anc = h.ancestor_matrix()
+        anc = h.index.ancestor_matrix()
         text = self.value.strip()
         if h.has_label(text):
             return np.asarray(anc[:, h.node(text)])

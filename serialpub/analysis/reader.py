@@ -32,7 +32,7 @@ import pyarrow as pa
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.intervals import release_hierarchies
 from anonymizer.joint import JointRelease
-from anonymizer.regions import NodeSpans, group_release, record_nodes
+from anonymizer.regions import group_release, record_nodes
 from serialpub.analysis.audit.combos import register_combos
 from serialpub.analysis.audit.files import Registers, read_release_hierarchies, release_dirs
 from serialpub.analysis.audit.integrity import check_store, read_public_key
@@ -105,7 +105,7 @@ class PublishedRelease:
 
     def _bounds(self, q: str) -> tuple[np.ndarray, np.ndarray]:
         h = self.hierarchies[q]
-        spans = NodeSpans.of(h)
+        spans = h.index
         numbers = h.leaf_numbers()[spans.order]
         # min and max over each node's run of the depth-first order, one step per
         # hierarchy node (a release's labels of one QI), never per record
@@ -123,7 +123,7 @@ class PublishedRelease:
         for a, q in enumerate(self.qis):
             h = self.hierarchies[q]
             out[q] = np.array(h.labels, dtype=object)[nodes[:, a]]
-            out[f"{q}_leaves"] = NodeSpans.of(h).size[nodes[:, a]]
+            out[f"{q}_leaves"] = h.index.size[nodes[:, a]]
             if q in self.manifest.numeric:
                 lo, hi = self._bounds(q)
                 out[f"{q}_lo"], out[f"{q}_hi"] = lo[nodes[:, a]], hi[nodes[:, a]]

@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from anonymizer.hierarchy import Hierarchy
-from anonymizer.regions import NodeSpans, RegisterCells, ReleaseGroups, group_release, locate_groups, record_nodes
+from anonymizer.regions import RegisterCells, ReleaseGroups, group_release, locate_groups, record_nodes
 from anonymizer.release import History, PrivacyParams, advance_history
 from anonymizer.settings import Dilution, Strategy, SuppressionModel
 from serialpub.config import Workspace
@@ -400,7 +400,7 @@ def _candidates(
     """
     qis, hierarchies, groups = publisher.qis, read.hierarchies, read.groups
     combos = RegisterCells.of(publisher.register.keys, hierarchies)
-    located = locate_groups(combos.leaves, groups.nodes, [NodeSpans.of(h) for h in hierarchies])
+    located = locate_groups(combos.leaves, groups.nodes, [h.index for h in hierarchies])
     if located.overlap_pairs:
         i, j = located.overlaps[0]
         more = f" (and {located.overlap_pairs - 1} more pair(s))" if located.overlap_pairs > 1 else ""

@@ -16,7 +16,8 @@ import numpy.typing as npt
 import pandas as pd
 
 from anonymizer.hierarchy import Hierarchy
-from anonymizer.regions import NodeSpans, RegisterCells
+from anonymizer.hierarchy_index import HierarchyIndex
+from anonymizer.regions import RegisterCells
 from anonymizer.release import History
 from serialpub.analysis.verify.report import VerifyReport
 from serialpub.config import Workspace
@@ -47,7 +48,7 @@ class ReleaseInputs:
 
     register: Register
     hierarchies: dict[str, Hierarchy]
-    spans: list[NodeSpans]
+    spans: list[HierarchyIndex]
     combos: RegisterCells
     in_series: IntArray
 
@@ -120,7 +121,7 @@ class Verification:
         found = ReleaseInputs(
             register,
             hierarchies,
-            [NodeSpans.of(hierarchies[q]) for q in self.qis],
+            [hierarchies[q].index for q in self.qis],
             RegisterCells.of(register.keys, [hierarchies[q] for q in self.qis]),
             pos,
         )

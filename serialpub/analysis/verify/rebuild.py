@@ -21,7 +21,7 @@ import pandas as pd
 
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.intervals import release_hierarchies
-from anonymizer.regions import NodeSpans, group_release, locate_groups, record_nodes
+from anonymizer.regions import group_release, locate_groups, record_nodes
 from anonymizer.release import History, advance_history
 from anonymizer.settings import Dilution
 from serialpub.analysis.verify.compare import compare_groups
@@ -116,7 +116,7 @@ def rebuild_release(
     # groups as published; a numeric QI's intervals are nodes of this release's hierarchy
     numeric = [q for q in pm.numeric_quasi_identifiers if q in ctx.qis]
     hs = release_hierarchies(inp.hierarchies, numeric, data) if numeric else inp.hierarchies
-    spans = [NodeSpans.of(hs[q]) for q in ctx.qis] if numeric else inp.spans
+    spans = [hs[q].index for q in ctx.qis] if numeric else inp.spans
     nodes = record_nodes(data, ctx.qis, [hs[q] for q in ctx.qis])
     known = (nodes >= 0).all(axis=1)
     if not known.all():
