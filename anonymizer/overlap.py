@@ -68,7 +68,8 @@ class Overlap:
     def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
         """``fn(*args, **kwargs)`` on a thread of the block, or at once when sequential."""
         if self._pool is not None:
-            return self._pool.submit(copy_context().run, fn, *args, **kwargs)
+            context = copy_context()
+            return self._pool.submit(lambda: context.run(fn, *args, **kwargs))
         done: Future[T] = Future()
         try:
             done.set_result(fn(*args, **kwargs))

@@ -64,7 +64,7 @@ def _context() -> Any:
     # an ephemeral context keeps its data sources in its config object; "saving" that config
     # only serializes it to YAML into an in-memory store nothing reads back, once per data
     # source, asset and batch definition added (GX's own docstring: "Ephemeral: not saved")
-    context._save_project_config = _not_saved
+    context._save_project_config = _not_saved  # type: ignore[method-assign]
     return context
 
 
