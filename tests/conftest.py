@@ -271,3 +271,23 @@ def published_once(tmp_path: Path, published_workspaces: PublishedWorkspaces) ->
     """The small clinic workspace with release 1 (period 0001) published: a private copy,
     state and release store included."""
     return published_workspaces.copy(tmp_path / "ws")
+
+
+#: the modules that take longest on the 2-core machine, longest first (pytest --durations):
+#: handed out first, the two workers end together instead of one running a long module alone
+#: at the end while the other idles. Any module may be missing or added; the rest keep their order.
+LONGEST_FIRST = (
+    "test_airflow_standalone.py",
+    "test_crash.py",
+    "test_dags.py",
+    "test_adversary_oracle.py",
+    "test_import.py",
+    "test_race.py",
+    "test_sign_off.py",
+    "test_plan.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: each module keeps its order
