@@ -38,7 +38,7 @@ def main() -> None:
     history = ctx.statistics.load(
         ctx.store.latest_statistics(cfg.dataset), np.full(len(ctx.register.ids), float(cfg.ell))
     )
-    codes = SnapshotCodes(snap.individual, record_sets(ctx, snap), len(ctx.protected))
+    codes = SnapshotCodes(snap.individual, record_sets(ctx.protected, snap), len(ctx.protected))
     best = float("inf")
     for _ in range(args.repeat):
         t = time.perf_counter()

@@ -22,9 +22,9 @@ import checks.input_suites as suites
 from checks import distinct, gx
 from serialpub.config import load_config
 from serialpub.io.inputs import read_csv
-from serialpub.workflow.context import by_file_line
 from serialpub.workflow.input_checks import _order_and_key
 from serialpub.workflow.publisher import Publisher
+from serialpub.workflow.register_reader import by_file_line
 
 
 def _rows(name: str, table: Any, expectations: Any, columns: Any, row_label: str = "row") -> Any:
@@ -44,13 +44,13 @@ def main() -> None:
     write_config(root, "diagnosis", "register")
     ctx = Publisher(load_config(root))
     register = ctx.register
-    order = _order_and_key(ctx, "0001", [], None)[0]
+    order = _order_and_key(ctx.ws.config, ctx.register_reader, "0001", [], None)[0]
     snapshot = by_file_line(read_csv(first, "snapshot"))
     table = by_file_line(read_csv(root / "register.csv", "population register"))
     runs = {
-        "register": lambda: suites.register_suite(table, ctx.input_columns, row_label="line"),
+        "register": lambda: suites.register_suite(table, ctx.inputs.columns, row_label="line"),
         "snapshot": lambda: suites.snapshot_suite(
-            snapshot, ctx.input_columns, register.ids, order, row_label="line", id_lookup=register.id_lookup
+            snapshot, ctx.inputs.columns, register.ids, order, row_label="line", id_lookup=register.id_lookup
         ),
     }
     for name, run in runs.items():

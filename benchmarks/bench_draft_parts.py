@@ -64,13 +64,15 @@ def main() -> None:
     if hasattr(inputs, "as_text"):
         print_runs("sensitive texts, per distinct value (as_text)", lambda: inputs.as_text(column), args.repeat)
     history = ctx.statistics.load(None, np.full(len(register.ids), float(cfg.ell)))
-    codes = SnapshotCodes(snap.individual, record_sets(ctx, snap), len(ctx.protected))
+    codes = SnapshotCodes(snap.individual, record_sets(ctx.protected, snap), len(ctx.protected))
     result = anonymize_history(register.keys, codes, history, ctx.params, ctx.search_hierarchies, False)
     # a new Snapshot each time: what a release computes once per snapshot is counted once
-    print_runs("published table", lambda: drafting.published_table(ctx, dataclasses.replace(snap), result), args.repeat)
+    print_runs("published table", lambda: ctx.published_table(dataclasses.replace(snap), result), args.repeat)
 
     def stored_rows() -> list[Any]:  # before this pass, GroupRow objects the stage dumped
-        return [r if isinstance(r, dict) else r.model_dump() for r in drafting.group_rows(ctx, result)]
+        return [r if isinstance(r, dict) else r.model_dump() for r in drafting.release_group_rows(
+            ctx.search_hierarchies, result.group_nodes, result.group_candidates, result.group_records,
+            result.group_counts, ctx.protected)]  # fmt: skip
 
     print_runs("group rows as the state stores them", stored_rows, args.repeat)
     spans = [h.index for h in ctx.search_hierarchies]

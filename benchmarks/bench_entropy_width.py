@@ -65,7 +65,7 @@ def main() -> int:
     args = parser.parse_args()
     ws, paths = ex.build_workspace("adult")
     scenario = ex.Scenario.from_workspace("adult", ws, paths)
-    weights = {q: w.astype(np.float64) for q, w in scenario.publisher.register_leaf_counts.items()}
+    weights = {q: w.astype(np.float64) for q, w in scenario.publisher.register_reader.register_leaf_counts.items()}
     original = topdown._Tree.of
     print(machine())
     print(f"{'width':8} {'strategy':10} {'median err':>10} {'median w':>9} {'groups':>7} {'releases':>8} {'max p':>7}")

@@ -35,7 +35,7 @@ def main() -> None:
     ctx, snap = checked_first_snapshot(args.register, args.records)
     cfg = ctx.ws.config
     history = ctx.statistics.load(None, np.full(len(ctx.register.ids), float(cfg.ell)))
-    codes = SnapshotCodes(snap.individual, record_sets(ctx, snap), len(ctx.protected))
+    codes = SnapshotCodes(snap.individual, record_sets(ctx.protected, snap), len(ctx.protected))
     result = anonymize_history(ctx.register.keys, codes, history, ctx.params, ctx.search_hierarchies, False)
     sensitive = pd.factorize(snap.value)[0].astype(np.int64)
     leaf_keys = ctx.register.keys[snap.individual]

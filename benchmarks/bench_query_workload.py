@@ -44,7 +44,7 @@ def main() -> None:
     raw = read_csv(Path(rel.params.snapshot), "snapshot")
     table = pd.read_parquet(Path(rel.directory) / "data.parquet")
     cfg = ctx.ws.config
-    weights = ctx.register_leaf_counts  # read (and the register coded) before the clock starts
+    weights = ctx.register_reader.register_leaf_counts  # read (and the register coded) before the clock starts
     best = float("inf")
     for _ in range(args.repeat):
         t = time.perf_counter()

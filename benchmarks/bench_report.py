@@ -37,7 +37,7 @@ from serialpub.io.manifest import Validation
 from serialpub.report.privacy import PrivacyInputs, privacy_figures
 from serialpub.report.render import measure_records, write_release_report
 from serialpub.report.utility import utility_measures
-from serialpub.workflow.drafting import new_manifest, query_settings
+from serialpub.workflow.drafting import new_manifest, query_settings, set_measures
 from serialpub.workflow.publisher import Publisher
 
 
@@ -71,7 +71,7 @@ def main() -> None:
 
     timings: dict[str, float] = {}
     t = time.perf_counter()
-    utility = utility_measures(result, pub.register.keys[snap.individual], hs, None, query_settings(pub),
+    utility = utility_measures(result, pub.register.keys[snap.individual], hs, None, query_settings(cfg),
                                pd.factorize(snap.value)[0].astype(np.int64))
     timings["utility"] = time.perf_counter() - t
 
@@ -86,12 +86,13 @@ def main() -> None:
     t = time.perf_counter()
     inputs = PrivacyInputs(
         draft=draft, breach=breach, history=history, params=pub.params, presence=False, protected=pub.protected,
-        sensitive_hierarchy=pub.sensitive_hierarchy, sensitive_domain=pub.sensitive_domain or [],
+        sensitive_hierarchy=pub.inputs.sensitive_hierarchy, sensitive_domain=pub.sensitive_domain or [],
     )
     figures = privacy_figures(inputs, ReportConfig())
     timings["privacy"] = time.perf_counter() - t
 
-    manifest = new_manifest(pub, 1, "bench", None, result, None, utility)
+    manifest = new_manifest(cfg, pub.inputs, pub.register_reader, 1, "bench", None, result)
+    set_measures(cfg, manifest, None, utility)
     manifest.validation = Validation(success=True, sha256="-", global_guarantee_checked=True, suites={})
     t = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:

@@ -157,7 +157,6 @@ def checked_first_snapshot(n_register: int, n_records: int) -> tuple[Any, Any]:
     configuration) and its first ``n_records``-record snapshot checked: the Publisher and
     the coded snapshot, for the benchmarks of single steps."""
     from serialpub.config import load_config
-    from serialpub.workflow.input_checks import check_inputs
     from serialpub.workflow.publisher import Publisher
 
     root = register_root(n_register)
@@ -167,7 +166,7 @@ def checked_first_snapshot(n_register: int, n_records: int) -> tuple[Any, Any]:
     shutil.rmtree(root / "releases", ignore_errors=True)
     write_config(root, "diagnosis", "register")
     ctx = Publisher(load_config(root))
-    return ctx, check_inputs(ctx, first, "0001").snapshot
+    return ctx, ctx.check_inputs(first, "0001").snapshot
 
 
 def run_case(root: Path, scenario: str, dilution: str, snapshots: list[Path]) -> dict[str, object]:

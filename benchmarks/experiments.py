@@ -308,7 +308,7 @@ def run_series(
             query = average_relative_error(
                 snap.table[[*pub.qis, cfg.sensitive]], table, pub.read_hierarchies(table),
                 cfg.sensitive, n_queries=QUERY_COUNT, qd=QUERY_DIMENSIONS, selectivity=QUERY_SELECTIVITY,
-                seed=cfg.query_seed, leaf_weights=pub.register_leaf_counts,
+                seed=cfg.query_seed, leaf_weights=pub.register_reader.register_leaf_counts,
             )  # fmt: skip
             joint = _joint_error(pub, snap, table, result.suppressed)
             row.update(query_error=query.mean, query_error_median=query.median,

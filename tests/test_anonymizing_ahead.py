@@ -59,8 +59,9 @@ def test_a_result_for_another_draft_is_not_taken(tmp_path: Path) -> None:
     publisher = Publisher(load_config(root))
     publisher.publish(snapshot(root, 1))
     [first] = publisher.store.published("clinic")
-    checked = check_inputs(publisher, snapshot(root, 2), "0002", lambda coded, stop: anonymizing.ahead(
-        publisher, coded, stop))  # fmt: skip
+    series, inputs, register = publisher.series, publisher.inputs, publisher.register_reader
+    checked = check_inputs(series, inputs, register, publisher.request, snapshot(root, 2), "0002",
+                           lambda coded, stop: anonymizing.ahead(series, inputs, register, coded, stop))  # fmt: skip
     assert checked.ahead is not None
     done = checked.ahead.result()
     assert done is not None and (done.seq, done.basis) == (2, first.id)
@@ -69,12 +70,12 @@ def test_a_result_for_another_draft_is_not_taken(tmp_path: Path) -> None:
         return OpenRelease(0, seq, "0002", "draft", "test", None, first.published_at, first.params)  # type: ignore[arg-type]
 
     future = checked.ahead
-    assert anonymizing.take(publisher, future, opened(2)) is done
-    assert anonymizing.take(publisher, future, opened(3)) is None  # another release number
+    assert anonymizing.take(series, future, opened(2)) is done
+    assert anonymizing.take(series, future, opened(3)) is None  # another release number
     # the newest published release is another one than the state read: not taken
     publisher.publish(snapshot(root, 2))
-    assert anonymizing.take(publisher, future, opened(2)) is None
-    assert anonymizing.take(publisher, None, opened(2)) is None
+    assert anonymizing.take(series, future, opened(2)) is None
+    assert anonymizing.take(series, None, opened(2)) is None
 
 
 def test_a_failing_snapshot_is_reported_without_waiting_for_the_work_beside_it(tmp_path: Path) -> None:
@@ -94,7 +95,8 @@ def test_a_failing_snapshot_is_reported_without_waiting_for_the_work_beside_it(t
 
     before = state_of(root)
     with pytest.raises(InputChecksFailed, match="snapshot"):
-        check_inputs(publisher, bad, "0001", beside)
+        check_inputs(publisher.series, publisher.inputs, publisher.register_reader, publisher.request, bad, "0001",
+                     beside)  # fmt: skip
     assert not finished.is_set()  # the failure did not wait for the work beside the suite
     go_on.set()
     assert finished.wait(timeout=60) and stopped.is_set()  # which was told the checks failed

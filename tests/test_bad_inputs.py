@@ -299,7 +299,7 @@ def test_damaged_release_fails_validation(
 ) -> None:
     damage, suite, expected = RELEASE_CASES[case]
     original = drafting.published_table
-    monkeypatch.setattr(drafting, "published_table", lambda ctx, snap, result: damage(original(ctx, snap, result)))
+    monkeypatch.setattr(drafting, "published_table", lambda *args: damage(original(*args)))
     before = state_of(published_once)
     publisher = Publisher(load_config(published_once))
     with pytest.raises(ValidationFailed) as err:

@@ -190,7 +190,7 @@ def test_a_register_read_with_dictionaries_gets_the_same_result(case: Case | Non
     memory of text at a 50M-person register): the suite's verdict, failure lines, stored
     result and the register's codes are those of the register read as text."""
     from serialpub.io.inputs import read_csv, register_from_table
-    from serialpub.workflow.context import by_file_line
+    from serialpub.workflow.register_reader import by_file_line
 
     df = good_register() if case is None else case.mutate(good_register())
     path = tmp_path / "register.csv"

@@ -1,4 +1,4 @@
-"""The state's group rows of a draft (serialpub.workflow.drafting.group_rows), built from
+"""The state's group rows of a draft (serialpub.workflow.drafting.release_group_rows), built from
 whole columns: the rows the GroupRow contract gives, group by group."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from anonymizer.hierarchy import Hierarchy
 from serialpub.io.manifest import GroupRow
-from serialpub.workflow.drafting import group_rows
+from serialpub.workflow.drafting import release_group_rows
 
 
 def _hier(attribute: str, rows: list[list[str]]) -> Hierarchy:
@@ -35,7 +35,6 @@ def test_group_rows_are_the_contract_rows(n_groups: int, seed: int) -> None:
         group_candidates=rng.integers(0, 50, n_groups),
         group_records=rng.integers(0, 20, n_groups),
     )
-    ctx = SimpleNamespace(search_hierarchies=hierarchies, protected=protected)
     expected = [
         GroupRow(
             labels=[h.labels[result.group_nodes[g, a]] for a, h in enumerate(hierarchies)],
@@ -45,6 +44,7 @@ def test_group_rows_are_the_contract_rows(n_groups: int, seed: int) -> None:
         ).model_dump()
         for g in range(n_groups)
     ]
-    got = group_rows(ctx, result)  # type: ignore[arg-type]
+    got = release_group_rows(hierarchies, result.group_nodes, result.group_candidates, result.group_records,
+                             result.group_counts, protected)  # fmt: skip
     assert got == expected
     assert [list(r["counts"]) for r in got] == [list(r["counts"]) for r in expected]  # key order too

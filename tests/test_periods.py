@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 
 from serialpub.config import load_config
 from serialpub.io.periods import PeriodFormat, detect, skipped, successor
+from serialpub.workflow.publisher import Publisher
+from serialpub.workflow.request import ReleaseRequest
 from state.store import StateStore, open_engine
 
 
@@ -93,3 +95,15 @@ def test_a_period_in_another_format_is_refused(published_once: Path) -> None:
 def test_sequence_periods_keep_the_first_width(published_once: Path) -> None:
     code, err = _release(published_once, snapshot(published_once, 2), "--period", "00002")
     assert code == 2 and "sequence periods keep the width of the first, '0001' (write '0002')" in err
+
+
+def test_a_draft_allowed_a_gap_is_validated_under_that_decision_by_another_process(published_once: Path) -> None:
+    """The Airflow tasks draft and validate in different processes: the validating one was
+    not given --skip-periods, and checks the snapshot under what the draft recorded."""
+    ws = load_config(published_once)
+    request = ReleaseRequest(skip_reason="0002 extract lost")
+    staged = Publisher(ws, request=request).draft(snapshot(published_once, 3))
+    results = Publisher(load_config(published_once)).validate(staged.seq)
+    assert results and all(r.success for r in results)
+    row = StateStore(open_engine(ws.database_url)).open_release("clinic")
+    assert row is not None and row.status == "validated" and row.params.skip_reason == "0002 extract lost"

@@ -88,7 +88,7 @@ def test_plan_figures_equal_a_real_series(tmp_path: Path, which: int) -> None:
     ws = load_config(planned_root)
     setup = prepare(ws, None, None, PERIODS)
     grid = {k: [v] for k, v in settings.items()}
-    (candidate,) = build_grid(grid, ws.config, list(setup.ctx.sensitive_domain or []))
+    (candidate,) = build_grid(grid, ws.config, list(setup.plan.inputs.sensitive_domain or []))
     (row,), _ = run_plan(setup, [candidate], jobs=1)
     assert _files(planned_root) == before  # no state, no release store, no cache
 
@@ -119,10 +119,10 @@ def test_the_baseline_is_the_histogram_alone(tmp_path: Path) -> None:
     setup = prepare(ws, None, None, 1)
     w = setup.measure.workloads[0]
     snap = setup.snapshots[0]
-    table = pd.DataFrame({q: "*" for q in setup.ctx.qis}, index=range(len(snap.individual)))
+    table = pd.DataFrame({q: "*" for q in setup.plan.inputs.qis}, index=range(len(snap.individual)))
     table["disease"] = snap.value
-    hs = [setup.ctx.hierarchies[q] for q in setup.ctx.qis]
-    a = joint_answers(JointRelease.of(table, setup.ctx.qis, "disease", hs, setup.measure.leaves,
+    hs = [setup.plan.inputs.hierarchies[q] for q in setup.plan.inputs.qis]
+    a = joint_answers(JointRelease.of(table, setup.plan.inputs.qis, "disease", hs, setup.measure.leaves,
                                       w.ranges.sensitive_values), w.ranges)  # fmt: skip
     assert setup.measure.baseline[0] == pytest.approx(float((np.abs(w.actual - a.estimate) / w.actual).mean()))
 

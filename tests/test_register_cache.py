@@ -50,13 +50,13 @@ def _entries(root: Path) -> list[Path]:
 def _suite_sha(root: Path) -> str:
     """The register suite's evidence checksum as a fresh process gets it."""
     _new_process()
-    return _publisher(root).check_register().sha256
+    return _publisher(root).register_reader.check().sha256
 
 
 def test_a_cached_register_is_the_parsed_one_with_the_same_verdict(root: Path) -> None:
     first = _publisher(root)
     first.publish(snapshot(root, 1))
-    ran = first.check_register().sha256  # the suite ran in this process
+    ran = first.register_reader.check().sha256  # the suite ran in this process
     (entry,) = _entries(root)
     _new_process()
     ctx = _publisher(root)
@@ -72,7 +72,7 @@ def test_a_cached_register_is_the_parsed_one_with_the_same_verdict(root: Path) -
     assert cached[1].table.dtype == np.int32 and cached[1].shape == parsed.keys.shape
     assert not cached[1].codes.flags.owndata and not cached[1].codes.flags.writeable
     ctx.publish(snapshot(root, 2))
-    assert ctx.check_register().sha256 == ran  # the same evidence as running the suite
+    assert ctx.register_reader.check().sha256 == ran  # the same evidence as running the suite
     assert _entries(root) == [entry]
 
 
@@ -196,16 +196,16 @@ def _count_suite_runs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 def test_a_passed_snapshot_verdict_is_read_by_the_next_process(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     runs = _count_suite_runs(monkeypatch)
-    first = input_checks.check_inputs(_publisher(root), snapshot(root, 1), "0001")
+    first = _publisher(root).check_inputs(snapshot(root, 1), "0001")
     assert runs == ["ran"] and len(_verdicts(root)) == 1
     # a fresh process (an Airflow task's) on the same inputs: the same evidence, no run
     _new_process()
-    again = input_checks.check_inputs(_publisher(root), snapshot(root, 1), "0001")
+    again = _publisher(root).check_inputs(snapshot(root, 1), "0001")
     assert runs == ["ran"]
     assert [c.sha256 for c in again.suites] == [c.sha256 for c in first.suites]
     assert again.suites[1].result == first.suites[1].result
     # other bytes: checked anew, and the folder keeps the latest verdict only
-    input_checks.check_inputs(_publisher(root), snapshot(root, 2), "0002")
+    _publisher(root).check_inputs(snapshot(root, 2), "0002")
     assert runs == ["ran", "ran"] and len(_verdicts(root)) == 1
 
 
@@ -223,17 +223,18 @@ def test_a_verdict_is_bound_to_the_period_order(root: Path, monkeypatch: pytest.
     sha = versions.sha256_bytes(snapshot(root, 2).read_bytes())
     earlier = [SimpleNamespace(period="0001", params=_rows(len(table)))]
     for published in ([], earlier, earlier, [SimpleNamespace(period="0001", params=_rows(len(table) + 1))]):
-        input_checks.check_snapshot(ctx, table, "snapshot-0002.csv", "0002", published, sha)  # type: ignore[arg-type]
+        input_checks.check_snapshot(ctx.ws, ctx.register_reader, table, "snapshot-0002.csv", "0002", published,  # type: ignore[arg-type]
+                                    sha)  # fmt: skip
     assert runs == ["ran", "ran", "ran"]  # the third check is the second's
 
 
 def test_an_edited_or_failed_verdict_is_never_read(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     runs = _count_suite_runs(monkeypatch)
-    input_checks.check_inputs(_publisher(root), snapshot(root, 1), "0001")
+    _publisher(root).check_inputs(snapshot(root, 1), "0001")
     (entry,) = _verdicts(root)
     entry.write_text(entry.read_text().replace('"success": true', '"success": true ', 1))  # digest now stale
     _new_process()
-    input_checks.check_inputs(_publisher(root), snapshot(root, 1), "0001")
+    _publisher(root).check_inputs(snapshot(root, 1), "0001")
     assert runs == ["ran", "ran"]
     with pytest.raises(ValueError, match="only a passed suite"):
         verdict_cache.save(root, "k", {"success": False})
@@ -243,7 +244,7 @@ def test_an_edited_or_failed_verdict_is_never_read(root: Path, monkeypatch: pyte
     for _ in range(2):  # a failed verdict is made afresh every time
         _new_process()
         with pytest.raises(InputChecksFailed):
-            input_checks.check_inputs(_publisher(root), bad, "0003")
+            _publisher(root).check_inputs(bad, "0003")
     assert runs == ["ran"] * 4
 
 
@@ -258,15 +259,15 @@ def test_a_context_checks_its_snapshot_once_and_another_reads_the_verdict(
     runs = _count_suite_runs(monkeypatch)
     coded = _count_calls(monkeypatch, "snapshot_from_table", "coded")
     first, second = _publisher(root), _publisher(root)
-    a = input_checks.check_inputs(first, snapshot(root, 2), "0002")
-    assert input_checks.check_inputs(first, snapshot(root, 2), "0002").snapshot is a.snapshot
+    a = first.check_inputs(snapshot(root, 2), "0002")
+    assert first.check_inputs(snapshot(root, 2), "0002").snapshot is a.snapshot
     assert runs == ["ran"] and coded == ["coded"]
-    b = input_checks.check_inputs(second, snapshot(root, 2), "0002")
+    b = second.check_inputs(snapshot(root, 2), "0002")
     assert second.register.keys is not first.register.keys and not second.register.keys.codes.flags.writeable
     assert b.snapshot is not a.snapshot and b.sha256 == a.sha256
     assert runs == ["ran"] and coded == ["coded", "coded"]
     # other bytes for the same period: another key, checked anew
-    input_checks.check_inputs(second, snapshot(root, 3), "0002")
+    second.check_inputs(snapshot(root, 3), "0002")
     assert runs == ["ran", "ran"] and coded == ["coded", "coded", "coded"]
 
 
@@ -276,7 +277,7 @@ def test_the_cache_key_binds_every_checks_module_the_suites_import() -> None:
     ``checks``, and their own)."""
     import ast
 
-    from serialpub.workflow.context import suite_code
+    from serialpub.workflow.register_reader import suite_code
 
     keyed = {p.resolve() for p in suite_code()}
     todo, seen = [Path(input_checks.__file__).parents[2] / "checks" / "input_suites.py"], set()
@@ -308,7 +309,7 @@ def test_a_new_register_version_checks_its_ids_once(root: Path, monkeypatch: pyt
     monkeypatch.setattr(inputs, "_check_ids", spy)
     ctx = _publisher(root)
     ctx.publish(snapshot(root, 1))  # the cache was empty: parsed, checked by the suite, coded
-    assert ctx.check_register().success
+    assert ctx.register_reader.check().success
     assert calls == []
     ws = load_config(root)
     parsed = load_register(ws.register_path, "id", ws.config.quasi_identifiers, ctx.hierarchies)

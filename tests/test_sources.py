@@ -149,7 +149,7 @@ def test_a_sql_register_and_snapshots_publish_as_csv_does(
     report = verify_state(load_config(root))  # rebuilt from the register the database holds
     assert report.ok, [(d.kind, d.examples) for d in report.differences]
     # the public copy carries the register in its canonical form, and audits PASS from it
-    copy = write_public_copy(Publisher(load_config(root)), tmp_path / "public", with_register=True)
+    copy = write_public_copy(Publisher(load_config(root)).series, tmp_path / "public", with_register=True)
     assert copy.releases == [1, 2, 3]
     assert audit_workspace(tmp_path / "public").ok
 

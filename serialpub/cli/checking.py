@@ -94,13 +94,13 @@ def rotate_key(
     release's key and accepts another only through such a record. Run by the account that
     holds both keys; running it again after an interruption finishes the switch."""
     from serialpub.config import load_config
-    from serialpub.workflow.publisher import Publisher
+    from serialpub.workflow.dataset_series import DatasetSeries
+    from serialpub.workflow.publishing import recover
     from serialpub.workflow.series_integrity import rotate_key as rotate
 
-    ws = load_config(config)
-    publisher = Publisher(ws)
-    publisher.recover()
-    done = rotate(publisher, new_key, reason)
+    series = DatasetSeries(load_config(config))
+    recover(series)
+    done = rotate(series, new_key, reason)
     console.print(
         f"{done.record}: the signing key changes from {done.old_key} to {done.new_key} at release "
         f"{done.from_release}; serialpub.yaml now names {new_key}. Give data users {done.new_public_key_file} and "

@@ -79,7 +79,7 @@ def plan(
         given["protected_values"] = _protected_items(protected)
     ws = load_config(config)
     setup = prepare(ws, snapshots, simulate, rounds, seed)
-    domain = list(setup.ctx.sensitive_domain or [])
+    domain = list(setup.plan.inputs.sensitive_domain or [])
     candidates = build_grid(given, ws.config, domain)
     total = len(candidates) * rounds
     with Progress(

@@ -45,8 +45,8 @@ def release(
     from serialpub.cli.progress import shown
     from serialpub.config import load_config
     from serialpub.errors import InputError
-    from serialpub.workflow.context import ReleaseRequest
     from serialpub.workflow.publisher import Publisher
+    from serialpub.workflow.request import ReleaseRequest
 
     ws = load_config(config)
     if skip_periods is not None and not skip_periods.strip():
@@ -157,11 +157,11 @@ def public_copy(
     and manifest.sig of each, the hierarchies and the public key, without the evidence
     (reports, validation results), which holds figures computed from the raw snapshot."""
     from serialpub.config import load_config
+    from serialpub.workflow.dataset_series import DatasetSeries
     from serialpub.workflow.public_copy import write_public_copy
-    from serialpub.workflow.publisher import Publisher
 
     ws = load_config(config)
-    done = write_public_copy(Publisher(ws), out, with_register)
+    done = write_public_copy(DatasetSeries(ws), out, with_register)
     span = f"releases {done.releases[0]}-{done.releases[-1]}" if done.releases else "no release yet"
     console.print(f"public copy of {ws.config.dataset!r} ({span}) in {out}: {done.written} file(s) written")
 

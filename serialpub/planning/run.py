@@ -33,7 +33,7 @@ class PlanSetup:
     """A plan's checked inputs: the workspace's context, the snapshots and what is measured
     on them independently of the candidates."""
 
-    ctx: PlanInputs
+    plan: PlanInputs
     snapshots: list[Snapshot]
     measure: Measured
     source: str
@@ -52,17 +52,17 @@ def prepare(ws: Workspace, snapshots: Path | None, simulate: str | None, rounds:
         raise InputError(f"--rounds must be at least 1, got {rounds}")
     if snapshots is not None and simulate is not None:
         raise InputError("give --snapshots DIR or --simulate PRESET, not both")
-    ctx = PlanInputs(ws)
+    plan = PlanInputs.read(ws)
     if simulate is not None:
-        snaps = simulated_snapshots(ctx, simulate, rounds, seed)
+        snaps = simulated_snapshots(plan, simulate, rounds, seed)
         source = f"simulated: preset {simulate}, seed {seed}"
     else:
         folder = snapshots if snapshots is not None else ws.root / "snapshots"
         if not folder.is_dir():
             raise InputError(f"--snapshots {folder}: not a folder; give the folder of the snapshot files")
-        snaps = read_snapshots(ctx, folder, rounds)
+        snaps = read_snapshots(plan, folder, rounds)
         source = str(folder)
-    return PlanSetup(ctx, snaps, measured(ctx, snaps), source)
+    return PlanSetup(plan, snaps, measured(plan, snaps), source)
 
 
 # -- worker processes --------------------------------------------------------------------
@@ -73,13 +73,13 @@ def _init_worker(ws: Workspace, snapshots: list[Snapshot], measure: Measured, ti
     # the workers already fill the cores, so threads inside each would only contend; an
     # operator's own setting of the switch wins (anonymizer.overlap: the same bytes either way)
     os.environ.setdefault(SEQUENTIAL_ENV, "1")
-    _WORKER.update(ctx=PlanInputs(ws), snapshots=snapshots, measure=measure, ticks=ticks)
+    _WORKER.update(plan=PlanInputs.read(ws), snapshots=snapshots, measure=measure, ticks=ticks)
 
 
 def _work(index: int, candidate: Candidate) -> tuple[int, dict[str, Any]]:
     ticks = _WORKER["ticks"]
     result = run_candidate(
-        _WORKER["ctx"], _WORKER["snapshots"], _WORKER["measure"], candidate, lambda: ticks.put(index)
+        _WORKER["plan"], _WORKER["snapshots"], _WORKER["measure"], candidate, lambda: ticks.put(index)
     )
     return index, result.summary()
 
@@ -95,7 +95,7 @@ def run_plan(
     started = time.perf_counter()
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(candidates)))
     if jobs == 1:
-        out = [run_candidate(setup.ctx, setup.snapshots, setup.measure, c, tick).summary() for c in candidates]
+        out = [run_candidate(setup.plan, setup.snapshots, setup.measure, c, tick).summary() for c in candidates]
         return out, time.perf_counter() - started
     results: dict[int, dict[str, Any]] = {}
     # spawned workers: a fork would copy the parent's threads' locks (rich's live display)
@@ -104,7 +104,7 @@ def run_plan(
         ticks = manager.Queue()
         with ProcessPoolExecutor(
             max_workers=jobs, mp_context=mp, initializer=_init_worker,
-            initargs=(setup.ctx.ws, setup.snapshots, setup.measure, ticks),
+            initargs=(setup.plan.ws, setup.snapshots, setup.measure, ticks),
         ) as pool:  # fmt: skip
             pending: set[Future[tuple[int, dict[str, Any]]]] = {
                 pool.submit(_work, i, c) for i, c in enumerate(candidates)

@@ -1,7 +1,7 @@
 """Each candidate's series published in memory, and its figures.
 
-The inputs are read with the pipeline's own readers (:class:`PlanInputs`, a
-:class:`~serialpub.workflow.context.ReleaseContext` that never opens the state database),
+The inputs are read with the pipeline's own readers (:class:`PlanInputs`: the dataset's
+inputs and its register reader, without the state database),
 and every release is computed by the function the draft path calls,
 :func:`anonymizer.release.anonymize_history`, with the release number as its seed and the
 workspace's dilution; the release table is :func:`serialpub.workflow.drafting.published_table`.
@@ -19,7 +19,6 @@ Paper 001's uniform reading of the same release is kept beside it.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -35,37 +34,44 @@ from anonymizer.queries import Workload, draw_workload
 from anonymizer.release import History, PrivacyParams, ReleaseResult, SnapshotCodes, anonymize_history
 from anonymizer.search import InfeasibleError
 from anonymizer.settings import AfterKPrime, Dilution, PartitionModel, Strategy, SuppressionModel
-from serialpub.config import DATABASE_ENV, Workspace
+from serialpub.config import Workspace
 from serialpub.errors import InputError
 from serialpub.io.inputs import Snapshot, read_csv, snapshot_from_table
 from serialpub.planning.grid import RAREST, Candidate
 from serialpub.simulate import PRESETS, SeriesSpec, simulate_series
 from serialpub.workflow import drafting
-from serialpub.workflow.context import ReleaseContext
+from serialpub.workflow.dataset_inputs import DatasetInputs, read_dataset_inputs
 from serialpub.workflow.drafting import QUERY_COUNT, QUERY_DIMENSIONS, QUERY_SELECTIVITY
+from serialpub.workflow.register_reader import RegisterReader
 
 FloatArray = npt.NDArray[np.float64]
 
 
-class PlanInputs(ReleaseContext):
-    """A workspace's inputs read as the pipeline reads them, without its state: the
-    context's state store is an in-memory database that nothing reads or writes."""
+@dataclass(frozen=True)
+class PlanInputs:
+    """A workspace's inputs and register, read as the pipeline reads them, without its
+    state: the planner opens no database."""
 
-    def __init__(self, ws: Workspace) -> None:
-        memory = ws.model_copy(update={"config": ws.config.model_copy(update={"database_url": "sqlite://"})})
-        saved = os.environ.pop(DATABASE_ENV, None)  # it would name the workspace's own database
-        try:
-            super().__init__(memory)
-        finally:
-            if saved is not None:
-                os.environ[DATABASE_ENV] = saved
+    ws: Workspace
+    inputs: DatasetInputs
+    register: RegisterReader
+
+    @classmethod
+    def read(cls, ws: Workspace) -> PlanInputs:
+        """The inputs of ``ws`` (the register read on first use).
+
+        Raises:
+            InputError: as :func:`serialpub.workflow.dataset_inputs.read_dataset_inputs`.
+        """
+        inputs = read_dataset_inputs(ws)
+        return cls(ws, inputs, RegisterReader(ws, inputs))
 
 
 def _snapshot_files(folder: Path) -> list[Path]:
     return sorted([*folder.glob("*.csv"), *folder.glob("*.parquet")])
 
 
-def read_snapshots(ctx: ReleaseContext, folder: Path, rounds: int) -> list[Snapshot]:
+def read_snapshots(plan: PlanInputs, folder: Path, rounds: int) -> list[Snapshot]:
     """The first ``rounds`` snapshots of ``folder`` (file-name order), checked against the
     register as ``serialpub release`` checks them.
 
@@ -79,18 +85,19 @@ def read_snapshots(ctx: ReleaseContext, folder: Path, rounds: int) -> list[Snaps
             f"--snapshots {folder}: {len(files)} snapshot file(s) for --rounds {rounds}; give at most "
             f"{len(files)} rounds or more snapshots"
         )
-    cfg = ctx.ws.config
-    domain = set(ctx.sensitive_domain) if ctx.sensitive_domain is not None else None
+    cfg = plan.ws.config
+    domain = set(plan.inputs.sensitive_domain) if plan.inputs.sensitive_domain is not None else None
     out = []
     for p in files[:rounds]:
         table = read_csv(p, "snapshot") if p.suffix == ".csv" else pd.read_parquet(p).astype(str)
         out.append(
-            snapshot_from_table(table, p, cfg.id_column, ctx.qis, cfg.sensitive, ctx.register, ctx.hierarchies, domain)
+            snapshot_from_table(table, p, cfg.id_column, plan.inputs.qis, cfg.sensitive, plan.register.register,
+                                plan.inputs.hierarchies, domain)
         )
     return out
 
 
-def simulated_snapshots(ctx: ReleaseContext, preset: str, rounds: int, seed: int = 0) -> list[Snapshot]:
+def simulated_snapshots(plan: PlanInputs, preset: str, rounds: int, seed: int = 0) -> list[Snapshot]:
     """Snapshots simulated by paper 004's generator (:mod:`serialpub.simulate`, the preset's
     carry-over and redraw, ``seed``) from a base table of the register's individuals.
 
@@ -105,24 +112,24 @@ def simulated_snapshots(ctx: ReleaseContext, preset: str, rounds: int, seed: int
     """
     if preset not in PRESETS:
         raise InputError(f"--simulate {preset!r}: unknown preset; use one of {', '.join(PRESETS)}")
-    cfg = ctx.ws.config
-    files = _snapshot_files(ctx.ws.root / "snapshots")
+    cfg = plan.ws.config
+    files = _snapshot_files(plan.ws.root / "snapshots")
     if not files:
         raise InputError(
-            f"--simulate {preset}: {ctx.ws.root / 'snapshots'} holds no snapshot to take the sensitive values "
+            f"--simulate {preset}: {plan.ws.root / 'snapshots'} holds no snapshot to take the sensitive values "
             "from (the register has none); give --snapshots DIR"
         )
     seen = pd.concat([read_csv(p, "snapshot") for p in files], ignore_index=True)
     base = seen.drop_duplicates(cfg.id_column, keep="last")
-    rows = ctx.register.rows_of(base[cfg.id_column])
+    rows = plan.register.register.rows_of(base[cfg.id_column])
     base = base.iloc[np.argsort(rows, kind="stable")].reset_index(drop=True)  # register order
     p = PRESETS[preset]
     spec = SeriesSpec(rounds=max(rounds, int(p["rounds"])), carry_over=p["carry_over"], redraw=p["redraw"], seed=seed)
-    domain = set(ctx.sensitive_domain) if ctx.sensitive_domain is not None else None
+    domain = set(plan.inputs.sensitive_domain) if plan.inputs.sensitive_domain is not None else None
     return [
         snapshot_from_table(
-            t[[cfg.id_column, *ctx.qis, cfg.sensitive]].reset_index(drop=True), f"simulated snapshot {i}",
-            cfg.id_column, ctx.qis, cfg.sensitive, ctx.register, ctx.hierarchies, domain,
+            t[[cfg.id_column, *plan.inputs.qis, cfg.sensitive]].reset_index(drop=True), f"simulated snapshot {i}",
+            cfg.id_column, plan.inputs.qis, cfg.sensitive, plan.register.register, plan.inputs.hierarchies, domain,
         )
         for i, t in enumerate(simulate_series(base, cfg.sensitive, spec)[:rounds], start=1)
     ]  # fmt: skip
@@ -142,11 +149,11 @@ def protected_values(candidate: Candidate, domain: list[str], snapshots: list[Sn
     return list(candidate.protected)
 
 
-def candidate_params(candidate: Candidate, ctx: ReleaseContext) -> PrivacyParams:
+def candidate_params(candidate: Candidate, plan: PlanInputs) -> PrivacyParams:
     """The privacy parameters the draft path would use with the candidate's settings (the
     guarantee, suppression model and algorithm stay the workspace's)."""
     return replace(
-        ctx.params,
+        plan.inputs.params,
         ell=candidate.ell,
         strategy=Strategy(candidate.strategy),
         k_prime=candidate.k_prime,
@@ -166,22 +173,22 @@ class Measured:
     leaves: npt.NDArray[np.int64]
 
 
-def measured(ctx: ReleaseContext, snapshots: list[Snapshot]) -> Measured:
+def measured(plan: PlanInputs, snapshots: list[Snapshot]) -> Measured:
     """The workload of every snapshot (as the draft draws it) and its baseline error."""
-    cfg = ctx.ws.config
-    leaves = np.asarray(ctx.register.keys[:], dtype=np.int64)
+    cfg = plan.ws.config
+    leaves = np.asarray(plan.register.register.keys[:], dtype=np.int64)
     workloads, baseline = [], []
-    hs = [ctx.hierarchies[q] for q in ctx.qis]
+    hs = [plan.inputs.hierarchies[q] for q in plan.inputs.qis]
     for snap in snapshots:
         w = draw_workload(
-            snap.table[[*ctx.qis, cfg.sensitive]], ctx.hierarchies, cfg.sensitive,
+            snap.table[[*plan.inputs.qis, cfg.sensitive]], plan.inputs.hierarchies, cfg.sensitive,
             n_queries=QUERY_COUNT, qd=QUERY_DIMENSIONS, selectivity=QUERY_SELECTIVITY, seed=cfg.query_seed,
         )  # fmt: skip
         workloads.append(w)
-        histogram = pd.DataFrame({q: h.labels[h.root] for q, h in zip(ctx.qis, hs, strict=True)}, index=[0])
+        histogram = pd.DataFrame({q: h.labels[h.root] for q, h in zip(plan.inputs.qis, hs, strict=True)}, index=[0])
         histogram = histogram.loc[np.zeros(len(snap.individual), dtype=np.int64)].reset_index(drop=True)
         histogram[cfg.sensitive] = snap.value
-        release = JointRelease.of(histogram, ctx.qis, cfg.sensitive, hs, leaves, w.ranges.sensitive_values)
+        release = JointRelease.of(histogram, plan.inputs.qis, cfg.sensitive, hs, leaves, w.ranges.sensitive_values)
         baseline.append(_errors(release, w)[0])
     return Measured(workloads, baseline, leaves)
 
@@ -254,7 +261,7 @@ class CandidateResult:
 
 
 def run_candidate(
-    ctx: ReleaseContext,
+    plan: PlanInputs,
     snapshots: list[Snapshot],
     measure: Measured,
     candidate: Candidate,
@@ -267,13 +274,13 @@ def run_candidate(
     ``tick`` is called once per release attempted and once per release not attempted.
     """
     started = time.perf_counter()
-    cfg = ctx.ws.config
-    domain = list(ctx.sensitive_domain or [])
+    cfg = plan.ws.config
+    domain = list(plan.inputs.sensitive_domain or [])
     protected = protected_values(candidate, domain, snapshots)
-    params = candidate_params(candidate, ctx)
-    hierarchies = ctx.hierarchies_for_search(params.algorithm, ctx.numeric)
+    params = candidate_params(candidate, plan)
+    hierarchies = plan.register.search_hierarchies(params.algorithm, plan.inputs.numeric)
     index = pd.Index(protected)
-    history = History.empty(np.full(len(ctx.register.ids), float(candidate.ell)), len(protected))
+    history = History.empty(np.full(len(plan.register.register.ids), float(candidate.ell)), len(protected))
     out = CandidateResult(candidate, protected, paper_suppression=params.suppression_model is SuppressionModel.PAPER)
     presence = cfg.dilution is Dilution.PRESENCE
     for seq, snap in enumerate(snapshots, start=1):
@@ -281,7 +288,8 @@ def run_candidate(
         record_set = index.get_indexer(pd.Index(labels.tolist())).astype(np.int64)[codes]
         try:
             result = anonymize_history(
-                ctx.register.keys, SnapshotCodes(snap.individual, record_set, len(protected)), history, params,
+                plan.register.register.keys, SnapshotCodes(snap.individual, record_set, len(protected)), history,
+                params,
                 hierarchies, presence, budget=int(np.floor(cfg.suppression_budget * len(snap.individual))), seed=seq,
             )  # fmt: skip
         except InfeasibleError as exc:
@@ -291,7 +299,7 @@ def run_candidate(
                     tick()
             break
         history = result.history
-        out.releases.append(_release_figures(ctx, snap, result, hierarchies, measure, seq))
+        out.releases.append(_release_figures(plan, snap, result, hierarchies, measure, seq))
         if out.releases[-1]["max_breach"] > 1.0 / candidate.ell:
             out.breach_exceeded = True
         if tick:
@@ -302,14 +310,15 @@ def run_candidate(
 
 
 def _release_figures(
-    ctx: ReleaseContext, snap: Snapshot, result: ReleaseResult, hierarchies: list[Any], measure: Measured, seq: int
+    plan: PlanInputs, snap: Snapshot, result: ReleaseResult, hierarchies: list[Any], measure: Measured, seq: int
 ) -> dict[str, Any]:
-    cfg = ctx.ws.config
-    table = drafting.published_table(ctx, snap, result, hierarchies)
-    read = ctx.read_hierarchies(table)
+    cfg = plan.ws.config
+    table = drafting.published_table(plan.inputs, snap, result, hierarchies)
+    read = plan.inputs.read_hierarchies(table)
     w = measure.workloads[seq - 1]
     release = JointRelease.of(
-        table, ctx.qis, cfg.sensitive, [read[q] for q in ctx.qis], measure.leaves, w.ranges.sensitive_values,
+        table, plan.inputs.qis, cfg.sensitive, [read[q] for q in plan.inputs.qis], measure.leaves,
+        w.ranges.sensitive_values,
         result.suppressed,
     )  # fmt: skip
     error, uniform = _errors(release, w)

@@ -145,9 +145,9 @@ def _register_of(publisher: Any, r: Any) -> tuple[Register | None, str, str]:
     for the note)."""
     manifest = Manifest.read(Path(r.directory) / release_files.MANIFEST_FILE)
     sha = manifest.sha256.register_file
-    if sha == publisher.file_sums["register"]:
+    if sha == publisher.register_reader.file_sums["register"]:
         return publisher.register, sha, ""
-    if manifest.sha256.hierarchies != publisher.file_sums["hierarchies"]:
+    if manifest.sha256.hierarchies != publisher.register_reader.file_sums["hierarchies"]:
         return None, sha, f"release {r.seq} was made with other hierarchies than today's"
     cfg = publisher.ws.config
     try:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 
@@ -29,9 +29,12 @@ import pandas as pd
 from anonymizer.release import History, ReleaseResult, SnapshotCodes, anonymize_history
 from anonymizer.search import InfeasibleError
 from anonymizer.settings import Dilution
+from serialpub.config import Config
 from serialpub.io.inputs import Snapshot
 from serialpub.workflow import progress
-from serialpub.workflow.context import ReleaseContext
+from serialpub.workflow.dataset_inputs import DatasetInputs
+from serialpub.workflow.dataset_series import DatasetSeries
+from serialpub.workflow.register_reader import RegisterReader
 from state.store import OpenRelease
 
 
@@ -59,50 +62,53 @@ class Anonymized:
     table: pd.DataFrame | None = None
 
 
-def record_sets(ctx: ReleaseContext, snap: Snapshot) -> npt.NDArray[np.int64]:
-    """Index of every snapshot record's value in the protected values, -1 for none, shape (R,)."""
+def record_sets(protected: Sequence[str], snap: Snapshot) -> npt.NDArray[np.int64]:
+    """Index of every snapshot record's value in ``protected``, -1 for none, shape (R,)."""
     codes, labels = snap.value_order  # each distinct value looked up once, not 1M texts
-    return pd.Index(ctx.protected).get_indexer(pd.Index(labels.tolist())).astype(np.int64)[codes]
+    return pd.Index(protected).get_indexer(pd.Index(labels.tolist())).astype(np.int64)[codes]
 
 
-def load_state(ctx: ReleaseContext) -> History:
-    """The state after the dataset's newest published release, for the current register
+def load_state(series: DatasetSeries, register: RegisterReader) -> History:
+    """The state after the dataset's newest published release, for ``register``
     (the statistics file; docs/design.md section 4)."""
     with progress.step("loading the state"):
-        return ctx.statistics.load_latest(
-            ctx.store, ctx.ws.config.dataset, np.full(len(ctx.register.ids), float(ctx.ws.config.ell))
-        )
+        ell = np.full(len(register.register.ids), float(series.ws.config.ell))
+        return register.statistics.load_latest(series.store, series.dataset, ell)
 
 
-def anonymize_snapshot(ctx: ReleaseContext, snap: Snapshot, history: History, seq: int) -> ReleaseResult:
+def anonymize_snapshot(
+    cfg: Config, inputs: DatasetInputs, register: RegisterReader, snap: Snapshot, history: History, seq: int
+) -> ReleaseResult:
     """Anonymize ``snap`` as release ``seq`` (its number seeds the anonymizer) after
     ``history`` (docs/design.md sections 3-5).
 
     Raises:
         anonymizer.search.InfeasibleError: no generalization fits the suppression budget.
     """
-    cfg = ctx.ws.config
     with progress.step("anonymizing"):
         return anonymize_history(
-            ctx.register.keys,
-            SnapshotCodes(snap.individual, record_sets(ctx, snap), len(ctx.protected)),
+            register.register.keys,
+            SnapshotCodes(snap.individual, record_sets(inputs.protected, snap), len(inputs.protected)),
             history,
-            ctx.params,
-            ctx.search_hierarchies,
+            inputs.params,
+            register.search_hierarchies(),
             cfg.dilution is Dilution.PRESENCE,
             budget=int(np.floor(cfg.suppression_budget * len(snap.individual))),
             seed=seq,
         )
 
 
-def newest_published(ctx: ReleaseContext) -> tuple[int | None, int]:
+def newest_published(series: DatasetSeries) -> tuple[int | None, int]:
     """The release row of the dataset's newest published release (None before the first)
     and the number the next release gets."""
-    published = ctx.store.published(ctx.ws.config.dataset)
+    published = series.store.published(series.dataset)
     return (published[-1].id, published[-1].seq + 1) if published else (None, 1)
 
 
-def ahead(ctx: ReleaseContext, coded: Callable[[], Snapshot], stop: threading.Event) -> Anonymized | None:
+def ahead(
+    series: DatasetSeries, inputs: DatasetInputs, register: RegisterReader, coded: Callable[[], Snapshot],
+    stop: threading.Event,
+) -> Anonymized | None:  # fmt: skip
     """:func:`load_state` and :func:`anonymize_snapshot` of the snapshot ``coded()`` returns,
     for the release the next draft will be, before the draft is opened. None on the
     expected conditions under which the draft computes its own, in order: ``stop`` was set
@@ -110,26 +116,26 @@ def ahead(ctx: ReleaseContext, coded: Callable[[], Snapshot], stop: threading.Ev
     or no generalization fits the budget (the draft raises that with its advice,
     :func:`serialpub.workflow.drafting.infeasible_advice`). Any other error is raised to
     the draft that takes the result (:func:`take`)."""
-    basis, seq = newest_published(ctx)
+    basis, seq = newest_published(series)
     if stop.is_set():
         return None
     t0 = time.perf_counter()
-    history = load_state(ctx)
+    history = load_state(series, register)
     t_state = time.perf_counter() - t0
     snap = coded()
     if stop.is_set():
         return None
     t1 = time.perf_counter()
     try:
-        result = anonymize_snapshot(ctx, snap, history, seq)
+        result = anonymize_snapshot(series.ws.config, inputs, register, snap, history, seq)
     except InfeasibleError:
         return None
     done = Anonymized(history, result, seq, basis, t_state, time.perf_counter() - t1)
     # the statistics read must be the basis's: nothing was published meanwhile
-    return done if newest_published(ctx) == (basis, seq) else None
+    return done if newest_published(series) == (basis, seq) else None
 
 
-def take(ctx: ReleaseContext, pending: Future[Anonymized | None] | None, opened: OpenRelease) -> Anonymized | None:
+def take(series: DatasetSeries, pending: Future[Anonymized | None] | None, opened: OpenRelease) -> Anonymized | None:
     """The result of :func:`ahead` if it was computed for the draft ``opened``: the same
     release number and the same newest published release (read again now that the draft
     is open, when no other release can be published). None otherwise. An error of
@@ -137,4 +143,4 @@ def take(ctx: ReleaseContext, pending: Future[Anonymized | None] | None, opened:
     done = pending.result() if pending is not None and not pending.cancelled() else None
     if done is None or done.seq != opened.seq:
         return None
-    return done if newest_published(ctx) == (done.basis, done.seq) else None
+    return done if newest_published(series) == (done.basis, done.seq) else None

@@ -7,9 +7,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pandas as pd
+
 from anonymizer.hierarchy import Hierarchy
+from anonymizer.intervals import release_hierarchies
 from anonymizer.release import PrivacyParams
 from anonymizer.settings import Strategy
+from checks.input_suites import DatasetColumns
 from serialpub.config import Workspace
 from serialpub.errors import InputError
 from serialpub.io.hierarchies import read_domain, read_hierarchies, read_sensitive_hierarchy, spelling_hint
@@ -28,6 +32,7 @@ class DatasetInputs:
         sensitive_domain: the sensitive attribute's values.
         protected: the protected values, in configuration order (all of the domain for ``all``).
         params: the privacy parameters of the anonymizer.
+        id_column, sensitive: the identifier column and the sensitive attribute.
     """
 
     qis: list[str]
@@ -38,6 +43,20 @@ class DatasetInputs:
     sensitive_domain: list[str] | None
     protected: list[str]
     params: PrivacyParams
+    id_column: str
+    sensitive: str
+
+    @property
+    def columns(self) -> DatasetColumns:
+        """The columns the register and the snapshots must have, with their hierarchies and
+        the sensitive domain (the input suites', :mod:`checks.input_suites`)."""
+        return DatasetColumns(self.id_column, self.qis, self.hierarchies, self.sensitive, self.sensitive_domain,
+                              self.hierarchy_sources)  # fmt: skip
+
+    def read_hierarchies(self, table: pd.DataFrame) -> dict[str, Hierarchy]:
+        """The hierarchies a release table of this dataset is read with (its intervals as
+        nodes, :func:`anonymizer.intervals.release_hierarchies`)."""
+        return release_hierarchies(self.hierarchies, self.numeric, table)
 
 
 def read_dataset_inputs(ws: Workspace) -> DatasetInputs:
@@ -70,7 +89,10 @@ def read_dataset_inputs(ws: Workspace) -> DatasetInputs:
         partition_model=cfg.effective_partition_model,
     )
     sources = {q: str(ws.hierarchy_dir / f"{q}.csv") for q in qis}
-    return DatasetInputs(qis, hierarchies, numeric, sources, sensitive_hierarchy, sensitive_domain, protected, params)
+    return DatasetInputs(
+        qis, hierarchies, numeric, sources, sensitive_hierarchy, sensitive_domain, protected, params, cfg.id_column,
+        cfg.sensitive,
+    )
 
 
 def input_stamp(ws: Workspace) -> tuple[object, ...]:

@@ -29,6 +29,7 @@ from anonymizer.queries import QueryErrorResult, Workload, draw_workload, estima
 from anonymizer.release import History, ReleaseResult
 from anonymizer.search import InfeasibleError, TableInfeasibleError
 from anonymizer.settings import Dilution, Guarantee, Strategy, SuppressionModel
+from serialpub.config import Config
 from serialpub.errors import InputError
 from serialpub.faults import checkpoint
 from serialpub.io import release_files
@@ -40,11 +41,14 @@ from serialpub.report.render import measure_records
 from serialpub.report.utility import draft_measures, query_measures
 from serialpub.workflow import anonymizing, identity, manifest_binding, preflight, progress, series_integrity
 from serialpub.workflow.anonymizing import Anonymized, anonymize_snapshot, load_state, take
-from serialpub.workflow.context import ReleaseContext
+from serialpub.workflow.dataset_inputs import DatasetInputs
+from serialpub.workflow.dataset_series import DatasetSeries
 from serialpub.workflow.input_checks import check_inputs, period_of_source, skipped_periods, snapshot_source
 from serialpub.workflow.publishing import recover
+from serialpub.workflow.register_reader import RegisterReader
+from serialpub.workflow.request import ReleaseRequest
 from state.params import DraftParams
-from state.store import OpenRelease, PublishedRelease, this_process
+from state.store import OpenRelease, this_process
 
 #: the query workload of every release (docs/design.md section 8)
 QUERY_COUNT = 5000
@@ -119,14 +123,18 @@ class StagedRelease:
 
 
 def draft(
-    ctx: ReleaseContext, snapshot: str | Path | InputSource, period: str | None = None, owner: str | None = None
-) -> StagedRelease:
+    series: DatasetSeries, inputs: DatasetInputs, register: RegisterReader, request: ReleaseRequest,
+    snapshot: str | Path | InputSource, period: str | None = None, owner: str | None = None,
+) -> StagedRelease:  # fmt: skip
     """Check the inputs, open the draft, anonymize and stage the release (data and
     manifest in its staging folder; figures, groups and the statistics file after it in
     the state, not counted). The draft is opened only for input that passed its checks,
     so bad input leaves no trace.
 
     Args:
+        series, inputs, register: the dataset's release series, its inputs and its register
+            (``register`` reads the register of ``inputs``).
+        request: what the operator allowed of this release.
         snapshot: the id, QI and sensitive columns: a .csv or .parquet file, or
             ``sql:TABLE`` / ``sql:SELECT ...`` in the input database
             (:mod:`serialpub.io.sources`).
@@ -142,52 +150,53 @@ def draft(
         StateError: another release of the dataset is being prepared.
     """
     started = time.perf_counter()
-    cfg = ctx.ws.config
-    source = snapshot_source(ctx, snapshot)
-    snapshot_path = source.label
+    cfg = series.ws.config
+    source = snapshot_source(series.ws, snapshot)
     period = period or period_of_source(source)
-    ctx.refresh_inputs()  # the register of this period may differ from the last one read
-    recover(ctx)
-    preflight.check_before_drafting(ctx)  # refused now, not after the computation and sign-off
-    _ = ctx.signing_key  # a missing or wrong key is refused now, not after the sign-off
-    series_integrity.check_next_key(ctx)
+    recover(series)
+    preflight.check_before_drafting(series)  # refused now, not after the computation and sign-off
+    _ = series.signing_key  # a missing or wrong key is refused now, not after the sign-off
+    series_integrity.check_next_key(series)
     # the state is loaded and the snapshot anonymized while its suite runs (anonymizing.ahead)
-    checked = check_inputs(ctx, source, period, lambda coded, stop: _ahead(ctx, coded, stop))
+    checked = check_inputs(series, inputs, register, request, source, period,
+                           lambda coded, stop: _ahead(series, inputs, register, coded, stop))  # fmt: skip
     snap = checked.snapshot
-    published = ctx.store.published(cfg.dataset)
+    published = series.store.published(cfg.dataset)
     checkpoint("after_snapshot")
-    inputs: dict[str, Any] = {
+    fields: dict[str, Any] = {
         "snapshot": source.record,
         "snapshot_rows": len(snap.individual),
         "snapshot_sha256": checked.sha256,
         # the account that prepared it: under sign_off.four_eyes it cannot approve it. The
         # rule is the one on now, at drafting: a configuration changed before the sign-off
         # does not apply to this draft (docs/compliance.md, "Who may sign off")
-        "prepared_by": ctx.request.preparer or identity.os_login(),
+        "prepared_by": request.preparer or identity.os_login(),
         "four_eyes": cfg.sign_off.four_eyes,
     }
     repeated = [r.seq for r in published if r.params.snapshot_sha256 == checked.sha256]
-    if repeated:  # allowed only with ctx.request.allow_repeated_snapshot (check_repeated_snapshot): kept
-        inputs["repeats_snapshot_of"] = repeated
-    gap = skipped_periods(ctx, period, published)
-    if gap:  # allowed only with ctx.request.skip_reason (check_period): the decision is kept
-        inputs |= {"skipped_periods": gap, "skip_reason": ctx.request.skip_reason}
-    opened = open_draft(ctx, period, params_record(ctx), **inputs)
+    if repeated:  # allowed only with request.allow_repeated_snapshot (check_repeated_snapshot): kept
+        fields["repeats_snapshot_of"] = repeated
+    gap = skipped_periods(cfg, period, published)
+    if gap:  # allowed only with request.skip_reason (check_period): the decision is kept
+        fields |= {"skipped_periods": gap, "skip_reason": request.skip_reason}
+    opened = open_draft(series, period, params_record(cfg, inputs), **fields)
     checkpoint("after_draft")
     # the register and hierarchy versions are stored while the release is computed (reading
     # and diffing a register of millions takes a while; Arrow releases the GIL), and waited for
     # before the staged manifest names them
-    _ = ctx.file_sums  # hashed here, not in the thread
+    _ = register.file_sums  # hashed here, not in the thread
     with Overlap(1, "serialpub-versions") as beside:
-        keeping = beside.submit(ctx.keep_input_versions)
+        keeping = beside.submit(register.keep_input_versions)
         beside.release()
     try:
-        computed = _compute(ctx, opened, snap, snapshot_path, checked.ahead)
-        staging, query, t_commit = _write_draft(ctx, opened, snap, computed, published, keeping, owner)
+        computed = _compute(series, inputs, register, opened, snap, source.label, checked.ahead)
+        previous = published[-1].seq if published else None
+        staging, query, t_commit = _write_draft(series, inputs, register, opened, snap, computed, previous, keeping,
+                                                owner)  # fmt: skip
     except BaseException as exc:
-        ctx.abandon(opened, exc)
+        series.abandon(opened, exc)
         raise
-    outcome = _outcome(opened.seq, period, ctx.ws.dataset_dir, computed, query)
+    outcome = _outcome(opened.seq, period, series.ws.dataset_dir, computed, query)
     outcome = replace(outcome, seconds=time.perf_counter() - started,
                       seconds_state=outcome.seconds_state + t_commit)  # fmt: skip
     return StagedRelease(id=opened.id, seq=opened.seq, period=period, staging=staging, outcome=outcome)
@@ -207,8 +216,8 @@ class _Computed:
 
 
 def _compute(
-    ctx: ReleaseContext, opened: OpenRelease, snap: Snapshot, snapshot_path: str,
-    ahead: Future[Anonymized | None] | None,
+    series: DatasetSeries, inputs: DatasetInputs, register: RegisterReader, opened: OpenRelease, snap: Snapshot,
+    snapshot_path: str, ahead: Future[Anonymized | None] | None,
 ) -> _Computed:  # fmt: skip
     """Load the state and anonymize the snapshot for the draft ``opened``, or take what was
     computed ahead for exactly this draft (:func:`serialpub.workflow.anonymizing.take`).
@@ -218,65 +227,69 @@ def _compute(
     """
     # the queries and their answers on the snapshot need no release: this thread draws them
     # while the snapshot is anonymized ahead (its other core runs the anonymizer)
-    workload = snapshot_workload(ctx, snap)
-    done = take(ctx, ahead, opened)
+    cfg = series.ws.config
+    workload = snapshot_workload(cfg, inputs, snap)
+    done = take(series, ahead, opened)
+    hierarchies = register.search_hierarchies()
     if done is not None:  # anonymized while the snapshot suite ran, for exactly this draft
         checkpoint("after_state_load")
         checkpoint("after_anonymize")
-        table = done.table if done.table is not None else published_table(ctx, snap, done.result)
+        table = done.table if done.table is not None else published_table(inputs, snap, done.result, hierarchies)
         return _Computed(done.history, done.result, table, workload, done.seconds_state, done.seconds_anonymize)
     t_state = time.perf_counter()
-    history = load_state(ctx)
+    history = load_state(series, register)
     t_state = time.perf_counter() - t_state
     checkpoint("after_state_load")
     t_anon = time.perf_counter()
     try:
-        result = anonymize_snapshot(ctx, snap, history, opened.seq)
+        result = anonymize_snapshot(cfg, inputs, register, snap, history, opened.seq)
     except InfeasibleError as exc:
         if isinstance(exc, TableInfeasibleError):  # the values by name, as the operator knows them
-            exc = InfeasibleError(exc.describe([repr(ctx.protected[v]) for v in exc.values]))
-        raise InputError(f"{snapshot_path}: cannot publish under ℓ = {ctx.ws.config.ell:g}: {exc}. "
-                         f"{infeasible_advice(ctx, history)}") from None  # fmt: skip
+            exc = InfeasibleError(exc.describe([repr(inputs.protected[v]) for v in exc.values]))
+        raise InputError(f"{snapshot_path}: cannot publish under ℓ = {cfg.ell:g}: {exc}. "
+                         f"{infeasible_advice(cfg, history)}") from None  # fmt: skip
     t_anon = time.perf_counter() - t_anon
     checkpoint("after_anonymize")
-    return _Computed(history, result, published_table(ctx, snap, result), workload, t_state, t_anon)
+    return _Computed(history, result, published_table(inputs, snap, result, hierarchies), workload, t_state, t_anon)
 
 
 def _write_draft(
-    ctx: ReleaseContext, opened: OpenRelease, snap: Snapshot, computed: _Computed,
-    published: list[PublishedRelease], keeping: Future[None], owner: str | None,
+    series: DatasetSeries, inputs: DatasetInputs, register: RegisterReader, opened: OpenRelease, snap: Snapshot,
+    computed: _Computed, previous: int | None, keeping: Future[None], owner: str | None,
 ) -> tuple[Path, QueryErrorResult | None, float]:  # fmt: skip
     """Stage the draft's data file and manifest and its state, then its measures; returns
-    the staging folder, the query workload's errors and the seconds spent on the state."""
+    the staging folder, the query workload's errors and the seconds spent on the state.
+    ``previous``: the newest published release's number, None before the first."""
+    cfg, ws, store = series.ws.config, series.ws, series.store
     seq, result = opened.seq, computed.result
     # the query workload and the utility measures read the draft in memory, not its files or
     # state: they run on the other thread while this one writes the data file and stages the
     # state. The manifest is written first without them and again with them before the
     # release is handed to its owner, so no other task reads it without
     with Overlap(1, "serialpub-queries") as beside:
-        measuring = beside.submit(_measure, ctx, snap, result, computed.table, computed.workload)
-        manifest = new_manifest(ctx, seq, opened.period, published[-1].seq if published else None, result, None, [])
+        measuring = beside.submit(_measure, cfg, inputs, register, snap, result, computed.table, computed.workload)
+        manifest = new_manifest(cfg, inputs, register, seq, opened.period, previous, result)
         keeping.result()  # the versions exist before anything names them: the staged manifest does
-        staging = ctx.ws.dataset_dir / release_files.staging_name(seq, opened.id)
+        staging = series.staging_dir(opened)
         # the release row names its staging folder, for operators looking at an open draft
-        ctx.store.set_staging(opened.id, str(staging))
+        store.set_staging(opened.id, str(staging))
         with progress.step("staging the draft"):
-            release_files.write_staging(ctx.ws.dataset_dir, seq, opened.id, computed.table, manifest)
+            release_files.write_staging(ws.dataset_dir, seq, opened.id, computed.table, manifest)
         t_commit = time.perf_counter()
         with progress.step("saving the draft's state"):
             figures = {"records": manifest.records, "groups": manifest.groups, "suppressed": manifest.suppressed,
                        "max_breach": result.max_breach, "data_sha256": manifest.sha256.data_parquet}  # fmt: skip
-            ctx.store.stage(
-                opened.id, figures, group_rows(ctx, result), ctx.statistics.tables(result.history), str(staging)
-            )
+            rows = release_group_rows(register.search_hierarchies(), result.group_nodes, result.group_candidates,
+                                      result.group_records, result.group_counts, inputs.protected)  # fmt: skip
+            store.stage(opened.id, figures, rows, register.statistics.tables(result.history), str(staging))
         t_state = time.perf_counter() - t_commit
         query, utility = measuring.result()
     t_commit = time.perf_counter()
-    set_measures(ctx, manifest, query, utility)
+    set_measures(cfg, manifest, query, utility)
     release_files.write_manifest(staging, manifest)
-    manifest_binding.bind(ctx, opened.id, manifest)
+    manifest_binding.bind(series, opened.id, manifest)
     if owner is not None:
-        ctx.store.hand_over(opened.id, owner)
+        store.hand_over(opened.id, owner)
     return staging, query, t_state + time.perf_counter() - t_commit
 
 
@@ -309,29 +322,31 @@ def _outcome(
     )
 
 
-def _ahead(ctx: ReleaseContext, coded: Callable[[], Snapshot], stop: threading.Event) -> Anonymized | None:
+def _ahead(
+    series: DatasetSeries, inputs: DatasetInputs, register: RegisterReader, coded: Callable[[], Snapshot],
+    stop: threading.Event,
+) -> Anonymized | None:  # fmt: skip
     """:func:`serialpub.workflow.anonymizing.ahead`, then the release table of its result on
     the same thread, which is free once the anonymizer is done while the main thread still
     draws the query workload. The table is a function of the snapshot and the result only,
     so it is the draft's whenever the result is (``take``); an error building it is raised
     to the draft."""
-    done = anonymizing.ahead(ctx, coded, stop)
+    done = anonymizing.ahead(series, inputs, register, coded, stop)
     if done is None or stop.is_set():
         return done
-    return replace(done, table=published_table(ctx, coded(), done.result))
+    return replace(done, table=published_table(inputs, coded(), done.result, register.search_hierarchies()))
 
 
-def snapshot_workload(ctx: ReleaseContext, snap: Snapshot) -> Workload | None:
+def snapshot_workload(cfg: Config, inputs: DatasetInputs, snap: Snapshot) -> Workload | None:
     """The query workload's queries and their exact answers on the snapshot
     (docs/design.md section 8), drawn with the declared hierarchies: a release is read with
     the same leaves (:func:`anonymizer.queries.draw_workload`). None when the measure cannot
     read the snapshot (the draft then has no query error, as :func:`_measures` says)."""
-    cfg = ctx.ws.config
     with progress.step("query workload on the snapshot"):
         try:
             return draw_workload(
-                snap.table[[*ctx.qis, cfg.sensitive]],
-                ctx.hierarchies,
+                snap.table[[*inputs.qis, cfg.sensitive]],
+                inputs.hierarchies,
                 cfg.sensitive,
                 n_queries=QUERY_COUNT,
                 qd=QUERY_DIMENSIONS,
@@ -343,54 +358,54 @@ def snapshot_workload(ctx: ReleaseContext, snap: Snapshot) -> Workload | None:
 
 
 def _measure(
-    ctx: ReleaseContext, snap: Snapshot, result: ReleaseResult, table: pd.DataFrame, workload: Workload | None
-) -> tuple[QueryErrorResult | None, list[Measure]]:
+    cfg: Config, inputs: DatasetInputs, register: RegisterReader, snap: Snapshot, result: ReleaseResult,
+    table: pd.DataFrame, workload: Workload | None,
+) -> tuple[QueryErrorResult | None, list[Measure]]:  # fmt: skip
     """The query workload's errors and the utility measures of a draft whose release table
     is ``table`` (:func:`published_table`), ``workload`` its :func:`snapshot_workload`."""
     with progress.step("query workload and utility"):
-        return _measures(ctx, snap, result, table, workload)
+        return _measures(cfg, inputs, register, snap, result, table, workload)
 
 
 def _measures(
-    ctx: ReleaseContext, snap: Snapshot, result: ReleaseResult, table: pd.DataFrame, workload: Workload | None
-) -> tuple[QueryErrorResult | None, list[Measure]]:
-    cfg = ctx.ws.config
+    cfg: Config, inputs: DatasetInputs, register: RegisterReader, snap: Snapshot, result: ReleaseResult,
+    table: pd.DataFrame, workload: Workload | None,
+) -> tuple[QueryErrorResult | None, list[Measure]]:  # fmt: skip
     sensitive_codes = snap.value_order[0]  # Π_tv and the entropies only compare values
-    leaf_keys = ctx.register.keys[snap.individual]
+    leaf_keys = register.register.keys[snap.individual]
     # the information-loss and then the channel figures, which do not depend on the query
     # workload, on a second thread beside its estimates, while the main thread stages the
     # draft (numpy and pandas release the GIL in their array work). Not each on a thread of
     # its own: with the staging that is four threads on two cores, no faster, and their
     # temporaries at once raise the peak (docs/scaling.md)
     with Overlap(1, "serialpub-measures") as beside:
-        figures = beside.submit(draft_measures, result, leaf_keys, ctx.search_hierarchies, sensitive_codes)
+        figures = beside.submit(draft_measures, result, leaf_keys, register.search_hierarchies(), sensitive_codes)
         # None: a draft the measure cannot read fails the contract suite, which names the value
         query = None
         if workload is not None:
             with contextlib.suppress(ValueError):
-                query = estimate_workload(
-                    workload, table, ctx.read_hierarchies(table), cfg.sensitive, leaf_weights=ctx.register_leaf_counts
-                )
-                query = replace(query, joint=_joint_error(ctx, snap, table, workload))
-        utility = [*query_measures(query, query_settings(ctx)), *figures.result()]
+                query = estimate_workload(workload, table, inputs.read_hierarchies(table), cfg.sensitive,
+                                          leaf_weights=register.register_leaf_counts)  # fmt: skip
+                query = replace(query, joint=_joint_error(inputs, register, snap, table, workload))
+        utility = [*query_measures(query, query_settings(cfg)), *figures.result()]
     return query, utility
 
 
-def _joint_error(ctx: ReleaseContext, snap: Snapshot, table: pd.DataFrame, workload: Workload) -> JointWorkloadError:
+def _joint_error(
+    inputs: DatasetInputs, register: RegisterReader, snap: Snapshot, table: pd.DataFrame, workload: Workload
+) -> JointWorkloadError:
     """The workload under the register-joint estimator and its histogram-only baseline
     (:mod:`anonymizer.joint`; docs/data-users.md), over the whole register: what a data
     user with the public copy computes."""
-    cfg = ctx.ws.config
-    hs = ctx.read_hierarchies(table)
+    hs, qis, sensitive = inputs.read_hierarchies(table), inputs.qis, inputs.sensitive
     values = [str(v) for v in workload.ranges.sensitive_values]
-    release = JointRelease.of(table, ctx.qis, cfg.sensitive, [hs[q] for q in ctx.qis], ctx.register.keys, values, 0)
-    histogram = snap.table[cfg.sensitive].astype(str).value_counts().reindex(values, fill_value=0).to_numpy()
+    release = JointRelease.of(table, qis, sensitive, [hs[q] for q in qis], register.register.keys, values, 0)
+    histogram = snap.table[sensitive].astype(str).value_counts().reindex(values, fill_value=0).to_numpy()
     return joint_workload_error(workload, release, histogram)
 
 
-def infeasible_advice(ctx: ReleaseContext, history: History) -> str:
+def infeasible_advice(cfg: Config, history: History) -> str:
     """What to do when no generalization fits the budget, from the state's figures."""
-    cfg = ctx.ws.config
     if cfg.guarantee is Guarantee.GLOBAL and cfg.strategy is Strategy.CONSTANT and cfg.k_prime:
         used_up = history.linked >= cfg.k_prime
         if used_up.any():
@@ -425,14 +440,13 @@ def infeasible_advice(ctx: ReleaseContext, history: History) -> str:
 
 
 def published_table(
-    ctx: ReleaseContext, snap: Snapshot, result: ReleaseResult, hierarchies: Sequence[Hierarchy] | None = None
+    inputs: DatasetInputs, snap: Snapshot, result: ReleaseResult, hierarchies: Sequence[Hierarchy]
 ) -> pd.DataFrame:
     """The release table as published: per kept record the QI labels of its group's
     nodes and its sensitive value, sorted by group then value (no identifier, no input
     order); shape (published records, QIs + 1). ``hierarchies``: the ones the search
-    ran with (default ``ctx.search_hierarchies``). Also used by the experiment runner
-    and the report benchmark, so their figures are the pipeline's."""
-    hierarchies = ctx.search_hierarchies if hierarchies is None else hierarchies
+    ran with (:meth:`RegisterReader.search_hierarchies`). Also used by the experiment
+    runner and the report benchmark, so their figures are the pipeline's."""
     keep = np.flatnonzero(result.published)
     group = result.group_of_record[keep]
     value_codes, value_labels = snap.value_order  # codes sort as the values: no sort of 1M texts
@@ -440,7 +454,7 @@ def published_table(
     order = np.lexsort((values, group))
     group, values = group[order], values[order]
     cols: dict[str, Any] = {}
-    for a, q in enumerate(ctx.qis):
+    for a, q in enumerate(inputs.qis):
         # Arrow takes each group's label by its node id: no Python string per record, and
         # the same column and Parquet bytes as a numpy string array would give
         labels = pa.array(list(hierarchies[a].labels), pa.string())
@@ -449,15 +463,8 @@ def published_table(
     # the same for the sensitive value
     texts = pa.array(value_labels.tolist(), pa.string())
     sensitive = pa.DictionaryArray.from_arrays(pa.array(values.astype(np.int32)), texts)
-    cols[ctx.ws.config.sensitive] = pd.array(sensitive.dictionary_decode(), dtype="str")
+    cols[inputs.sensitive] = pd.array(sensitive.dictionary_decode(), dtype="str")
     return pd.DataFrame(cols)
-
-
-def group_rows(ctx: ReleaseContext, result: ReleaseResult) -> list[dict[str, Any]]:
-    """The state's row of every QI-group of a draft (:func:`release_group_rows` of its search's
-    hierarchies and the anonymizer's figures)."""
-    return release_group_rows(ctx.search_hierarchies, result.group_nodes, result.group_candidates,
-                              result.group_records, result.group_counts, ctx.protected)  # fmt: skip
 
 
 def release_group_rows(
@@ -490,19 +497,18 @@ def release_group_rows(
     ]  # fmt: skip
 
 
-def params_record(ctx: ReleaseContext) -> dict[str, Any]:
+def params_record(cfg: Config, inputs: DatasetInputs) -> dict[str, Any]:
     """The release's privacy settings as the draft's row and its manifest record them: the
     configuration's (:data:`state.params.SETTINGS`, and ``accepted_known_breach`` when one is
     taken)."""
-    cfg = ctx.ws.config
     return {
-        "quasi_identifiers": ctx.qis,
+        "quasi_identifiers": inputs.qis,
         "sensitive": cfg.sensitive,
         "l": cfg.ell,
         "strategy": cfg.strategy,
-        "k_prime": ctx.params.k_prime,
+        "k_prime": inputs.params.k_prime,
         "after_k_prime": cfg.after_k_prime if cfg.strategy is Strategy.CONSTANT else None,
-        "alpha": ctx.params.alpha,
+        "alpha": inputs.params.alpha,
         "guarantee": cfg.guarantee,
         "dilution": cfg.dilution,
         "suppression_model": cfg.suppression_model,
@@ -510,15 +516,15 @@ def params_record(ctx: ReleaseContext) -> dict[str, Any]:
         "partition_model": cfg.effective_partition_model,
         # only when one is taken: the default series' manifests keep their keys
         **({"accepted_known_breach": list(cfg.accept_known_breach)} if cfg.accept_known_breach else {}),
-        "numeric_quasi_identifiers": ctx.numeric,
+        "numeric_quasi_identifiers": inputs.numeric,
         "suppression_budget": cfg.suppression_budget,
-        "protected_values": ctx.protected,
+        "protected_values": inputs.protected,
     }
 
 
-def open_draft(ctx: ReleaseContext, period: str, settings: dict[str, Any], **inputs: Any) -> OpenRelease:
+def open_draft(series: DatasetSeries, period: str, settings: dict[str, Any], **fields: Any) -> OpenRelease:
     """Open the dataset's next release as a draft owned by this process, its row's params
-    the privacy ``settings`` (:func:`params_record`, or an import's) and ``inputs`` (the
+    the privacy ``settings`` (:func:`params_record`, or an import's) and ``fields`` (the
     other fields of :class:`state.params.DraftParams`): the one place a release row's params
     are made, for drafts and imports alike.
 
@@ -528,24 +534,24 @@ def open_draft(ctx: ReleaseContext, period: str, settings: dict[str, Any], **inp
         StateError: another release of the dataset is open, or the period is not later
             than the last published one (:meth:`state.store.StateStore.begin_draft`).
     """
-    params = DraftParams(**settings, **inputs)
-    return ctx.store.begin_draft(ctx.ws.config.dataset, period, params, this_process())
+    params = DraftParams(**settings, **fields)
+    return series.store.begin_draft(series.dataset, period, params, this_process())
 
 
-def query_settings(ctx: ReleaseContext) -> dict[str, Any]:
+def query_settings(cfg: Config) -> dict[str, Any]:
     """The query workload's settings (docs/design.md section 8)."""
     return {"queries": QUERY_COUNT, "qd": QUERY_DIMENSIONS, "selectivity": QUERY_SELECTIVITY,
-            "seed": ctx.ws.config.query_seed}  # fmt: skip
+            "seed": cfg.query_seed}  # fmt: skip
 
 
 def new_manifest(
-    ctx: ReleaseContext, seq: int, period: str, previous: int | None, result: ReleaseResult,
-    query: QueryErrorResult | None, utility: list[Measure],
+    cfg: Config, inputs: DatasetInputs, register: RegisterReader, seq: int, period: str, previous: int | None,
+    result: ReleaseResult,
 ) -> Manifest:  # fmt: skip
-    """The manifest of a draft, before its data file's checksum, validation and sign-off."""
-    cfg = ctx.ws.config
+    """The manifest of a draft, before its data file's checksum, validation, measures
+    (:func:`set_measures`) and sign-off."""
     manifest = release_manifest(
-        ctx, seq, period, previous, params_record(ctx),
+        cfg, inputs, register.file_sums, seq, period, previous, params_record(cfg, inputs),
         records=int(result.published.sum()),
         groups=int(result.group_nodes.shape[0]),
         suppressed=result.suppressed,
@@ -557,36 +563,37 @@ def new_manifest(
         ),
         utility=None,
         register_marginals={
-            q: {label: int(n) for label, n in zip(ctx.hierarchies[q].leaves, counts, strict=True)}
-            for q, counts in ctx.register_leaf_counts.items()
+            q: {label: int(n) for label, n in zip(inputs.hierarchies[q].leaves, counts, strict=True)}
+            for q, counts in register.register_leaf_counts.items()
         },
         measures=[],
     )  # fmt: skip
-    set_measures(ctx, manifest, query, utility)
+    set_measures(cfg, manifest, None, [])
     return manifest
 
 
 def release_manifest(
-    ctx: ReleaseContext, seq: int, period: str, previous: int | None, settings: dict[str, Any], **fields: Any
-) -> Manifest:
+    cfg: Config, inputs: DatasetInputs, file_sums: dict[str, Any], seq: int, period: str, previous: int | None,
+    settings: dict[str, Any], **fields: Any,
+) -> Manifest:  # fmt: skip
     """The manifest of a release, drafted or imported, before its data file's checksum and
     its seal: the keys every release has (docs/release-contract.md), its privacy
     ``settings`` (:func:`params_record`, or an import's) and ``fields``, its figures and what
     only a draft or only an import records. Its keys are the ones given (``exclude_unset``).
+    ``file_sums``: the register's and the hierarchies' sha256 (:attr:`RegisterReader.file_sums`).
 
     Raises:
         pydantic.ValidationError: a field breaks the contract (a programming error).
     """
-    cfg = ctx.ws.config
     return Manifest(
         format_version=FORMAT_VERSION,
         dataset=cfg.dataset,
         release=seq,
         period=period,
         created=datetime.now(UTC).isoformat(timespec="seconds"),
-        **{"quasi_identifiers": ctx.qis, "sensitive": cfg.sensitive, **settings},
+        **{"quasi_identifiers": inputs.qis, "sensitive": cfg.sensitive, **settings},
         sha256=Checksums(
-            data_parquet=None, register_file=ctx.file_sums["register"], hierarchies=ctx.file_sums["hierarchies"]
+            data_parquet=None, register_file=file_sums["register"], hierarchies=file_sums["hierarchies"]
         ),
         previous_release=previous,
         validation=None,
@@ -595,16 +602,14 @@ def release_manifest(
     )
 
 
-def set_measures(
-    ctx: ReleaseContext, manifest: Manifest, query: QueryErrorResult | None, utility: list[Measure]
-) -> None:
+def set_measures(cfg: Config, manifest: Manifest, query: QueryErrorResult | None, utility: list[Measure]) -> None:
     """Put a draft's query workload and utility measures into its manifest."""
     manifest.utility = QueryWorkload(
         average_relative_error=query.mean if query else None,
         register_weighted_error=query.weighted.mean if query and query.weighted else None,
         register_joint_error=query.joint.mean if query and query.joint else None,
         histogram_baseline_error=query.joint.baseline_mean if query and query.joint else None,
-        **query_settings(ctx),
+        **query_settings(cfg),
     )
     # figures that need the link between snapshot records and groups (report.utility)
     manifest.measures = [MeasureRecord(**r) for r in measure_records(utility)]

@@ -44,8 +44,12 @@ from serialpub.io import release_files
 from serialpub.io.inputs import present_rows, read_csv
 from serialpub.io.manifest import Manifest
 from serialpub.workflow import drafting, identity, publishing
+from serialpub.workflow.dataset_inputs import DatasetInputs, read_dataset_inputs
+from serialpub.workflow.dataset_series import DatasetSeries
 from serialpub.workflow.drafting import ReleaseOutcome
-from serialpub.workflow.publisher import Publisher
+from serialpub.workflow.input_checks import check_period
+from serialpub.workflow.register_reader import RegisterReader
+from serialpub.workflow.request import ReleaseRequest
 from state.store import OpenRelease
 
 IntArray = npt.NDArray[np.int64]
@@ -147,29 +151,29 @@ def _strategy(
         raise InputError(f"import parameters: {exc}") from None
 
 
-def _protected(publisher: Publisher, protected: Sequence[str] | str) -> list[str]:
+def _protected(ws: Workspace, inputs: DatasetInputs, protected: Sequence[str] | str) -> list[str]:
     """The imported release's protected values; a subset of what the state tracks."""
-    config = publisher.ws.root / "serialpub.yaml"
+    config = ws.root / "serialpub.yaml"
     if isinstance(protected, str):
         if protected != "all":
             raise InputError(f"--protected must be 'all' or a list of values, got {protected!r}")
-        if publisher.sensitive_domain is None:
+        if inputs.sensitive_domain is None:
             raise InputError(
-                f"--protected all needs the sensitive domain: add {publisher.ws.hierarchy_dir}/"
-                f"{publisher.ws.config.sensitive}.csv or list the protected values"
+                f"--protected all needs the sensitive domain: add {ws.hierarchy_dir}/"
+                f"{inputs.sensitive}.csv or list the protected values"
             )
-        values = list(publisher.sensitive_domain)
+        values = list(inputs.sensitive_domain)
     else:
         values = list(dict.fromkeys(protected))
     if not values:
         raise InputError("--protected names no value")
-    domain = publisher.sensitive_domain
+    domain = inputs.sensitive_domain
     unknown = [v for v in values if domain is not None and v not in domain]
     if unknown:
         raise InputError(
-            f"--protected: {', '.join(map(repr, unknown))} not value(s) of {publisher.ws.config.sensitive!r}"
+            f"--protected: {', '.join(map(repr, unknown))} not value(s) of {inputs.sensitive!r}"
         )
-    untracked = [v for v in values if v not in publisher.protected]
+    untracked = [v for v in values if v not in inputs.protected]
     if untracked:
         raise InputError(
             f"--protected: {', '.join(map(repr, untracked))} not protected by {config} (protected_values); the "
@@ -241,39 +245,40 @@ def import_release(
     """
     started = time.perf_counter()
     mode, params = _check_arguments(ws, dilution, snapshot, period), _strategy(ws, ell, strategy, k_prime, alpha)
-    publisher = Publisher(ws)
-    values = _protected(publisher, protected)
-    publisher.recover()
-    published, read = publisher.check_period(period), _read_groups(publisher, data_path, values)
-    group_of_ind, n_j, present = _candidates(publisher, data_path, read, snapshot, mode)
+    series, inputs = DatasetSeries(ws), read_dataset_inputs(ws)
+    register = RegisterReader(ws, inputs)
+    values = _protected(ws, inputs, protected)
+    publishing.recover(series)
+    published, read = check_period(series, ReleaseRequest(), period), _read_groups(ws, inputs, data_path, values)
+    group_of_ind, n_j, present = _candidates(inputs, register, data_path, read, snapshot, mode)
     suppressed = int(present.size - len(read.table)) if present is not None else None
-    source_sha, record = release_files.sha256_file(data_path), _record(publisher, params, mode, suppressed, values)
-    draft = drafting.open_draft(publisher, period, record, imported=True, source=str(data_path.resolve()),
+    source_sha, record = release_files.sha256_file(data_path), _record(ws, inputs, params, mode, suppressed, values)
+    draft = drafting.open_draft(series, period, record, imported=True, source=str(data_path.resolve()),
                                 source_sha256=source_sha,
                                 **({"snapshot": str(snapshot.resolve())} if snapshot is not None else {}))  # fmt: skip
     try:
-        new = advance_history(_history(publisher), group_of_ind, n_j, read.groups.counts)[0]
+        new = advance_history(_history(series, register), group_of_ind, n_j, read.groups.counts)[0]
         manifest = drafting.release_manifest(
-            publisher, draft.seq, period, published[-1].seq if published else None, record,
+            ws.config, inputs, register.file_sums, draft.seq, period, published[-1].seq if published else None, record,
             records=len(read.table), groups=read.groups.records.size, suppressed=suppressed,
             max_breach_probability=new.max_breach(), imported=True, source_sha256=source_sha,
         )  # fmt: skip
-        _stage(publisher, draft, manifest, read, n_j, new)
+        _stage(series, inputs, register, draft, manifest, read, n_j, new)
         # published by the other tool already: no validation or sign-off of its own
-        publishing.commit(publisher, draft, manifest)
+        publishing.commit(series, draft, manifest)
     except BaseException as exc:
-        publisher.abandon(draft, exc)
+        series.abandon(draft, exc)
         raise
-    return _outcome(publisher, draft, manifest, read, n_j, time.perf_counter() - started)
+    return _outcome(ws, draft, manifest, read, n_j, time.perf_counter() - started)
 
 
 def _outcome(
-    publisher: Publisher, draft: OpenRelease, manifest: Manifest, read: _ReadRelease, n_j: IntArray, seconds: float
+    ws: Workspace, draft: OpenRelease, manifest: Manifest, read: _ReadRelease, n_j: IntArray, seconds: float
 ) -> ReleaseOutcome:
     """The figures of the imported release ``draft``, now published with ``manifest``."""
     max_breach = float(manifest.max_breach_probability or 0.0)
     return ReleaseOutcome(
-        seq=draft.seq, period=draft.period, directory=publisher.ws.dataset_dir / release_files.release_name(draft.seq),
+        seq=draft.seq, period=draft.period, directory=ws.dataset_dir / release_files.release_name(draft.seq),
         records=manifest.records, groups=manifest.groups, suppressed=manifest.suppressed,
         avg_candidates=float(n_j.mean()), max_candidates=int(n_j.max()),
         avg_records=float(read.groups.records.mean()), max_records=int(read.groups.records.max()),
@@ -282,15 +287,15 @@ def _outcome(
     )  # fmt: skip
 
 
-def _history(publisher: Publisher) -> History:
+def _history(series: DatasetSeries, register: RegisterReader) -> History:
     """The state after the dataset's newest published release."""
-    cfg = publisher.ws.config
-    ell = np.full(len(publisher.register.ids), float(cfg.ell))
-    return publisher.statistics.load(publisher.store.latest_statistics(cfg.dataset), ell)
+    ell = np.full(len(register.register.ids), float(series.ws.config.ell))
+    return register.statistics.load(series.store.latest_statistics(series.dataset), ell)
 
 
 def _record(
-    publisher: Publisher, params: PrivacyParams, mode: Dilution, suppressed: int | None, values: list[str]
+    ws: Workspace, inputs: DatasetInputs, params: PrivacyParams, mode: Dilution, suppressed: int | None,
+    values: list[str],
 ) -> dict[str, Any]:
     """The privacy settings an imported release's row and manifest record."""
     return {
@@ -298,13 +303,13 @@ def _record(
         "strategy": params.strategy,
         "k_prime": params.k_prime,
         "alpha": params.alpha,
-        "guarantee": publisher.ws.config.guarantee,
+        "guarantee": ws.config.guarantee,
         "dilution": mode,
         # the state charges the published counts: that is mechanism-aware only when the
         # snapshot shows nothing was left out (docs/threat-model.md)
         "suppression_model": SuppressionModel.MECHANISM if suppressed == 0 else SuppressionModel.PAPER,
         "suppression_budget": None,
-        "numeric_quasi_identifiers": publisher.numeric,
+        "numeric_quasi_identifiers": inputs.numeric,
         "protected_values": values,
     }
 
@@ -343,7 +348,7 @@ class _ReadRelease:
     groups: ReleaseGroups
 
 
-def _read_groups(publisher: Publisher, data_path: Path, values: Sequence[str]) -> _ReadRelease:
+def _read_groups(ws: Workspace, inputs: DatasetInputs, data_path: Path, values: Sequence[str]) -> _ReadRelease:
     """Read the release file and group its records (equal labels), each record's value an
     index into the state's protected values, -1 for the values the other tool did not protect.
 
@@ -351,11 +356,11 @@ def _read_groups(publisher: Publisher, data_path: Path, values: Sequence[str]) -
         InputError: a label that is not a node of its QI's hierarchy, or a sensitive value
             outside the domain (file, line or row, column and value named).
     """
-    ws, qis, sens = publisher.ws, publisher.qis, publisher.ws.config.sensitive
+    qis, sens = inputs.qis, inputs.sensitive
     table, unit = read_release_data(data_path, [*qis, sens])
     offset = 2 if unit == "line" else 1
     # a numeric QI's intervals are nodes of the hierarchy this release is read with
-    read_with = publisher.read_hierarchies(table)
+    read_with = inputs.read_hierarchies(table)
     hierarchies = [read_with[q] for q in qis]
     nodes = record_nodes(table, qis, hierarchies)
     for a, q in enumerate(qis):
@@ -370,26 +375,27 @@ def _read_groups(publisher: Publisher, data_path: Path, values: Sequence[str]) -
                 + (
                     " or, as the configuration declares it numeric, a closed interval [lo, hi] holding one of its "
                     "leaves and nested in or disjoint from the file's other intervals"
-                    if q in publisher.numeric else ""
+                    if q in inputs.numeric else ""
                 )
             )
     sens_values = table[sens].to_numpy(dtype=str)
-    if publisher.sensitive_domain is not None:
-        outside = ~np.isin(sens_values, publisher.sensitive_domain)
+    if inputs.sensitive_domain is not None:
+        outside = ~np.isin(sens_values, inputs.sensitive_domain)
         if outside.any():
             i = int(np.flatnonzero(outside)[0])
             raise InputError(
                 f"{data_path}, {unit} {i + offset}, column {sens!r}: value {quoted(sens_values[i])} is not in the "
                 f"sensitive domain (the leaves of {ws.hierarchy_dir / f'{sens}.csv'})"
             )
-    value = pd.Index(publisher.protected).get_indexer(pd.Index(sens_values)).astype(np.int64)
+    value = pd.Index(inputs.protected).get_indexer(pd.Index(sens_values)).astype(np.int64)
     value[~np.isin(sens_values, values)] = -1
-    groups = group_release(nodes, value, len(publisher.protected), hierarchies)
+    groups = group_release(nodes, value, len(inputs.protected), hierarchies)
     return _ReadRelease(table, unit, hierarchies, groups)
 
 
 def _candidates(
-    publisher: Publisher, data_path: Path, read: _ReadRelease, snapshot: Path | None, mode: Dilution
+    inputs: DatasetInputs, register: RegisterReader, data_path: Path, read: _ReadRelease, snapshot: Path | None,
+    mode: Dilution,
 ) -> tuple[IntArray, IntArray, IntArray | None]:
     """The group of every register individual (-1: none; under presence dilution, only the
     present ones), n_j of every group, and the register rows of the present individuals
@@ -398,8 +404,8 @@ def _candidates(
     Raises:
         InputError: overlapping regions, or a group with more records than candidates.
     """
-    qis, hierarchies, groups = publisher.qis, read.hierarchies, read.groups
-    combos = RegisterCells.of(publisher.register.keys, hierarchies)
+    qis, hierarchies, groups = inputs.qis, read.hierarchies, read.groups
+    combos = RegisterCells.of(register.register.keys, hierarchies)
     located = locate_groups(combos.leaves, groups.nodes, [h.index for h in hierarchies])
     if located.overlap_pairs:
         i, j = located.overlaps[0]
@@ -417,8 +423,7 @@ def _candidates(
     )
     present: IntArray | None = None
     if snapshot is not None:
-        cfg = publisher.ws.config
-        present = present_rows(snapshot, cfg.id_column, qis, publisher.register, publisher.hierarchies)
+        present = present_rows(snapshot, inputs.id_column, qis, register.register, inputs.hierarchies)
         present_in = np.bincount(group_of_ind[present][group_of_ind[present] >= 0], minlength=n_groups)
         _check_cover(
             data_path,
@@ -438,21 +443,22 @@ def _candidates(
 
 
 def _stage(
-    publisher: Publisher, draft: OpenRelease, manifest: Manifest, read: _ReadRelease, n_j: IntArray, new: History
+    series: DatasetSeries, inputs: DatasetInputs, register: RegisterReader, draft: OpenRelease, manifest: Manifest,
+    read: _ReadRelease, n_j: IntArray, new: History,
 ) -> None:
     """Stage the imported release as a draft is staged: its data file (rewritten as Parquet
     with string columns, rows in the given order) and manifest in its staging folder, its
     figures, groups and ``new`` (the state after it) in the state, not counted until it is
     published."""
-    ws, cfg, qis, groups = publisher.ws, publisher.ws.config, publisher.qis, read.groups
-    out = pd.DataFrame({c: read.table[c].to_numpy(dtype=str) for c in [*qis, cfg.sensitive]})
-    publisher.keep_input_versions()
-    staging, _ = release_files.write_staging(ws.dataset_dir, draft.seq, draft.id, out, manifest)
+    qis, groups = inputs.qis, read.groups
+    out = pd.DataFrame({c: read.table[c].to_numpy(dtype=str) for c in [*qis, inputs.sensitive]})
+    register.keep_input_versions()
+    staging, _ = release_files.write_staging(series.ws.dataset_dir, draft.seq, draft.id, out, manifest)
     rows = drafting.release_group_rows(read.hierarchies, groups.nodes, n_j, groups.records, groups.counts,
-                                       publisher.protected)  # fmt: skip
+                                       inputs.protected)  # fmt: skip
     figures = {"records": len(read.table), "groups": groups.records.size, "suppressed": manifest.suppressed,
                "max_breach": manifest.max_breach_probability, "data_sha256": manifest.sha256.data_parquet}  # fmt: skip
-    publisher.store.stage(draft.id, figures, rows, publisher.statistics.tables(new), str(staging))
+    series.store.stage(draft.id, figures, rows, register.statistics.tables(new), str(staging))
 
 
 def _check_cover(

@@ -10,7 +10,8 @@ import dataclasses
 import re
 import threading
 from collections.abc import Callable
-from dataclasses import replace
+from concurrent.futures import Future
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,20 +20,35 @@ import pandas as pd
 
 from anonymizer.overlap import Overlap, sequential
 from checks.gx import SuiteResult
-from checks.input_suites import PeriodOrder, snapshot_suite
+from checks.input_suites import DatasetColumns, PeriodOrder, snapshot_suite
+from serialpub.config import Config, Workspace
 from serialpub.errors import InputChecksFailed, InputError, quoted
 from serialpub.io import periods, verdict_cache, versions
 from serialpub.io.hierarchies import nearest_spelling
 from serialpub.io.inputs import Snapshot, read_csv, snapshot_from_table
 from serialpub.io.sources import InputSource
 from serialpub.workflow import progress
-from serialpub.workflow.context import InputChecks, ReleaseContext
-from serialpub.workflow.register_reader import by_file_line
+from serialpub.workflow.dataset_inputs import DatasetInputs
+from serialpub.workflow.dataset_series import DatasetSeries
+from serialpub.workflow.register_reader import RegisterReader, by_file_line
+from serialpub.workflow.request import ReleaseRequest
 from state.store import PublishedRelease
 
 #: what a period label may look like (labels are compared as strings, so they must sort
 #: chronologically: 2025-H1 < 2025-H2 < 2026-H1)
 PERIOD_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}"
+
+
+@dataclass(frozen=True)
+class InputChecks:
+    """What :func:`check_inputs` found: the register and snapshot suites' results, the
+    checked snapshot and the snapshot file's sha256; and ``ahead``, the work given to run
+    beside the snapshot suite, when the suite ran."""
+
+    suites: list[SuiteResult]
+    snapshot: Snapshot
+    sha256: str
+    ahead: Future[Any] | None = None
 
 
 def check_period_label(period: str) -> None:
@@ -44,10 +60,10 @@ def check_period_label(period: str) -> None:
         )
 
 
-def check_period(ctx: ReleaseContext, period: str) -> list[PublishedRelease]:
+def check_period(series: DatasetSeries, request: ReleaseRequest, period: str) -> list[PublishedRelease]:
     """The published releases, after checking that ``period`` can come next: written in
     the configured ``period_format``, not published yet, later than the last, and not
-    skipping a period (:func:`skipped_periods`) unless ``ctx.request.skip_reason`` says why.
+    skipping a period (:func:`skipped_periods`) unless ``request.skip_reason`` says why.
     ``StateStore.begin_draft`` checks the order again under its lock; this gives the
     user's error before any work.
 
@@ -56,9 +72,10 @@ def check_period(ctx: ReleaseContext, period: str) -> list[PublishedRelease]:
             already published, not later than the last, or skips a period.
     """
     check_period_label(period)
-    published = ctx.store.published(ctx.ws.config.dataset)
-    fmt = periods.effective(ctx.ws.config.period_format, published[0].period if published else None)
-    configured = ctx.ws.config.period_format
+    cfg = series.ws.config
+    published = series.store.published(series.dataset)
+    fmt = periods.effective(cfg.period_format, published[0].period if published else None)
+    configured = cfg.period_format
     where = f"period_format: {configured.value}"
     if configured is periods.PeriodFormat.AUTO and published:
         where += f", as the first published period {published[0].period!r}"
@@ -66,7 +83,7 @@ def check_period(ctx: ReleaseContext, period: str) -> list[PublishedRelease]:
     if published:
         periods.check_format(published[-1].period, fmt, f"the last published period; {where}")
     if any(r.period == period for r in published):
-        raise InputError(f"period {period!r} of dataset {ctx.ws.config.dataset!r} is already published")
+        raise InputError(f"period {period!r} of dataset {series.dataset!r} is already published")
     first = published[0].period if published else None
     if fmt is periods.PeriodFormat.SEQUENCE and first is not None and len(period) != len(first):
         # labels are compared as text (here, in the state and in the snapshot suite)
@@ -79,8 +96,8 @@ def check_period(ctx: ReleaseContext, period: str) -> list[PublishedRelease]:
             f"period {period!r} is not later than the last published period {published[-1].period!r}; "
             "releases are published in chronological order"
         )
-    gap = skipped_periods(ctx, period, published)
-    if gap and ctx.request.skip_reason is None:
+    gap = skipped_periods(cfg, period, published)
+    if gap and request.skip_reason is None:
         shown = ", ".join(gap[:5]) + (f" and {len(gap) - 5} more" if len(gap) > 5 else "")
         raise InputError(
             f"period {period!r} skips {shown} (the last published period is {published[-1].period!r}); publish "
@@ -89,23 +106,23 @@ def check_period(ctx: ReleaseContext, period: str) -> list[PublishedRelease]:
     return published
 
 
-def skipped_periods(ctx: ReleaseContext, period: str, published: list[PublishedRelease]) -> list[str]:
+def skipped_periods(cfg: Config, period: str, published: list[PublishedRelease]) -> list[str]:
     """The periods between the last published one and ``period`` in the format in force
     (none before the first release or under ``free``)."""
     if not published:
         return []
-    fmt = periods.effective(ctx.ws.config.period_format, published[0].period)
+    fmt = periods.effective(cfg.period_format, published[0].period)
     return periods.skipped(published[-1].period, period, fmt)
 
 
-def snapshot_source(ctx: ReleaseContext, snapshot: str | Path | InputSource) -> InputSource:
+def snapshot_source(ws: Workspace, snapshot: str | Path | InputSource) -> InputSource:
     """The source a snapshot argument names: a .csv or .parquet file, or ``sql:...`` in
     the input database (:mod:`serialpub.io.sources`).
 
     Raises:
         InputError: as :func:`serialpub.io.sources.parse_source`.
     """
-    return snapshot if isinstance(snapshot, InputSource) else ctx.ws.snapshot_source(snapshot)
+    return snapshot if isinstance(snapshot, InputSource) else ws.snapshot_source(snapshot)
 
 
 def period_of_source(source: InputSource) -> str:
@@ -120,7 +137,7 @@ def period_of_source(source: InputSource) -> str:
 
 
 def check_repeated_snapshot(
-    ctx: ReleaseContext, label: str, sha: str, published: list[PublishedRelease], allowed: bool = False
+    request: ReleaseRequest, label: str, sha: str, published: list[PublishedRelease]
 ) -> list[int]:
     """The published releases (their numbers) whose snapshot had exactly these bytes
     (``params.snapshot_sha256``, recorded by every draft). Last period's snapshot sent
@@ -129,10 +146,10 @@ def check_repeated_snapshot(
     in the draft), e.g. for a population that truly did not change.
 
     Raises:
-        InputError: a repeated snapshot, neither ``allowed`` nor ``ctx.request.allow_repeated_snapshot``.
+        InputError: a repeated snapshot, not allowed by ``request.allow_repeated_snapshot``.
     """
     repeated = [r for r in published if r.params.snapshot_sha256 == sha]
-    if repeated and not (allowed or ctx.request.allow_repeated_snapshot):
+    if repeated and not request.allow_repeated_snapshot:
         r = repeated[-1]
         raise InputError(
             f"{label}: this snapshot is byte for byte the one release {r.seq} (period {r.period!r}) published; "
@@ -142,17 +159,17 @@ def check_repeated_snapshot(
 
 
 def check_inputs(
-    ctx: ReleaseContext, snapshot: str | Path | InputSource, period: str,
+    series: DatasetSeries, inputs: DatasetInputs, register: RegisterReader, request: ReleaseRequest,
+    snapshot: str | Path | InputSource, period: str,
     meanwhile: Callable[[Callable[[], Snapshot], threading.Event], Any] | None = None,
-    repeated_allowed: bool = False,
 ) -> InputChecks:  # fmt: skip
     """Every check of the inputs before a draft: the period, the register suite (run
-    once per context), the snapshot suite and the snapshot's QIs against the register's.
-    The checks of the last snapshot checked by this context are kept, keyed by its source
+    once per reader), the snapshot suite and the snapshot's QIs against the register's.
+    The checks of the last snapshot checked against ``register`` are kept, keyed by its source
     and by everything its suite's verdict depends on (the register cache's key, the
     snapshot's sha256, the period order, the columns and the sensitive domain), so that
-    validating the draft in the same context does not check it again (a later task's
-    context reads the suite's verdict from the workspace, :mod:`serialpub.io.verdict_cache`).
+    validating the draft with the same reader does not check it again (a later task's
+    reader reads the suite's verdict from the workspace, :mod:`serialpub.io.verdict_cache`).
 
     Args:
         meanwhile: work to run on the second core beside the snapshot suite once the
@@ -162,34 +179,33 @@ def check_inputs(
             and an event set when the checks fail, after which nothing waits for it. Its
             future is the result's ``ahead`` (None for the checks of a snapshot kept from
             before, and when the steps run in turn, :func:`anonymizer.overlap.sequential`).
-
-        repeated_allowed: a snapshot whose bytes a published release's snapshot had is
-            allowed (:func:`check_repeated_snapshot`; a draft that was allowed it).
+        request: what the operator allowed (a period gap, a repeated snapshot); a draft's
+            validation passes the request it was drafted under (``ReleaseRequest.as_drafted``).
 
     Raises:
         InputError (``InputChecksFailed`` for a failed suite): nothing was changed.
     """
-    cfg = ctx.ws.config
-    source = snapshot_source(ctx, snapshot)
-    register_check = ctx.check_register()
-    published = check_period(ctx, period)
+    cfg = series.ws.config
+    source = snapshot_source(series.ws, snapshot)
+    register_check = register.check()
+    published = check_period(series, request, period)
     with progress.step("reading the snapshot"):
         content = source.read_bytes("snapshot", cfg.id_column)
         sha = versions.sha256_bytes(content)
-        check_repeated_snapshot(ctx, source.label, sha, published, repeated_allowed)
-        order, verdict = _order_and_key(ctx, period, published, sha)
+        check_repeated_snapshot(request, source.label, sha, published)
+        order, verdict = _order_and_key(cfg, register, period, published, sha)
         key = (source.record, verdict)
-        last = ctx.last_checked
+        last = register.last_snapshot
         if last is not None and last[0] == key:
-            return InputChecks([register_check, last[1].suites[1]], last[1].snapshot, sha)
+            return InputChecks([register_check, last[1]], last[2], sha)
         # another snapshot: the kept one is let go before this one is read, not after it
         # is checked (two large snapshots' tables and codes need not be held at once)
-        ctx.last_checked = last = None
+        register.last_snapshot = last = None
         table = read_csv(source.label, "snapshot", content)
         del content
-    register = ctx.register  # coded before the suite, which reads its ids: the steps do not nest
-    _ = register.id_lookup  # built here, not raced for by the two threads below
-    domain = set(ctx.sensitive_domain) if ctx.sensitive_domain is not None else None
+    coded_register = register.register  # coded before the suite, which reads its ids: the steps do not nest
+    _ = coded_register.id_lookup  # built here, not raced for by the two threads below
+    domain = set(inputs.sensitive_domain) if inputs.sensitive_domain is not None else None
     # the check across the two files (numpy and pandas work that releases the GIL) runs on the
     # second core while the suite runs (Great Expectations' Python holds it), then the work
     # given to run meanwhile. The suite's verdict is still the one reported first: when it
@@ -199,29 +215,29 @@ def check_inputs(
     with Overlap(1, "serialpub-snapshot") as beside:
         try:
             coded = beside.submit(
-                snapshot_from_table, table, source.label, cfg.id_column, ctx.qis, cfg.sensitive, register,
-                ctx.hierarchies, domain,
+                snapshot_from_table, table, source.label, cfg.id_column, inputs.qis, cfg.sensitive, coded_register,
+                inputs.hierarchies, domain,
             )  # fmt: skip
             ahead = None if meanwhile is None or sequential() else beside.submit(meanwhile, coded.result, stop)
             with progress.step("snapshot suite"):
-                snapshot_check = check_snapshot(ctx, table, source.label, period, published, sha, (order, verdict))
+                snapshot_check = check_snapshot(
+                    series.ws, register, table, source.label, period, published, sha, (order, verdict)
+                )
             with progress.step("checking the snapshot against the register"):
                 snap = coded.result()
         except BaseException:
             stop.set()  # and the work not yet started is dropped
             raise
         beside.release()  # the work ahead goes on: the draft waits for it
-    checked = InputChecks([register_check, snapshot_check], snap, sha)
-    ctx.last_checked = (key, checked)
-    return replace(checked, ahead=ahead)
+    register.last_snapshot = (key, snapshot_check, snap)
+    return InputChecks([register_check, snapshot_check], snap, sha, ahead)
 
 
 def _order_and_key(
-    ctx: ReleaseContext, period: str, published: list[PublishedRelease], sha: str | None
+    cfg: Config, register: RegisterReader, period: str, published: list[PublishedRelease], sha: str | None
 ) -> tuple[PeriodOrder, str]:
     """Where the snapshot stands in the series, and the key of its suite's verdict
     (:func:`serialpub.io.verdict_cache.verdict_key`)."""
-    cfg = ctx.ws.config
     bounds = cfg.validation.min_snapshot_rows_ratio, cfg.validation.max_snapshot_rows_ratio
     previous_rows = published[-1].params.snapshot_rows if published else None
     order = PeriodOrder(
@@ -230,9 +246,9 @@ def _order_and_key(
         previous_rows if bounds != (None, None) else None,
         (bounds[0] or 0.0, bounds[1] if bounds[1] is not None else float("inf")),
     )
-    cols = ctx.input_columns
+    cols = register.inputs.columns
     key = verdict_cache.verdict_key(
-        register=ctx.register_reader.cache_key, snapshot=sha, order=dataclasses.asdict(order), id_column=cols.id_column,
+        register=register.cache_key, snapshot=sha, order=dataclasses.asdict(order), id_column=cols.id_column,
         qis=list(cols.qis), sensitive=cols.sensitive,
         domain=None if cols.sensitive_domain is None else sorted(map(str, cols.sensitive_domain)),
     )  # fmt: skip
@@ -240,7 +256,8 @@ def _order_and_key(
 
 
 def check_snapshot(
-    ctx: ReleaseContext, table: pd.DataFrame, path: Path | str, period: str, published: list[PublishedRelease],
+    ws: Workspace, register: RegisterReader, table: pd.DataFrame, path: Path | str, period: str,
+    published: list[PublishedRelease],
     sha: str | None = None, order_and_key: tuple[PeriodOrder, str] | None = None,
 ) -> SuiteResult:
     """Run the snapshot input suite (checks.input_suites.snapshot_suite) on a snapshot as
@@ -259,39 +276,38 @@ def check_snapshot(
         InputChecksFailed: naming the file; one line per failed expectation with the
             file lines of the first unexpected values.
     """
-    order, key = order_and_key or _order_and_key(ctx, period, published, sha)
-    cols = ctx.input_columns
-    cached = verdict_cache.load(ctx.ws.root, key) if sha is not None else None
+    order, key = order_and_key or _order_and_key(ws.config, register, period, published, sha)
+    cols = register.inputs.columns
+    cached = verdict_cache.load(ws.root, key) if sha is not None else None
     if cached is not None:
         return SuiteResult(**cached)
-    register = ctx.register
-    outcome = snapshot_suite(
-        by_file_line(table), cols, register.ids, order, row_label="line", id_lookup=register.id_lookup
-    )
+    coded = register.register
+    outcome = snapshot_suite(by_file_line(table), cols, coded.ids, order, row_label="line", id_lookup=coded.id_lookup)
     if outcome.success and sha is not None:
-        verdict_cache.save(ctx.ws.root, key, dataclasses.asdict(outcome))
+        verdict_cache.save(ws.root, key, dataclasses.asdict(outcome))
     if not outcome.success:
         raise InputChecksFailed(
             f"{path}: the snapshot failed its input checks (suite 'snapshot'); nothing was published and "
             "the state did not move",
-            _with_spelling_hints(ctx, outcome.failures, table),
+            _with_spelling_hints(cols, outcome.failures, table),
         )
     return outcome
 
 
-def _with_spelling_hints(ctx: ReleaseContext, failures: list[str], table: pd.DataFrame) -> list[str]:
+def _with_spelling_hints(cols: DatasetColumns, failures: list[str], table: pd.DataFrame) -> list[str]:
     """The suite's failure lines, the sensitive domain's line extended with the nearest
     allowed spelling of every value outside it that has one, with its first file line (the
     suite names the values, not the fix; a value with no close spelling is left to the
     suite's examples, so a long cell is not quoted twice)."""
-    sensitive = ctx.ws.config.sensitive
-    if ctx.sensitive_domain is None or sensitive not in table.columns:
+    sensitive = cols.sensitive
+    if cols.sensitive_domain is None or sensitive is None or sensitive not in table.columns:
         return failures
+    domain = list(cols.sensitive_domain)
     values = table[sensitive].astype(str)
-    outside = values[~values.isin(ctx.sensitive_domain) & (values.str.strip() != "")]
+    outside = values[~values.isin(domain) & (values.str.strip() != "")]
     hints = []
     for value, position in zip(*np.unique(outside.to_numpy(), return_index=True), strict=True):
-        near = nearest_spelling(str(value), ctx.sensitive_domain)
+        near = nearest_spelling(str(value), domain)
         if near is not None:
             line = int(outside.index[position]) + 2  # header is line 1
             hints.append(f"{quoted(value)} (line {line}): did you mean {near!r}?")

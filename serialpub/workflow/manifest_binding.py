@@ -32,7 +32,7 @@ from sqlalchemy.orm import Session
 from anonymizer import privacy
 from anonymizer.settings import Guarantee, Strategy
 from serialpub.io.manifest import FORMAT_VERSION, RAW_DERIVED_KEYS, Manifest
-from serialpub.workflow.context import ReleaseContext
+from serialpub.workflow.dataset_series import DatasetSeries
 from state.models import Release
 from state.store import OpenRelease, StateError
 
@@ -62,15 +62,15 @@ def field_digests(manifest: Manifest) -> dict[str, str]:
     return {key: _digest(value) for key, value in _bound(manifest).items()}
 
 
-def bind(ctx: ReleaseContext, release_id: int, manifest: Manifest) -> None:
+def bind(series: DatasetSeries, release_id: int, manifest: Manifest) -> None:
     """Record the fields of the manifest serialpub just wrote for the open release
     ``release_id`` (:meth:`state.store.StateStore.bind_staged_manifest`)."""
-    ctx.store.bind_staged_manifest(release_id, field_digests(manifest))
+    series.store.bind_staged_manifest(release_id, field_digests(manifest))
 
 
-def _staged_figures(ctx: ReleaseContext, release_id: int) -> dict[str, Any]:
+def _staged_figures(series: DatasetSeries, release_id: int) -> dict[str, Any]:
     """The figures :meth:`state.store.StateStore.stage` recorded with the release row."""
-    with Session(ctx.store.engine) as s:
+    with Session(series.store.engine) as s:
         row = s.execute(
             select(Release.records, Release.groups, Release.suppressed, Release.max_breach, Release.data_sha256)
             .where(Release.id == release_id)
@@ -79,14 +79,14 @@ def _staged_figures(ctx: ReleaseContext, release_id: int) -> dict[str, Any]:
             "max_breach_probability": row.max_breach, "data_sha256": row.data_sha256}  # fmt: skip
 
 
-def rebuilt_fields(ctx: ReleaseContext, rel: OpenRelease, validated: bool) -> dict[str, Any]:
+def rebuilt_fields(series: DatasetSeries, rel: OpenRelease, validated: bool) -> dict[str, Any]:
     """The manifest's fields as the state records them for the open release ``rel``, by key
     (``sha256.data.parquet`` for the data file's; ``validation.<key>`` for the
     validation's when ``validated``). A setting a draft made by an older serialpub did not
     record is left out."""
-    cfg, params = ctx.ws.config, rel.params
-    published = ctx.store.published(cfg.dataset)
-    figures = _staged_figures(ctx, rel.id)
+    cfg, params = series.ws.config, rel.params
+    published = series.store.published(cfg.dataset)
+    figures = _staged_figures(series, rel.id)
     expected: dict[str, Any] = {
         "format_version": FORMAT_VERSION,
         "dataset": cfg.dataset,
@@ -124,7 +124,7 @@ def _show(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def differences(ctx: ReleaseContext, rel: OpenRelease, manifest: Manifest, validated: bool) -> list[str]:
+def differences(series: DatasetSeries, rel: OpenRelease, manifest: Manifest, validated: bool) -> list[str]:
     """Each field of the staged ``manifest`` of the open release ``rel`` that is not what
     serialpub staged and validated, one line each naming the field (empty when none is):
     first the fields rebuilt from the state (:func:`rebuilt_fields`), then any other field
@@ -133,7 +133,7 @@ def differences(ctx: ReleaseContext, rel: OpenRelease, manifest: Manifest, valid
     found: list[str] = []
     data = _bound(manifest)
     named: set[str] = set()
-    for key, expected in rebuilt_fields(ctx, rel, validated).items():
+    for key, expected in rebuilt_fields(series, rel, validated).items():
         actual = _staged_value(data, key)
         if key == "imported" and actual is None:
             actual = False  # absent: not imported
@@ -152,23 +152,23 @@ def differences(ctx: ReleaseContext, rel: OpenRelease, manifest: Manifest, valid
     return found
 
 
-def preparation_rewritten(ctx: ReleaseContext, rel: OpenRelease) -> str | None:
+def preparation_rewritten(series: DatasetSeries, rel: OpenRelease) -> str | None:
     """What of the open release ``rel``'s ``prepared_by`` and ``four_eyes`` is not what the
     append-only audit log recorded when it was drafted (one line), or None when both agree
     (or the log's entry predates their recording)."""
-    drafts = [e for e in ctx.store.audit_log(ctx.ws.config.dataset)
+    drafts = [e for e in series.store.audit_log(series.dataset)
               if e["action"] == "draft" and e["release"] == rel.seq]  # fmt: skip
     logged = (drafts[-1]["detail"] or {}) if drafts else {}
     for key, value in (("prepared_by", rel.params.prepared_by), ("four_eyes", rel.params.four_eyes)):
         if key in logged and logged[key] != value:
             return (
-                f"release {rel.seq} of {ctx.ws.config.dataset!r}: the state's {key} ({value!r}) is not the "
+                f"release {rel.seq} of {series.dataset!r}: the state's {key} ({value!r}) is not the "
                 f"{logged[key]!r} the audit log recorded when it was drafted"
             )
     return None
 
 
-def preparation(ctx: ReleaseContext, rel: OpenRelease) -> tuple[str | None, bool]:
+def preparation(series: DatasetSeries, rel: OpenRelease) -> tuple[str | None, bool]:
     """Who prepared the open release ``rel`` and whether ``sign_off.four_eyes`` was on when it
     was drafted, as its release row records them; a draft made before the setting was
     recorded is held to today's configuration.
@@ -177,11 +177,11 @@ def preparation(ctx: ReleaseContext, rel: OpenRelease) -> tuple[str | None, bool
         StateError: the row's ``prepared_by`` or ``four_eyes`` is not what the append-only
             audit log recorded when the release was drafted (:func:`preparation_rewritten`).
     """
-    rewritten = preparation_rewritten(ctx, rel)
+    rewritten = preparation_rewritten(series, rel)
     if rewritten:
         raise StateError(
             f"{rewritten}; the release row was changed outside serialpub: reject it "
             f"('serialpub reject --release {rel.seq}') and prepare it again"
         )
     preparer, four_eyes = rel.params.prepared_by, rel.params.four_eyes
-    return preparer, ctx.ws.config.sign_off.four_eyes if four_eyes is None else four_eyes
+    return preparer, series.ws.config.sign_off.four_eyes if four_eyes is None else four_eyes

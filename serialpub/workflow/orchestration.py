@@ -28,9 +28,9 @@ from serialpub.config import Workspace, load_config
 from serialpub.errors import InputError
 from serialpub.io.release_files import release_name
 from serialpub.io.sources import InputSource
-from serialpub.workflow.context import ReleaseRequest
 from serialpub.workflow.input_checks import period_of_source
 from serialpub.workflow.publisher import Publisher, reject_release
+from serialpub.workflow.request import ReleaseRequest
 from serialpub.workflow.validating import ApprovalFacts
 from serialpub.workspaces import report_url
 from state.store import ReleaseStatus, StateError, StateStore, open_engine

@@ -29,7 +29,7 @@ from serialpub.analysis.verify.report import VerifyReport
 from serialpub.analysis.verify.sign_offs import compare_sign_offs
 from serialpub.io import release_files
 from serialpub.io.manifest import Manifest
-from serialpub.workflow.context import ReleaseContext
+from serialpub.workflow.dataset_series import DatasetSeries
 from state.store import PublishedRelease, StateError
 
 #: the name of a release folder in the release store (docs/design.md section 5)
@@ -54,7 +54,7 @@ def _recorded(published: list[PublishedRelease]) -> str:
     return "releases " + ", ".join(map(str, seqs))
 
 
-def check_store_matches_state(ctx: ReleaseContext, published: list[PublishedRelease], seq: int) -> None:
+def check_store_matches_state(series: DatasetSeries, published: list[PublishedRelease], seq: int) -> None:
     """Refuse to publish release ``seq`` into a release store that does not hold exactly the
     published releases of the state database: a ``release-NNNN`` entry the state does not
     record (a stray or forged folder or link, or a state database restored from an older
@@ -69,13 +69,13 @@ def check_store_matches_state(ctx: ReleaseContext, published: list[PublishedRele
     Raises:
         StateError: naming the first foreign or missing folder and what to do.
     """
-    folder = ctx.ws.dataset_dir
+    folder = series.ws.dataset_dir
     present = set()
     if folder.is_dir():
         with os.scandir(folder) as entries:
             present = {e.name for e in entries if RELEASE_FOLDER.match(e.name)}
     if present - {release_files.release_name(r.seq) for r in published}:
-        published = ctx.store.published(ctx.ws.config.dataset)
+        published = series.store.published(series.dataset)
     expected = {release_files.release_name(r.seq): r for r in published}
     foreign = sorted(present - set(expected), key=lambda name: (name != release_files.release_name(seq), name))
     if foreign:
@@ -92,7 +92,7 @@ def check_store_matches_state(ctx: ReleaseContext, published: list[PublishedRele
         if not os.path.lexists(folder / name):
             raise StateError(
                 f"{folder / name} is missing, but the state database records release {r.seq} of "
-                f"{ctx.ws.config.dataset!r} as published; restore the release store from the backup that matches "
+                f"{series.dataset!r} as published; restore the release store from the backup that matches "
                 "the state database; nothing was published"
             )
 
@@ -105,7 +105,7 @@ def _manifest_bytes(folder: Path) -> bytes | None:
 
 
 def check_signatures(
-    ctx: ReleaseContext, releases: list[PublishedRelease], doing: str = "nothing was published"
+    series: DatasetSeries, releases: list[PublishedRelease], doing: str = "nothing was published"
 ) -> None:
     """Refuse when the manifest signature or chain link of one of ``releases`` does not
     verify (a ``manifest.sig`` missing, broken or not the manifest's; a manifest not chained
@@ -117,7 +117,7 @@ def check_signatures(
     Raises:
         StateError: naming the release, its folder and what to do.
     """
-    dataset_dir = ctx.ws.dataset_dir
+    dataset_dir = series.ws.dataset_dir
     for r in releases:
         folder = dataset_dir / release_files.release_name(r.seq)
         previous = None if r.seq == 1 else _manifest_bytes(dataset_dir / release_files.release_name(r.seq - 1))
@@ -128,7 +128,7 @@ def check_signatures(
             )
 
 
-def check_newest_release(ctx: ReleaseContext, published: list[PublishedRelease]) -> None:
+def check_newest_release(series: DatasetSeries, published: list[PublishedRelease]) -> None:
     """Refuse to build on a damaged newest release: its signature and chain link
     (:func:`check_signatures`) and the sign-off records (rows against the append-only audit
     log for every release, and against the newest manifest's signed ``sign_off``), as
@@ -142,11 +142,11 @@ def check_newest_release(ctx: ReleaseContext, published: list[PublishedRelease])
     if not published:
         return
     newest = published[-1]
-    check_signatures(ctx, [newest])
-    dataset = ctx.ws.config.dataset
-    folder = ctx.ws.dataset_dir / release_files.release_name(newest.seq)
+    check_signatures(series, [newest])
+    dataset = series.dataset
+    folder = series.ws.dataset_dir / release_files.release_name(newest.seq)
     report = VerifyReport(dataset)
-    compare_sign_offs(report, ctx.store, dataset, {newest.seq: Manifest.read(folder / release_files.MANIFEST_FILE)})
+    compare_sign_offs(report, series.store, dataset, {newest.seq: Manifest.read(folder / release_files.MANIFEST_FILE)})
     if report.differences:
         first = report.differences[0].examples[0]
         more = sum(d.count for d in report.differences) - 1
@@ -157,17 +157,17 @@ def check_newest_release(ctx: ReleaseContext, published: list[PublishedRelease])
         )
 
 
-def check_before_drafting(ctx: ReleaseContext) -> None:
+def check_before_drafting(series: DatasetSeries) -> None:
     """Both checks, for the release a draft would become (the next after the newest
     published): refused before the snapshot is read rather than after the sign-off.
 
     Raises:
         StateError: as :func:`check_store_matches_state` and :func:`check_newest_release`.
     """
-    if ctx.store.open_release(ctx.ws.config.dataset) is not None:
+    if series.store.open_release(series.dataset) is not None:
         # the draft is refused anyway, naming the open release, whose sign-offs may be
         # written while these checks read them
         return
-    published = ctx.store.published(ctx.ws.config.dataset)
-    check_store_matches_state(ctx, published, (published[-1].seq if published else 0) + 1)
-    check_newest_release(ctx, published)
+    published = series.store.published(series.dataset)
+    check_store_matches_state(series, published, (published[-1].seq if published else 0) + 1)
+    check_newest_release(series, published)

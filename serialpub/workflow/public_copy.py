@@ -19,7 +19,7 @@ from serialpub.errors import InputError
 from serialpub.io import release_files, signing, versions
 from serialpub.io.manifest import Manifest
 from serialpub.workflow import series_integrity
-from serialpub.workflow.context import ReleaseContext
+from serialpub.workflow.dataset_series import DatasetSeries
 from serialpub.workflow.preflight import check_signatures
 from serialpub.workflow.publishing import check_published_files
 
@@ -36,7 +36,7 @@ class PublicCopy:
     written: int
 
 
-def write_public_copy(ctx: ReleaseContext, out: Path, with_register: bool = False) -> PublicCopy:
+def write_public_copy(series: DatasetSeries, out: Path, with_register: bool = False) -> PublicCopy:
     """Copy every published release of the dataset into ``out`` as the public receives it:
     ``releases/<dataset>/release-NNNN/{data.parquet, manifest.json, manifest.sig}``, plus
     ``hierarchies/`` and ``keys/<signing key>.pub`` (when the workspace signs), and
@@ -52,13 +52,13 @@ def write_public_copy(ctx: ReleaseContext, out: Path, with_register: bool = Fals
         InputError: ``out`` is inside the workspace, or a file in the copy differs from the
             release's (a published release is never rewritten): named, nothing more written.
     """
-    ws = ctx.ws
+    ws = series.ws
     out = out.resolve()
     if out == ws.root.resolve() or ws.root.resolve() in out.parents:
         raise InputError(f"{out}: the public copy must be outside the workspace {ws.root}; choose another --out")
-    published = ctx.store.published(ws.config.dataset)
-    check_published_files(ctx, published)  # never hand out files the state does not vouch for
-    check_signatures(ctx, published, "nothing was copied")  # nor a signature a consumer's audit fails
+    published = series.store.published(ws.config.dataset)
+    check_published_files(series, published)  # never hand out files the state does not vouch for
+    check_signatures(series, published, "nothing was copied")  # nor a signature a consumer's audit fails
     plan: list[tuple[Path, Path]] = []
     for r in published:
         name = release_files.release_name(r.seq)

@@ -16,12 +16,12 @@ from serialpub.io.manifest import Approval, Manifest, SignOff
 from serialpub.report.render import HTML_FILE as REPORT_FILE
 from serialpub.report.render import JSON_FILE as REPORT_JSON
 from serialpub.workflow import manifest_binding, preflight, series_integrity
-from serialpub.workflow.context import ReleaseContext
+from serialpub.workflow.dataset_series import DatasetSeries
 from serialpub.workflow.sign_off import AUTO_APPROVER, not_approved
 from state.store import OpenRelease, PublishedRelease, ReleaseStatus, StateError, owner_is_gone, this_process
 
 
-def finish(ctx: ReleaseContext, seq: int) -> Path:
+def finish(series: DatasetSeries, seq: int) -> Path:
     """Publish the approved release ``seq``: write its sign-off into the staged
     manifest, commit it in the state, move its folder into place. Running it again
     after it completed, or after a crash between commit and move, finishes the move
@@ -30,36 +30,36 @@ def finish(ctx: ReleaseContext, seq: int) -> Path:
     Raises:
         StateError: ``seq`` is neither approved nor published.
     """
-    cfg = ctx.ws.config
-    final = ctx.ws.dataset_dir / release_files.release_name(seq)
-    done = [r for r in ctx.store.published(cfg.dataset) if r.seq == seq]
+    cfg = series.ws.config
+    final = series.ws.dataset_dir / release_files.release_name(seq)
+    done = [r for r in series.store.published(cfg.dataset) if r.seq == seq]
     if done:
-        staged = ctx.ws.dataset_dir / release_files.staging_name(seq, done[0].id)
+        staged = series.ws.dataset_dir / release_files.staging_name(seq, done[0].id)
         if staged.is_dir() or not final.is_dir():
-            move_into_place(ctx, done[0])
-        series_integrity.write_checkpoint(ctx)
+            move_into_place(series, done[0])
+        series_integrity.write_checkpoint(series)
         return final
-    rel = ctx.open_release(seq)
+    rel = series.open_release(seq)
     if rel.status != ReleaseStatus.APPROVED:
-        raise not_approved(ctx, rel)
-    *earlier, sign_off = ctx.store.approvals(rel.id)
-    staging = ctx.staging_dir(rel)
+        raise not_approved(series, rel)
+    *earlier, sign_off = series.store.approvals(rel.id)
+    staging = series.staging_dir(rel)
     manifest = Manifest.read(staging / release_files.MANIFEST_FILE)
-    changed = staged_changes(ctx, rel, staging, manifest, sign_off.report_sha256)
+    changed = staged_changes(series, rel, staging, manifest, sign_off.report_sha256)
     # what is signed is what was validated: every field, as the state recorded it
-    changed += manifest_binding.differences(ctx, rel, manifest, validated=True)
+    changed += manifest_binding.differences(series, rel, manifest, validated=True)
     # every approver must have read the page that is published
     changed += [
         f"report.html is not the page {a.approver} approved (sha256 {a.report_sha256})"
         for a in earlier if a.report_sha256 != sign_off.report_sha256
     ]  # fmt: skip
-    rewritten = manifest_binding.preparation_rewritten(ctx, rel)
+    rewritten = manifest_binding.preparation_rewritten(series, rel)
     if changed or rewritten:
         # the first two: the message stays one line
         named = "; ".join(changed[:2]) + (f"; and {len(changed) - 2} more" if len(changed) > 2 else "")
-        _refuse(ctx, rel, f"staged files changed after validation or sign-off: {named}"
+        _refuse(series, rel, f"staged files changed after validation or sign-off: {named}"
                 if changed else f"{rewritten}; the release row was changed outside serialpub")  # fmt: skip
-    preparer, four_eyes = manifest_binding.preparation(ctx, rel)
+    preparer, four_eyes = manifest_binding.preparation(series, rel)
     # what the public reads: no figure computed from the raw snapshot (they stay in the evidence)
     manifest = manifest.published(str(staging / release_files.MANIFEST_FILE))
     manifest.sign_off = SignOff(
@@ -80,11 +80,11 @@ def finish(ctx: ReleaseContext, seq: int) -> Path:
     manifest.sign_off.prepared_by = preparer
     manifest.sign_off.four_eyes = four_eyes
     if manifest.sign_off.self_approvals():
-        _refuse(ctx, rel, f"{preparer!r} prepared it and approved it under the four-eyes rule it was drafted with")
-    return commit(ctx, rel, manifest)
+        _refuse(series, rel, f"{preparer!r} prepared it and approved it under the four-eyes rule it was drafted with")
+    return commit(series, rel, manifest)
 
 
-def commit(ctx: ReleaseContext, rel: OpenRelease, manifest: Manifest) -> Path:
+def commit(series: DatasetSeries, rel: OpenRelease, manifest: Manifest) -> Path:
     """Publish the staged release ``rel`` with ``manifest`` as its final manifest: seal it
     (:func:`seal`), write and sign it in the staging folder, mark the release published in
     the state, counting what was staged with it (:meth:`state.store.StateStore.publish_staged`),
@@ -97,33 +97,33 @@ def commit(ctx: ReleaseContext, rel: OpenRelease, manifest: Manifest) -> Path:
             release is not ready to publish, or its folder cannot be moved into place.
         InputError: the configured signing key cannot be read.
     """
-    final = ctx.ws.dataset_dir / release_files.release_name(rel.seq)
-    seal(ctx, manifest)
-    manifest_sha = release_files.write_manifest(ctx.staging_dir(rel), manifest, ctx.signing_key)
+    final = series.ws.dataset_dir / release_files.release_name(rel.seq)
+    seal(series, manifest)
+    manifest_sha = release_files.write_manifest(series.staging_dir(rel), manifest, series.signing_key)
     checkpoint("before_commit")
-    ctx.store.publish_staged(rel.id, manifest_sha, str(final), this_process())
+    series.store.publish_staged(rel.id, manifest_sha, str(final), this_process())
     checkpoint("after_commit")
-    move_into_place(ctx, rel)
+    move_into_place(series, rel)
     checkpoint("after_publish")
-    series_integrity.write_checkpoint(ctx)
+    series_integrity.write_checkpoint(series)
     return final
 
 
-def _refuse(ctx: ReleaseContext, rel: OpenRelease, reason: str) -> None:
+def _refuse(series: DatasetSeries, rel: OpenRelease, reason: str) -> None:
     """Fail the approved release ``rel`` without publishing it, for ``reason``.
 
     Raises:
         StateError: always.
     """
-    ctx.store.fail(rel.id, reason, this_process())
-    ctx.remove_staging(rel)
+    series.store.fail(rel.id, reason, this_process())
+    series.remove_staging(rel)
     raise StateError(
-        f"release {rel.seq} of {ctx.ws.config.dataset!r} was not published and is now failed: {reason}. Nothing "
+        f"release {rel.seq} of {series.dataset!r} was not published and is now failed: {reason}. Nothing "
         "was published and the state did not move; prepare the release again ('serialpub release')"
     )
 
 
-def seal(ctx: ReleaseContext, manifest: Manifest) -> None:
+def seal(series: DatasetSeries, manifest: Manifest) -> None:
     """Chain the manifest to the last published one (the sha256 the state recorded when it
     was published, compared with its file first) and name the key it is signed with
     (docs/release-contract.md, "Integrity").
@@ -132,28 +132,28 @@ def seal(ctx: ReleaseContext, manifest: Manifest) -> None:
         StateError: the last published release's files no longer match the state.
         InputError: the configured signing key cannot be read.
     """
-    published = ctx.store.published(ctx.ws.config.dataset)
-    preflight.check_store_matches_state(ctx, published, manifest.release)
-    check_published_files(ctx, published[-1:])
-    preflight.check_newest_release(ctx, published)
+    published = series.store.published(series.dataset)
+    preflight.check_store_matches_state(series, published, manifest.release)
+    check_published_files(series, published[-1:])
+    preflight.check_newest_release(series, published)
     manifest.previous_manifest_sha256 = published[-1].manifest_sha256 if published else None
-    key = ctx.signing_key
+    key = series.signing_key
     manifest.signing_key = None if key is None else signing.public_key_text(key)
     if key is None and published:
-        folder = ctx.ws.dataset_dir / release_files.release_name(published[-1].seq)
+        folder = series.ws.dataset_dir / release_files.release_name(published[-1].seq)
         last = Manifest.read(folder / release_files.MANIFEST_FILE)
         if last.signing_key is not None:
             # a series once signed stays signed: an unsigned release after signed ones is
             # what a forger would publish
             raise InputError(
-                f"{ctx.ws.root / 'serialpub.yaml'}: signing_key is not set, but release {published[-1].seq} was signed "
-                f"({last.signing_key}); set signing_key to the publisher's key"
+                f"{series.ws.root / 'serialpub.yaml'}: signing_key is not set, but release {published[-1].seq} was "
+                f"signed ({last.signing_key}); set signing_key to the publisher's key"
             )
-    series_integrity.check_key_handover(ctx, manifest)
+    series_integrity.check_key_handover(series, manifest)
 
 
 def staged_changes(
-    ctx: ReleaseContext, rel: OpenRelease, staging: Path, manifest: Manifest, signed_report: str | None
+    series: DatasetSeries, rel: OpenRelease, staging: Path, manifest: Manifest, signed_report: str | None
 ) -> list[str]:
     """What changed in a staged release since it was validated and signed off: one line per
     file whose sha256 differs from what the state and the manifest recorded (empty when
@@ -178,7 +178,7 @@ def staged_changes(
         found.append("the manifest holds no validation")
     else:
         check(JSON_FILE, ("the manifest", manifest.validation.sha256))
-        stored = {r["suite"]: r["sha256"] for r in ctx.store.validation_results(ctx.ws.config.dataset, rel.seq)
+        stored = {r["suite"]: r["sha256"] for r in series.store.validation_results(series.dataset, rel.seq)
                   if r["release_status"] == rel.status}  # fmt: skip
         # the suites' checksums as validation.json (checked against the manifest above) has
         # them: a published manifest no longer lists them, and a publication interrupted
@@ -209,29 +209,29 @@ def _short(sha: str | None) -> str:
     return "missing" if sha is None else f"sha256 {sha[:12]}…"
 
 
-def recover(ctx: ReleaseContext) -> None:
+def recover(series: DatasetSeries) -> None:
     """Settle what interrupted runs left: a draft whose process has ended is closed as
     failed, then staging folders are rolled forward or removed (serialpub.io.release_files).
 
     Raises:
         StateError: a published release's files are missing or changed.
     """
-    dataset = ctx.ws.config.dataset
+    dataset = series.dataset
     # list staging folders before reading the state: a draft is committed before its
     # folder is written, so each listed folder's release is in what is read next
-    staged = release_files.staging_folders(ctx.ws.dataset_dir)
-    current = ctx.store.open_release(dataset)
+    staged = release_files.staging_folders(series.ws.dataset_dir)
+    current = series.store.open_release(dataset)
     if current is not None and owner_is_gone(current.owner):
-        ctx.store.fail(current.id, f"the process that opened it ({current.owner}) has ended", this_process())
+        series.store.fail(current.id, f"the process that opened it ({current.owner}) has ended", this_process())
         current = None
-    published = ctx.store.published(dataset)
+    published = series.store.published(dataset)
     release_files.recover(
-        ctx.ws.dataset_dir, {r.id: r.seq for r in published}, {current.id} if current else set(), staged
+        series.ws.dataset_dir, {r.id: r.seq for r in published}, {current.id} if current else set(), staged
     )
-    check_published_files(ctx, published)
+    check_published_files(series, published)
 
 
-def check_published_files(ctx: ReleaseContext, published: list[PublishedRelease]) -> None:
+def check_published_files(series: DatasetSeries, published: list[PublishedRelease]) -> None:
     """Refuse to build on a release store that no longer matches the state: every
     published release folder must exist and its data.parquet and manifest.json must
     have the checksums the state recorded when it was published.
@@ -240,10 +240,10 @@ def check_published_files(ctx: ReleaseContext, published: list[PublishedRelease]
         StateError: naming the release and the file, before anything is changed.
     """
     for r in published:
-        folder = ctx.ws.dataset_dir / release_files.release_name(r.seq)
-        if (ctx.ws.dataset_dir / release_files.staging_name(r.seq, r.id)).is_dir():
+        folder = series.ws.dataset_dir / release_files.release_name(r.seq)
+        if (series.ws.dataset_dir / release_files.staging_name(r.seq, r.id)).is_dir():
             # committed by another process whose rename is still on its way: finish it
-            move_into_place(ctx, r)
+            move_into_place(series, r)
         for name, expected in ((release_files.DATA_FILE, r.data_sha256),
                                (release_files.MANIFEST_FILE, r.manifest_sha256)):  # fmt: skip
             path = folder / name
@@ -269,7 +269,7 @@ def check_published_files(ctx: ReleaseContext, published: list[PublishedRelease]
                 )
 
 
-def move_into_place(ctx: ReleaseContext, rel: PublishedRelease | OpenRelease) -> Path:
+def move_into_place(series: DatasetSeries, rel: PublishedRelease | OpenRelease) -> Path:
     """Move the staging folder of the committed release ``rel`` to its ``release-NNNN``
     name (step 3 of :mod:`serialpub.io.release_files`' order). The staging folder is then
     the release's only copy: on any failure it stays where it is, and the message says so.
@@ -277,8 +277,8 @@ def move_into_place(ctx: ReleaseContext, rel: PublishedRelease | OpenRelease) ->
     Raises:
         StateError: something else has the release's name (named), or the rename failed.
     """
-    final = ctx.ws.dataset_dir / release_files.release_name(rel.seq)
-    staged = ctx.ws.dataset_dir / release_files.staging_name(rel.seq, rel.id)
+    final = series.ws.dataset_dir / release_files.release_name(rel.seq)
+    staged = series.ws.dataset_dir / release_files.staging_name(rel.seq, rel.id)
     kept = f"release {rel.seq} is published in the state database and its files are kept in {staged.name} beside it"
     if os.path.lexists(final) and staged.is_dir():
         raise StateError(
@@ -286,7 +286,7 @@ def move_into_place(ctx: ReleaseContext, rel: PublishedRelease | OpenRelease) ->
             f"then run 'serialpub publish --release {rel.seq}'"
         )
     try:
-        return release_files.move_into_place(ctx.ws.dataset_dir, rel.seq, rel.id)
+        return release_files.move_into_place(series.ws.dataset_dir, rel.seq, rel.id)
     except OSError as exc:
         if not staged.is_dir():
             raise StateError(

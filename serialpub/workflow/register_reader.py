@@ -6,6 +6,7 @@ closing a release never read it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import Enum
 from functools import cached_property
 from pathlib import Path
@@ -15,12 +16,16 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from anonymizer.hierarchy import Hierarchy
+from anonymizer.intervals import quantile_hierarchy
+from anonymizer.settings import Algorithm
 from checks.gx import SuiteResult
-from checks.input_suites import DatasetColumns, register_suite
+from checks.input_suites import register_suite
 from serialpub.config import Workspace
 from serialpub.errors import InputChecksFailed, InputError
 from serialpub.io import register_cache, release_files, versions
-from serialpub.io.inputs import IdLookup, Register, read_csv, register_from_table
+from serialpub.io.inputs import IdLookup, Register, Snapshot, read_csv, register_from_table
+from serialpub.io.statistics_file import StatisticsFile
 from serialpub.workflow import progress
 from serialpub.workflow.dataset_inputs import DatasetInputs
 
@@ -54,14 +59,14 @@ class RegisterReader:
     """The register of one workspace, read for one set of :class:`DatasetInputs`.
 
     Args:
-        columns: the columns the register must have (the register suite's).
         cache_writes: the register cache entries the owner writes beside its releases.
     """
 
     def __init__(
-        self, ws: Workspace, inputs: DatasetInputs, columns: DatasetColumns, cache_writes: register_cache.Writes
+        self, ws: Workspace, inputs: DatasetInputs, cache_writes: register_cache.Writes | None = None
     ) -> None:
-        self.ws, self.inputs, self.columns, self.cache_writes = ws, inputs, columns, cache_writes
+        self.ws, self.inputs = ws, inputs
+        self.cache_writes = cache_writes if cache_writes is not None else register_cache.Writes()
         self._sha: str | None = None  # of the bytes the register was read from
         # a Parquet or SQL register's canonical CSV bytes, until its version is kept (a CSV
         # file is read again for that: it is on disk)
@@ -71,6 +76,12 @@ class RegisterReader:
         # the register suite runs before the first check of a snapshot, once per reader;
         # its result is evidence of every release
         self._check: SuiteResult | None = None
+        self._search_hierarchies: dict[tuple[str, tuple[str, ...]], list[Hierarchy]] = {}
+        #: the last snapshot checked against this register: its key (its source and suite
+        #: verdict key, serialpub.workflow.input_checks.check_inputs), its suite's result and
+        #: the coded snapshot; validating a draft with the reader that drafted it does not
+        #: check its snapshot again
+        self.last_snapshot: tuple[tuple[object, str], SuiteResult, Snapshot] | None = None
 
     @property
     def state(self) -> RegisterState:
@@ -205,7 +216,7 @@ class RegisterReader:
         if self._check is None:
             rows = self._rows()
             with progress.step("register suite"):
-                self._check = register_suite(by_file_line(rows), self.columns, row_label="line")
+                self._check = register_suite(by_file_line(rows), self.inputs.columns, row_label="line")
             if "register" in self.__dict__:  # built already: the rows are no longer needed
                 self._table = None
             self._save_cache()
@@ -242,3 +253,30 @@ class RegisterReader:
         for q in self.inputs.qis:
             versions.keep_hierarchy(self.ws.root, q, self.ws.hierarchy_dir / f"{q}.csv", sums["hierarchies"][q])
 
+    @cached_property
+    def statistics(self) -> StatisticsFile:
+        """The statistics file's codec for this register (:mod:`serialpub.io.statistics_file`)."""
+        return StatisticsFile(self.register, self.inputs.protected, self.file_sums["register"])
+
+    def search_hierarchies(
+        self, algorithm: Algorithm | str | None = None, numeric: Sequence[str] | None = None
+    ) -> list[Hierarchy]:
+        """The hierarchy per QI (in ``qis`` order) a search generalizes along and its drafts'
+        labels come from. Under the top-down search a QI of ``numeric`` gets the binary
+        interval hierarchy halved at the register's medians
+        (:func:`anonymizer.intervals.quantile_hierarchy`); every other QI, and every QI under
+        the bottom-up search, its declared hierarchy. Defaults: the configuration's
+        ``algorithm`` and ``numeric``. Computed once per (algorithm, numeric).
+        """
+        algorithm = self.ws.config.algorithm if algorithm is None else algorithm
+        numeric = self.inputs.numeric if numeric is None else numeric
+        qis = self.inputs.qis
+        key = (str(algorithm), tuple(q for q in qis if q in numeric))
+        if key not in self._search_hierarchies:
+            hs = [self.inputs.hierarchies[q] for q in qis]
+            if algorithm == Algorithm.TOPDOWN:
+                for a, q in enumerate(qis):
+                    if q in key[1]:
+                        hs[a] = quantile_hierarchy(hs[a], self.register_leaf_counts[q])
+            self._search_hierarchies[key] = hs
+        return self._search_hierarchies[key]

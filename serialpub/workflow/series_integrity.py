@@ -34,7 +34,7 @@ from serialpub.io.series_records import (
     rotation_release,
     signature_path,
 )
-from serialpub.workflow.context import ReleaseContext
+from serialpub.workflow.dataset_series import DatasetSeries
 
 
 def _now() -> str:
@@ -65,7 +65,7 @@ def _write_signed(folder: Path, name: str, text: str, signature: str | None) -> 
     return target
 
 
-def write_checkpoint(ctx: ReleaseContext) -> Path | None:
+def write_checkpoint(series: DatasetSeries) -> Path | None:
     """Write ``releases/<dataset>/checkpoint.json`` (+ ``checkpoint.sig`` when the workspace
     signs) naming the newest published release and the sha256 of its manifest as the
     state recorded it. Returns the file, None when nothing is published.
@@ -73,36 +73,36 @@ def write_checkpoint(ctx: ReleaseContext) -> Path | None:
     Raises:
         InputError: the configured signing key cannot be read.
     """
-    published = ctx.store.published(ctx.ws.config.dataset)
+    published = series.store.published(series.dataset)
     if not published:
         return None
     last = published[-1]
-    key = ctx.signing_key
+    key = series.signing_key
     record = Checkpoint(
-        dataset=ctx.ws.config.dataset,
+        dataset=series.dataset,
         release=last.seq,
-        manifest_sha256=_manifest_sha256(ctx, last.seq, last.manifest_sha256),
+        manifest_sha256=_manifest_sha256(series, last.seq, last.manifest_sha256),
         signing_key=None if key is None else signing.public_key_text(key),
         created=_now(),
     )
     text = record.to_json()
     sig = None if key is None else signing.sign(key, text.encode("utf-8"))
     try:
-        return _write_signed(ctx.ws.dataset_dir, CHECKPOINT_FILE, text, sig)
+        return _write_signed(series.ws.dataset_dir, CHECKPOINT_FILE, text, sig)
     except OSError as exc:
         # the release is published by now: say so, rather than fail as if it were not
         warnings.warn(
-            f"{ctx.ws.dataset_dir / CHECKPOINT_FILE}: not rewritten ({exc.strerror or exc}); release {last.seq} is "
+            f"{series.ws.dataset_dir / CHECKPOINT_FILE}: not rewritten ({exc.strerror or exc}); release {last.seq} is "
             "published, and the next publication writes the checkpoint",
             stacklevel=2,
         )
         return None
 
 
-def _manifest_sha256(ctx: ReleaseContext, seq: int, recorded: str | None) -> str:
+def _manifest_sha256(series: DatasetSeries, seq: int, recorded: str | None) -> str:
     """The sha256 of release ``seq``'s manifest as the state recorded it (the file's, for a
     state that recorded none)."""
-    folder = ctx.ws.dataset_dir / release_files.release_name(seq)
+    folder = series.ws.dataset_dir / release_files.release_name(seq)
     return recorded or release_files.sha256_file(folder / release_files.MANIFEST_FILE)
 
 
@@ -113,7 +113,7 @@ def _rotation(dataset_dir: Path, seq: int) -> KeyRotation | None:
     return KeyRotation.parse(path.read_bytes(), str(path))
 
 
-def check_key_handover(ctx: ReleaseContext, manifest: Manifest) -> None:
+def check_key_handover(series: DatasetSeries, manifest: Manifest) -> None:
     """Refuse to sign ``manifest`` with a key other than the previous release's unless
     ``key-rotation-NNNN.json`` (NNNN: this release) hands the key over to it, and refuse the
     old key once such a record exists.
@@ -122,31 +122,31 @@ def check_key_handover(ctx: ReleaseContext, manifest: Manifest) -> None:
         InputError: naming ``serialpub.yaml``'s ``signing_key`` and the fix.
     """
     if manifest.previous_release is not None:
-        _check_handover(ctx, manifest.previous_release, manifest.release, manifest.signing_key)
+        _check_handover(series, manifest.previous_release, manifest.release, manifest.signing_key)
 
 
-def check_next_key(ctx: ReleaseContext) -> None:
+def check_next_key(series: DatasetSeries) -> None:
     """:func:`check_key_handover` for the next release, before it is drafted (a key the
     publication would refuse is refused before the sign-off, not after).
 
     Raises:
         InputError: as :func:`check_key_handover`; the key cannot be read.
     """
-    published = ctx.store.published(ctx.ws.config.dataset)
-    key = ctx.signing_key
+    published = series.store.published(series.dataset)
+    key = series.signing_key
     if published and key is not None:
-        _check_handover(ctx, published[-1].seq, published[-1].seq + 1, signing.public_key_text(key))
+        _check_handover(series, published[-1].seq, published[-1].seq + 1, signing.public_key_text(key))
 
 
-def _check_handover(ctx: ReleaseContext, previous: int, seq: int, key: str | None) -> None:
+def _check_handover(series: DatasetSeries, previous: int, seq: int, key: str | None) -> None:
     if key is None:
         return
-    folder = ctx.ws.dataset_dir / release_files.release_name(previous)
+    folder = series.ws.dataset_dir / release_files.release_name(previous)
     before = Manifest.read(folder / release_files.MANIFEST_FILE).signing_key
     if before is None:
         return  # the first signed release: the audit pins its key
-    record = _rotation(ctx.ws.dataset_dir, seq)
-    config = ctx.ws.root / CONFIG_NAME
+    record = _rotation(series.ws.dataset_dir, seq)
+    config = series.ws.root / CONFIG_NAME
     name = rotation_name(seq)
     if record is None:
         if key != before:
@@ -175,7 +175,7 @@ class Rotation:
     new_public_key_file: Path
 
 
-def rotate_key(ctx: ReleaseContext, new_key_path: Path, reason: str) -> Rotation:
+def rotate_key(series: DatasetSeries, new_key_path: Path, reason: str) -> Rotation:
     """Hand the publisher's signing key over to ``new_key_path`` (created, with its ``.pub``,
     when missing) from the next release on: write ``key-rotation-NNNN.json`` and its
     signature by the old (configured) key, then set ``signing_key`` in ``serialpub.yaml``.
@@ -186,14 +186,14 @@ def rotate_key(ctx: ReleaseContext, new_key_path: Path, reason: str) -> Rotation
             did not sign the newest release, the new key is the old one, or a record for
             the next release exists for another key.
     """
-    cfg, config = ctx.ws.config, ctx.ws.root / CONFIG_NAME
-    old = ctx.signing_key
+    cfg, config = series.ws.config, series.ws.root / CONFIG_NAME
+    old = series.signing_key
     if old is None:
         raise InputError(
             f"{config}: signing_key is not set, so there is no key to rotate; set it to the new key "
             "(the first signed release pins it)"
         )
-    published = ctx.store.published(cfg.dataset)
+    published = series.store.published(cfg.dataset)
     if not published:
         raise InputError(
             f"{config}: no release of {cfg.dataset!r} is published yet, so no key is pinned; set signing_key to "
@@ -202,16 +202,16 @@ def rotate_key(ctx: ReleaseContext, new_key_path: Path, reason: str) -> Rotation
     last = published[-1]
     from serialpub.workflow.publishing import check_published_files
 
-    check_published_files(ctx, [last])
-    folder = ctx.ws.dataset_dir / release_files.release_name(last.seq)
+    check_published_files(series, [last])
+    folder = series.ws.dataset_dir / release_files.release_name(last.seq)
     last_manifest = Manifest.read(folder / release_files.MANIFEST_FILE)
     old_text = signing.public_key_text(old)
     if not new_key_path.exists():
         signing.create_key_pair(new_key_path)
     new_text = signing.public_key_text(signing.load_private_key(new_key_path))
     seq = last.seq + 1
-    path = ctx.ws.dataset_dir / rotation_name(seq)
-    existing = _rotation(ctx.ws.dataset_dir, seq)
+    path = series.ws.dataset_dir / rotation_name(seq)
+    existing = _rotation(series.ws.dataset_dir, seq)
     if existing is not None:
         if existing.new_key != new_text or existing.old_key != last_manifest.signing_key:
             raise InputError(
@@ -229,14 +229,14 @@ def rotate_key(ctx: ReleaseContext, new_key_path: Path, reason: str) -> Rotation
         record = KeyRotation(
             dataset=cfg.dataset,
             from_release=seq,
-            after_manifest_sha256=_manifest_sha256(ctx, last.seq, last.manifest_sha256),
+            after_manifest_sha256=_manifest_sha256(series, last.seq, last.manifest_sha256),
             old_key=old_text,
             new_key=new_text,
             created=_now(),
             reason=reason,
         )
         text = record.to_json()
-        _write_signed(ctx.ws.dataset_dir, path.name, text, signing.sign(old, text.encode("utf-8")))
+        _write_signed(series.ws.dataset_dir, path.name, text, signing.sign(old, text.encode("utf-8")))
     _switch_signing_key(config, new_key_path)
     return Rotation(path, seq, existing.old_key if existing else old_text, new_text, new_key_path.with_suffix(".pub"))
 

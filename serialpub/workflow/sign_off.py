@@ -12,7 +12,7 @@ from serialpub.errors import InputError, quoted
 from serialpub.io import release_files
 from serialpub.report.render import HTML_FILE as REPORT_FILE
 from serialpub.workflow import identity, manifest_binding
-from serialpub.workflow.context import ReleaseContext
+from serialpub.workflow.dataset_series import DatasetSeries
 from state.store import (
     OpenRelease,
     ReleaseStatus,
@@ -28,7 +28,7 @@ AUTO_APPROVER = "automatic approval (sign_off.auto_approve)"
 
 
 def approve(
-    ctx: ReleaseContext, seq: int, approver: str, comment: str, report_sha256: str | None = None,
+    series: DatasetSeries, seq: int, approver: str, comment: str, report_sha256: str | None = None,
     automatic: bool = False,
 ) -> SignOffRecord:  # fmt: skip
     """Record an approving sign-off of the validated release ``seq``. ``report_sha256``:
@@ -40,9 +40,9 @@ def approve(
             not allowed to approve (:func:`serialpub.workflow.identity.authorize`).
         StateError: ``seq`` is not the dataset's validated (or approved) release.
     """
-    cfg = ctx.ws.config
+    cfg = series.ws.config
     if automatic and not cfg.sign_off.auto_approve:
-        raise InputError(f"{ctx.ws.root / 'serialpub.yaml'}: automatic approval needs sign_off.auto_approve")
+        raise InputError(f"{series.ws.root / 'serialpub.yaml'}: automatic approval needs sign_off.auto_approve")
     if not approver.strip():
         raise InputError("the approver's name is empty; sign-offs are recorded with who decided")
     if automatic != (approver == AUTO_APPROVER):
@@ -52,7 +52,7 @@ def approve(
         # the preparer and the four-eyes rule as recorded at drafting (checked against the
         # audit log), not as the configuration says now
         try:
-            preparer, four_eyes = manifest_binding.preparation(ctx, ctx.open_release(seq))
+            preparer, four_eyes = manifest_binding.preparation(series, series.open_release(seq))
         except StateError as exc:
             raise InputError(str(exc)) from None
         if preparer is None and four_eyes:
@@ -60,24 +60,24 @@ def approve(
                 f"release {seq} of {cfg.dataset!r} has no record of who prepared it (prepared before serialpub "
                 "recorded it), so the four-eyes rule cannot be checked; reject it and prepare it again"
             )
-        approver = identity.authorize(ctx.ws, approver, preparer, four_eyes)
+        approver = identity.authorize(series.ws, approver, preparer, four_eyes)
     if report_sha256 is None:
-        page = ctx.staging_dir(ctx.open_release(seq)) / REPORT_FILE
+        page = series.staging_dir(series.open_release(seq)) / REPORT_FILE
         report_sha256 = release_files.sha256_file(page) if page.exists() else None
     required = 1 if automatic else cfg.sign_off.required_approvals
-    return ctx.store.approve(cfg.dataset, seq, approver, comment, report_sha256, required)
+    return series.store.approve(cfg.dataset, seq, approver, comment, report_sha256, required)
 
 
-def not_approved(ctx: ReleaseContext, rel: OpenRelease) -> StateError:
+def not_approved(series: DatasetSeries, rel: OpenRelease) -> StateError:
     """Why the open release ``rel`` cannot be published yet, and who must act: its
     approvals so far against ``sign_off.required_approvals``. The approver runs
     ``serialpub approve`` under their own account (``--by`` may only repeat it,
     :mod:`serialpub.workflow.identity`), so the line names no ``--by``."""
-    cfg = ctx.ws.config
+    cfg = series.ws.config
     what = f"release {rel.seq} of {cfg.dataset!r}"
     if rel.status != ReleaseStatus.VALIDATED:
         return StateError(f"{what} is {rel.status}; only a validated release that is approved can be published")
-    given = [a.approver for a in ctx.store.approvals(rel.id)]
+    given = [a.approver for a in series.store.approvals(rel.id)]
     required = cfg.sign_off.required_approvals
     if given:
         return StateError(
@@ -91,22 +91,22 @@ def not_approved(ctx: ReleaseContext, rel: OpenRelease) -> StateError:
     )
 
 
-def auto_approve(ctx: ReleaseContext, seq: int) -> SignOffRecord:
+def auto_approve(series: DatasetSeries, seq: int) -> SignOffRecord:
     """Approve ``seq`` automatically (``sign_off.auto_approve``: test and demo
     environments); the manifest records the sign-off as automatic."""
-    return approve(ctx, seq, AUTO_APPROVER, "sign_off.auto_approve is set in serialpub.yaml", automatic=True)
+    return approve(series, seq, AUTO_APPROVER, "sign_off.auto_approve is set in serialpub.yaml", automatic=True)
 
 
-def close(ctx: ReleaseContext, seq: int, reason: str) -> None:
+def close(series: DatasetSeries, seq: int, reason: str) -> None:
     """End the open release ``seq`` as failed (a run that failed or timed out waiting
     for its sign-off): staging removed, nothing counted.
 
     Raises:
         StateError: ``seq`` is not the dataset's open release.
     """
-    rel = ctx.open_release(seq)
-    ctx.store.fail(rel.id, reason, this_process())
-    ctx.remove_staging(rel)
+    rel = series.open_release(seq)
+    series.store.fail(rel.id, reason, this_process())
+    series.remove_staging(rel)
 
 
 def reject_release(

@@ -24,6 +24,7 @@ from checks.breach import BreachComputation, Draft, Population, PriorState, Snap
 from checks.evidence import HTML_FILE, write_evidence
 from checks.gx import SuiteResult
 from checks.release_suites import release_suite
+from serialpub.config import Config
 from serialpub.errors import InputError, ValidationFailed
 from serialpub.faults import checkpoint
 from serialpub.io import release_files
@@ -36,12 +37,15 @@ from serialpub.report.render import HTML_FILE as REPORT_FILE
 from serialpub.report.render import report_plots, write_release_report
 from serialpub.workflow import manifest_binding, progress
 from serialpub.workflow.anonymizing import record_sets
-from serialpub.workflow.context import InputChecks, ReleaseContext
-from serialpub.workflow.input_checks import check_inputs, snapshot_source
+from serialpub.workflow.dataset_inputs import DatasetInputs
+from serialpub.workflow.dataset_series import DatasetSeries
+from serialpub.workflow.input_checks import InputChecks, check_inputs, snapshot_source
+from serialpub.workflow.register_reader import RegisterReader
+from serialpub.workflow.request import ReleaseRequest
 from state.store import OpenRelease, ReleaseStatus, StateError, this_process
 
 
-def validate(ctx: ReleaseContext, seq: int) -> list[SuiteResult]:
+def validate(series: DatasetSeries, inputs: DatasetInputs, register: RegisterReader, seq: int) -> list[SuiteResult]:
     """Run the input and release suites on the staged draft ``seq`` and store their
     results with it; it becomes ``validated`` (evidence written into its staging folder,
     the manifest updated) or ``failed`` (staging removed, nothing counted) and
@@ -53,35 +57,38 @@ def validate(ctx: ReleaseContext, seq: int) -> list[SuiteResult]:
         StateError: ``seq`` is not the dataset's open draft, or its snapshot file
             changed since the draft was made.
     """
-    rel = ctx.open_release(seq)
+    rel = series.open_release(seq)
     if rel.status != ReleaseStatus.DRAFT:
         return []
     try:
-        return _validate(ctx, rel)
+        return _validate(series, inputs, register, rel)
     except ValidationFailed:
-        ctx.remove_staging(rel)  # record_validation already closed it as failed
+        series.remove_staging(rel)  # record_validation already closed it as failed
         raise
     except BaseException as exc:
-        ctx.abandon(rel, exc)
+        series.abandon(rel, exc)
         raise
 
 
-def _validate(ctx: ReleaseContext, rel: OpenRelease) -> list[SuiteResult]:
+def _validate(
+    series: DatasetSeries, inputs: DatasetInputs, register: RegisterReader, rel: OpenRelease
+) -> list[SuiteResult]:
     """The body of :func:`validate`: the staged draft and its inputs checked against what
     was drafted, the release suites beside the report's figures, the verdict recorded, the
     evidence and the report written. Under the localized baseline the global-guarantee
     suite is left out (that baseline exists to show the leak); the manifest says so."""
-    cfg = ctx.ws.config
-    staging = ctx.staging_dir(rel)
+    cfg = series.ws.config
+    staging = series.staging_dir(rel)
     manifest, table = release_files.read_release(staging)
-    checked = _inputs_as_drafted(ctx, rel, manifest)
+    checked = _inputs_as_drafted(series, inputs, register, rel, manifest)
     register_check, snapshot_check = checked.suites
     # the draft's own, when this process drafted it: found by the file's sha256, not read again
-    history = ctx.statistics.load_latest(ctx.store, cfg.dataset, np.full(len(ctx.register.ids), float(cfg.ell)))
-    draft = Draft(table, ctx.qis, cfg.sensitive, ctx.read_hierarchies(table))
-    suites, figuring, measuring = _release_suites(ctx, manifest, draft, checked.snapshot, history)
+    ell = np.full(len(register.register.ids), float(cfg.ell))
+    history = register.statistics.load_latest(series.store, cfg.dataset, ell)
+    draft = Draft(table, inputs.qis, cfg.sensitive, inputs.read_hierarchies(table))
+    suites, figuring, measuring = _release_suites(cfg, inputs, register, manifest, draft, checked.snapshot, history)
     suites = [register_check, snapshot_check, *suites]
-    passed = ctx.store.record_validation(
+    passed = series.store.record_validation(
         rel.id, [(r.suite, r.success, r.result, r.sha256) for r in suites], this_process()
     )
     if not passed:
@@ -102,22 +109,26 @@ def _validate(ctx: ReleaseContext, rel: OpenRelease) -> list[SuiteResult]:
     with progress.step("report"):
         figures_drawn, plots = figuring.result()
         figures_drawn = replace(figures_drawn, measures=[*figures_drawn.measures, *measuring.result()])
-        manifest.report = write_report(ctx, staging, manifest, figures_drawn, plots)
+        manifest.report = write_report(cfg, staging, manifest, figures_drawn, plots)
     release_files.write_manifest(staging, manifest)
-    manifest_binding.bind(ctx, rel.id, manifest)
+    manifest_binding.bind(series, rel.id, manifest)
     checkpoint("after_validation")
     return suites
 
 
-def _inputs_as_drafted(ctx: ReleaseContext, rel: OpenRelease, manifest: Manifest) -> InputChecks:
+def _inputs_as_drafted(
+    series: DatasetSeries, inputs: DatasetInputs, register: RegisterReader, rel: OpenRelease, manifest: Manifest
+) -> InputChecks:
     """The input checks of the draft's snapshot, after checking that the staged manifest,
     the register, the hierarchies and the snapshot are the ones the draft was made with.
+    They run under the request the draft was made under (its recorded period gap and
+    repeated snapshot), whichever process validates it.
 
     Raises:
         StateError: any of them changed since the draft was made.
     """
-    staging = ctx.staging_dir(rel)
-    edited = manifest_binding.differences(ctx, rel, manifest, validated=False)
+    staging = series.staging_dir(rel)
+    edited = manifest_binding.differences(series, rel, manifest, validated=False)
     if edited:
         # validation would vouch for the edit: refuse it before anything is recorded
         raise StateError(
@@ -125,11 +136,11 @@ def _inputs_as_drafted(ctx: ReleaseContext, rel: OpenRelease, manifest: Manifest
             f"({edited[0]}); the draft was failed and nothing was published: prepare the release again "
             "('serialpub release')"
         )
-    sums = ctx.file_sums
+    sums = register.file_sums
     if sums["register"] != manifest.sha256.register_file or sums["hierarchies"] != manifest.sha256.hierarchies:
         # validated against other inputs than the draft's, the verdict would not be the release's
         raise StateError(
-            f"{ctx.ws.register_source.label}: the register or a hierarchy file changed after release {rel.seq} was "
+            f"{series.ws.register_source.label}: the register or a hierarchy file changed after release {rel.seq} was "
             "drafted "
             f"(with register sha256 {manifest.sha256.register_file[:12]}...); the draft was failed and nothing was "
             "published: prepare the release again ('serialpub release') with the period's files"
@@ -137,9 +148,9 @@ def _inputs_as_drafted(ctx: ReleaseContext, rel: OpenRelease, manifest: Manifest
     if rel.params.snapshot is None:  # every draft records it: the row was changed outside serialpub
         raise StateError(f"release {rel.seq}: its release row names no snapshot; end it with 'serialpub reject "
                          f"--release {rel.seq}' and prepare it again")  # fmt: skip
-    source = snapshot_source(ctx, rel.params.snapshot)
-    repeated_allowed = bool(rel.params.repeats_snapshot_of)  # the draft was allowed it
-    checked = check_inputs(ctx, source, rel.period, repeated_allowed=repeated_allowed) if source.exists() else None
+    source = snapshot_source(series.ws, rel.params.snapshot)
+    request = ReleaseRequest.as_drafted(rel.params)
+    checked = check_inputs(series, inputs, register, request, source, rel.period) if source.exists() else None
     if checked is None or checked.sha256 != rel.params.snapshot_sha256:
         raise StateError(
             f"{source.label}: the snapshot of release {rel.seq} changed or disappeared after the release was drafted; "
@@ -149,11 +160,11 @@ def _inputs_as_drafted(ctx: ReleaseContext, rel: OpenRelease, manifest: Manifest
 
 
 def _release_suites(
-    ctx: ReleaseContext, manifest: Manifest, draft: Draft, snap: Snapshot, history: History
-) -> tuple[list[SuiteResult], Future[tuple[PrivacyFigures, dict[str, str]]], Future[list[Measure]]]:
+    cfg: Config, inputs: DatasetInputs, register: RegisterReader, manifest: Manifest, draft: Draft, snap: Snapshot,
+    history: History,
+) -> tuple[list[SuiteResult], Future[tuple[PrivacyFigures, dict[str, str]]], Future[list[Measure]]]:  # fmt: skip
     """The release suites' results (without the global-guarantee suite under the localized
     baseline), with the report's figures and measures computed beside them."""
-    cfg = ctx.ws.config
     presence = cfg.dilution is Dilution.PRESENCE
     thresholds = cfg.validation.model_dump()
     if thresholds["max_suppression_rate"] is None:
@@ -162,10 +173,11 @@ def _release_suites(
     # unit (individuals sharing their QI cell and history class share every figure), and
     # mechanism-aware under the default model (docs/threat-model.md). It runs on the second
     # core while the contract and disjointness suites, which do not need it, run on this one
-    population = Population(ctx.register.keys, ctx.register.ids, presence, snap.individual if presence else None)
-    prior = PriorState(ctx.protected, history.survival, cfg.ell, history.class_of)
+    coded = register.register
+    population = Population(coded.keys, coded.ids, presence, snap.individual if presence else None)
+    prior = PriorState(inputs.protected, history.survival, cfg.ell, history.class_of)
     records = (
-        SnapshotRecords(snap.individual, record_sets(ctx, snap))
+        SnapshotRecords(snap.individual, record_sets(inputs.protected, snap))
         if cfg.suppression_model is SuppressionModel.MECHANISM
         else None
     )
@@ -183,12 +195,12 @@ def _release_suites(
         def figures() -> tuple[PrivacyFigures, dict[str, str]]:
             breach = computing.result()
             with progress.step("report figures"):
-                return report_figures(ctx, draft, breach, history)
+                return report_figures(cfg, inputs, draft, breach, history)
 
         def measures() -> list[Measure]:
             breach = computing.result()
             with progress.step("report measures"):
-                return classical_measures(report_inputs(ctx, draft, breach, history), cfg.report)
+                return classical_measures(report_inputs(cfg, inputs, draft, breach, history), cfg.report)
 
         figuring, measuring = beside.submit(figures), beside.submit(measures)
         with progress.step("release suites"):
@@ -198,7 +210,7 @@ def _release_suites(
                     "suppression_rate": (manifest.suppressed or 0) / max(len(snap.individual), 1),
                     **query_figures(manifest),
                 },
-                id_column=cfg.id_column, sensitive_domain=ctx.sensitive_domain,
+                id_column=cfg.id_column, sensitive_domain=inputs.sensitive_domain,
             )  # fmt: skip
     computing.result()  # a computation that failed raises here, before anything is recorded
     if cfg.guarantee is Guarantee.LOCALIZED:
@@ -207,34 +219,35 @@ def _release_suites(
 
 
 def report_figures(
-    ctx: ReleaseContext, draft: Draft, breach: BreachComputation, history: History
+    cfg: Config, inputs: DatasetInputs, draft: Draft, breach: BreachComputation, history: History
 ) -> tuple[PrivacyFigures, dict[str, str]]:
     """The release report's privacy figures and plots, from the staged draft as read back by
     :func:`_validate` and the breach computation its guarantee suite checked; without the
     per-release measures of the source papers, which :func:`_validate` computes beside them
     (:func:`serialpub.report.privacy.classical_measures`) and appends."""
-    figures = privacy_figures(report_inputs(ctx, draft, breach, history), ctx.ws.config.report, classical=False)
-    return figures, report_plots(figures, ctx.ws.config.dilution is Dilution.PRESENCE)
+    figures = privacy_figures(report_inputs(cfg, inputs, draft, breach, history), cfg.report, classical=False)
+    return figures, report_plots(figures, cfg.dilution is Dilution.PRESENCE)
 
 
-def report_inputs(ctx: ReleaseContext, draft: Draft, breach: BreachComputation, history: History) -> PrivacyInputs:
+def report_inputs(
+    cfg: Config, inputs: DatasetInputs, draft: Draft, breach: BreachComputation, history: History
+) -> PrivacyInputs:
     """What the report's privacy figures are computed from."""
-    cfg = ctx.ws.config
     presence = cfg.dilution is Dilution.PRESENCE
-    domain = ctx.sensitive_domain
+    domain = inputs.sensitive_domain
     if domain is None:
         # no hierarchy file: the values seen, the protected ones and the categories' (a
         # release need not hold every protected value)
         named = [v for values in (cfg.report.categories or {}).values() for v in values]
-        domain = sorted({*draft.table[cfg.sensitive].astype(str), *ctx.protected, *named})
+        domain = sorted({*draft.table[cfg.sensitive].astype(str), *inputs.protected, *named})
     return PrivacyInputs(
-        draft=draft, breach=breach, history=history, params=ctx.params, presence=presence, protected=ctx.protected,
-        sensitive_hierarchy=ctx.sensitive_hierarchy, sensitive_domain=domain,
+        draft=draft, breach=breach, history=history, params=inputs.params, presence=presence,
+        protected=inputs.protected, sensitive_hierarchy=inputs.sensitive_hierarchy, sensitive_domain=domain,
     )
 
 
 def write_report(
-    ctx: ReleaseContext, staging: Path, manifest: Manifest, figures: PrivacyFigures, plots: dict[str, str]
+    cfg: Config, staging: Path, manifest: Manifest, figures: PrivacyFigures, plots: dict[str, str]
 ) -> dict[str, str]:
     """Write the release report into the staging folder from :func:`report_figures`; returns
     the files' checksums for the manifest (the sign-off records the checksum of the page
@@ -245,7 +258,7 @@ def write_report(
         # the decision is
         "validated, awaiting sign-off when this page was made (the page is what the approver signed; the "
         "decision, approver and time are in manifest.json's sign_off and in 'serialpub history --all')",
-        figures, ctx.ws.config.dilution is Dilution.PRESENCE, plots,
+        figures, cfg.dilution is Dilution.PRESENCE, plots,
     )
 
 
@@ -278,16 +291,16 @@ class ApprovalFacts(BaseModel):
     known_breach: dict[str, str]
 
 
-def summary(ctx: ReleaseContext, seq: int) -> ApprovalFacts:
+def summary(series: DatasetSeries, seq: int) -> ApprovalFacts:
     """What the approver sees for the open release ``seq`` (:class:`ApprovalFacts`)."""
-    rel = ctx.open_release(seq)
-    staging = ctx.staging_dir(rel)
+    rel = series.open_release(seq)
+    staging = series.staging_dir(rel)
     manifest = Manifest.read(staging / release_files.MANIFEST_FILE)
     page = staging / HTML_FILE
     report = staging / REPORT_FILE
     utility = manifest.utility
     return ApprovalFacts(
-        dataset=ctx.ws.config.dataset,
+        dataset=series.dataset,
         release=rel.seq,
         period=rel.period,
         status=rel.status,
@@ -309,7 +322,7 @@ def summary(ctx: ReleaseContext, seq: int) -> ApprovalFacts:
     )
 
 
-def report_page(ctx: ReleaseContext, seq: int) -> Path:
+def report_page(series: DatasetSeries, seq: int) -> Path:
     """The report of release ``seq``: in its release folder once published, in its
     staging folder while it awaits sign-off.
 
@@ -317,13 +330,13 @@ def report_page(ctx: ReleaseContext, seq: int) -> Path:
         InputError: release ``seq`` has no report (not validated yet, imported, failed
             or rejected, or published before reports existed).
     """
-    cfg = ctx.ws.config
+    cfg = series.ws.config
     page: Path | None
-    if any(r.seq == seq for r in ctx.store.published(cfg.dataset)):
-        page = ctx.ws.dataset_dir / release_files.release_name(seq) / REPORT_FILE
+    if any(r.seq == seq for r in series.store.published(cfg.dataset)):
+        page = series.ws.dataset_dir / release_files.release_name(seq) / REPORT_FILE
     else:
-        rel = ctx.store.open_release(cfg.dataset)
-        page = ctx.staging_dir(rel) / REPORT_FILE if rel is not None and rel.seq == seq else None
+        rel = series.store.open_release(cfg.dataset)
+        page = series.staging_dir(rel) / REPORT_FILE if rel is not None and rel.seq == seq else None
     if page is None or not page.is_file():
         raise InputError(
             f"release {seq} of {cfg.dataset!r} has no report: reports are written when a release is validated "
