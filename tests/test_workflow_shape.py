@@ -79,3 +79,36 @@ def test_the_state_rule_sees_a_memo_a_lock_and_a_global() -> None:
     source = "import threading\n_MEMO: dict[int, int] = {}\n_LOCK = threading.Lock()\ndef f():\n    global _X\n"
     assert len(_mutable_globals(source)) == 3
     assert _mutable_globals("NAMES = ('a', 'b')\nLIMIT = 3\n") == []
+
+
+#: the values a step may take (docs/design.md section 6); the Publisher holds them and is
+#: the entry point, never a step's parameter
+_WHOLE = {"Publisher", "PlanInputs"}
+
+
+def _whole_context_parameters(source: str) -> list[str]:
+    tree = ast.parse(source)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            args = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+            found += [f"{node.name}({a.arg}: {ast.unparse(a.annotation)})" for a in args
+                      if a.annotation is not None and ast.unparse(a.annotation).strip("'\"") in _WHOLE]  # fmt: skip
+    return found
+
+
+def test_no_step_takes_the_whole_publisher() -> None:
+    """Each step takes the series, the dataset's inputs, the register reader and the
+    request it reads, so a reader sees from its signature what it touches."""
+    found = [
+        f"{path.relative_to(ROOT)}: {what}"
+        for path in sorted((ROOT / "serialpub" / "workflow").glob("*.py"))
+        for what in _whole_context_parameters(path.read_text(encoding="utf-8"))
+    ]
+    assert found == []
+
+
+def test_the_step_rule_sees_a_publisher_parameter() -> None:
+    assert _whole_context_parameters("def f(p: Publisher, n: int) -> None: ...\n") == ["f(p: Publisher)"]
+    assert _whole_context_parameters("def f(p: 'Publisher') -> None: ...\n") == ["f(p: 'Publisher')"]
+    assert _whole_context_parameters("def f(series: DatasetSeries) -> None: ...\n") == []
