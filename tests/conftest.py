@@ -291,3 +291,33 @@ LONGEST_FIRST = (
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: each module keeps its order
+
+
+
+#: an unmarked test longer than this is named at the end of the run: the inner loop
+#: (``-m "not slow"``) stays quick only while its tests do (docs/testing.md)
+UNMARKED_LIMIT_SECONDS = 3.0
+
+
+class UnmarkedSlowTests:
+    """Names, after the run, the tests not marked slow whose call took over
+    :data:`UNMARKED_LIMIT_SECONDS`. A report, not a failure: a busy machine must not fail
+    the suite."""
+
+    def __init__(self) -> None:
+        self.found: list[tuple[float, str]] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        # on the xdist controller too: the workers' reports are replayed there
+        if report.when == "call" and "slow" not in report.keywords and report.duration > UNMARKED_LIMIT_SECONDS:
+            self.found.append((report.duration, report.nodeid))
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.found:
+            terminalreporter.section(f"tests not marked slow that took over {UNMARKED_LIMIT_SECONDS:g} s")
+            for seconds, nodeid in sorted(self.found, reverse=True):
+                terminalreporter.write_line(f"{seconds:5.1f} s  {nodeid}  (mark it slow, or make it quicker)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(UnmarkedSlowTests(), "serialpub-unmarked-slow")

@@ -45,6 +45,7 @@ def test_the_plugin_is_registered_for_airflow() -> None:
     assert mounted["url_prefix"] == "/serialpub" and mounted["app"] is airflow_plugin.app
 
 
+@pytest.mark.slow
 def test_the_link_opens_the_staged_page_then_the_published_one(waiting: Path) -> None:
     facts = orchestration.report(waiting, 1, "https://airflow.example.org/")
     link = report_url("https://airflow.example.org", "clinic", 1)
@@ -67,6 +68,7 @@ def test_the_link_opens_the_staged_page_then_the_published_one(waiting: Path) ->
     assert sha256_file(path) == facts["report_sha256"]  # what was signed, from its final folder
 
 
+@pytest.mark.slow
 def test_a_rejected_unknown_or_missing_release_is_a_404_with_the_reason(waiting: Path) -> None:
     status, body, _ = _served("elsewhere", 1)
     assert status == 404 and b"no dataset 'elsewhere' in this api-server's SERIALPUB_WORKSPACES" in body
@@ -78,6 +80,7 @@ def test_a_rejected_unknown_or_missing_release_is_a_404_with_the_reason(waiting:
     assert status == 404 and b"release 1 of 'clinic' has no report" in body
 
 
+@pytest.mark.slow
 def test_without_a_base_url_the_prompt_names_the_files(waiting: Path) -> None:
     facts = orchestration.report(waiting, 1)
     assert "](" not in facts["markdown"] and facts["report_page"] in facts["markdown"]

@@ -28,6 +28,7 @@ def _series(root: Path) -> list[bytes]:
     ]
 
 
+@pytest.mark.slow
 def test_releases_are_the_same_with_and_without_anonymizing_ahead(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -54,6 +55,7 @@ def test_releases_are_the_same_with_and_without_anonymizing_ahead(
     assert state_of(tmp_path / "ahead")[1] == state_of(tmp_path / "plain")[1]  # the statistics after release 3
 
 
+@pytest.mark.slow
 def test_a_result_for_another_draft_is_not_taken(tmp_path: Path) -> None:
     root = make_workspace(tmp_path / "ws")
     publisher = Publisher(load_config(root))
@@ -103,6 +105,7 @@ def test_a_failing_snapshot_is_reported_without_waiting_for_the_work_beside_it(t
     assert state_of(root) == before
 
 
+@pytest.mark.slow
 def test_the_state_is_read_once_per_statistics_file_and_cannot_be_changed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

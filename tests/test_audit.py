@@ -515,6 +515,7 @@ def test_brute_force_cases_cover_every_path() -> None:
     assert ties and violations and overlaps
 
 
+@pytest.mark.slow
 def test_register_marginals_are_the_registers_and_a_wrong_one_is_named(published_once: Path) -> None:
     """Every release publishes, per QI, the register's individuals per leaf (the weights of the
     register-weighted query estimator); the audit recounts them from the register."""

@@ -293,6 +293,7 @@ RELEASE_CASES: dict[str, tuple[Callable[[pd.DataFrame], pd.DataFrame], str, list
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(RELEASE_CASES))
 def test_damaged_release_fails_validation(
     published_once: Path, monkeypatch: pytest.MonkeyPatch, case: str

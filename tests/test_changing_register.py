@@ -120,6 +120,7 @@ def _state(root: Path) -> dict[tuple[str, str], float]:
     }
 
 
+@pytest.mark.slow
 def test_every_release_of_a_changing_register_is_published(series: tuple[Path, list[pd.DataFrame]]) -> None:
     root, registers = series
     shas = []
@@ -174,6 +175,7 @@ def test_an_audit_without_the_kept_version_names_it(series: tuple[Path, list[pd.
         audit_workspace(copy)
 
 
+@pytest.mark.slow
 def test_a_regrouped_hierarchy_is_versioned(tmp_path: Path) -> None:
     """Moving a zip code to another district between releases: release 2 is published with
     the new hierarchy, the audit reads release 1 with the old one (kept) and passes."""
@@ -209,6 +211,7 @@ def test_leavers_stay_in_the_statistics_file(series: tuple[Path, list[pd.DataFra
     assert linked & set(gone), "the series should link some leaver before they left"
 
 
+@pytest.mark.slow
 def test_a_protected_value_dropped_from_the_domain_is_refused(tmp_path: Path) -> None:
     """The unsafe change: a value once linked leaves the sensitive domain. The release is
     refused in one line naming the value and the fix; nothing is published."""
@@ -243,6 +246,7 @@ def test_a_register_replaced_between_draft_and_validation_fails_the_draft(tmp_pa
     assert StateStore(open_engine(ws.database_url)).published("clinic") == []
 
 
+@pytest.mark.slow
 def test_the_same_register_reads_the_ids_only_when_members_left(
     series: tuple[Path, list[pd.DataFrame]], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -165,6 +165,7 @@ SUBPROCESS_CASES = ("l2k20", "alpha1")
 # strategy
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "expected"),
     [("l2k20", "29.3568"), ("l5k20", "90.1293"), ("l2k2", "3.4142")],

@@ -35,6 +35,7 @@ def fresh(public_copy: Path, tmp_path: Path) -> Path:
     return target
 
 
+@pytest.mark.slow
 def test_a_data_user_verifies_queries_and_expands_a_public_copy(fresh: Path) -> None:
     audited = cli("audit", ".", "--public-key", "keys/publisher.pub", cwd=fresh)
     assert audited.returncode == 0, audited.stdout + audited.stderr

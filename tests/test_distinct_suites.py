@@ -49,6 +49,7 @@ def _run(case: Case) -> Any:
     return lambda: run_snapshot(case.mutate(good_snapshot()), **case.overrides)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CATALOGUE, ids=[c.name for c in CATALOGUE])
 def test_a_bad_input_gets_the_row_by_row_verdict_and_evidence(case: Case, monkeypatch: pytest.MonkeyPatch) -> None:
     reduced, rows = _both(_run(case), monkeypatch)
@@ -116,6 +117,7 @@ def _mutated_snapshot(draw: st.DrawFn) -> pd.DataFrame:
     return df
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(snap=_mutated_snapshot())
 def test_random_snapshots_get_the_row_by_row_verdict(snap: pd.DataFrame, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -159,6 +161,7 @@ def _mutated_release(draw: st.DrawFn) -> pd.DataFrame:
     return df
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(table=_mutated_release())
 def test_random_releases_get_the_contract_verdict_of_the_rows(table: pd.DataFrame) -> None:

@@ -46,6 +46,7 @@ def test_writing_refuses_an_unknown_key_or_a_wrong_value() -> None:
         DraftParams(**settings).l = 3.0  # type: ignore[misc]
 
 
+@pytest.mark.slow
 def test_a_drafted_row_stores_what_drafting_gave_it(published_once: Path) -> None:
     ws = load_config(published_once)
     [row] = StateStore(open_engine(ws.database_url)).published("clinic")

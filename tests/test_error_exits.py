@@ -34,6 +34,7 @@ def _disk_full(name: str) -> None:
         raise OSError(errno.ENOSPC, "No space left on device", "staging/data.parquet")
 
 
+@pytest.mark.slow
 def test_a_full_disk_is_one_line_and_the_rerun_publishes(
     published_once: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -68,6 +69,7 @@ def _broken(*_args: object, **_kwargs: object) -> None:
     raise RuntimeError("a bug")
 
 
+@pytest.mark.slow
 def test_an_internal_error_is_one_line_and_debug_shows_the_traceback(
     published_once: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -117,6 +119,7 @@ cli.main()
 """
 
 
+@pytest.mark.slow
 def test_postgresql_lost_mid_run_is_one_line_and_the_rerun_publishes(tmp_path: Path) -> None:
     """The state's PostgreSQL server goes away after the release was staged and before its
     commit. Ending the run's connections alone is not enough (the pool reconnects), so its

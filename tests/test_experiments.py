@@ -151,6 +151,7 @@ def published(small_ws: Path) -> list[dict]:
     return manifests
 
 
+@pytest.mark.slow
 def test_a_small_diagnosis_release_publishes_and_passes_validation(published: list[dict]) -> None:
     first = published[0]
     assert first["validation"]["success"] is True
@@ -189,6 +190,7 @@ def test_runner_figures_equal_the_published_series_and_the_series_report_baselin
     assert [r["max_p"] for r in local] == pytest.approx(expected.max_p, abs=1e-12)
 
 
+@pytest.mark.slow
 def test_runner_records_an_infeasible_point_and_writes_json_and_plots(
     small_ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

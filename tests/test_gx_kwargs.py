@@ -43,6 +43,7 @@ def test_the_pinned_gx_gets_the_methods() -> None:
         assert getattr(Expectation, name) is not gx_kwargs.ORIGINAL[name]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CATALOGUE, ids=[c.name for c in CATALOGUE])
 def test_every_input_case_gives_the_same_evidence(monkeypatch: pytest.MonkeyPatch, case: Any) -> None:
     def run() -> SuiteResult:

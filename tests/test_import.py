@@ -136,6 +136,7 @@ def clinic(tmp_path: Path, published_workspaces: PublishedWorkspaces) -> tuple[P
     return a_root, fresh_copy(a_root, tmp_path / "B")
 
 
+@pytest.mark.slow
 def test_import_from_csv_and_parquet_gives_the_publishers_state(clinic: tuple[Path, Path]) -> None:
     a_root, b_root = clinic
     ws = load_config(b_root)
@@ -157,6 +158,7 @@ def test_import_from_csv_and_parquet_gives_the_publishers_state(clinic: tuple[Pa
     assert Publisher(ws).publish(b_root / "snapshots" / "snapshot-0004.csv").seq == 4
 
 
+@pytest.mark.slow
 def test_presence_import_needs_and_uses_the_snapshot(tmp_path: Path) -> None:
     a_root = make_workspace(tmp_path / "A", n=300, dilution="presence")
     b_root = fresh_copy(a_root, tmp_path / "B")

@@ -36,6 +36,7 @@ def test_last_periods_snapshot_sent_again_is_refused(published_once: Path) -> No
     assert state_of(published_once) == before
 
 
+@pytest.mark.slow
 def test_a_repeated_snapshot_is_published_when_allowed_and_recorded(published_once: Path) -> None:
     again = published_once / "snapshot-0002.csv"
     again.write_bytes(snapshot(published_once, 1).read_bytes())
@@ -46,6 +47,7 @@ def test_a_repeated_snapshot_is_published_when_allowed_and_recorded(published_on
     assert "repeats_snapshot_of" not in first.params.record()
 
 
+@pytest.mark.slow
 def test_a_snapshot_that_is_new_is_not_marked(published_once: Path) -> None:
     Publisher(load_config(published_once)).publish(snapshot(published_once, 2))
     assert "repeats_snapshot_of" not in _store(published_once).published("clinic")[-1].params.record()

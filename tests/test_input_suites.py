@@ -277,6 +277,7 @@ CATALOGUE = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CATALOGUE, ids=[c.name for c in CATALOGUE])
 def test_bad_input_fails_with_a_specific_line(case: Case) -> None:
     if case.table == "register":
@@ -332,6 +333,7 @@ def test_result_is_json_and_sha256_stable() -> None:
         assert len(a.sha256) == 64
 
 
+@pytest.mark.slow
 def test_register_ids_as_set_list_or_index_give_the_same_evidence() -> None:
     ids = sorted(REGISTER_IDS)
     shas = {

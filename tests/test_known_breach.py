@@ -68,6 +68,7 @@ def test_an_acknowledgement_of_a_model_not_in_use_is_refused(tmp_path: Path) -> 
         load_config(root)
 
 
+@pytest.mark.slow
 def test_the_demo_flags_write_the_acknowledgement(tmp_path: Path) -> None:
     """``serialpub demo --partition-model parts`` still works: its configuration names the
     model it chose, and the default demo's acknowledges nothing."""
@@ -81,6 +82,7 @@ def test_the_demo_flags_write_the_acknowledgement(tmp_path: Path) -> None:
     assert "accept_known_breach: []" in (tmp_path / "default" / "serialpub.yaml").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_a_parts_release_states_its_risk_in_the_manifest_report_prompt_and_audit(tmp_path: Path) -> None:
     root = make_workspace(
         tmp_path / "ws", partition_model="parts", accept_known_breach=["parts"],
@@ -108,6 +110,7 @@ def test_a_parts_release_states_its_risk_in_the_manifest_report_prompt_and_audit
     assert out.returncode == 0 and text.count("note: release(s) 1 were made under a model with a known breach") == 1
 
 
+@pytest.mark.slow
 def test_a_default_release_states_no_risk(tmp_path: Path) -> None:
     root = make_workspace(tmp_path / "ws")
     Publisher(load_config(root)).publish(snapshot(root, 1))

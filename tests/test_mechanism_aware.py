@@ -30,6 +30,7 @@ def _publish(root: Path, releases: int = 3) -> list[dict]:
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dilution", ["register", "presence"])
 def test_audit_with_snapshots_agrees_with_the_state(tmp_path: Path, dilution: str) -> None:
     """Default model: nothing suppressed, every manifest says 'mechanism', and the data
@@ -55,6 +56,7 @@ def test_audit_with_snapshots_agrees_with_the_state(tmp_path: Path, dilution: st
         assert public.max_p == pytest.approx(exact.max_p, rel=1e-12, abs=1e-12)
 
 
+@pytest.mark.slow
 def test_paper_model_is_recorded_and_the_audit_charges_what_it_suppressed(tmp_path: Path) -> None:
     """The paper's model suppresses value-selectively; the published counts miss those
     records, the snapshots show them, and the audit without snapshots says so."""

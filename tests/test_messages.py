@@ -40,6 +40,7 @@ def _release_2(root: Path, path: Path | None = None, **kwargs: object) -> Result
 # values from the inputs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("column", "size"), [("disease", 5_000_000), ("id", 1_000_000)])
 def test_a_huge_cell_is_quoted_short(published_once: Path, tmp_path: Path, column: str, size: int) -> None:
     """A huge sensitive value gave a message twice its size (quoted by the suite and the
@@ -106,6 +107,7 @@ def _sqlite_refuses(monkeypatch: pytest.MonkeyPatch, reason: str) -> None:
     monkeypatch.setattr(sqlite3.dbapi2, "connect", refuse)
 
 
+@pytest.mark.slow
 def test_a_full_disk_at_opening_names_the_disk(published_once: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """It exited 2 with 'cannot reach the state database ...: disk I/O error'."""
     before = state_of(published_once)
@@ -164,6 +166,7 @@ def test_a_read_only_database_mid_run_does_not_promise_recovery(published_once: 
 # sign-off
 
 
+@pytest.mark.slow
 def test_publish_after_one_of_two_approvals_asks_for_another_approver(tmp_path: Path) -> None:
     """It suggested '--by NAME', which may only repeat the caller's own account."""
     root = make_workspace(
@@ -181,6 +184,7 @@ def test_publish_after_one_of_two_approvals_asks_for_another_approver(tmp_path: 
     assert "--by" not in line
 
 
+@pytest.mark.slow
 def test_a_second_approval_of_an_approved_release_is_refused_not_dropped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -25,6 +25,7 @@ def _series(root: Path) -> list[bytes]:
     return [(root / "releases" / "clinic" / f"release-{t:04d}" / "data.parquet").read_bytes() for t in (1, 2, 3)]
 
 
+@pytest.mark.slow
 def test_a_series_is_the_same_bytes_with_the_steps_in_turn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(overlap.SEQUENTIAL_ENV, raising=False)
     overlapped = _series(make_workspace(tmp_path / "overlapped", seed=5))

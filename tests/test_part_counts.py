@@ -7,6 +7,7 @@ or NaN, and counts that are mostly zero."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_topdown import HS
@@ -39,6 +40,7 @@ def open_cells(draw: st.DrawFn) -> dict:  # type: ignore[type-arg]
     }  # fmt: skip
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(open_cells())
 def test_every_verdict_of_a_split_equals_the_dense_one(case: dict) -> None:  # type: ignore[type-arg]

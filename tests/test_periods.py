@@ -63,6 +63,7 @@ def test_a_file_name_without_a_period_is_refused(published_once: Path) -> None:
     assert state_of(published_once) == before
 
 
+@pytest.mark.slow
 def test_a_skipped_period_is_refused_then_recorded_when_explicit(published_once: Path) -> None:
     before = state_of(published_once)
     code, err = _release(published_once, snapshot(published_once, 3))  # period 0003 after 0001

@@ -112,6 +112,7 @@ def test_history_lists_the_published_releases(published_once: Path) -> None:
         assert (manifest["records"], manifest["groups"], manifest["suppressed"]) == (r.records, r.groups, r.suppressed)
 
 
+@pytest.mark.slow
 def test_identical_input_gives_identical_parquet_bytes(tmp_path: Path) -> None:
     roots = [make_workspace(tmp_path / name, seed=5) for name in ("a", "b")]
     for root in roots:

@@ -80,6 +80,7 @@ def _real_series(root: Path, settings: dict[str, Any], protected: list[str]) -> 
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("which", [0, 1])
 def test_plan_figures_equal_a_real_series(tmp_path: Path, which: int) -> None:
     settings = CANDIDATES[which]

@@ -55,6 +55,7 @@ def _assert_in_order(ended: list[str], expected: list[str]) -> None:
         assert ended.index(after) < ended.index(beside) < ended.index(before), ended
 
 
+@pytest.mark.slow
 def test_a_release_reports_every_step_in_order_and_logs_it(
     published_once: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -90,6 +91,7 @@ def test_a_failing_step_is_reported_as_failed(published_once: Path, monkeypatch:
     assert ("failed", "snapshot suite") in heard.events
 
 
+@pytest.mark.slow
 def test_the_bar_draws_on_a_terminal_only(published_once: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(DATABASE_ENV, raising=False)
     out = io.StringIO()
@@ -105,6 +107,7 @@ def test_the_bar_draws_on_a_terminal_only(published_once: Path, monkeypatch: pyt
     assert piped.getvalue() == ""
 
 
+@pytest.mark.slow
 def test_the_command_off_a_terminal_prints_no_bar(published_once: Path) -> None:
     proc = run_cli("release", "--config", published_once, "--snapshot", snapshot(published_once, 2),
                    url=f"sqlite:///{published_once / 'state.sqlite'}", cwd=published_once)  # fmt: skip

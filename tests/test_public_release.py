@@ -56,6 +56,7 @@ def _public(manifest: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+@pytest.mark.slow
 def test_two_worlds_with_the_same_groups_publish_the_same_manifest(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -92,6 +93,7 @@ def test_two_worlds_with_the_same_groups_publish_the_same_manifest(
     assert errors[0][name] != errors[1][name]
 
 
+@pytest.mark.slow
 def test_the_evidence_checksums_are_hiding(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The same world published twice: equal data and equal public manifests, but evidence
     whose checksums differ (a secret nonce in each file), so that hashing the evidence of a

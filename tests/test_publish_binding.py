@@ -64,6 +64,7 @@ EDITS: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(EDITS))
 def test_an_edited_staged_manifest_is_not_signed(gated: Path, case: str) -> None:
     """The edit made while the release waits for its sign-off: the approval does not
@@ -106,6 +107,7 @@ def test_a_draft_manifest_edited_before_validation_is_not_validated(gated: Path)
 # validation.html
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("edit", "named"),
     [
@@ -147,6 +149,7 @@ def test_a_published_validation_page_edited_or_deleted_is_found(published_once: 
 # four eyes
 
 
+@pytest.mark.slow
 def test_four_eyes_turned_off_after_drafting_does_not_apply_to_the_draft(gated: Path) -> None:
     assert cli("release", "--config", gated, "--snapshot", snapshot(gated, 1), login="erin").returncode == 0
     config = read_config(gated)
@@ -163,6 +166,7 @@ def test_four_eyes_turned_off_after_drafting_does_not_apply_to_the_draft(gated: 
     assert cli("state", "verify", "--config", gated).returncode == 0
 
 
+@pytest.mark.slow
 def test_a_rewritten_preparer_is_found(gated: Path) -> None:
     """prepared_by rewritten in the state database: the append-only audit log still says
     who drafted the release, so the preparer cannot approve it, nor can it be published."""
@@ -176,6 +180,7 @@ def test_a_rewritten_preparer_is_found(gated: Path) -> None:
     assert state_of(gated) == before
 
 
+@pytest.mark.slow
 def test_audit_and_verify_check_preparer_against_approver(gated: Path) -> None:
     """A published manifest whose approver is its preparer under four eyes is named by both
     (the signature fails too: only the publisher's key could sign such a manifest)."""

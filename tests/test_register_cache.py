@@ -53,6 +53,7 @@ def _suite_sha(root: Path) -> str:
     return _publisher(root).register_reader.check().sha256
 
 
+@pytest.mark.slow
 def test_a_cached_register_is_the_parsed_one_with_the_same_verdict(root: Path) -> None:
     first = _publisher(root)
     first.publish(snapshot(root, 1))
@@ -76,6 +77,7 @@ def test_a_cached_register_is_the_parsed_one_with_the_same_verdict(root: Path) -
     assert _entries(root) == [entry]
 
 
+@pytest.mark.slow
 def test_a_changed_register_or_hierarchy_is_never_read_from_the_cache(root: Path) -> None:
     _publisher(root).publish(snapshot(root, 1))
     (first,) = _entries(root)
@@ -133,6 +135,7 @@ def test_an_entry_with_inconsistent_codes_is_not_used(root: Path) -> None:
     assert ctx.register_reader.cached_entry is None and np.array_equal(ctx.register.keys.codes, keys.codes)
 
 
+@pytest.mark.slow
 def test_an_entry_rewritten_in_place_after_its_load_changes_nothing(root: Path) -> None:
     """A loaded entry is the bytes checked at its load: rewriting the file in place
     afterwards (a restore from a backup while a release runs, say) changes neither the
@@ -157,6 +160,7 @@ def test_an_entry_rewritten_in_place_after_its_load_changes_nothing(root: Path) 
     assert np.array_equal(factorize_rows(before, radices)[0], grouping)
 
 
+@pytest.mark.slow
 def test_an_unreadable_entry_is_read_again_from_the_source(root: Path) -> None:
     _publisher(root).publish(snapshot(root, 1))
     (entry,) = _entries(root)
@@ -248,6 +252,7 @@ def test_an_edited_or_failed_verdict_is_never_read(root: Path, monkeypatch: pyte
     assert runs == ["ran"] * 4
 
 
+@pytest.mark.slow
 def test_a_context_checks_its_snapshot_once_and_another_reads_the_verdict(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -99,6 +99,7 @@ def _report(root: Path, seq: int) -> dict:
     return json.loads((folder / "report.json").read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow
 def test_every_release_carries_its_report_and_the_manifest_checksums_it(series: Path) -> None:
     ws = load_config(series)
     for seq in (1, 2, 3):
@@ -287,6 +288,7 @@ def test_reports_in_other_configurations(tmp_path: Path, overrides: dict, withou
     )
 
 
+@pytest.mark.slow
 def test_series_baseline_stops_at_an_imported_release(tmp_path: Path) -> None:
     from serialpub.workflow.importing import import_release
 

@@ -108,6 +108,7 @@ def test_demo_release_report_renders_in_headless_chromium(
     _assert_looks_like_a_page(shot, 1500)
 
 
+@pytest.mark.slow
 def test_series_report_renders_in_headless_chromium(
     chromium: str, demo_reports: tuple[Path, Path], tmp_path: Path
 ) -> None:

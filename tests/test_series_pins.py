@@ -63,6 +63,7 @@ def three_releases(tmp_path: Path, published_workspaces: object) -> Path:
 # checkpoints and pins
 
 
+@pytest.mark.slow
 def test_each_publication_writes_a_signed_checkpoint(three_releases: Path) -> None:
     store = _store(three_releases)
     record = Checkpoint.parse((store / CHECKPOINT_FILE).read_bytes(), "checkpoint")
@@ -83,6 +84,7 @@ def test_deleting_the_newest_release_fails_the_audit(three_releases: Path) -> No
     assert "this copy's newest release is 2, older than release 3 of the copy's checkpoint.json" in out
 
 
+@pytest.mark.slow
 def test_a_rollback_and_a_new_release_3_fail_a_kept_checkpoint(tmp_path: Path, published_workspaces: object) -> None:
     """The old trigger: store and state database rolled back to a backup taken after
     release 2; the audit and state verify passed, and publishing again gave a second,
@@ -208,6 +210,7 @@ def test_a_release_under_another_key_fails_the_audit_without_the_public_key(
         assert "key-rotation-0003.json does not count: its signature key-rotation-0003.sig does not verify" in out
 
 
+@pytest.mark.slow
 def test_a_rotated_key_passes_and_is_reported(three_releases: Path, tmp_path: Path) -> None:
     """`serialpub rotate-key`: the record, signed by the old key, hands the key over from
     release 4 on; the audit reports it and passes with either key; without the record's

@@ -28,6 +28,7 @@ def gated(tmp_path: Path) -> Path:
     return make_workspace(tmp_path / "ws", sign_off={"auto_approve": False, "approvers": ["erin", "frank"]})
 
 
+@pytest.mark.slow
 def test_release_waits_at_the_gate_then_approve_publishes(gated: Path) -> None:
     before = state_of(gated)
     proc = _cli("release", "--config", gated, "--snapshot", snapshot(gated, 1))
@@ -56,6 +57,7 @@ def test_release_waits_at_the_gate_then_approve_publishes(gated: Path) -> None:
     assert actions == ["draft", "validated", "approved", "published"]
 
 
+@pytest.mark.slow
 def test_reject_ends_the_release_without_touching_the_state(gated: Path) -> None:
     before = state_of(gated)
     publisher = Publisher(load_config(gated))
@@ -75,6 +77,7 @@ def test_reject_ends_the_release_without_touching_the_state(gated: Path) -> None
     assert [r.seq for r in publisher.store.published("clinic")] == [1]
 
 
+@pytest.mark.slow
 def test_no_publication_without_an_approving_sign_off(gated: Path) -> None:
     publisher = Publisher(load_config(gated))
     with pytest.raises(InputError, match="need a sign-off"):
@@ -91,6 +94,7 @@ def test_no_publication_without_an_approving_sign_off(gated: Path) -> None:
     assert publisher.store.published("clinic") == []
 
 
+@pytest.mark.slow
 def test_automatic_approval_is_recorded_in_the_manifest(tmp_path: Path) -> None:
     root = make_workspace(tmp_path / "ws")  # sign_off.auto_approve: true
     outcome = Publisher(load_config(root)).publish(snapshot(root, 1))
@@ -99,6 +103,7 @@ def test_automatic_approval_is_recorded_in_the_manifest(tmp_path: Path) -> None:
     assert sign_off["decision"] == "approved"
 
 
+@pytest.mark.slow
 def test_approving_and_publishing_do_not_read_the_register(gated: Path) -> None:
     """The sign-off and publish steps (an Airflow task each) use the staged
     release and the state only, so a register that cannot be read does not stop them,
@@ -139,6 +144,7 @@ def _forge_suite(path: Path) -> None:
     path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("file", "edit", "named"),
     [
@@ -185,6 +191,7 @@ def test_staged_files_edited_before_publication_are_refused(
 # who may sign off
 
 
+@pytest.mark.slow
 def test_only_listed_accounts_sign_off_and_not_the_preparer(gated: Path) -> None:
     """Each probe of the hostile insider: an account not on sign_off.approvers, the account
     that prepared the release, a --by naming someone else, a zero-width space in a name.
@@ -213,6 +220,7 @@ def test_only_listed_accounts_sign_off_and_not_the_preparer(gated: Path) -> None
     assert (decision.approver, decision.decision) == ("frank", "approved")
 
 
+@pytest.mark.slow
 def test_names_are_compared_in_nfkc(gated: Path) -> None:
     """A full-width 'ｆｒａｎｋ' is 'frank' after NFKC: one name, recorded as 'frank'."""
     publisher = Publisher(load_config(gated))
@@ -221,6 +229,7 @@ def test_names_are_compared_in_nfkc(gated: Path) -> None:
     assert record.approver == "frank"
 
 
+@pytest.mark.slow
 def test_a_release_waiting_at_an_airflow_gate_is_decided_there(gated: Path) -> None:
     """'serialpub approve' published a release whose Airflow run still waited at
     its gate. It is refused now; --force decides anyway and the comment records it."""
@@ -239,6 +248,7 @@ def test_a_release_waiting_at_an_airflow_gate_is_decided_there(gated: Path) -> N
     assert decision.comment == f"run lost [decided from the command line with --force over {owner}]"
 
 
+@pytest.mark.slow
 def test_history_all_lists_every_decision(gated: Path) -> None:
     publisher = Publisher(load_config(gated))
     publisher.prepare(snapshot(gated, 1), owner="awaiting sign-off")
@@ -252,6 +262,7 @@ def test_history_all_lists_every_decision(gated: Path) -> None:
     assert "frank" in lines[0] and "too coarse" in lines[0] and "erin" in lines[1] and "fine" in lines[1]
 
 
+@pytest.mark.slow
 def test_an_approver_without_the_key_approves_and_the_key_holder_publishes(
     gated: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -276,6 +287,7 @@ def test_an_approver_without_the_key_approves_and_the_key_holder_publishes(
     assert [r.seq for r in publisher.store.published("clinic")] == [1]
 
 
+@pytest.mark.slow
 def test_two_required_approvals_publish_only_after_the_second_approver(tmp_path: Path) -> None:
     root = make_workspace(
         tmp_path / "ws",
@@ -321,6 +333,7 @@ def test_two_required_approvals_publish_only_after_the_second_approver(tmp_path:
     assert "release 1: the manifest's earlier approval by 'erin'" in forged.stdout.replace("\n", " "), forged.stdout
 
 
+@pytest.mark.slow
 def test_one_approval_leaves_no_earlier_approvals_in_the_manifest(gated: Path) -> None:
     assert _cli("release", "--config", gated, "--snapshot", snapshot(gated, 1)).returncode == 0
     assert _cli("approve", "--config", gated, "--release", "1", login="erin").returncode == 0

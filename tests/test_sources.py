@@ -48,6 +48,7 @@ def csv_releases(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
     return _publish_all(root, [snapshot(root, t) for t in (1, 2, 3)])
 
 
+@pytest.mark.slow
 def test_parquet_register_and_snapshots_publish_as_csv_does(tmp_path: Path, csv_releases: list[bytes]) -> None:
     root = make_workspace(tmp_path / "ws", register="register.parquet")
     _csv(root / "register.csv").to_parquet(root / "register.parquet", index=False)
@@ -133,6 +134,7 @@ def _sql_workspace(root: Path, url: str, **overrides: Any) -> Path:
     return root
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("engine", ["postgresql", "sqlite"])
 def test_a_sql_register_and_snapshots_publish_as_csv_does(
     engine: str, tmp_path: Path, csv_releases: list[bytes], request: pytest.FixtureRequest
@@ -154,6 +156,7 @@ def test_a_sql_register_and_snapshots_publish_as_csv_does(
     assert audit_workspace(tmp_path / "public").ok
 
 
+@pytest.mark.slow
 def test_a_postgresql_snapshot_query_with_period_through_the_command_line(
     tmp_path: Path, pg_url: str, csv_releases: list[bytes]
 ) -> None:
@@ -186,6 +189,7 @@ def test_a_bad_postgresql_register_row_is_named_and_nothing_moves(tmp_path: Path
     assert state_of(root) == before
 
 
+@pytest.mark.slow
 def test_a_missing_table_is_one_line(tmp_path: Path, pg_url: str) -> None:
     root = _sql_workspace(tmp_path / "ws", pg_url)
     config = read_config(root)

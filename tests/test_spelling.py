@@ -88,6 +88,7 @@ def test_a_snapshot_value_spelled_another_way_is_refused_with_the_domains_spelli
     assert any("'H\\u200bIV' (line 4): did you mean 'hiv'?" in f for f in err.value.failures), err.value.failures
 
 
+@pytest.mark.slow
 def test_the_audit_fails_a_release_where_a_protected_value_escaped_under_another_spelling(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -82,6 +82,7 @@ def _stage(root: Path, seq: int, release_id: int) -> Path:
 # drafts left behind
 
 
+@pytest.mark.slow
 def test_stale_draft_is_failed_by_recovery_and_publishing_proceeds(state_ws: Path) -> None:
     publisher = _publish_first(state_ws)
     store = publisher.store
@@ -101,6 +102,7 @@ def test_stale_draft_is_failed_by_recovery_and_publishing_proceeds(state_ws: Pat
     assert listing == ["checkpoint.json", "checkpoint.sig", "release-0001", "release-0002"]
 
 
+@pytest.mark.slow
 def test_draft_of_another_host_is_never_presumed_gone(state_ws: Path) -> None:
     publisher = _publish_first(state_ws)
     owner = "pid:999999@another-host.example"
@@ -118,6 +120,7 @@ def test_draft_of_another_host_is_never_presumed_gone(state_ws: Path) -> None:
 # rejection
 
 
+@pytest.mark.slow
 def test_reject_removes_the_staging_and_records_the_sign_off(state_ws: Path, state_url: str) -> None:
     publisher = _publish_first(state_ws)
     store = publisher.store
@@ -168,6 +171,7 @@ def _table_counts(store: StateStore) -> dict[str, int]:
         return {t: int(conn.execute(text(f"SELECT count(*) FROM {t}")).scalar_one()) for t in Base.metadata.tables}
 
 
+@pytest.mark.slow
 def test_database_at_an_older_schema_is_refused_untouched(state_ws: Path, state_url: str) -> None:
     publisher = _publish_first(state_ws)
     with publisher.store.engine.begin() as conn:
@@ -193,6 +197,7 @@ def test_tables_without_a_schema_revision_are_refused(state_url: str) -> None:
         open_engine(state_url)
 
 
+@pytest.mark.slow
 def test_db_upgrade_creates_the_schema_of_an_empty_database(state_ws: Path, state_url: str) -> None:
     proc = _cli("db", "upgrade", "--config", state_ws, url=state_url, cwd=state_ws)
     assert proc.returncode == 0, proc.stderr
@@ -245,6 +250,7 @@ def test_audit_log_refuses_update_and_delete(state_url: str) -> None:
     assert store.audit_log("clinic") == before
 
 
+@pytest.mark.slow
 def test_every_state_change_is_in_the_audit_log(state_ws: Path) -> None:
     store = _publish_first(state_ws).store
     draft = store.begin_draft("clinic", "0002", CLINIC_PARAMS, "pid:1@somewhere")
@@ -264,6 +270,7 @@ def test_every_state_change_is_in_the_audit_log(state_ws: Path) -> None:
 # the status machine and the database's own guards
 
 
+@pytest.mark.slow
 def test_illegal_transitions_are_refused(state_ws: Path) -> None:
     store = _publish_first(state_ws).store
     first = _release(store, 1, "published")
@@ -294,6 +301,7 @@ def test_illegal_transitions_are_refused(state_ws: Path) -> None:
     assert all(not TRANSITIONS[s] for s in ("published", "rejected", "failed"))
 
 
+@pytest.mark.slow
 def test_one_open_release_and_one_publication_per_sequence_number(state_ws: Path) -> None:
     store = _publish_first(state_ws).store
     with pytest.raises(StateError, match="not later than the last published period"):

@@ -65,6 +65,7 @@ def test_a_stray_entry_at_the_next_release_is_refused_before_anything_is_recorde
     assert state_of(published_once) == before  # no draft, no staging folder
 
 
+@pytest.mark.slow
 def test_a_state_restored_from_an_older_backup_is_named(tmp_path: Path, published_workspaces: object) -> None:
     """The release store holds releases 1-3, the state database only 1-2 (restored from the
     backup taken after release 2): the next release would be a second release 3."""
@@ -80,6 +81,7 @@ def test_a_state_restored_from_an_older_backup_is_named(tmp_path: Path, publishe
     assert [r[0] for r in state_of(root)[0]] == [1, 2]
 
 
+@pytest.mark.slow
 def test_a_stray_entry_made_during_the_sign_off_keeps_the_release_approved(published_once: Path) -> None:
     """The folder appears after the draft: the publication refuses before its commit, the
     release stays approved and staged, and publishes once the folder is moved away."""
@@ -98,6 +100,7 @@ def test_a_stray_entry_made_during_the_sign_off_keeps_the_release_approved(publi
     assert (_folder(published_once, 2) / "data.parquet").is_file()
 
 
+@pytest.mark.slow
 def test_a_rename_that_fails_after_the_commit_keeps_the_only_copy(
     published_once: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

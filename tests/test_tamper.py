@@ -182,6 +182,7 @@ def test_a_stripped_signature_is_named_and_the_publisher_stays_signed(three_rele
     assert result.returncode == 1 and "release 3: not signed, although release 2 was" in result.stdout
 
 
+@pytest.mark.slow
 def test_the_next_release_stays_signed(three_releases: Path) -> None:
     config = read_config(three_releases)
     config["signing_key"] = None

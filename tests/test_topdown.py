@@ -58,6 +58,7 @@ def series(draw: st.DrawFn) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarr
     return keys, releases, params, draw(st.booleans()), n_sets
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(series())
 def test_regions_tile_the_members_and_every_group_meets_its_requirement(
@@ -190,6 +191,7 @@ def test_the_same_inputs_give_the_same_partition() -> None:
     assert np.array_equal(a.groups.keys, b.groups.keys) and np.array_equal(a.group_of_cell, b.group_of_cell)
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(series(), st.integers(1, 3))
 def test_the_anonymizer_by_blocks_is_the_anonymizer_in_one_piece(

@@ -16,6 +16,7 @@ from serialpub.io.release_files import sha256_file
 from serialpub.workflow.publisher import Publisher
 
 
+@pytest.mark.slow
 def test_published_release_carries_its_evidence(tmp_path: Path) -> None:
     root = make_workspace(tmp_path / "ws")
     ws = load_config(root)
@@ -50,6 +51,7 @@ def strict_workspace(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_failed_validation_publishes_nothing_and_keeps_the_state(strict_workspace: Path) -> None:
     root = strict_workspace
     before = state_of(root)
@@ -68,6 +70,7 @@ def test_failed_validation_publishes_nothing_and_keeps_the_state(strict_workspac
     assert actions == ["draft", "failed"]
 
 
+@pytest.mark.slow
 def test_cli_reports_the_failed_expectations_and_exits_3(strict_workspace: Path) -> None:
     proc = cli("release", "--config", strict_workspace, "--snapshot", snapshot(strict_workspace, 2))
     assert proc.returncode == 3, proc.stderr

@@ -117,6 +117,7 @@ def presence(tmp_path: Path, published_workspaces: PublishedWorkspaces) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_verify_presence_mode_reads_the_recorded_snapshots(presence: Path) -> None:
     report = verify_state(load_config(presence))
     assert report.ok, report.format()

@@ -39,6 +39,7 @@ edits = st.lists(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(st.lists(edits, min_size=1, max_size=20), st.booleans())
 def test_every_version_rebuilds_byte_for_byte(
