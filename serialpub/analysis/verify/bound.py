@@ -15,13 +15,7 @@ from typing import Any
 from serialpub.analysis.verify.report import VerifyReport
 from serialpub.analysis.verify.stored import DbRelease
 from serialpub.io.manifest import Manifest
-
-#: the settings a release row's ``params`` records at drafting, as the manifest names them
-SETTINGS = (
-    "quasi_identifiers", "sensitive", "l", "strategy", "k_prime", "after_k_prime", "alpha", "guarantee", "dilution",
-    "suppression_model", "algorithm", "partition_model", "numeric_quasi_identifiers", "suppression_budget",
-    "protected_values",
-)  # fmt: skip
+from state.params import SETTINGS
 
 
 def _show(value: Any) -> str:
@@ -32,7 +26,9 @@ def _show(value: Any) -> str:
 def compare_fields(report: VerifyReport, manifests: Mapping[int, Manifest], rows: Mapping[int, DbRelease]) -> None:
     """Add to ``report`` each manifest field that is not what the release's row recorded:
     the settings drafting recorded in ``params`` (rows made before a setting was recorded
-    are not compared on it) and the record and group counts."""
+    are not compared on it) and the record and group counts. The row is read as stored,
+    not through :class:`state.params.DraftParams`: a row edited by hand, even with a value
+    of the wrong type, is reported, not refused."""
     for seq, manifest in manifests.items():
         row = rows.get(seq)
         if row is None or manifest.imported:
