@@ -46,6 +46,7 @@ def ws_root(tmp_path: Path) -> Path:
 # a series of releases and the release contract
 
 
+@pytest.mark.slow
 def test_three_releases_follow_the_contract_and_pass_the_audit(ws_root: Path) -> None:
     ws = load_config(ws_root)
     publisher = Publisher(ws)
