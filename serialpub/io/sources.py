@@ -8,7 +8,8 @@ line (``--snapshot``):
   decimal digits); a floating-point column is refused, since ``25.0`` would silently become
   the value ``25``;
 - ``sql:TABLE`` or ``sql:SELECT ...``: a table or a query of the database named by
-  ``input_database_url`` (any SQLAlchemy URL), its rows ordered by the id column.
+  ``input_database_url`` (any SQLAlchemy URL), its rows ordered by the id column; a
+  floating-point column is refused, as in Parquet.
 
 Every source is read as the bytes of one CSV file, its *canonical form*: a CSV file's own
 bytes; for Parquet and SQL a CSV written from the rows (header first, values as text, NULL
@@ -19,24 +20,26 @@ form, so a register held in a database is audited and versioned exactly as a fil
 source's order (SQL: by id).
 
 PostgreSQL is read with ``COPY (...) TO STDOUT (FORMAT csv, HEADER)``, which streams the
-canonical form directly (a 5M-row table in seconds); other databases through SQLAlchemy and
-pandas, row by row.
+canonical form directly (a 5M-row table in seconds); other databases through SQLAlchemy,
+row by row, each column read as one Arrow type. A column stored as a floating-point number
+is refused on every path (its text is not what was written).
 """
 
 from __future__ import annotations
 
 import io
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from serialpub.errors import InputError, quoted
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-# pyarrow, SQLAlchemy and pandas are imported where a source is read: the configuration
+# pyarrow and SQLAlchemy are imported where a source is read: the configuration
 # imports this module, and parsing the Airflow DAG file must stay light (docs/airflow.md)
 
 SQL_PREFIX = "sql:"
@@ -188,17 +191,27 @@ def _parquet_csv(path: Path, what: str) -> bytes:
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputError(f"{path}: the {what} is not a readable Parquet file ({exc})") from None
     for field in table.schema:
-        # a float's text is not its file's: 25.0 would be read as the leaf '25', and 24.9999999
-        # or 1e+20 as values nobody wrote. Whole numbers are stored as integers, the rest as text
         if pa.types.is_floating(field.type):
-            raise InputError(
-                f"{path}: column {str(field.name)[:60]!r} of the {what} is stored as {field.type} (a float, "
-                "e.g. 25.0); store whole numbers as an integer type and other values as text"
-            )
+            raise _float_column(str(path), str(field.name), what, str(field.type))
     try:
         return _to_csv(table)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise InputError(f"{path}: a column of the {what} cannot be read as text ({exc}); store it as text") from None
+
+
+def _float_column(where: str, column: str, what: str, stored_as: str) -> InputError:
+    """The refusal of a column stored as a floating-point number. A float's text is not what
+    was written: 25.0 would be read as the leaf '25' and a code 250.10 as '250.1', another
+    spelling of another value, while 24.9999999 or 1e+20 are values nobody wrote. Whole
+    numbers are stored as integers, the rest as text."""
+    return InputError(
+        f"{where}: column {column[:60]!r} of the {what} is stored as {stored_as} (a float, e.g. 25.0); store "
+        "whole numbers as an integer type and other values as text"
+    )
+
+
+#: PostgreSQL's type oids of ``real`` and ``double precision`` (pg_type)
+_PG_FLOATS = {700: "real", 701: "double precision"}
 
 
 def _select(source: InputSource, quote: str, id_column: str) -> str:
@@ -212,7 +225,6 @@ def _select(source: InputSource, quote: str, id_column: str) -> str:
 
 
 def _sql_csv(source: InputSource, what: str, id_column: str) -> bytes:
-    import pyarrow as pa
     import sqlalchemy as sa
 
     try:
@@ -229,19 +241,50 @@ def _sql_csv(source: InputSource, what: str, id_column: str) -> bytes:
             if conn.dialect.name == "postgresql":
                 raw = conn.connection.dbapi_connection
                 out = bytearray()
-                with raw.cursor() as cur, cur.copy(f"COPY ({select}) TO STDOUT (FORMAT csv, HEADER true)") as copy:  # type: ignore[union-attr]
-                    for block in copy:
-                        out += block
+                with raw.cursor() as cur:  # type: ignore[union-attr]
+                    # the columns' types first: COPY writes a float as its shortest text
+                    cur.execute(f"SELECT * FROM ({select}) AS serialpub_types LIMIT 0")
+                    for column in cur.description or []:
+                        if column.type_code in _PG_FLOATS:
+                            raise _float_column(source.label, column.name, what, _PG_FLOATS[column.type_code])
+                    with cur.copy(f"COPY ({select}) TO STDOUT (FORMAT csv, HEADER true)") as copy:
+                        for block in copy:
+                            out += block
                 return bytes(out)
-            import pandas as pd
-
-            frame = pd.read_sql_query(sa.text(select), conn, dtype=object)
+            result = conn.execute(sa.text(select))
+            names, rows = [str(k) for k in result.keys()], result.fetchall()
     except failures as exc:
         first = str(getattr(exc, "orig", exc)).strip().splitlines()[0] if str(exc) else type(exc).__name__
         raise InputError(f"{source.label}: the {what} could not be read from the input database ({first})") from None
     finally:
         engine.dispose()
-    return _to_csv(pa.Table.from_pandas(frame.astype("string"), preserve_index=False))
+    return _to_csv(_rows_table(source.label, what, names, rows))
+
+
+def _rows_table(label: str, what: str, names: list[str], rows: Sequence[Sequence[Any]]) -> pa.Table:
+    """A query's rows as a table of one Arrow type per column: an integer column with NULLs
+    stays integer (pandas would have made its values floats, 25 read back as '25.0'), and a
+    column holding a float is refused (:func:`_float_column`). A column whose values differ
+    in type (SQLite stores each value as given) is read as the values' text.
+
+    Raises:
+        InputError: a column holds a floating-point value.
+    """
+    import pyarrow as pa
+
+    columns = list(zip(*rows, strict=True)) if rows else [() for _ in names]
+    arrays = []
+    for name, values in zip(names, columns, strict=True):
+        try:
+            array = pa.array(values)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            if any(isinstance(v, float) for v in values):
+                raise _float_column(label, name, what, "a floating-point number") from None
+            array = pa.array([None if v is None else str(v) for v in values], pa.string())
+        if pa.types.is_floating(array.type):
+            raise _float_column(label, name, what, "a floating-point number")
+        arrays.append(array)
+    return pa.table(arrays, names=names)
 
 
 def _driver_errors() -> tuple[type[Exception], ...]:
