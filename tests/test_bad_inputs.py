@@ -23,7 +23,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from helpers import cli, read_config, snapshot, state_of, write_config
+from helpers import cli, make_workspace, read_config, snapshot, state_of, write_config
 
 from serialpub.config import load_config
 from serialpub.errors import InputChecksFailed, InputError, ValidationFailed
@@ -344,3 +344,13 @@ def test_release_evidence_holds_the_input_suites(published_once: Path) -> None:
         "register", "snapshot", "contract", "disjointness", "guarantee", "coverage", "localized", "utility"
     ]
     assert all(r["success"] for r in stored)
+
+
+def test_a_bad_hierarchy_before_the_first_release_leaves_no_database(tmp_path: Path) -> None:
+    """The inputs are read before the state database is opened: refused input leaves no
+    trace, not even an empty database."""
+    root = make_workspace(tmp_path / "ws")
+    _remove_hierarchy(root)
+    result = cli("release", "--config", root, "--snapshot", snapshot(root, 1))
+    assert result.returncode == 2 and "age.csv" in result.stderr, result.stderr
+    assert not list(root.glob("state.sqlite*")) and not (root / "releases").exists()

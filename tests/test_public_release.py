@@ -183,3 +183,16 @@ def test_the_public_copy_holds_the_releases_and_no_evidence(published_workspaces
     assert not fresh.exists()
     inside = cli("public-copy", "--config", ws, "--out", ws / "public")
     assert inside.returncode == 2 and "outside the workspace" in inside.stderr
+
+
+def test_a_public_copy_of_a_hierarchy_serialpub_cannot_read_is_refused(published_once: Path, tmp_path: Path) -> None:
+    """The hierarchies go to the public as they are: one serialpub would refuse to read is
+    refused here too, before anything is written."""
+    path = published_once / "hierarchies" / "zipcode.csv"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    lines[2] = lines[2].split(";")[0] + ";;*"  # an empty level in the middle of a path
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = tmp_path / "public"
+    done = cli("public-copy", "--config", published_once, "--out", out)
+    assert done.returncode == 2 and "zipcode.csv" in done.stderr, done.stdout + done.stderr
+    assert not out.exists()

@@ -17,6 +17,7 @@ from serialpub.errors import InputChecksFailed
 from serialpub.io import register_cache, verdict_cache, versions
 from serialpub.io.inputs import load_register, read_csv
 from serialpub.workflow import input_checks
+from serialpub.workflow.dataset_inputs import read_dataset_inputs
 from serialpub.workflow.publisher import Publisher
 from state.params import DraftParams
 
@@ -27,7 +28,7 @@ def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return make_workspace(tmp_path / "ws")
 
 
-#: the register cache entries the tests' contexts write, each on a thread of its own
+#: the register cache entries the tests' publishers write, each on a thread of its own
 #: (register_cache.Writes): a test reads the folder once they are written
 WRITES = register_cache.Writes()
 
@@ -38,7 +39,7 @@ def _publisher(root: Path) -> Publisher:
 
 def _new_process() -> None:
     """What a fresh process would start with: the entries this one writes are written (a
-    context keeps nothing for another)."""
+    publisher keeps nothing for another)."""
     WRITES.wait()
 
 
@@ -60,11 +61,11 @@ def test_a_cached_register_is_the_parsed_one_with_the_same_verdict(root: Path) -
     ran = first.register_reader.check().sha256  # the suite ran in this process
     (entry,) = _entries(root)
     _new_process()
-    ctx = _publisher(root)
-    cached = ctx.register_reader.cached_entry
+    pub = _publisher(root)
+    cached = pub.register_reader.cached_entry
     assert cached is not None and cached[2] is not None and cached[2]["success"]
     ws = load_config(root)
-    parsed = load_register(ws.register_path, "id", ws.config.quasi_identifiers, ctx.hierarchies)
+    parsed = load_register(ws.register_path, "id", ws.config.quasi_identifiers, pub.hierarchies)
     assert list(cached[0]) == list(parsed.ids) and np.array_equal(cached[1].dense(), parsed.keys.dense())
     # the same combinations in the same order, so the same cells
     assert np.array_equal(cached[1].codes, parsed.keys.codes) and np.array_equal(cached[1].table, parsed.keys.table)
@@ -72,8 +73,8 @@ def test_a_cached_register_is_the_parsed_one_with_the_same_verdict(root: Path) -
     # codes are not held twice; and nobody can write through them
     assert cached[1].table.dtype == np.int32 and cached[1].shape == parsed.keys.shape
     assert not cached[1].codes.flags.owndata and not cached[1].codes.flags.writeable
-    ctx.publish(snapshot(root, 2))
-    assert ctx.register_reader.check().sha256 == ran  # the same evidence as running the suite
+    pub.publish(snapshot(root, 2))
+    assert pub.register_reader.check().sha256 == ran  # the same evidence as running the suite
     assert _entries(root) == [entry]
 
 
@@ -110,11 +111,11 @@ def test_an_altered_entry_is_not_used(root: Path) -> None:
     entry.with_suffix(".sha256").write_text(digest)  # the entry edited, its digest not
     _new_process()
     assert register_cache.load(root, key) is None
-    ctx = _publisher(root)
-    assert ctx.register_reader.cached_entry is None
+    pub = _publisher(root)
+    assert pub.register_reader.cached_entry is None
     ws = load_config(root)
-    parsed = load_register(ws.register_path, "id", ws.config.quasi_identifiers, ctx.hierarchies)
-    assert np.array_equal(ctx.register.keys.dense(), parsed.keys.dense())
+    parsed = load_register(ws.register_path, "id", ws.config.quasi_identifiers, pub.hierarchies)
+    assert np.array_equal(pub.register.keys.dense(), parsed.keys.dense())
 
 
 def test_an_entry_with_inconsistent_codes_is_not_used(root: Path) -> None:
@@ -131,8 +132,8 @@ def test_an_entry_with_inconsistent_codes_is_not_used(root: Path) -> None:
     _new_process()
     assert register_cache.intact(entry)  # its digest matches
     assert register_cache.load(root, key) is None
-    ctx = _publisher(root)
-    assert ctx.register_reader.cached_entry is None and np.array_equal(ctx.register.keys.codes, keys.codes)
+    pub = _publisher(root)
+    assert pub.register_reader.cached_entry is None and np.array_equal(pub.register.keys.codes, keys.codes)
 
 
 @pytest.mark.slow
@@ -222,12 +223,12 @@ def test_a_verdict_is_bound_to_the_period_order(root: Path, monkeypatch: pytest.
     """The same snapshot bytes checked after another last period or row count: the suite
     runs again (its period and row-count expectations read them)."""
     runs = _count_suite_runs(monkeypatch)
-    ctx = _publisher(root)
+    pub = _publisher(root)
     table = read_csv(snapshot(root, 2), "snapshot")
     sha = versions.sha256_bytes(snapshot(root, 2).read_bytes())
     earlier = [SimpleNamespace(period="0001", params=_rows(len(table)))]
     for published in ([], earlier, earlier, [SimpleNamespace(period="0001", params=_rows(len(table) + 1))]):
-        input_checks.check_snapshot(ctx.ws, ctx.register_reader, table, "snapshot-0002.csv", "0002", published,  # type: ignore[arg-type]
+        input_checks.check_snapshot(pub.ws, pub.register_reader, table, "snapshot-0002.csv", "0002", published,  # type: ignore[arg-type]
                                     sha)  # fmt: skip
     assert runs == ["ran", "ran", "ran"]  # the third check is the second's
 
@@ -253,11 +254,11 @@ def test_an_edited_or_failed_verdict_is_never_read(root: Path, monkeypatch: pyte
 
 
 @pytest.mark.slow
-def test_a_context_checks_its_snapshot_once_and_another_reads_the_verdict(
+def test_a_reader_checks_its_snapshot_once_and_another_reads_the_verdict(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A context checks a snapshot once (validating its draft does not check it again);
-    another context (an Airflow task's) keeps nothing of the first but reads the suite's
+    """A register reader checks a snapshot once (validating its draft does not check it again);
+    another publisher (an Airflow task's) keeps nothing of the first but reads the suite's
     verdict and the coded register from the workspace."""
     _publisher(root).publish(snapshot(root, 1))
     _new_process()
@@ -312,14 +313,14 @@ def test_a_new_register_version_checks_its_ids_once(root: Path, monkeypatch: pyt
         check(df, id_column, path, what, rows)  # type: ignore[arg-type]
 
     monkeypatch.setattr(inputs, "_check_ids", spy)
-    ctx = _publisher(root)
-    ctx.publish(snapshot(root, 1))  # the cache was empty: parsed, checked by the suite, coded
-    assert ctx.register_reader.check().success
+    pub = _publisher(root)
+    pub.publish(snapshot(root, 1))  # the cache was empty: parsed, checked by the suite, coded
+    assert pub.register_reader.check().success
     assert calls == []
     ws = load_config(root)
-    parsed = load_register(ws.register_path, "id", ws.config.quasi_identifiers, ctx.hierarchies)
+    parsed = load_register(ws.register_path, "id", ws.config.quasi_identifiers, pub.hierarchies)
     assert calls == [str(ws.register_path)]  # no suite there: the ids are checked while coding
-    assert list(parsed.ids) == list(ctx.register.ids) and np.array_equal(parsed.keys.dense(), ctx.register.keys.dense())
+    assert list(parsed.ids) == list(pub.register.ids) and np.array_equal(parsed.keys.dense(), pub.register.keys.dense())
 
 
 def test_an_entry_written_beside_the_release_is_read_once_written(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -335,9 +336,9 @@ def test_an_entry_written_beside_the_release_is_read_once_written(root: Path, mo
         save(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(register_cache, "save", slow_save)
-    ctx = _publisher(root)
+    pub = _publisher(root)
     ws = load_config(root)
-    parsed = load_register(ws.register_path, "id", ws.config.quasi_identifiers, ctx.hierarchies)
+    parsed = load_register(ws.register_path, "id", ws.config.quasi_identifiers, pub.hierarchies)
     key = "0" * 64
     writes = register_cache.Writes()
     writing = writes.save_soon(root, key, parsed.ids, parsed.keys, ws.config.quasi_identifiers, None)
@@ -407,3 +408,13 @@ def test_two_writers_of_one_file_never_rename_each_others_file(
     else:
         assert versions.RegisterVersions(tmp_path).lines(sha) is not None
     assert not [p.name for p in tmp_path.rglob("*.tmp")]
+
+
+def test_a_reader_and_inputs_of_two_reads_are_refused(root: Path) -> None:
+    """The snapshot suite reads the reader's inputs and the coding the step's: two reads of
+    changed hierarchy files given together would check one thing and code another."""
+    pub = _publisher(root)
+    other = read_dataset_inputs(pub.ws)  # equal, but another read
+    with pytest.raises(ValueError, match="another read of the dataset's inputs"):
+        input_checks.check_inputs(pub.series, other, pub.register_reader, pub.request, snapshot(root, 1), "0001")
+    assert pub.store.open_release("clinic") is None

@@ -203,7 +203,7 @@ LOG = logging.getLogger(__name__)
 
 
 class Writes:
-    """The entries one owner (a release context) writes beside its release, by key: each
+    """The entries one owner (a publisher) writes beside its release, by key: each
     on a thread of its own (:class:`anonymizer.overlap.Overlap`), so the release goes on
     while the entry, as large as the coded register, is written. :func:`load` given them
     waits for an entry of its key; the process does not exit before a write is done (the

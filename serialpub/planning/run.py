@@ -30,7 +30,7 @@ from serialpub.planning.series import (
 
 @dataclass
 class PlanSetup:
-    """A plan's checked inputs: the workspace's context, the snapshots and what is measured
+    """A plan's checked inputs: the workspace's inputs and register, the snapshots and what is measured
     on them independently of the candidates."""
 
     plan: PlanInputs

@@ -133,7 +133,9 @@ def draft(
 
     Args:
         series, inputs, register: the dataset's release series, its inputs and its register
-            (``register`` reads the register of ``inputs``).
+            (``register`` made for ``inputs``). They are the caller's: a caller that may see
+            the register or hierarchy files change between drafts reads them anew
+            (:meth:`serialpub.workflow.publisher.Publisher.draft` does).
         request: what the operator allowed of this release.
         snapshot: the id, QI and sensitive columns: a .csv or .parquet file, or
             ``sql:TABLE`` / ``sql:SELECT ...`` in the input database

@@ -245,8 +245,8 @@ def import_release(
     """
     started = time.perf_counter()
     mode, params = _check_arguments(ws, dilution, snapshot, period), _strategy(ws, ell, strategy, k_prime, alpha)
-    series, inputs = DatasetSeries(ws), read_dataset_inputs(ws)
-    register = RegisterReader(ws, inputs)
+    inputs = read_dataset_inputs(ws)  # before the state database is opened (Publisher, why)
+    series, register = DatasetSeries(ws), RegisterReader(ws, inputs)
     values = _protected(ws, inputs, protected)
     publishing.recover(series)
     published, read = check_period(series, ReleaseRequest(), period), _read_groups(ws, inputs, data_path, values)

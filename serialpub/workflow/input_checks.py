@@ -184,7 +184,10 @@ def check_inputs(
 
     Raises:
         InputError (``InputChecksFailed`` for a failed suite): nothing was changed.
+        ValueError: ``register`` was made for other inputs than ``inputs`` (a programming
+            error, :meth:`RegisterReader.check_reads`).
     """
+    register.check_reads(inputs)
     cfg = series.ws.config
     source = snapshot_source(series.ws, snapshot)
     register_check = register.check()

@@ -19,6 +19,7 @@ from serialpub.errors import InputError
 from serialpub.io import release_files, signing, versions
 from serialpub.io.manifest import Manifest
 from serialpub.workflow import series_integrity
+from serialpub.workflow.dataset_inputs import read_dataset_inputs
 from serialpub.workflow.dataset_series import DatasetSeries
 from serialpub.workflow.preflight import check_signatures
 from serialpub.workflow.publishing import check_published_files
@@ -49,13 +50,16 @@ def write_public_copy(series: DatasetSeries, out: Path, with_register: bool = Fa
     Raises:
         StateError: a published release's files no longer match the state, or its manifest's
             signature or chain link does not verify (nothing is copied).
-        InputError: ``out`` is inside the workspace, or a file in the copy differs from the
-            release's (a published release is never rewritten): named, nothing more written.
+        InputError: ``out`` is inside the workspace, a hierarchy file serialpub cannot read
+            (as :func:`serialpub.workflow.dataset_inputs.read_dataset_inputs`), or a file in
+            the copy differs from the release's (a published release is never rewritten):
+            named, nothing more written.
     """
     ws = series.ws
     out = out.resolve()
     if out == ws.root.resolve() or ws.root.resolve() in out.parents:
         raise InputError(f"{out}: the public copy must be outside the workspace {ws.root}; choose another --out")
+    read_dataset_inputs(ws)  # the hierarchies go to the public as they are: only ones serialpub reads
     published = series.store.published(ws.config.dataset)
     check_published_files(series, published)  # never hand out files the state does not vouch for
     check_signatures(series, published, "nothing was copied")  # nor a signature a consumer's audit fails

@@ -87,12 +87,14 @@ class Publisher:
     def __init__(
         self, ws: Workspace, cache_writes: register_cache.Writes | None = None, request: ReleaseRequest | None = None
     ) -> None:
+        self._stamp = input_stamp(ws)
+        #: the dataset's small inputs, frozen; read again when their files change (refresh_inputs).
+        #: Read before the state database is opened: bad input leaves no trace, not even a new
+        #: database file
+        self.inputs = read_dataset_inputs(ws)
         self.series = DatasetSeries(ws)
         self.request = request if request is not None else ReleaseRequest()
         self.cache_writes = cache_writes if cache_writes is not None else register_cache.Writes()
-        self._stamp = input_stamp(ws)
-        #: the dataset's small inputs, frozen; read again when their files change (refresh_inputs)
-        self.inputs = read_dataset_inputs(ws)
         self.register_reader = RegisterReader(ws, self.inputs, self.cache_writes)
 
     def refresh_inputs(self) -> None:

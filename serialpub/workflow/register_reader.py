@@ -1,4 +1,4 @@
-"""Reading the population register once per context (docs/design.md section 6): hashed,
+"""Reading the population register once per reader (docs/design.md section 6): hashed,
 then parsed, then coded and checked, each on first use, from the register cache when this
 version was coded before (:mod:`serialpub.io.register_cache`). Approving, publishing and
 closing a release never read it.
@@ -82,6 +82,16 @@ class RegisterReader:
         #: the coded snapshot; validating a draft with the reader that drafted it does not
         #: check its snapshot again
         self.last_snapshot: tuple[tuple[object, str], SuiteResult, Snapshot] | None = None
+
+    def check_reads(self, inputs: DatasetInputs) -> None:
+        """Raises ValueError unless this reader was made for ``inputs`` (the same read): a
+        step given a reader and inputs of two reads would check a snapshot against one set of
+        hierarchies and domain and code and anonymize it with another."""
+        if self.inputs is not inputs:
+            raise ValueError(
+                "the register reader was made for another read of the dataset's inputs; make the two together "
+                "(Publisher.refresh_inputs replaces both)"
+            )
 
     @property
     def state(self) -> RegisterState:
@@ -239,7 +249,7 @@ class RegisterReader:
         }
 
     def keep_input_versions(self) -> None:
-        """Store the register and hierarchy versions a release of this context uses, named
+        """Store the register and hierarchy versions a release read with this reader uses, named
         by the sha256 its manifest records (:mod:`serialpub.io.versions`, docs/design.md
         section 10), so the audit and ``state verify`` find them after the files change.
 
