@@ -34,7 +34,8 @@ from anonymizer.settings import (
     Strategy,
     SuppressionModel,
 )
-from serialpub.errors import InputError
+from serialpub.errors import InputError, quoted
+from serialpub.io.names import name_problem
 from serialpub.io.periods import PeriodFormat
 from serialpub.io.settings_yaml import read_settings
 from serialpub.io.sources import SQL_PREFIX, InputSource, parse_source
@@ -252,7 +253,10 @@ class Config(BaseModel):
     )  # fmt: skip
     quasi_identifiers: list[str] = Field(
         min_length=1, description="the QI columns, generalized in releases",
-        json_schema_extra=documented("no column twice; must not contain `sensitive` or `id_column`"),
+        json_schema_extra=documented(
+            "no column twice; must not contain `sensitive` or `id_column`; each a plain file name (not `.` or `..`; "
+            "no `/`, `\\` or control character)"
+        ),
     )  # fmt: skip
     numeric: list[str] = Field(
         default_factory=list,
@@ -271,7 +275,9 @@ class Config(BaseModel):
         description="the sensitive column, published as recorded. Its domain (every value it can take, spelled "
         "exactly) is the leaves of `<hierarchies>/<sensitive>.csv` or, without that file, the `sensitive_domain` "
         "file",
-        json_schema_extra=documented("must not be a quasi-identifier"),
+        json_schema_extra=documented(
+            "must not be a quasi-identifier; a plain file name (not `.` or `..`; no `/`, `\\` or control character)"
+        ),
     )  # fmt: skip
     sensitive_domain_file: Path | None = Field(
         default=None, alias="sensitive_domain",
@@ -427,6 +433,16 @@ class Config(BaseModel):
     def _distinct(cls, v: list[str]) -> list[str]:
         if len(set(v)) != len(v):
             raise ValueError("quasi_identifiers lists a column twice")
+        return v
+
+    @field_validator("quasi_identifiers", "sensitive")
+    @classmethod
+    def _file_names(cls, v: list[str] | str) -> list[str] | str:
+        # each names its hierarchy file and is written to every manifest, whose readers
+        # refuse a name that is not a plain file name (serialpub.io.names)
+        for name in [v] if isinstance(v, str) else v:
+            if (problem := name_problem(name)) is not None:
+                raise ValueError(f"{quoted(name)} {problem}; a column here names its hierarchy file <column>.csv")
         return v
 
     @field_validator("accept_known_breach")

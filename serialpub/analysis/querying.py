@@ -34,7 +34,7 @@ from anonymizer.hierarchy import Hierarchy
 from anonymizer.joint import joint_answers
 from anonymizer.workload import QueryRanges
 from serialpub.analysis.reader import PublicReleases, PublishedRelease
-from serialpub.errors import InputError
+from serialpub.errors import InputError, quoted
 
 __all__ = ["Condition", "answer", "expand", "parse_condition", "sensitive_domain", "write_expanded"]
 
@@ -76,11 +76,16 @@ class Condition:
         text = self.value.strip()
         if h.has_label(text):
             return np.asarray(anc[:, h.node(text)])
+        parts = [p.strip() for p in text.split("|")]
+        # labels first: a label may itself begin like a range ('<=50K', '>50K'), in any part
+        if text and all(h.has_label(p) for p in parts):
+            return np.asarray(anc[:, [h.node(p) for p in parts]].any(axis=1))
         numbers = h.leaf_numbers() if h.numeric else None
         lo = hi = None
-        if (m := _RANGE.match(text)) is not None:
+        single = len(parts) == 1  # several values joined by '|' are labels, never a range
+        if single and (m := _RANGE.match(text)) is not None:
             lo, hi = m.group(1), m.group(2)
-        elif (m := _HALF.match(text)) is not None:
+        elif single and (m := _HALF.match(text)) is not None:
             lo, hi = (m.group(2), None) if m.group(1) == ">=" else (None, m.group(2))
         if lo is not None or hi is not None:
             if numbers is None:
@@ -100,14 +105,11 @@ class Condition:
                     f"(its values run from {h.leaves[int(np.argmin(numbers))]} to {h.leaves[int(np.argmax(numbers))]})"
                 )
             return np.asarray(inside)
-        parts = [p.strip() for p in text.split("|")]
         unknown = [p for p in parts if not h.has_label(p)]
-        if unknown or not text:
-            raise InputError(
-                f"--where {self}: {unknown[0] if unknown else text!r} is not a value of {self.attribute}; "
-                f"give a leaf or node of its hierarchy: {_shown(list(h.labels))}"
-            )
-        return np.asarray(anc[:, [h.node(p) for p in parts]].any(axis=1))
+        raise InputError(
+            f"--where {self}: {quoted(unknown[0] if unknown else text)} is not a value of {self.attribute}; "
+            f"give a leaf or node of its hierarchy: {_shown(list(h.labels))}"
+        )
 
 
 def parse_condition(text: str, attributes: Sequence[str]) -> Condition:

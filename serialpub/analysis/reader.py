@@ -8,7 +8,13 @@ is returned the copy is verified with the audit's own checks (:mod:`serialpub.an
 every release from 1 to the newest present, the hash chain of the manifests, each
 signature, each ``data.parquet`` against its manifest's sha256, the register and hierarchy
 files each release was published with); the first defect is refused with one line naming
-the release folder or file (docs/release-contract.md, "Integrity").
+the release folder or file (docs/release-contract.md, "Integrity"). A copy is untrusted
+input: its manifests' names are checked before they become paths
+(:mod:`serialpub.io.names`), and the shape of every table is checked once, here, so that a
+hostile copy is one line naming the file, never an error deep in the computation. The
+result names the fingerprint of the key the signatures were verified against; a data user
+pins the publisher's with ``key_fingerprint`` (docs/data-users.md, "Pinning the
+publisher's key").
 
 Each release is then a pandas DataFrame (and an Arrow table) with the published labels,
 the group of every record and, for a numeric quasi-identifier, the bounds of its interval;
@@ -35,9 +41,10 @@ from anonymizer.joint import JointRelease
 from anonymizer.regions import group_release, record_nodes
 from serialpub.analysis.audit.combos import register_combos
 from serialpub.analysis.audit.files import Registers, read_release_hierarchies, release_dirs
-from serialpub.analysis.audit.integrity import check_store, read_public_key
-from serialpub.analysis.audit.manifest import ParsedManifest, file_sha256, parse_manifest
-from serialpub.errors import InputError
+from serialpub.analysis.audit.integrity import check_store, given_key
+from serialpub.analysis.audit.keys import fingerprint
+from serialpub.analysis.audit.manifest import ParsedManifest, data_problems, file_sha256, parse_manifest
+from serialpub.errors import InputError, quoted
 
 __all__ = ["PublicReleases", "PublishedRelease", "open_releases"]
 
@@ -162,13 +169,22 @@ class PublishedRelease:
 
 @dataclass(eq=False)
 class PublicReleases:
-    """A verified release series: its dataset, releases in number order and the audit's notes."""
+    """A verified release series: its dataset, releases in number order and the audit's notes.
+
+    Attributes:
+        key_fingerprint: the fingerprint (:func:`serialpub.analysis.audit.keys.fingerprint`)
+            of the key the signatures were verified against; None when nothing is signed.
+        key_source: where that key came from, for a message (the ``--public-key`` file,
+            the copy's ``keys/*.pub``, ``--key-fingerprint``, or the first signed release).
+    """
 
     root: Path
     dataset: str
     releases: list[PublishedRelease]
     notes: list[str]
     has_register: bool
+    key_fingerprint: str | None = None
+    key_source: str = ""
 
     def release(self, number: int) -> PublishedRelease:
         """Release ``number``; raises InputError naming the releases there are."""
@@ -190,7 +206,11 @@ def _refuse(root: Path, dirs: list[tuple[int, Path]], finding: str) -> InputErro
 
 
 def open_releases(
-    root: Path, dataset: str | None = None, public_key: Path | None = None, id_column: str = "id"
+    root: Path,
+    dataset: str | None = None,
+    public_key: Path | None = None,
+    id_column: str = "id",
+    key_fingerprint: str | None = None,
 ) -> PublicReleases:
     """Open and verify a public copy or a workspace.
 
@@ -198,9 +218,13 @@ def open_releases(
         root: the folder holding ``releases/`` (a public copy or a workspace).
         dataset: the dataset folder under ``releases/``; may be omitted when there is one.
         public_key: the publisher's public key (PEM); by default the one ``keys/*.pub`` of
-            the copy when there is exactly one (``public-copy`` writes it). Without any,
-            signatures are checked against the key each manifest names.
+            the copy when there is exactly one (``public-copy`` writes it) and no
+            ``key_fingerprint`` is given. Without any, the key of the first signed release
+            is pinned (:mod:`serialpub.analysis.audit.keys`).
         id_column: the register's identifier column.
+        key_fingerprint: the publisher's key fingerprint (``SHA256:...``), obtained out of
+            band: the copy must be signed by the series' key with it, whatever its
+            ``keys/*.pub`` holds (docs/data-users.md, "Pinning the publisher's key").
 
     Returns:
         :class:`PublicReleases`.
@@ -208,20 +232,26 @@ def open_releases(
     Raises:
         InputError: a missing, unreadable or tampered file, a release missing from the
             series, a signature that does not verify, a broken manifest chain, a register
-            or hierarchy that is not the one a release was published with: one line
-            naming the folder or file.
+            or hierarchy that is not the one a release was published with, a manifest
+            name that is not a plain name (:mod:`serialpub.io.names`), a ``data.parquet``
+            whose columns or records are not its manifest's or whose labels are no nodes of
+            their hierarchies, a copy not signed by the key ``key_fingerprint`` names or a
+            ``public_key`` without that fingerprint: one line naming the folder or file.
     """
     dataset, dirs = release_dirs(root, dataset)
-    if public_key is None:
+    source = "" if public_key is None else f"the given {public_key}"
+    if public_key is None and key_fingerprint is None:
+        # the copy's own key file vouches for nothing by itself: its fingerprint is printed
         found = sorted((root / "keys").glob("*.pub")) if (root / "keys").is_dir() else []
         public_key = found[0] if len(found) == 1 else None
-    key_text = None if public_key is None else read_public_key(public_key)
+        source = "" if public_key is None else f"{public_key.relative_to(root)} of the copy"
+    key_text, pinned = given_key(public_key, key_fingerprint)
     for _, d in dirs:
         for name in ("manifest.json", "data.parquet"):
             if not (d / name).is_file():
                 raise InputError(f"{d / name}: file missing; this copy is incomplete, do not use it")
     try:
-        integrity = check_store(dirs, key_text)
+        integrity = check_store(dirs, key_text, pinned=pinned)
     except InputError as exc:
         raise InputError(f"{exc}; this copy is not what the publisher published, do not use it") from None
     if integrity.findings:
@@ -244,19 +274,64 @@ def open_releases(
     registers = Registers(root, id_column, manifests) if has_register else None
     releases = []
     for j, ((n, d), (m, _)) in enumerate(zip(dirs, manifests, strict=True)):
-        dpath = d / "data.parquet"
-        try:
-            data = pd.read_parquet(dpath)
-        except Exception as exc:  # pyarrow raises several unrelated types for a broken file
-            raise InputError(f"{dpath}: not a readable Parquet file ({type(exc).__name__}: {exc})") from None
-        for c in [*m.quasi_identifiers, m.sensitive]:
-            data[c] = data[c].astype(str)
+        data = _read_data(d / "data.parquet", m)
         hs = hierarchy_sets[j]
-        numeric = [q for q in m.numeric if q in data.columns]
         try:
-            read_with = release_hierarchies(hs, numeric, data) if numeric else dict(hs)
+            read_with = release_hierarchies(hs, m.numeric, data) if m.numeric else dict(hs)
         except ValueError as exc:
             raise InputError(f"{d / 'manifest.json'}: numeric_quasi_identifiers: {exc}") from None
         register = registers[j] if registers is not None else None
-        releases.append(PublishedRelease(n, d, m, data, read_with, register, id_column))
-    return PublicReleases(root, dataset, releases, integrity.notes, has_register)
+        release = PublishedRelease(n, d, m, data, read_with, register, id_column)
+        _check_labels(release)
+        releases.append(release)
+    if pinned is not None:
+        source = "pinned with --key-fingerprint"
+    elif not source and integrity.key is not None:
+        source = "the key of the first signed release, pinned on first use"
+    fp = None if integrity.key is None else fingerprint(integrity.key)
+    return PublicReleases(root, dataset, releases, integrity.notes, has_register, fp, source)
+
+
+def _read_data(path: Path, m: ParsedManifest) -> pd.DataFrame:
+    """``data.parquet`` of release ``m`` with its QI and sensitive columns as text, after
+    checking its shape against the manifest (:func:`serialpub.analysis.audit.manifest.data_problems`:
+    the audit's own check) and that no label is empty.
+
+    Raises:
+        InputError: unreadable, a column missing or not named by the manifest, a record
+            count other than the manifest's, an empty label: one line naming the file.
+    """
+    try:
+        data = pd.read_parquet(path)
+    except Exception as exc:  # pyarrow raises several unrelated types for a broken file
+        raise InputError(f"{path}: not a readable Parquet file ({type(exc).__name__}: {exc})") from None
+    problems, _ = data_problems(m, list(data.columns), len(data))
+    if problems:
+        raise InputError(f"{path}: {problems[0]}; this copy is not what the publisher published, do not use it")
+    for c in [*m.quasi_identifiers, m.sensitive]:
+        empty = data[c].isna().to_numpy()
+        if empty.any():
+            raise InputError(
+                f"{path}: column '{c}' is empty in {int(empty.sum())} record(s) (the first is record "
+                f"{int(np.flatnonzero(empty)[0]) + 1}); every published record holds a label in each column"
+            )
+        data[c] = data[c].astype(str)
+    return data
+
+
+def _check_labels(release: PublishedRelease) -> None:
+    """Every QI label of ``release`` is a node of the hierarchy it is read with: a label
+    that is not would be read as no region at all.
+
+    Raises:
+        InputError: the first such label, naming the file, the record and the column.
+    """
+    unknown = release._nodes < 0
+    if unknown.any():
+        row, col = (int(x[0]) for x in np.nonzero(unknown))
+        q = release.qis[col]
+        raise InputError(
+            f"{release.folder / 'data.parquet'}: record {row + 1}: {q} = {quoted(release.data[q].iloc[row])} is not a "
+            f"node of hierarchies/{q}.csv (nor, for a numeric QI, an interval of its leaves); this copy is not what "
+            "the publisher published, do not use it"
+        )

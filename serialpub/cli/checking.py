@@ -44,6 +44,14 @@ def audit(
             help="a checkpoint.json you kept (checkpoint.sig beside it): the copy must extend the release it names",
         ),
     ] = None,
+    key_fingerprint: Annotated[
+        str | None,
+        typer.Option(
+            "--key-fingerprint",
+            help="the publisher's key fingerprint (SHA256:..., obtained from the publisher): the series' key with it "
+            "is taken as --public-key; a series with no such key fails",
+        ),
+    ] = None,
 ) -> None:
     """Recompute every breach probability from the register, hierarchies and published files
     alone (not the state); exit 1 on any violation, overlapping regions or tampering (a
@@ -60,8 +68,9 @@ def audit(
         raise InputError("--since and --manifest-sha256 go together: the release number and its manifest's sha256")
     pin = None if since is None or manifest_sha256 is None else (since, manifest_sha256)
     result = audit_workspace(
-        workspace, dataset, snapshots=snapshots, public_key=public_key, since=pin, checkpoint=checkpoint
-    )
+        workspace, dataset, snapshots=snapshots, public_key=public_key, since=pin, checkpoint=checkpoint,
+        key_fingerprint=key_fingerprint,
+    )  # fmt: skip
     console.print(format_report(result))
     if not result.ok:
         raise typer.Exit(1)
@@ -72,12 +81,20 @@ def keygen(
     out: Annotated[Path, typer.Option("--out", help="the private key file to write; the public key gets .pub")],
 ) -> None:
     """Create the publisher's Ed25519 key pair: the private key (mode 0600; name it as
-    signing_key in serialpub.yaml, keep it out of the release store) and the public key
-    to hand to data users ('serialpub audit --public-key')."""
+    signing_key in serialpub.yaml, keep it out of the release store), the public key to
+    hand to data users ('serialpub audit --public-key') and its fingerprint, which they
+    pin ('--key-fingerprint')."""
+    from serialpub.analysis.audit.integrity import read_public_key
+    from serialpub.analysis.audit.keys import fingerprint
     from serialpub.io.signing import create_key_pair
 
     public = create_key_pair(out)
-    console.print(f"private key: {out} (keep it secret)\npublic key: {public} (give it to data users)")
+    console.print(
+        f"private key: {out} (keep it secret)\npublic key: {public} (give it to data users)\n"
+        f"fingerprint: {fingerprint(read_public_key(public))} (publish it apart from the releases, where data users "
+        "can check it: they pin it with --key-fingerprint)",
+        soft_wrap=True,
+    )
 
 
 @app.command("rotate-key")

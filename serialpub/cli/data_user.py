@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich import box
@@ -18,9 +18,29 @@ from rich.table import Table
 from serialpub.cli.app import app, console, split_list
 from serialpub.errors import InputError
 
+if TYPE_CHECKING:
+    from serialpub.analysis.reader import PublicReleases
+
 _COPY = typer.Argument(help="the public copy (serialpub public-copy --with-register) or a workspace folder")
 _DATASET = typer.Option("--dataset", help="dataset name if there are several")
 _KEY = typer.Option("--public-key", help="the publisher's public key (default: the copy's one keys/*.pub)")
+_FINGERPRINT = typer.Option(
+    "--key-fingerprint",
+    help="the publisher's key fingerprint (SHA256:..., obtained from the publisher): a copy signed by another key "
+    "is refused, whatever its keys/*.pub holds",
+)
+
+
+def _verified(releases: PublicReleases) -> str:
+    """What was verified, naming the key: the line a data user compares with the
+    publisher's fingerprint."""
+    n = len(releases.releases)
+    if releases.key_fingerprint is None:
+        return f"Verified: {n} release(s), manifest chain; not signed, so nothing shows whose they are"
+    return (
+        f"Verified: {n} release(s), manifest chain and signatures by key {releases.key_fingerprint} "
+        f"({releases.key_source})"
+    )
 
 
 def _releases(text: str) -> list[int] | None:
@@ -53,6 +73,7 @@ def query(
     as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
     dataset: Annotated[str | None, _DATASET] = None,
     public_key: Annotated[Path | None, _KEY] = None,
+    key_fingerprint: Annotated[str | None, _FINGERPRINT] = None,
 ) -> None:
     """Count the records satisfying the conditions, per release: the register-joint
     estimate, bounds the true count cannot leave, and paper 001's uniform estimate."""
@@ -60,7 +81,7 @@ def query(
     from serialpub.analysis.reader import open_releases
 
     numbers = _releases(release)
-    releases = open_releases(copy, dataset, public_key)
+    releases = open_releases(copy, dataset, public_key, key_fingerprint=key_fingerprint)
     attributes = releases.releases[-1].qis
     conditions = [parse_condition(w, attributes) for w in where or []]
     values = None if sensitive is None else split_list(sensitive)
@@ -68,7 +89,7 @@ def query(
     if as_json:
         print(json.dumps({
             "dataset": releases.dataset, "where": [str(c) for c in conditions], "sensitive": values,
-            "answers": table.to_dict(orient="records"),
+            "key_fingerprint": releases.key_fingerprint, "answers": table.to_dict(orient="records"),
         }, indent=2))  # fmt: skip
         return
     described = " AND ".join(str(c) for c in conditions) or "every record"
@@ -79,7 +100,7 @@ def query(
         caption=(
             "estimate: each group's published counts spread over its region like the register's individuals; "
             "lower-upper: certain bounds of the true count; uniform: spread uniformly over the leaves (paper 001). "
-            f"Verified: {len(releases.releases)} release(s), signatures and manifest chain"
+            + _verified(releases)
         ),
         caption_justify="left",
     )
@@ -100,6 +121,7 @@ def expand(
     release: Annotated[str, typer.Option("--release", help="a release number, several (1,3) or 'all'")] = "all",
     dataset: Annotated[str | None, _DATASET] = None,
     public_key: Annotated[Path | None, _KEY] = None,
+    key_fingerprint: Annotated[str | None, _FINGERPRINT] = None,
 ) -> None:
     """Write each release as weighted microdata: one row per (register QI combination inside
     a published region, sensitive value) with its expected records ('weight'); SUM(weight)
@@ -108,6 +130,6 @@ def expand(
     from serialpub.analysis.reader import open_releases
 
     numbers = _releases(release)
-    releases = open_releases(copy, dataset, public_key)
+    releases = open_releases(copy, dataset, public_key, key_fingerprint=key_fingerprint)
     written = write_expanded(releases, out, numbers)
-    console.print(f"{len(written)} table(s) written to {out} (verified: signatures and manifest chain)")
+    console.print(f"{len(written)} table(s) written to {out}. {_verified(releases)}", soft_wrap=True)

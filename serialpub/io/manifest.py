@@ -34,7 +34,9 @@ from anonymizer.settings import (
     Strategy,
     SuppressionModel,
 )
-from serialpub.errors import InputError
+from serialpub.errors import InputError, quoted
+from serialpub.io.names import SafeName, Sha256
+from serialpub.io.series_records import KEY_PATTERN
 from serialpub.known_breach import KnownBreach
 
 #: the manifest format this version writes and the newest it reads (2: the hash chain and
@@ -50,12 +52,15 @@ class _Contract(BaseModel):
 
 class Checksums(_Contract):
     """sha256 (hex) of the release's data file (null while it is being written) and of the
-    inputs it was made from: the register and each QI's hierarchy file."""
+    inputs it was made from: the register and each QI's hierarchy file. The register's and
+    the hierarchies' name the files of their versions (``registers/<sha256>.parquet``,
+    ``hierarchy-versions/<qi>/<sha256>.csv``), so they and the QI names are checked as
+    names before any reader joins them into a path (:mod:`serialpub.io.names`)."""
 
-    data_parquet: str | None = Field(validation_alias="data.parquet", serialization_alias="data.parquet")
+    data_parquet: Sha256 | None = Field(validation_alias="data.parquet", serialization_alias="data.parquet")
     # named so in Python because ``register`` would shadow ABCMeta.register
-    register_file: str = Field(validation_alias="register", serialization_alias="register")
-    hierarchies: dict[str, str]
+    register_file: Sha256 = Field(validation_alias="register", serialization_alias="register")
+    hierarchies: dict[SafeName, Sha256]
 
 
 class QueryWorkload(_Contract):
@@ -168,12 +173,13 @@ class Manifest(_Contract):
     """
 
     format_version: int
-    dataset: str
+    dataset: SafeName
     release: int = Field(ge=1)
     period: str
     created: str
-    quasi_identifiers: list[str] = Field(min_length=1)
-    sensitive: str
+    # each names its hierarchy file (hierarchies/<qi>.csv): a name, never a path
+    quasi_identifiers: list[SafeName] = Field(min_length=1)
+    sensitive: SafeName
     l: float = Field(ge=1)  # noqa: E741 (the contract's name for ℓ)
     strategy: Strategy
     k_prime: int | None
@@ -187,7 +193,7 @@ class Manifest(_Contract):
     # the breachable models the publisher acknowledged (serialpub.known_breach); written only
     # when there is one
     accepted_known_breach: list[KnownBreach] = []
-    numeric_quasi_identifiers: list[str] = []
+    numeric_quasi_identifiers: list[SafeName] = []
     suppression_budget: float | None = None
     protected_values: list[str]
     records: int = Field(ge=0)
@@ -205,12 +211,13 @@ class Manifest(_Contract):
     # sha256 of the previous release's manifest.json (null for the first): the hash chain
     previous_manifest_sha256: str | None = None
     # the Ed25519 public key whose signature of this file is manifest.sig (io/signing.py)
-    signing_key: str | None = None
+    signing_key: str | None = Field(default=None, pattern=KEY_PATTERN)
     validation: Validation | None
     sign_off: SignOff | None
     imported: bool = False
     source_sha256: str | None = None
-    report: dict[str, str] | None = None
+    # evidence file name -> its sha256; each name is opened in the release folder
+    report: dict[SafeName, str] | None = None
 
     @field_validator("format_version")
     @classmethod
@@ -320,8 +327,12 @@ class GroupRow(_Contract):
 def _first_error(exc: ValidationError) -> str:
     """One line for the first error: which key, and what the contract wants."""
     err = exc.errors(include_url=False)[0]
-    key = ".".join(str(p) for p in err["loc"])
+    loc = [str(p) for p in err["loc"]]
     kind = err["type"]
+    if loc[-1:] == ["[key]"]:  # a key of a mapping (sha256.hierarchies, report): named by its mapping
+        where = ".".join(loc[:-2])
+        return f"a key of '{where}' {_lower(err['msg'])}, got {quoted(err.get('input'))}"
+    key = ".".join(loc)
     if kind == "json_invalid":
         return f"is not valid JSON ({err['ctx']['error']})"
     if not key:  # a rule across keys (numeric_quasi_identifiers)
@@ -330,8 +341,7 @@ def _first_error(exc: ValidationError) -> str:
         return f"key '{key}' is missing; the release contract requires it"
     if kind == "extra_forbidden":
         return f"key '{key}' is not part of the release contract (format_version {FORMAT_VERSION}); remove it"
-    got = repr(err.get("input"))
-    return f"'{key}' {_lower(err['msg'])}, got {got if len(got) <= 80 else got[:77] + '...'}"
+    return f"'{key}' {_lower(err['msg'])}, got {quoted(err.get('input'))}"
 
 
 def _lower(msg: str) -> str:

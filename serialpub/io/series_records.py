@@ -31,7 +31,8 @@ CHECKPOINT_SIGNATURE = "checkpoint.sig"
 
 _ROTATION = re.compile(r"^key-rotation-(\d{4,})\.json$")
 _SHA256 = r"^[0-9a-f]{64}$"
-_KEY = r"^ed25519:[A-Za-z0-9+/]{43}=$"
+#: a public key as records and manifests name it: ``ed25519:`` and the base64 of its 32 raw bytes
+KEY_PATTERN = r"^ed25519:[A-Za-z0-9+/]{43}=$"
 
 
 def rotation_name(from_release: int) -> str:
@@ -89,7 +90,7 @@ class Checkpoint(_Record):
     dataset: str
     release: int = Field(ge=1)
     manifest_sha256: str = Field(pattern=_SHA256)
-    signing_key: str | None = Field(pattern=_KEY)
+    signing_key: str | None = Field(pattern=KEY_PATTERN)
     created: str
 
 
@@ -111,7 +112,7 @@ class KeyRotation(_Record):
     dataset: str
     from_release: int = Field(ge=2)
     after_manifest_sha256: str = Field(pattern=_SHA256)
-    old_key: str = Field(pattern=_KEY)
-    new_key: str = Field(pattern=_KEY)
+    old_key: str = Field(pattern=KEY_PATTERN)
+    new_key: str = Field(pattern=KEY_PATTERN)
     created: str
     reason: str

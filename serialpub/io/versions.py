@@ -38,6 +38,7 @@ import pyarrow.parquet as pq
 
 from serialpub.errors import InputError
 from serialpub.io.atomic import own_tmp
+from serialpub.io.names import check_name, check_sha256
 
 REGISTERS_DIR = "registers"
 HIERARCHY_VERSIONS_DIR = "hierarchy-versions"
@@ -157,7 +158,13 @@ class RegisterVersions:
         self._cache: tuple[str, pa.LargeBinaryArray] | None = None  # the last version rebuilt
 
     def path(self, sha: str) -> Path:
-        return self.dir / f"{sha}.parquet"
+        """``registers/<sha>.parquet``; ``sha`` comes from a manifest or a version's parent,
+        so it is checked to be a plain name first (:mod:`serialpub.io.names`).
+
+        Raises:
+            InputError: ``sha`` would name a file outside ``registers/``.
+        """
+        return self.dir / check_name(f"{sha}.parquet", str(self.dir), "register version")
 
     def has(self, sha: str) -> bool:
         return self.path(sha).is_file()
@@ -264,8 +271,18 @@ class RegisterVersions:
             )
         # the footer's key-value metadata: a version stored whole adds its own there
         # (_write_whole), which the Arrow schema does not carry
-        raw = pq.read_metadata(path).metadata or {}
-        return {k.decode(): v.decode() for k, v in raw.items() if not k.startswith(b"ARROW:")}
+        try:
+            raw = pq.read_metadata(path).metadata or {}
+            meta = {k.decode(): v.decode() for k, v in raw.items() if not k.startswith(b"ARROW:")}
+        except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:
+            raise self._altered(path, f"not a register version ({type(exc).__name__})") from None
+        if meta.get("parent"):  # a public copy's versions are untrusted: the parent becomes a path
+            meta["parent"] = check_sha256(meta["parent"], str(path), "its parent version (metadata 'parent')")
+        return meta
+
+    @staticmethod
+    def _altered(path: Path, what: str) -> InputError:
+        return InputError(f"{path}: {what}; {REGISTERS_DIR}/ was altered (restore it from the workspace's backup)")
 
     def _depth(self, sha: str) -> int:
         return int(self._meta(sha).get("depth", "0"))
@@ -283,12 +300,14 @@ class RegisterVersions:
                 raise InputError(f"{self.path(sha)}: its chain of parents does not end; the folder was altered")
         lines = self._cache[1] if at and self._cache is not None else pa.array([], pa.large_binary())
         for step in reversed(chain):
-            lines = _apply(lines, pq.read_table(self.path(step)))
+            try:
+                lines = _apply(lines, pq.read_table(self.path(step), columns=["start", "length", "line"]))
+            except (pa.ArrowException, OSError, ValueError, IndexError) as exc:
+                # a version's operations are read from a file: a public copy's may be forged
+                what = f"not a readable register version ({type(exc).__name__})"
+                raise self._altered(self.path(step), what) from None
         if sha256_bytes(_join(lines)) != sha:
-            raise InputError(
-                f"{self.path(sha)}: does not rebuild to the register with sha256 {sha[:12]}...; "
-                f"{REGISTERS_DIR}/ was altered (restore it from the workspace's backup)"
-            )
+            raise self._altered(self.path(sha), f"does not rebuild to the register with sha256 {sha[:12]}...")
         self._cache = (sha, lines)
         return lines
 
@@ -307,7 +326,7 @@ class RegisterVersions:
 
 def keep_hierarchy(workspace_root: Path, qi: str, hierarchy_file: Path, sha: str) -> None:
     """Copy a QI's hierarchy file to ``hierarchy-versions/<qi>/<sha>.csv`` unless it is there."""
-    target = workspace_root / HIERARCHY_VERSIONS_DIR / qi / f"{sha}.csv"
+    target = hierarchy_version(workspace_root, qi, sha)
     if target.is_file():
         return
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -317,8 +336,14 @@ def keep_hierarchy(workspace_root: Path, qi: str, hierarchy_file: Path, sha: str
 
 
 def hierarchy_version(workspace_root: Path, qi: str, sha: str) -> Path:
-    """The file of the hierarchy version ``sha`` of ``qi`` (may not exist)."""
-    return workspace_root / HIERARCHY_VERSIONS_DIR / qi / f"{sha}.csv"
+    """The file of the hierarchy version ``sha`` of ``qi`` (may not exist). Both come from a
+    manifest, so each is checked to be a plain name first (:mod:`serialpub.io.names`).
+
+    Raises:
+        InputError: ``qi`` or ``sha`` would name a file outside ``hierarchy-versions/<qi>/``.
+    """
+    folder = workspace_root / HIERARCHY_VERSIONS_DIR
+    return folder / check_name(qi, str(folder), "quasi-identifier") / check_name(f"{sha}.csv", str(folder), "version")
 
 
 def check_hierarchy_version(path: Path, sha: str) -> None:

@@ -263,10 +263,12 @@ def check_published_files(series: DatasetSeries, published: list[PublishedReleas
         for name, sha in manifest.evidence_checksums().items():
             path = folder / name
             if not path.is_file() or release_files.sha256_file(path) != sha:
-                raise StateError(
-                    f"{path} is {'missing' if not path.is_file() else 'not the file'} release {r.seq}'s manifest "
-                    "lists (sha256); restore it from the backup (published releases are never rewritten)"
+                what = (
+                    f"is missing, though release {r.seq}'s manifest lists it"
+                    if not path.is_file()
+                    else f"is not the file release {r.seq}'s manifest lists (its sha256 differs)"
                 )
+                raise StateError(f"{path} {what}; restore it from the backup (published releases are never rewritten)")
 
 
 def move_into_place(series: DatasetSeries, rel: PublishedRelease | OpenRelease) -> Path:

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from anonymizer.hierarchy import Hierarchy
-from serialpub.analysis.audit.integrity import check_store, read_public_key
+from serialpub.analysis.audit.integrity import check_store, given_key
 from serialpub.analysis.audit.manifest import ParsedManifest, file_sha256, parse_manifest
 from serialpub.analysis.audit.result import AuditResult
 from serialpub.analysis.audit.series import audit_releases
@@ -99,19 +99,28 @@ class Registers(Sequence[pd.DataFrame]):
         self.current_sha = file_sha256(self.current) if self.current.is_file() else None
         self.versions = RegisterVersions(workspace)
         self.shas: list[str] = []
+        # the columns each version must have: the id and the QIs of every release that used it
+        self.columns: dict[str, list[str]] = {}
         for pm, mpath in manifests:
             expected = pm.sha256.get("register")
             if not isinstance(expected, str):
                 raise InputError(f"{mpath}: sha256 has no 'register' entry; the release contract requires it")
             expected = expected.lower()
             if expected != self.current_sha and not self.versions.has(expected):
-                where = self.current if self.current_sha else "register.csv"
+                # one path, the register's; the version is named inside the same folder
+                kept = self.versions.path(expected).relative_to(self.workspace)
+                used = f"the one release {pm.release} was published with (sha256 {expected[:12]}...)"
+                what = (
+                    f"the register differs from {used}, and {kept} is missing"
+                    if self.current_sha
+                    else f"missing, and so is {kept}, {used}"
+                )
                 raise InputError(
-                    f"{self.workspace / where}: the register differs from the one release {pm.release} was published "
-                    f"with (sha256 {expected[:12]}...), and {self.versions.path(expected)} is missing; audit with "
-                    "that register or the workspace's registers/ folder"
+                    f"{self.current}: {what}; audit with that register or the workspace's registers/ folder"
                 )
             self.shas.append(expected)
+            needed = self.columns.setdefault(expected, [id_column])
+            needed.extend(q for q in pm.quasi_identifiers if q not in needed)
         self._last: tuple[str, pd.DataFrame] | None = None
 
     def __len__(self) -> int:
@@ -121,10 +130,15 @@ class Registers(Sequence[pd.DataFrame]):
         sha = self.shas[j]
         if self._last is None or self._last[0] != sha:
             self._last = None  # free the previous table before reading the next
-            if sha == self.current_sha:
-                table = _read_register(self.current, self.id_column)
-            else:
-                table = _read_register(self.versions.path(sha), self.id_column, self.versions.read_bytes(sha))
+            path = self.current if sha == self.current_sha else self.versions.path(sha)
+            content = None if sha == self.current_sha else self.versions.read_bytes(sha)
+            table = _read_register(path, self.id_column, content)
+            missing = [c for c in self.columns[sha] if c not in table.columns]
+            if missing:
+                raise InputError(
+                    f"{path}: no column(s) {', '.join(missing)}; the register a release was published with has the "
+                    "id column and every quasi-identifier of the release"
+                )
             self._last = (sha, table)
         return self._last[1]
 
@@ -160,7 +174,7 @@ def read_release_hierarchies(
                 if not path.is_file():
                     raise InputError(
                         f"{hdir / f'{q}.csv'}: the hierarchy differs from the one release {pm.release} was published "
-                        f"with, and {path} is missing; audit with that hierarchy file"
+                        f"with, and {path.relative_to(workspace)} is missing; audit with that hierarchy file"
                     )
                 if path != hdir / f"{q}.csv":
                     check_hierarchy_version(path, exp)
@@ -173,6 +187,7 @@ def read_release_hierarchies(
 def audit_workspace(
     workspace: Path, dataset: str | None = None, id_column: str = "id", snapshots: Path | None = None,
     public_key: Path | None = None, since: tuple[int, str] | None = None, checkpoint: Path | None = None,
+    key_fingerprint: str | None = None,
 ) -> AuditResult:  # fmt: skip
     """Audit every published release of one dataset of a serialpub workspace.
 
@@ -196,13 +211,16 @@ def audit_workspace(
             (:mod:`.extension`).
         checkpoint: a ``checkpoint.json`` the consumer kept (its ``.sig`` beside it): signed
             by a key of the series, and the copy must extend the release it names.
+        key_fingerprint: the publisher's key fingerprint (``SHA256:...``, obtained out of
+            band): the series' key with it is taken as if given as ``public_key``; a series
+            with no such key fails (:mod:`.keys`).
 
     Raises:
         InputError: a missing or unreadable file (named), ``checkpoint`` included; a
-            ``since`` sha256 that is not 64 hex digits; several datasets and no
-            ``dataset``; the register or a hierarchy file differs from the one a release
-            was published with (its sha256 in the manifest); anything
-            :func:`audit_releases` raises.
+            ``since`` sha256 that is not 64 hex digits; a ``key_fingerprint`` that is not
+            one, or that ``public_key`` does not have; several datasets and no ``dataset``;
+            the register or a hierarchy file differs from the one a release was published
+            with (its sha256 in the manifest); anything :func:`audit_releases` raises.
     """
     since = _since(since)  # bad input is refused before the work
     if checkpoint is not None:
@@ -210,7 +228,7 @@ def audit_workspace(
             raise InputError(f"{checkpoint}: not found; --checkpoint names a checkpoint.json you kept")
         Checkpoint.parse(checkpoint.read_bytes(), str(checkpoint))
     dataset, dirs = release_dirs(workspace, dataset)
-    key_text = None if public_key is None else read_public_key(public_key)
+    key_text, pinned = given_key(public_key, key_fingerprint)
     releases: list[tuple[Path, dict[str, Any], pd.DataFrame]] = []
     for _, d in dirs:
         mpath, dpath = d / "manifest.json", d / "data.parquet"
@@ -246,7 +264,7 @@ def audit_workspace(
     for (number, d), pm in zip(dirs, parsed, strict=True):
         if number != pm.release:
             result.findings.append(f"{d}: the folder name says release {number}, the manifest says {pm.release}")
-    integrity = check_store(dirs, key_text, dataset, since, checkpoint)
+    integrity = check_store(dirs, key_text, dataset, since, checkpoint, pinned)
     result.findings.extend(integrity.findings)
     result.notes.extend(integrity.notes)
     return result

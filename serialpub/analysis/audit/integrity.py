@@ -34,7 +34,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from serialpub.analysis.audit.extension import Pin, check_extends, read_checkpoint
-from serialpub.analysis.audit.keys import KeyPlan, key_plan
+from serialpub.analysis.audit.keys import KeyPlan, fingerprint, key_plan, parse_fingerprint
 from serialpub.analysis.audit.signature import KEY_PREFIX, signature_problem
 from serialpub.errors import InputError
 from serialpub.io.manifest import Manifest
@@ -49,6 +49,8 @@ class Integrity:
 
     findings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # the key the signatures were verified against (:attr:`.keys.KeyPlan.anchor`)
+    key: str | None = None
 
 
 def read_public_key(path: Path) -> str:
@@ -70,17 +72,38 @@ def read_public_key(path: Path) -> str:
     return KEY_PREFIX + base64.b64encode(raw).decode("ascii")
 
 
+def given_key(public_key: Path | None, key_fingerprint: str | None) -> tuple[str | None, str | None]:
+    """``--public-key`` and ``--key-fingerprint`` as :func:`check_store` takes them: the key
+    the file holds (:func:`read_public_key`) and the fingerprint
+    (:func:`.keys.parse_fingerprint`), each None when not given.
+
+    Raises:
+        InputError: the file or the fingerprint is unreadable, or both are given and the
+            file's key has another fingerprint.
+    """
+    pinned = None if key_fingerprint is None else parse_fingerprint(key_fingerprint)
+    key = None if public_key is None else read_public_key(public_key)
+    if key is not None and pinned is not None and fingerprint(key) != pinned:
+        raise InputError(
+            f"{public_key}: holds the key {fingerprint(key)}, not the {pinned} of --key-fingerprint; give the "
+            "publisher's key, or only its fingerprint"
+        )
+    return key, pinned
+
+
 def check_store(
     releases: list[tuple[int, Path]],
     public_key: str | None,
     dataset: str | None = None,
     since: tuple[int, str] | None = None,
     checkpoint: Path | None = None,
+    pinned: str | None = None,
 ) -> Integrity:
     """Check the release folders ``releases`` ((number, folder), in number order) of one
     dataset; ``public_key`` (:func:`read_public_key`) requires every manifest to be signed
     by that key (or by a key a rotation record hands over to from it, :mod:`.keys`);
-    without it, the first signed release's key is pinned. ``since`` (release number,
+    without it, the first signed release's key is pinned, or the series' key whose
+    fingerprint is ``pinned`` (:func:`.keys.parse_fingerprint`). ``since`` (release number,
     manifest sha256) and ``checkpoint`` (a checkpoint file the consumer kept) are pins the
     copy must extend (:mod:`.extension`), as is the copy's own ``checkpoint.json``.
 
@@ -98,7 +121,8 @@ def check_store(
     texts = {n: (d / "manifest.json").read_bytes() for n, d in releases}
     manifests = {n: Manifest.parse(texts[n], str(d / "manifest.json")) for n, d in releases}
     dataset_dir = releases[0][1].parent if releases else None
-    plan = key_plan(dataset_dir, dataset, manifests, texts, public_key)
+    plan = key_plan(dataset_dir, dataset, manifests, texts, public_key, pinned)
+    public_key, out.key = plan.given, plan.anchor
     out.findings.extend(plan.findings)
     signed_before: int | None = None
     for n, folder in releases:

@@ -13,18 +13,57 @@ With ``--public-key K``: K must be one of the series' keys (the pinned one or on
 over to); releases signed before K took over are vouched for by the hash chain of the
 first release K signed, so K must have signed one. A K that is none of them makes every
 release a finding ("signed by another key").
+
+With ``--key-fingerprint F`` (the publisher's key fingerprint, obtained out of band): the
+series' key whose :func:`fingerprint` is F is taken as if given with ``--public-key``; a
+series none of whose keys has it (a copy re-signed by someone else, its ``keys/*.pub``
+replaced) is a finding. Whatever was given, the audit names the fingerprint of the key it
+verified against, so that a reader can compare it with the publisher's.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import re
+import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from serialpub.analysis.audit.signature import short, signature_problem
-from serialpub.errors import InputError
+from serialpub.analysis.audit.signature import KEY_PREFIX, short, signature_problem
+from serialpub.errors import InputError, quoted
 from serialpub.io.manifest import Manifest
 from serialpub.io.series_records import KeyRotation, rotation_release, signature_path
+
+_FINGERPRINT = re.compile(r"^SHA256:[A-Za-z0-9+/]{43}$")
+
+
+def fingerprint(key: str) -> str:
+    """The fingerprint of an Ed25519 public key (``ed25519:<base64 of the 32 raw bytes>``, as
+    a manifest names it): ``SHA256:`` and the unpadded base64 of the sha256 of the key in
+    OpenSSH's wire format (RFC 8709 section 4), which is what ``ssh-keygen -l`` prints for
+    the same key, so a data user can check it with standard tools too
+    (docs/data-users.md, "Pinning the publisher's key")."""
+    raw = base64.b64decode(key.removeprefix(KEY_PREFIX))
+    blob = b"".join(struct.pack(">I", len(part)) + part for part in (b"ssh-ed25519", raw))
+    return "SHA256:" + base64.b64encode(hashlib.sha256(blob).digest()).decode("ascii").rstrip("=")
+
+
+def parse_fingerprint(text: str) -> str:
+    """``--key-fingerprint`` as given (``SHA256:`` and 43 base64 characters; the prefix may
+    be left out), in the form :func:`fingerprint` writes.
+
+    Raises:
+        InputError: anything else (quoted, shortened).
+    """
+    value = text.strip()
+    value = value if value.startswith("SHA256:") else f"SHA256:{value}"
+    if not _FINGERPRINT.fullmatch(value):
+        raise InputError(
+            f"--key-fingerprint {quoted(text)}: give the publisher's key fingerprint, SHA256: and 43 base64 "
+            "characters, as 'serialpub keygen' and 'serialpub audit' print it"
+        )
+    return value
 
 
 @dataclass
@@ -37,7 +76,8 @@ class KeyPlan:
         describe: release number -> the wording of that key in a finding.
         sequence: the series' keys, oldest first: the pinned key, then each key a valid
             rotation record handed over to (also one taking effect after the newest release).
-        given: the key ``--public-key`` named, or None.
+        given: the key ``--public-key`` named (or the series' key ``--key-fingerprint``
+            named), or None.
         findings, notes: as :class:`serialpub.analysis.audit.integrity.Integrity`'s.
     """
 
@@ -47,6 +87,12 @@ class KeyPlan:
     given: str | None = None
     findings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def anchor(self) -> str | None:
+        """The key the signatures were verified against: the given one, else the key
+        pinned from the first signed release; None when nothing is signed."""
+        return self.given if self.given is not None else (self.sequence[0] if self.sequence else None)
 
     @property
     def trusted(self) -> list[str]:
@@ -84,17 +130,22 @@ def key_plan(
     manifests: dict[int, Manifest],
     texts: dict[int, bytes],
     public_key: str | None,
+    pinned: str | None = None,
 ) -> KeyPlan:
     """The key each release of ``manifests`` (number -> parsed manifest; ``texts``: their
     bytes) must be signed with, following the rotation records in ``dataset_dir``;
     ``public_key``: the key ``--public-key`` named, or None (pin the first signed
-    release's key). Findings name each record that does not count and why."""
+    release's key); ``pinned``: the fingerprint ``--key-fingerprint`` named
+    (:func:`parse_fingerprint`), or None. Findings name each record that does not count
+    and why, and a series none of whose keys has the ``pinned`` fingerprint."""
     out = KeyPlan(given=public_key)
     records = _read_rotations(dataset_dir, out)
     signed = [n for n in sorted(manifests) if manifests[n].signing_key is not None]
     if not signed:
         if records:
             out.findings.append(f"{', '.join(r[1].name for r in records.values())}: no release in this copy is signed")
+        if pinned is not None:
+            out.findings.append(f"no release in this copy is signed, so none is signed by the key {pinned} you pinned")
         return out
     first = signed[0]
     current = manifests[first].signing_key
@@ -121,7 +172,15 @@ def key_plan(
             f"{records[n][1].name}: hands the key over at release {n}, but the key is pinned from release {first}; "
             "a rotation record takes effect after a signed release"
         )
-    _given_key(out, manifests, public_key, first)
+    if pinned is not None and public_key is None:
+        public_key = out.given = next((k for k in out.sequence if fingerprint(k) == pinned), None)
+        if public_key is None:
+            out.findings.append(
+                f"no key of this series has the fingerprint {pinned} you pinned (--key-fingerprint): its releases are "
+                f"signed by {', '.join(map(fingerprint, out.sequence))}; this copy was not signed by the publisher"
+            )
+            return out
+    _given_key(out, manifests, public_key, first, "you pinned (--key-fingerprint)" if pinned else "given")
     return out
 
 
@@ -148,18 +207,19 @@ def _hands_over(
     return not problems
 
 
-def _given_key(out: KeyPlan, manifests: dict[int, Manifest], public_key: str | None, first: int) -> None:
+def _given_key(out: KeyPlan, manifests: dict[int, Manifest], public_key: str | None, first: int, how: str) -> None:
     if public_key is None:
         out.notes.append(
-            f"without --public-key the key of release {first} ({short(out.sequence[0])}) was pinned: every later "
-            "release must be signed by it or a key a rotation record hands over to; give the publisher's public key "
-            "(--public-key) to check that it is theirs"
+            f"without --public-key or --key-fingerprint the key of release {first} ({fingerprint(out.sequence[0])}) "
+            "was pinned: every later release must be signed by it or a key a rotation record hands over to; compare "
+            "this fingerprint with the publisher's, or give it (--key-fingerprint) to check that the key is theirs"
         )
         return
     if public_key not in out.sequence:
         for n in out.expected:
             out.expected[n], out.describe[n] = public_key, "the given public key"
         return
+    out.notes.append(f"signatures verified against the key {how}, {fingerprint(public_key)}")
     mine = [n for n in sorted(out.expected) if out.expected[n] == public_key]
     if not any(manifests[n].signing_key == public_key for n in mine):
         out.findings.append(

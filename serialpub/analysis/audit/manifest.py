@@ -10,6 +10,7 @@ refuses); the audit then works on its own small view of the keys it needs.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,6 +79,36 @@ def parse_manifest(manifest: dict[str, Any], where: str) -> ParsedManifest:
             )
         ],
     )
+
+
+def data_problems(m: ParsedManifest, columns: Sequence[object], records: int) -> tuple[list[str], bool]:
+    """What a release's ``data.parquet`` breaks of its manifest (docs/release-contract.md),
+    each a phrase whose subject is the file: a quasi-identifier or the sensitive column
+    missing, a column the manifest does not name, a record count other than the manifest's.
+
+    Args:
+        m: the release's manifest.
+        columns: the file's column names.
+        records: its number of rows.
+
+    Returns:
+        the problems (empty: the shape is the manifest's) and whether the release can be
+        read at all (False when a column it names is missing; the other problems are then
+        not looked for).
+    """
+    absent = [c for c in [*m.quasi_identifiers, m.sensitive] if c not in columns]
+    if absent:
+        return [f"lacks column(s) {', '.join(absent)} named in the manifest"], False
+    problems = []
+    extra = [str(c) for c in columns if c not in m.quasi_identifiers and c != m.sensitive]
+    if extra:
+        problems.append(
+            f"has column(s) {', '.join(extra)} that the manifest does not name; a release holds only the "
+            "quasi-identifiers and the sensitive column (no identifier)"
+        )
+    if m.records is not None and m.records != records:
+        problems.append(f"has {records} records, the manifest says {m.records}")
+    return problems, True
 
 
 def file_sha256(path: Path) -> str:

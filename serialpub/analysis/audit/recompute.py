@@ -22,7 +22,7 @@ from anonymizer.arrays import expand_ranges
 from anonymizer.settings import Dilution
 from serialpub.analysis.audit.combos import Combos, Snapshot
 from serialpub.analysis.audit.geometry import JOIN_CHUNK, Tree, column_codes, distinct_sorted, equi_join, row_ids
-from serialpub.analysis.audit.manifest import ParsedManifest, file_sha256
+from serialpub.analysis.audit.manifest import ParsedManifest, data_problems, file_sha256
 from serialpub.analysis.audit.result import MAX_LISTED_OVERLAPS, AuditResult, Overlap
 from serialpub.analysis.audit.spellings import spelling_findings, value_codes
 
@@ -138,22 +138,10 @@ def _check_file(inp: ReleaseInputs, result: AuditResult) -> None:
 def _check_columns(inp: ReleaseInputs, result: AuditResult) -> bool:
     """The columns and record count the manifest names; False when the release cannot be
     recomputed."""
-    m, data, where = inp.manifest, inp.data, inp.where
-    absent = [c for c in [*m.quasi_identifiers, m.sensitive] if c not in data.columns]
-    if absent:
-        result.findings.append(
-            f"{where}: data.parquet lacks column(s) {', '.join(absent)} named in the manifest; release not recomputed"
-        )
-        return False
-    extra = [str(c) for c in data.columns if c not in m.quasi_identifiers and c != m.sensitive]
-    if extra:
-        result.findings.append(
-            f"{where}: data.parquet has column(s) {', '.join(extra)} that the manifest does not name; "
-            "a release holds only the quasi-identifiers and the sensitive column (no identifier)"
-        )
-    if m.records is not None and m.records != len(data):
-        result.findings.append(f"{where}: the manifest says {m.records} records, data.parquet has {len(data)}")
-    return True
+    problems, readable = data_problems(inp.manifest, list(inp.data.columns), len(inp.data))
+    for problem in problems:
+        result.findings.append(f"{inp.where}: data.parquet {problem}{'' if readable else '; release not recomputed'}")
+    return readable
 
 
 def _record_nodes(inp: ReleaseInputs, result: AuditResult) -> tuple[IntArray, BoolArray]:
