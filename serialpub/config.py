@@ -37,11 +37,13 @@ from anonymizer.settings import (
 from serialpub.errors import InputError, quoted
 from serialpub.io.names import name_problem
 from serialpub.io.periods import PeriodFormat
-from serialpub.io.settings_yaml import read_settings
+from serialpub.io.settings_yaml import read_yaml
 from serialpub.io.sources import SQL_PREFIX, InputSource, parse_source
 from serialpub.known_breach import KnownBreach, acknowledgement_problem
 
 CONFIG_NAME = "serialpub.yaml"
+#: the largest configuration file read (far above the size of the commented file 'serialpub demo' writes)
+MAX_CONFIG_BYTES = 1 << 20
 #: every settings model: no unknown setting, no coercion (the string "2" is not a number, nor
 #: "yes" a boolean), no infinite or NaN number. Values are validated as JSON (load_config), so
 #: paths and enumerations are still given as strings.
@@ -467,14 +469,14 @@ class Config(BaseModel):
         stray = [q for q in self.numeric if q not in self.quasi_identifiers]
         if stray:
             raise ValueError(
-                f"numeric lists {', '.join(map(repr, stray))}, which is not a quasi-identifier; "
+                f"numeric lists {quoted(stray[0])}, which is not a quasi-identifier; "
                 "list only columns of quasi_identifiers"
             )
         if len(set(self.numeric)) != len(self.numeric):
             raise ValueError("numeric lists a column twice")
         if self.register_file.startswith(SQL_PREFIX) and not self.input_database_url:
             raise ValueError(
-                f"register {self.register_file!r} reads the input database; set input_database_url "
+                f"register {quoted(self.register_file)} reads the input database; set input_database_url "
                 "(a SQLAlchemy URL, e.g. postgresql+psycopg://host/db)"
             )
         if self.suppression_model is SuppressionModel.MECHANISM and self.suppression_budget > 0:
@@ -570,8 +572,8 @@ class Workspace(BaseModel):
 
 
 def load_config(path: Path) -> Workspace:
-    """Read and validate a configuration file (read by :func:`serialpub.io.settings_yaml.read_settings`:
-    bounded in size, without aliases, booleans only ``true`` and ``false``).
+    """Read and validate a configuration file (read by :func:`serialpub.io.settings_yaml.read_yaml`:
+    at most :data:`MAX_CONFIG_BYTES`, without aliases or tags, booleans only ``true`` and ``false``).
 
     Raises:
         InputError: the file is missing, too large, not YAML, or a setting is invalid (the
@@ -579,7 +581,10 @@ def load_config(path: Path) -> Workspace:
     """
     if path.is_dir():
         path = path / CONFIG_NAME
-    raw = read_settings(path)
+    raw = read_yaml(
+        path, what="configuration file", max_bytes=MAX_CONFIG_BYTES,
+        if_missing="create one with 'serialpub demo' as a model",
+    )  # fmt: skip
     if not isinstance(raw, dict):
         raise InputError(f"{path}: expected a mapping of settings, e.g. 'dataset: adult'")
     return Workspace(root=path.parent.resolve(), config=config_of(raw, str(path)))
@@ -601,5 +606,6 @@ def config_of(settings: Mapping[str, object], where: str) -> Config:
         at = ".".join(str(x) for x in err["loc"]) or "(file)"
         msg = err["msg"]
         if err["type"] == "bool_type":  # e.g. 'yes', which YAML 1.1 would have read as true
-            msg = f"{str(err['input'])[:40]!r} is not a boolean; write true or false"
-        raise InputError(f"{where}: setting '{at}': {msg}") from None
+            msg = f"{quoted(err['input'])} is not a boolean; write true or false"
+        # a key may be the file's own text (an unknown setting): quoted, as every value is
+        raise InputError(f"{where}: setting {quoted(at)}: {msg}") from None

@@ -98,7 +98,7 @@ def plain(markdown: str) -> str:
 
 
 def yaml_value(value: object) -> str:
-    """``value`` (JSON data) as one line of YAML that :func:`serialpub.io.settings_yaml.read_settings`
+    """``value`` (JSON data) as one line of YAML that :func:`serialpub.io.settings_yaml.read_yaml`
     reads back as it is: PyYAML quotes every string YAML 1.1 would read as something else."""
     text = yaml.safe_dump(value, default_flow_style=True, allow_unicode=True, width=math.inf)
     text = text.removesuffix("\n...\n").rstrip("\n")

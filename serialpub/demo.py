@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from serialpub import known_breach
-from serialpub.config import CONFIG_NAME, Workspace, config_of, load_config
+from serialpub.config import CONFIG_NAME, Config, Workspace, config_of, load_config
 from serialpub.config_render import render_config
 from serialpub.datasets import adult
 from serialpub.evolving import Evolution
@@ -31,6 +31,19 @@ def default_k_prime(rounds: int) -> int:
     exceed 1/ñ_c of the register already in the first release: no generalization meets it
     (docs/commands.md, ``serialpub demo``)."""
     return min(DEMO_K_PRIME, rounds)
+
+
+def k_prime_note(rounds: int) -> str:
+    """The comment on ``k_prime`` in the ``serialpub.yaml`` of a demo of fewer rounds than
+    :data:`DEMO_K_PRIME`, whose k' :func:`default_k_prime` set to ``rounds``: that file is
+    the one a publisher copies, and this k' was chosen for the demo's length only."""
+    left_out = Config.model_fields["k_prime"].default
+    return (
+        f"serialpub demo set k' to its number of rounds, {rounds}, instead of {DEMO_K_PRIME} (the demo's default; "
+        f"{left_out} when k_prime is left out), so that its first release has room; choose k' for the length of "
+        "your own series (serialpub strategy, serialpub plan)."
+    )
+
 
 #: the demo publisher's Ed25519 private key, relative to the workspace (public: .pub beside it)
 DEMO_KEY = "keys/publisher.key"
@@ -74,6 +87,13 @@ def create_workspace(
         InputError: a setting is invalid (one line naming it), or ``out`` is a non-empty
             folder not made by the demo.
     """
+    notes = {
+        "sign_off.auto_approve": "The demo is a test environment.",
+        "signing_key": "The demo's key, made with the workspace (keys/publisher.pub beside it).",
+        "validation.max_suppression_rate": "The demo's suppression_budget.",
+    }
+    if k_prime is None and default_k_prime(rounds) != DEMO_K_PRIME:
+        notes["k_prime"] = k_prime_note(rounds)
     k_prime = default_k_prime(rounds) if k_prime is None else k_prime
     algorithm = algorithm or ("topdown" if suppression_model == "mechanism" else "bottomup")  # paper: suppresses
     budget = (0.0 if suppression_model == "mechanism" else 0.05) if budget is None else budget
@@ -113,11 +133,6 @@ def create_workspace(
     for col in [*adult.QUASI_IDENTIFIERS, adult.SENSITIVE]:
         shutil.copyfile(adult.hierarchy_dir() / f"{col}.csv", out / "hierarchies" / f"{col}.csv")
     signing.create_key_pair(out / DEMO_KEY)  # keys/publisher.pub is what a data user audits with
-    notes = {
-        "sign_off.auto_approve": "The demo is a test environment.",
-        "signing_key": "The demo's key, made with the workspace (keys/publisher.pub beside it).",
-        "validation.max_suppression_rate": "The demo's suppression_budget.",
-    }
     (out / CONFIG_NAME).write_text(render_config(config, notes), encoding="utf-8")
     return load_config(out / CONFIG_NAME)
 

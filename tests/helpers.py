@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import os
 import random
 import shutil
@@ -198,6 +199,16 @@ def write_config(root: Path, config: dict[str, Any]) -> None:
 
 def read_config(root: Path) -> dict[str, Any]:
     return yaml.safe_load((root / "serialpub.yaml").read_text(encoding="utf-8"))
+
+
+def nested_aliases(depth: int) -> str:
+    """A YAML flow list of ``depth`` nested aliases, nine of the level below on each
+    (the "billion laughs"): a few hundred bytes that expand to 9^depth strings, all defined
+    and used inside the one value, so it can stand under any key; its first alias is ``*a``."""
+    names = "abcdefghijklmnopqrstuvwxyz"[:depth]
+    levels = [f"&a [{', '.join(['lol'] * 9)}]"]
+    levels += [f"&{name} [{', '.join([f'*{prev}'] * 9)}]" for prev, name in itertools.pairwise(names)]
+    return f"[[{', '.join(levels)}]]"
 
 
 def snapshot(root: Path, t: int) -> Path:

@@ -10,11 +10,13 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from helpers import make_workspace
+from helpers import cli, make_workspace, nested_aliases
 
+from serialpub.config import MAX_CONFIG_BYTES as MAX_BYTES
 from serialpub.config import load_config
-from serialpub.errors import InputError
-from serialpub.io.settings_yaml import MAX_BYTES
+from serialpub.config_render import dotted_keys
+from serialpub.errors import InputError, quoted
+from serialpub.workflow.dataset_inputs import read_dataset_inputs
 from serialpub.workspaces import workspaces
 
 #: a few hundred characters that YAML 1.1 expands to 9^9 (387 million) strings
@@ -62,14 +64,14 @@ def test_an_alias_bomb_is_refused_without_being_expanded(tmp_path: Path) -> None
     proc = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.startswith("REFUSED "), proc.stdout
-    assert "alias *a is not allowed in a settings file; write the value out" in proc.stdout
+    assert "alias '*a' is not allowed in a configuration file; write the value out" in proc.stdout
     assert f"line {first_alias}, column 8" in proc.stdout, proc.stdout
 
 
 def test_a_single_alias_is_refused_too(tmp_path: Path) -> None:
     root = make_workspace(tmp_path / "ws")
     _with(root, "quasi_identifiers:", "x: &qis [sex]\nquasi_identifiers: *qis\nold_quasi_identifiers:")
-    assert "alias *qis is not allowed" in _refused(root)
+    assert "alias '*qis' is not allowed" in _refused(root)
 
 
 @pytest.mark.parametrize("word", ["yes", "no", "on", "off", "y", "Yes", "ON", "True", "FALSE"])
@@ -130,3 +132,116 @@ def test_workspaces_can_skip_a_bad_one(tmp_path: Path) -> None:
         f"workspace {bad} skipped: {bad / 'serialpub.yaml'}: setting 'sign_off.auto_approve': 'yes' is not a "
         "boolean; write true or false"
     )
+
+
+#: a configuration's required settings, around the one a test puts a value under
+_BASE = {"dataset": "clinic", "quasi_identifiers": "[sex]", "sensitive": "disease", "l": "2"}
+
+
+def _config_with(folder: Path, key: str, text: str) -> tuple[Path, int, int]:
+    """A ``serialpub.yaml`` in ``folder`` with ``text`` (YAML) as the value of the dotted
+    ``key``; the file, and the line and column (from 1) where ``text`` starts."""
+    top, _, inner = key.partition(".")
+    lines = [f"{k}: {v}" for k, v in _BASE.items() if k != top]
+    lines += [f"{top}:", f"  {inner}: {text}"] if inner else [f"{top}: {text}"]
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "serialpub.yaml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path, len(lines), len(lines[-1]) - len(text) + 1
+
+
+@pytest.mark.parametrize("depth", [6, 9])
+@pytest.mark.parametrize("key", dotted_keys())
+def test_nested_aliases_under_a_setting_are_refused_at_the_first_alias(tmp_path: Path, key: str, depth: int) -> None:
+    """Wherever a publisher puts them, the aliases are refused before the first one is
+    followed: nothing of the 9^depth expansion is ever built."""
+    bomb = nested_aliases(depth)
+    path, line, column = _config_with(tmp_path / "ws", key, bomb)
+    with pytest.raises(InputError) as err:
+        load_config(path.parent)
+    assert str(err.value) == (
+        f"{path}: not valid YAML (line {line}, column {column + bomb.index('*a')}: alias '*a' is not allowed in a "
+        "configuration file; write the value out)"
+    )
+
+
+@pytest.mark.parametrize("depth", [6, 9])
+def test_nested_aliases_in_the_configuration_stop_a_command(tmp_path: Path, depth: int) -> None:
+    path, _, _ = _config_with(tmp_path / "ws", "protected_values", nested_aliases(depth))
+    proc = cli("plan", "--config", path.parent, "--rounds", "1")
+    assert proc.returncode == 2
+    line = proc.stderr
+    assert line.count("\n") == 1 and len(line.encode()) < 300 and "alias '*a' is not allowed" in line, line
+
+
+@pytest.mark.parametrize(
+    ("written", "tag"),
+    [("!!bool yes", "tag:yaml.org,2002:bool"), ("!!bool true", "tag:yaml.org,2002:bool"),
+     ("!!str x", "tag:yaml.org,2002:str"), ("! true", "!")],
+)  # fmt: skip
+def test_a_tag_is_refused(tmp_path: Path, written: str, tag: str) -> None:
+    """``!!bool yes`` is true to YAML 1.1 even where plain ``yes`` is refused: a tag brings
+    back every coercion the loader leaves out."""
+    root = _with(make_workspace(tmp_path / "ws"), "auto_approve: true", f"auto_approve: {written}")
+    assert f"tag {tag!r} is not allowed in a configuration file; write the value without it" in _refused(root)
+
+
+@pytest.mark.parametrize("written", ["!!int 0x3", "!!float 1:30"])
+def test_a_tag_cannot_make_a_number(tmp_path: Path, written: str) -> None:
+    root = _with(make_workspace(tmp_path / "ws"), "k_prime: 3", f"k_prime: {written}")
+    assert "is not allowed in a configuration file" in _refused(root)
+
+
+def test_a_key_that_is_a_list_is_one_line(tmp_path: Path) -> None:
+    root = make_workspace(tmp_path / "ws")
+    with (root / "serialpub.yaml").open("a", encoding="utf-8") as f:
+        f.write("? [a, b]\n: 1\n")
+    assert "a key is a list or a mapping; a key is a name" in _refused(root)
+
+
+LONG = "v" * 5000
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "says"),
+    [
+        ("auto_approve: true", f"auto_approve: true\n  {'k' * 1000}: 1",
+         f"setting {quoted('sign_off.' + 'k' * 1000)}: Extra inputs are not permitted"),
+        ("dilution: register", f"dilution: register\nnumeric: [{LONG}]",
+         f"numeric lists {quoted(LONG)}, which is not a quasi-identifier"),
+        ("dilution: register", f"dilution: register\nregister: sql:{LONG}",
+         f"register {quoted('sql:' + LONG)} reads the input database"),
+        ("auto_approve: true", f"auto_approve: {LONG}",
+         f"setting 'sign_off.auto_approve': {quoted(LONG)} is not a boolean"),
+        ("dilution: register", f"dilution: register\nx: &{LONG} [1]\ny: *{LONG}",
+         f"alias {quoted('*' + LONG)} is not allowed"),
+        ("dilution: register", f"dilution: register\n{'d' * 1000}: 1\n{'d' * 1000}: 2",
+         f"setting {quoted('d' * 1000)} is given twice; keep one"),
+        ("dilution: register", f"dilution: !{LONG}!x register", "found undefined tag handle"),
+    ],
+)  # fmt: skip
+def test_a_long_value_is_quoted_short(tmp_path: Path, old: str, new: str, says: str) -> None:
+    """Every message about a setting quotes at most the start and end of what was written."""
+    root = _with(make_workspace(tmp_path / "ws"), old, new)
+    message = _refused(root)
+    assert says in message, message
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "says"),
+    [
+        ("- cancer", f"- cancer\n- {LONG}", f"setting 'protected_values': {quoted(LONG)} not in the domain"),
+        ("dilution: register", f"dilution: register\nreport:\n  categories:\n    chronic: [{LONG}]",
+         f"report.categories.chronic names {quoted(LONG)}, not value(s)"),
+        ("dilution: register", f"dilution: register\nreport:\n  categories:\n    {'c' * 1000}: [hiv, {LONG}]",
+         f"report.categories.{quoted('c' * 1000)[1:-1]} names {quoted(LONG)}, not value(s)"),
+    ],
+)  # fmt: skip
+def test_a_long_value_checked_against_the_domain_is_quoted_short(tmp_path: Path, old: str, new: str, says: str) -> None:
+    root = _with(make_workspace(tmp_path / "ws"), old, new)
+    with pytest.raises(InputError) as err:
+        read_dataset_inputs(load_config(root))
+    message = str(err.value)
+    assert says in message, message
+    # the message names two files of the workspace; apart from their folder, it is short
+    assert "\n" not in message and len(message.replace(str(root), "ws")) <= 300, message

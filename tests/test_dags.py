@@ -266,4 +266,4 @@ def test_one_bad_workspace_does_not_take_the_dag_file_down(tmp_path: Path) -> No
     assert proc.stdout.strip().splitlines()[-1] == "['serialpub_release_clinic']"
     log = proc.stdout + proc.stderr
     assert f"serialpub: workspace {bad} skipped: {bad / 'serialpub.yaml'}: not valid YAML" in log, log[-3000:]
-    assert "alias *x is not allowed in a settings file" in log
+    assert "alias '*x' is not allowed in a configuration file" in log

@@ -16,7 +16,7 @@ from helpers import cli
 
 from anonymizer import privacy
 from serialpub.datasets import adult
-from serialpub.demo import DEMO_K_PRIME, default_k_prime
+from serialpub.demo import DEMO_K_PRIME, create_workspace, default_k_prime
 from serialpub.simulate import PRESETS, SeriesSpec, simulate_series
 
 
@@ -38,6 +38,37 @@ def test_the_first_release_of_a_short_demo_has_room_under_its_k_prime(adult_tabl
 
 def test_the_twenty_round_demo_keeps_k_prime_20() -> None:
     assert default_k_prime(20) == default_k_prime(30) == 20
+
+
+def _comment_above(text: str, line: str) -> str:
+    """The comment lines right above ``line`` in a YAML file, joined into one text."""
+    lines = text.splitlines()
+    at = lines.index(line)
+    above = []
+    for previous in reversed(lines[:at]):
+        if not previous.startswith("# "):
+            break
+        above.insert(0, previous[2:])
+    return " ".join(above)
+
+
+@pytest.mark.parametrize(("rounds", "k_prime", "noted"), [(2, None, True), (20, None, False), (2, 2, False)])
+def test_the_file_says_when_the_demo_set_k_prime_to_its_rounds(
+    tmp_path: Path, rounds: int, k_prime: int | None, noted: bool
+) -> None:
+    """The demo's serialpub.yaml is the file publishers copy: a k' lowered to the demo's few
+    rounds says so where k_prime is set, with the value it replaced."""
+    ws = create_workspace(tmp_path / "demo", rounds=rounds, k_prime=k_prime)
+    written = ws.config.k_prime
+    comment = _comment_above((ws.root / "serialpub.yaml").read_text(encoding="utf-8"), f"k_prime: {written}")
+    assert comment.startswith("k' of the constant-ratio strategy")
+    note = (
+        f"serialpub demo set k' to its number of rounds, {rounds}, instead of 20 (the demo's default; 20 when k_prime "
+        "is left out), so that its first release has room; choose k' for the length of your own series (serialpub "
+        "strategy, serialpub plan)."
+    )
+    assert comment.endswith(note) == noted, comment
+    assert ("set k' to" in comment) == noted
 
 
 @pytest.mark.slow

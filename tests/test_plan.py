@@ -7,6 +7,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -17,14 +20,17 @@ import pytest
 from anonymizer.joint import JointRelease, joint_answers
 from anonymizer.queries import draw_workload
 from serialpub.config import load_config
+from serialpub.errors import InputError, quoted
 from serialpub.io.inputs import read_csv, snapshot_from_table
-from serialpub.planning.grid import build_grid
+from serialpub.planning.grid import MAX_CANDIDATES, SETTINGS, build_grid, read_grid_file
 from serialpub.planning.run import prepare, run_plan
 from serialpub.workflow.drafting import QUERY_COUNT, QUERY_DIMENSIONS, QUERY_SELECTIVITY
 from serialpub.workflow.publisher import Publisher
-from tests.helpers import cli, make_workspace, read_config, snapshot, write_config
+from tests.helpers import cli, make_workspace, nested_aliases, read_config, snapshot, write_config
 
 PERIODS = 3
+#: the clinic workspace's sensitive domain
+DOMAIN = ["flu", "cold", "fever", "gastritis", "hiv", "cancer"]
 #: two candidates whose settings each change the series: under paper 004's rule ("stop")
 #: the first is refused at release 2 (with "renew" it lasts); the second's ℓ, α, rarest
 #: values and partition model each change its groups
@@ -167,6 +173,15 @@ def test_parts_candidates_are_flagged_as_a_known_breach(tmp_path: Path) -> None:
         (["--k", "0"], "k' = 0 is impossible; k' must be a whole number >= 1"),
         (["--strategy", "linear"], "--strategy: 'linear' is not one of constant, geometric"),
         (["--rounds", "9"], "3 snapshot file(s) for --rounds 9"),
+        # a long value is quoted short: its start and end around an ellipsis
+        (["--l", "9" * 4000 + "x"], f"--l: {quoted('9' * 4000 + 'x')} is not a number"),
+        (["--l", "1.9999999"], "ℓ = 1.9999999; serialpub allows ℓ >= 2"),
+        (["--k", "2." + "5" * 4000], "k' = 2.5555555555555554 is impossible"),
+        (["--strategy", "s" * 5000], "is not one of constant, geometric"),
+        (["--protected", "p" * 5000], f"{quoted('p' * 5000)} not in the sensitive domain of 6 values"),
+        (["--protected", "rarest:" + "9" * 5000], "rarest:m needs a whole m from 1 to 6"),
+        (["--protected", "rarest:²"], "rarest:m needs a whole m from 1 to 6"),
+        (["--l", "2,3", "--max-candidates", "0"], "--max-candidates must be at least 1, got 0"),
     ],
 )
 def test_bad_grid_gets_one_line_exit_2_and_nothing_written(tmp_path: Path, args: list[str], says: str) -> None:
@@ -207,6 +222,153 @@ def test_grid_file(tmp_path: Path) -> None:
     # constant: one per ℓ (α does not apply); geometric: ℓ × α; one protected list
     assert len(cands) == 2 + 4
     assert {c.protected for c in cands} == {("hiv", "cancer")}
+
+
+@pytest.fixture(scope="module")
+def planned(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A workspace the tests below only read (none gets as far as planning)."""
+    return make_workspace(tmp_path_factory.mktemp("planned") / "ws", periods=1)
+
+
+@pytest.mark.parametrize("depth", [6, 9])
+@pytest.mark.parametrize("key", [*SETTINGS, "ell", "protected", "k"])
+def test_nested_aliases_in_a_grid_are_refused_at_the_first_alias(
+    tmp_path: Path, planned: Path, key: str, depth: int
+) -> None:
+    """A grid of nested aliases expanded to 9^depth strings when its value was checked or
+    quoted in the refusal. The grid is now read as serialpub.yaml is: the first alias is
+    refused before anything is expanded, so nothing grows with the depth; the message names
+    the alias and where it is."""
+    bomb = nested_aliases(depth)
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(f"{key}: {bomb}\n", encoding="utf-8")
+    out = tmp_path / "out"
+    proc = cli("plan", "--config", planned, "--rounds", "1", "--grid", grid, "--json", out / "p.json")
+    assert proc.returncode == 2, proc.stdout
+    column = len(f"{key}: ") + bomb.index("*a") + 1
+    assert proc.stderr == (
+        f"serialpub: error: {grid}: not valid YAML (line 1, column {column}: alias '*a' is not allowed in a grid "
+        "file; write the value out)\n"
+    )
+    assert len(proc.stderr.encode()) < 300 and not out.exists()
+
+
+def test_nested_aliases_in_a_grid_never_expand_in_a_bounded_process(tmp_path: Path) -> None:
+    """The grid read and checked in a process limited in address space: before aliases were
+    refused, quoting the expanded value in the refusal ran out of it."""
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(f"k_prime: {nested_aliases(9)}\n", encoding="utf-8")
+    code = textwrap.dedent(
+        """
+        import resource, sys
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+        from pathlib import Path
+        from serialpub.config import Config
+        from serialpub.errors import InputError
+        from serialpub.planning.grid import build_grid, read_grid_file
+        config = Config.model_validate({"dataset": "d", "quasi_identifiers": ["q"], "sensitive": "s", "l": 2})
+        try:
+            build_grid(read_grid_file(Path(sys.argv[1])), config, ["hiv"])
+        except InputError as exc:
+            print("REFUSED", exc)
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", code, str(grid)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.startswith("REFUSED ") and "alias '*a' is not allowed in a grid file" in proc.stdout
+
+
+def _grid(tmp_path: Path, text: str) -> Path:
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(text, encoding="utf-8")
+    return grid
+
+
+_PROTECTED = "all, rarest:m, or values of the domain"
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("k_prime: [true]\n", "setting --k: true is a boolean; write a whole number >= 1"),
+        ("k: true\n", "setting --k: true is a boolean; write a whole number >= 1"),
+        ("l: [2, false]\n", "setting --l: false is a boolean; write a number >= 2"),
+        ("strategy: geometric\nalpha: [true]\n", "setting --alpha: true is a boolean; write a number > 1"),
+        ("protected: [hiv, true]\n", f"setting --protected: true is a boolean; write {_PROTECTED}"),
+        ("protected: [[hiv, true]]\n", f"setting --protected: true is a boolean; write {_PROTECTED}"),
+    ],
+)  # fmt: skip
+def test_a_boolean_in_a_grid_is_refused(tmp_path: Path, planned: Path, text: str, says: str) -> None:
+    """Python counts true as 1: ``k_prime: [true]`` ran as k' = 1."""
+    with pytest.raises(InputError) as err:
+        build_grid(read_grid_file(_grid(tmp_path, text)), load_config(planned).config, DOMAIN)
+    assert str(err.value) == says
+
+
+def test_a_boolean_k_prime_stops_the_plan_command(tmp_path: Path, planned: Path) -> None:
+    out = tmp_path / "out"
+    grid = _grid(tmp_path, "k_prime: [true]\n")
+    proc = cli("plan", "--config", planned, "--rounds", "1", "--jobs", "1", "--grid", grid, "--json", out / "p.json")
+    assert proc.returncode == 2
+    assert proc.stderr == "serialpub: error: setting --k: true is a boolean; write a whole number >= 1\n"
+    assert not out.exists()
+
+
+def test_a_long_unknown_key_in_a_grid_is_quoted_short(tmp_path: Path) -> None:
+    grid = _grid(tmp_path, f"{'x' * 1000}: [2]\n")  # a plain YAML key is at most 1024 characters
+    with pytest.raises(InputError) as err:
+        read_grid_file(grid)
+    assert str(err.value) == (
+        f"{grid}: unknown setting {quoted('x' * 1000)}; a grid sets l, k_prime, strategy, alpha, protected_values, "
+        "partition_model, after_k_prime"
+    )
+
+
+def test_an_oversized_grid_file_is_refused_unparsed(tmp_path: Path) -> None:
+    grid = _grid(tmp_path, "l: [2]\n# " + "x" * (256 << 10) + "\n")
+    with pytest.raises(InputError, match=r"grid.yaml: the grid file is larger than 256 KiB"):
+        read_grid_file(grid)
+
+
+def test_a_grid_over_the_cap_is_refused_unless_asked(planned: Path) -> None:
+    """At most MAX_CANDIDATES candidates unless the caller allows more; the count is exact
+    (k' and after_k_prime multiply the constant ratio only, α the geometric strategy)."""
+    config = load_config(planned).config
+    assert MAX_CANDIDATES == 200
+    at_cap = {"l": [2, 3], "k_prime": list(range(1, 101))}
+    assert len(build_grid(at_cap, config, DOMAIN)) == 200
+    over = {"l": [2, 3, 4], "k_prime": list(range(1, 68))}  # 201
+    with pytest.raises(InputError) as err:
+        build_grid(over, config, DOMAIN)
+    assert str(err.value) == (
+        "the grid has 201 candidates, more than the 200 a plan runs unless asked (each publishes every round in "
+        "memory); give fewer values, or --max-candidates 201 to run them all"
+    )
+    assert len(build_grid(over, config, DOMAIN, max_candidates=201)) == 201
+    # mixed strategies: 2 ℓ × 2 protected × (3 k' × 2 after + 4 α) = 40, duplicates given twice counted once
+    mixed = {"l": [2, 3, 2.0], "strategy": ["constant", "geometric"], "k_prime": [5, 10, 20, 5],
+             "alpha": [1.5, 2, 3, 4], "after_k_prime": ["renew", "stop"],
+             "protected_values": ["all", "rarest:2"]}  # fmt: skip
+    assert len(build_grid(mixed, config, DOMAIN, max_candidates=40)) == 40
+    with pytest.raises(InputError, match="the grid has 40 candidates, more than the 39"):
+        build_grid(mixed, config, DOMAIN, max_candidates=39)
+
+
+def test_a_grid_of_a_million_candidates_is_refused_before_it_is_built(tmp_path: Path, planned: Path) -> None:
+    out = tmp_path / "out"
+    thousand = ",".join(str(2 + i / 1000) for i in range(1000))
+    proc = cli("plan", "--config", planned, "--rounds", "1", "--l", thousand, "--k", ",".join(map(str, range(1, 1001))),
+               "--json", out / "p.json")  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("serialpub: error: the grid has 1,000,000 candidates, more than the 200 ")
+    assert "--max-candidates 1000000 to run them all" in proc.stderr and proc.stderr.count("\n") == 1
+    assert not out.exists()
+
+
+def test_the_cap_is_documented_with_the_option() -> None:
+    commands = (Path(__file__).resolve().parent.parent / "docs" / "commands.md").read_text(encoding="utf-8")
+    row = next(line for line in commands.splitlines() if line.startswith("| `--max-candidates`"))
+    assert f"`{MAX_CANDIDATES}`" in row
 
 
 CHROMIUM = next((p for n in ("chromium", "chromium-browser", "google-chrome") if (p := shutil.which(n))), None)

@@ -53,6 +53,10 @@ def plan(
     json_out: Annotated[Path | None, typer.Option("--json", help="write every figure as JSON here")] = None,
     html_out: Annotated[Path | None, typer.Option("--html", help="write the plan's page here")] = None,
     jobs: Annotated[int | None, typer.Option("--jobs", help="worker processes (default: the machine's cores)")] = None,
+    max_candidates: Annotated[
+        int | None,
+        typer.Option("--max-candidates", help="the most candidates the grid may have (without it: 200)"),
+    ] = None,
 ) -> None:
     """Try candidate settings on the workspace's register and snapshots before release 1.
 
@@ -60,16 +64,13 @@ def plan(
     release store); the table ranks the candidates that last all rounds by their gain over
     a release of the sensitive histogram alone.
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from serialpub.config import load_config
-    from serialpub.planning.grid import build_grid, read_grid_file
-    from serialpub.planning.page import advice, ranked, write_page
-    from serialpub.planning.run import prepare, run_plan
-    from serialpub.workflow.drafting import QUERY_COUNT, QUERY_DIMENSIONS, QUERY_SELECTIVITY
+    from serialpub.planning.grid import MAX_CANDIDATES, build_grid, read_grid_file
 
     if jobs is not None and jobs < 1:
         raise InputError(f"--jobs must be at least 1, got {jobs}")
+    if max_candidates is not None and max_candidates < 1:
+        raise InputError(f"--max-candidates must be at least 1, got {max_candidates}")
     given: dict[str, list[Any]] = read_grid_file(grid) if grid is not None else {}
     for name, text in (("l", ell), ("k_prime", k_prime), ("strategy", strategy), ("alpha", alpha),
                        ("partition_model", partition_model), ("after_k_prime", after_k)):  # fmt: skip
@@ -78,9 +79,17 @@ def plan(
     if protected is not None:
         given["protected_values"] = _protected_items(protected)
     ws = load_config(config)
+    # the anonymizer, pandas and the validation suites only once the grid and the
+    # configuration are read: a bad file is refused without their start-up cost
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from serialpub.planning.page import advice, ranked, write_page
+    from serialpub.planning.run import prepare, run_plan
+    from serialpub.workflow.drafting import QUERY_COUNT, QUERY_DIMENSIONS, QUERY_SELECTIVITY
+
     setup = prepare(ws, snapshots, simulate, rounds, seed)
     domain = list(setup.plan.inputs.sensitive_domain or [])
-    candidates = build_grid(given, ws.config, domain)
+    candidates = build_grid(given, ws.config, domain, max_candidates or MAX_CANDIDATES)
     total = len(candidates) * rounds
     with Progress(
         TextColumn("candidates × releases"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

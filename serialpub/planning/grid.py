@@ -13,16 +13,16 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from anonymizer.settings import AfterKPrime, PartitionModel, Strategy
 from serialpub.config import Config
-from serialpub.errors import InputError
+from serialpub.errors import InputError, quoted
+from serialpub.io.settings_yaml import read_yaml
 
 #: the grid's settings and the spelling of each on the command line
 SETTINGS = {
@@ -35,6 +35,22 @@ SETTINGS = {
     "after_k_prime": "--after-k",
 }
 RAREST = "rarest:"
+#: what each setting takes, for the message refusing a boolean
+_TAKES = {
+    "l": "a number >= 2",
+    "k_prime": "a whole number >= 1",
+    "strategy": "constant or geometric",
+    "alpha": "a number > 1",
+    "protected_values": "all, rarest:m, or values of the domain",
+    "partition_model": "published or parts",
+    "after_k_prime": "renew or stop",
+}
+#: the most candidates a plan runs unless ``max_candidates`` allows more (docs/commands.md,
+#: ``serialpub plan``): each publishes every round in memory, so a grid a typo multiplied
+#: would run for days before saying anything
+MAX_CANDIDATES = 200
+#: the largest grid file read: a grid of :data:`MAX_CANDIDATES` candidates is a few lines
+MAX_GRID_BYTES = 256 << 10
 
 
 @dataclass(frozen=True)
@@ -93,71 +109,93 @@ class Candidate:
 def _number(setting: str, text: Any, kind: type) -> Any:
     try:
         value = kind(text)
-    except (TypeError, ValueError):
-        raise InputError(f"setting {SETTINGS[setting]}: {text!r} is not a number") from None
+    except (TypeError, ValueError, OverflowError):
+        raise InputError(f"setting {SETTINGS[setting]}: {quoted(text)} is not a number") from None
     if kind is float and not math.isfinite(value):
-        raise InputError(f"setting {SETTINGS[setting]}: {text!r} is not a finite number")
+        raise InputError(f"setting {SETTINGS[setting]}: {quoted(text)} is not a finite number")
     return value
 
 
+def _shown(number: float) -> str:
+    """A number read from a grid as a message shows it: its shortest exact spelling, a
+    whole number without '.0' (a short text, whatever was written)."""
+    return str(int(number)) if number.is_integer() and abs(number) < 1e15 else repr(number)
+
+
 def _checked(setting: str, value: Any, domain: Sequence[str]) -> Any:
-    """One value of a setting, checked against its allowed range."""
+    """One value of a setting, checked against its allowed range. A message shows the
+    number read (bounded) or a :func:`quoted` value, never the whole of what was given."""
     flag = SETTINGS[setting]
+    items = value if isinstance(value, list | tuple) else [value]
+    boolean = next((v for v in items if isinstance(v, bool)), None)
+    if boolean is not None:  # Python counts True as 1: k' = true would run as k' = 1
+        raise InputError(f"setting {flag}: {str(boolean).lower()} is a boolean; write {_TAKES[setting]}")
     if setting == "l":
         ell = _number(setting, value, float)
         if not ell > 1:
-            raise InputError(f"setting {flag}: ℓ = {value} is impossible; ℓ must be greater than 1 (the bound is 1/ℓ)")
+            raise InputError(
+                f"setting {flag}: ℓ = {_shown(ell)} is impossible; ℓ must be greater than 1 (the bound is 1/ℓ)"
+            )
         if ell < 2:
-            raise InputError(f"setting {flag}: ℓ = {value}; serialpub allows ℓ >= 2 (serialpub.yaml's 'l')")
+            raise InputError(f"setting {flag}: ℓ = {_shown(ell)}; serialpub allows ℓ >= 2 (serialpub.yaml's 'l')")
         return ell
     if setting == "k_prime":
         k = _number(setting, value, float)
         if not k >= 1 or k != int(k):
-            raise InputError(f"setting {flag}: k' = {value} is impossible; k' must be a whole number >= 1")
+            raise InputError(f"setting {flag}: k' = {_shown(k)} is impossible; k' must be a whole number >= 1")
         return int(k)
     if setting == "alpha":
         alpha = _number(setting, value, float)
         if not alpha > 1:
-            raise InputError(f"setting {flag}: α = {value} is impossible; α must be greater than 1")
+            raise InputError(f"setting {flag}: α = {_shown(alpha)} is impossible; α must be greater than 1")
         return alpha
     choices = {"strategy": Strategy, "partition_model": PartitionModel, "after_k_prime": AfterKPrime}
     if setting in choices:
         allowed = [m.value for m in choices[setting]]
-        if str(value) not in allowed:
-            raise InputError(f"setting {flag}: {value!r} is not one of {', '.join(allowed)}")
-        return str(value)
-    # protected values
+        if not isinstance(value, str) or value not in allowed:
+            raise InputError(f"setting {flag}: {quoted(value)} is not one of {', '.join(allowed)}")
+        return value
+    return _protected(flag, value, domain)
+
+
+def _protected(flag: str, value: Any, domain: Sequence[str]) -> str | tuple[str, ...]:
+    """One value of the protected values: ``all``, ``rarest:m``, or values of ``domain``."""
     if isinstance(value, str) and value == "all":
         return "all"
     if isinstance(value, str) and value.startswith(RAREST):
         m = value[len(RAREST) :]
-        if not m.isdigit() or not 1 <= int(m) <= len(domain):
+        # ASCII digits, and few of them: int() refuses '²' (a digit to str.isdigit) and 5,000 digits
+        if not re.fullmatch(r"[0-9]{1,9}", m) or not 1 <= int(m) <= len(domain):
             raise InputError(
-                f"setting {flag}: {value!r}; rarest:m needs a whole m from 1 to {len(domain)} (the domain's size)"
+                f"setting {flag}: {quoted(value)}; rarest:m needs a whole m from 1 to {len(domain)} (the domain's size)"
             )
         return f"{RAREST}{int(m)}"
     values = [value] if isinstance(value, str) else list(value) if isinstance(value, list | tuple) else None
-    if values is None or not values:
-        raise InputError(f"setting {flag}: {value!r}; use all, rarest:m, or a list of values of the domain")
+    if values is None or not values or not all(isinstance(v, str | int | float) for v in values):
+        raise InputError(f"setting {flag}: {quoted(value)}; use all, rarest:m, or a list of values of the domain")
     unknown = [str(v) for v in values if str(v) not in domain]
     if unknown:
-        shown = ", ".join(domain[:20]) + (", ..." if len(domain) > 20 else "")
-        raise InputError(f"setting {flag}: {', '.join(map(repr, unknown))} not in the sensitive domain ({shown})")
+        more = f" and {len(unknown) - 1} more" if len(unknown) > 1 else ""
+        shown = quoted(", ".join(domain[:20]) + (", ..." if len(domain) > 20 else ""))
+        raise InputError(
+            f"setting {flag}: {quoted(unknown[0])}{more} not in the sensitive domain of {len(domain)} values ({shown})"
+        )
     return tuple(dict.fromkeys(str(v) for v in values))
 
 
 def read_grid_file(path: Path) -> dict[str, list[Any]]:
-    """A grid file: a YAML mapping of settings (those of :data:`SETTINGS`) to a value or a list.
+    """A grid file: a YAML mapping of settings (those of :data:`SETTINGS`) to a value or a
+    list, read as ``serialpub.yaml`` is (:func:`serialpub.io.settings_yaml.read_yaml`: at
+    most :data:`MAX_GRID_BYTES`, no aliases, no tags, only ``true`` and ``false`` booleans).
 
     Raises:
-        InputError: missing, not YAML, not a mapping, or an unknown setting.
+        InputError: missing, too large, not YAML (or an alias or tag), not a mapping, or an
+            unknown setting; one line naming the file.
     """
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{path}: grid file not found") from None
-    except yaml.YAMLError as exc:
-        raise InputError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    raw = read_yaml(
+        path, what="grid file", max_bytes=MAX_GRID_BYTES,
+        if_missing="write one mapping settings to lists of values (docs/commands.md, serialpub plan)",
+    )  # fmt: skip
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
@@ -167,7 +205,7 @@ def read_grid_file(path: Path) -> dict[str, list[Any]]:
     for key, value in raw.items():
         name = aliases.get(str(key), str(key))
         if name not in SETTINGS:
-            raise InputError(f"{path}: unknown setting {key!r}; a grid sets {', '.join(SETTINGS)}")
+            raise InputError(f"{path}: unknown setting {quoted(key)}; a grid sets {', '.join(SETTINGS)}")
         values = value if isinstance(value, list) else [value]
         if (
             name == "protected_values"
@@ -177,18 +215,24 @@ def read_grid_file(path: Path) -> dict[str, list[Any]]:
         ):
             values = [value]  # one list of values, not a list of candidates
         if not values:
-            raise InputError(f"{path}: setting {key!r} lists no value; the grid would be empty")
+            raise InputError(f"{path}: setting {quoted(key)} lists no value; the grid would be empty")
         grid[name] = values
     return grid
 
 
-def build_grid(given: Mapping[str, Sequence[Any]], config: Config, domain: Sequence[str]) -> list[Candidate]:
+def build_grid(
+    given: Mapping[str, Sequence[Any]], config: Config, domain: Sequence[str], max_candidates: int = MAX_CANDIDATES
+) -> list[Candidate]:
     """The candidates: the cartesian product of ``given`` (setting -> values), the
     workspace's ``config`` for a setting not given.
 
+    Args:
+        max_candidates: the most candidates built; a larger grid is refused before any is.
+
     Raises:
-        InputError: a setting given with no value (an empty grid), or a value out of its
-            range (ℓ <= 1, α <= 1, k' < 1, a protected value outside ``domain``).
+        InputError: a setting given with no value (an empty grid), a value out of its
+            range (ℓ <= 1, α <= 1, k' < 1, a boolean, a protected value outside ``domain``),
+            or more than ``max_candidates`` candidates.
     """
     for name, values in given.items():
         if not list(values):
@@ -202,7 +246,16 @@ def build_grid(given: Mapping[str, Sequence[Any]], config: Config, domain: Seque
         "partition_model": [config.effective_partition_model.value],
         "after_k_prime": [config.after_k_prime.value],
     }
-    axes = {name: [_checked(name, v, domain) for v in given.get(name, default[name])] for name in SETTINGS}
+    axes = {
+        name: list(dict.fromkeys(_checked(name, v, domain) for v in given.get(name, default[name])))
+        for name in SETTINGS
+    }
+    size = _size(axes)
+    if size > max_candidates:
+        raise InputError(
+            f"the grid has {size:,} candidates, more than the {max_candidates} a plan runs unless asked (each "
+            f"publishes every round in memory); give fewer values, or --max-candidates {size} to run them all"
+        )
     out: dict[Candidate, None] = {}
     for combo in itertools.product(*axes.values()):
         s = dict(zip(axes, combo, strict=True))
@@ -218,3 +271,12 @@ def build_grid(given: Mapping[str, Sequence[Any]], config: Config, domain: Seque
     if not out:
         raise InputError("the grid is empty; give at least one value per setting")
     return list(out)
+
+
+def _size(axes: Mapping[str, Sequence[Any]]) -> int:
+    """The number of candidates of distinct axis values, counted without building them: k'
+    and after_k_prime multiply the constant-ratio candidates only, α the geometric ones."""
+    common = len(axes["l"]) * len(axes["protected_values"]) * len(axes["partition_model"])
+    constant = len(axes["k_prime"]) * len(axes["after_k_prime"]) if "constant" in axes["strategy"] else 0
+    geometric = len(axes["alpha"]) if "geometric" in axes["strategy"] else 0
+    return common * (constant + geometric)

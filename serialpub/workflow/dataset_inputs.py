@@ -15,7 +15,7 @@ from anonymizer.release import PrivacyParams
 from anonymizer.settings import Strategy
 from checks.input_suites import DatasetColumns
 from serialpub.config import Workspace
-from serialpub.errors import InputError
+from serialpub.errors import InputError, quoted
 from serialpub.io.hierarchies import read_domain, read_hierarchies, read_sensitive_hierarchy, spelling_hint
 
 
@@ -130,7 +130,7 @@ def _sensitive_inputs(ws: Workspace) -> tuple[Hierarchy | None, list[str], list[
         # without the domain a value spelled another way ('HIV ' for 'hiv') would pass as
         # unprotected and be published as it is (docs/threat-model.md)
         raise InputError(
-            f"{config_file}: protecting values of {cfg.sensitive!r} needs its domain; add "
+            f"{config_file}: protecting values of {quoted(cfg.sensitive)} needs its domain; add "
             f"{sens_path} (its hierarchy) or set sensitive_domain: to a file with one value per line"
         )
     if cfg.protected_values == "all":
@@ -139,16 +139,18 @@ def _sensitive_inputs(ws: Workspace) -> tuple[Hierarchy | None, list[str], list[
         protected = list(dict.fromkeys(cfg.protected_values))
         unknown = [v for v in protected if v not in sensitive_domain]
         if unknown:
-            hints = ", ".join(f"{v!r}{spelling_hint(v, sensitive_domain)}" for v in unknown)
+            hints = ", ".join(f"{quoted(v)}{spelling_hint(v, sensitive_domain)}" for v in unknown[:3])
+            more = f" and {len(unknown) - 3} more" if len(unknown) > 3 else ""
             raise InputError(
-                f"{config_file}: setting 'protected_values': {hints} not in the domain of "
-                f"{cfg.sensitive!r} ({domain_source}); use the domain's spelling"
+                f"{config_file}: setting 'protected_values': {hints}{more} not in the domain of "
+                f"{quoted(cfg.sensitive)} ({domain_source}); use the domain's spelling"
             )
     for name, values in (cfg.report.categories or {}).items():
         unknown = [v for v in values if v not in sensitive_domain]
         if unknown:
-            raise InputError(
-                f"{config_file}: report.categories.{name} names {', '.join(map(repr, unknown))}, "
-                f"not value(s) of {cfg.sensitive!r} (leaves of {sens_path}); fix the category or remove it"
+            raise InputError(  # the name as the setting's path spells it, bounded as a quoted value is
+                f"{config_file}: report.categories.{quoted(name)[1:-1]} names {quoted(unknown[0])}"
+                f"{f' and {len(unknown) - 1} more' if len(unknown) > 1 else ''}, not value(s) of "
+                f"{quoted(cfg.sensitive)} (leaves of {sens_path}); fix the category or remove it"
             )
     return sensitive_hierarchy, sensitive_domain, protected
