@@ -135,7 +135,7 @@ def seal(series: DatasetSeries, manifest: Manifest) -> None:
     published = series.store.published(series.dataset)
     preflight.check_store_matches_state(series, published, manifest.release)
     check_published_files(series, published[-1:])
-    preflight.check_newest_release(series, published)
+    preflight.check_series_to_extend(series, published)
     manifest.previous_manifest_sha256 = published[-1].manifest_sha256 if published else None
     key = series.signing_key
     manifest.signing_key = None if key is None else signing.public_key_text(key)
