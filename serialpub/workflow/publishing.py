@@ -211,7 +211,9 @@ def _short(sha: str | None) -> str:
 
 def recover(series: DatasetSeries) -> None:
     """Settle what interrupted runs left: a draft whose process has ended is closed as
-    failed, then staging folders are rolled forward or removed (serialpub.io.release_files).
+    failed, then staging folders are rolled forward or removed (serialpub.io.release_files),
+    and a checkpoint a crash after the state commit left behind is rewritten
+    (:func:`serialpub.workflow.series_integrity.refresh_checkpoint`).
 
     Raises:
         StateError: a published release's files are missing or changed.
@@ -229,6 +231,7 @@ def recover(series: DatasetSeries) -> None:
         series.ws.dataset_dir, {r.id: r.seq for r in published}, {current.id} if current else set(), staged
     )
     check_published_files(series, published)
+    series_integrity.refresh_checkpoint(series, published)
 
 
 def check_published_files(series: DatasetSeries, published: list[PublishedRelease]) -> None:
