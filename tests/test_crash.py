@@ -16,7 +16,9 @@ about a second importing); the checks run per point.
 
 from __future__ import annotations
 
+import base64
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -34,7 +36,7 @@ from sqlalchemy import func, select
 
 from serialpub import faults
 from serialpub.config import DATABASE_ENV, load_config
-from serialpub.io import release_files
+from serialpub.io import release_files, signing
 from serialpub.io.series_records import CHECKPOINT_FILE, CHECKPOINT_SIGNATURE, Checkpoint
 from serialpub.workflow.publisher import Publisher
 from state.models import AuditLog, Release, Statistics
@@ -142,6 +144,18 @@ def _check_published_release(store: StateStore, dataset_dir: Path, seq: int, dat
     assert (directory / "data.parquet").read_bytes() == data
 
 
+def _check_checkpoint(store: StateStore, root: Path, dataset_dir: Path) -> Checkpoint:
+    """The checkpoint names the newest published release with the manifest sha256 the state
+    recorded, and its signature verifies with the workspace's key."""
+    raw = (dataset_dir / CHECKPOINT_FILE).read_bytes()
+    record = Checkpoint.parse(raw, CHECKPOINT_FILE)
+    newest = store.published("clinic")[-1]
+    assert (record.release, record.manifest_sha256) == (newest.seq, newest.manifest_sha256)
+    public = signing.load_private_key(root / "keys" / "publisher.key").public_key()
+    public.verify(base64.b64decode((dataset_dir / CHECKPOINT_SIGNATURE).read_bytes()), raw)  # raises if not
+    return record
+
+
 def _count(store: StateStore, query: Any) -> int:
     with store.engine.connect() as conn:
         return int(conn.execute(query).scalar_one())
@@ -195,6 +209,8 @@ def test_crash_leaves_the_release_published_or_invisible(
     messages = " | ".join(str(w.message) for w in caught)
     assert not list(dataset_dir.glob(".staging-*"))
     assert store.open_release("clinic") is None
+    # the checkpoint names the newest counted release, signed, without waiting for the next publication
+    _check_checkpoint(store, ws.root, dataset_dir)
     if point in INVISIBLE:
         assert _listing(dataset_dir) == ["release-0001"]
         assert [r.seq for r in store.published("clinic")] == [1]
@@ -227,3 +243,33 @@ def test_crash_leaves_the_release_published_or_invisible(
     assert failed == (1 if statuses in (["draft"], ["validated"], ["approved"]) else 0)
     publisher.store.engine.dispose()
     store.engine.dispose()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("point", ["after_commit", "after_publish"])
+def test_recovery_rewrites_the_checkpoint_a_crash_left_behind(
+    published_once: Path, point: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: the checkpoint kept naming release 1 until release 3 was published, so a
+    public copy made meanwhile shipped a checkpoint one release behind."""
+    monkeypatch.delenv(DATABASE_ENV, raising=False)
+    monkeypatch.delenv(faults.ENV, raising=False)
+    root = published_once
+    env = {k: v for k, v in os.environ.items() if k != DATABASE_ENV}
+    done = subprocess.run(
+        [sys.executable, "-m", "serialpub.cli", "release", "--config", str(root), "--snapshot", str(snapshot(root, 2))],
+        capture_output=True, text=True, cwd=root, env={**env, faults.ENV: point}, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    ws = load_config(root)
+    store = StateStore(open_engine(ws.database_url))
+    assert [r.seq for r in store.published("clinic")] == [1, 2]
+    stale = Checkpoint.parse((ws.dataset_dir / CHECKPOINT_FILE).read_bytes(), CHECKPOINT_FILE)
+    assert stale.release == 1  # what the crash left
+    publisher = Publisher(ws)
+    rewrote = r"rewrote .*checkpoint\.json: it named release 1, not the newest published, 2"
+    with pytest.warns(UserWarning, match=rewrote):
+        publisher.recover()
+    _check_checkpoint(store, root, ws.dataset_dir)
+    store.engine.dispose()
+    publisher.store.engine.dispose()

@@ -1,5 +1,5 @@
-"""No publishing over damage (docs/compliance.md, "Before each release"): the next release
-verifies the newest manifest's signature and chain link and the sign-off records first,
+"""No publishing over damage (docs/compliance.md, "No release is published over damage"): the
+next release verifies every manifest's signature and chain link and the sign-off records first,
 and refuses on damage; ``public-copy`` refuses a release whose signature does not verify;
 on PostgreSQL the append-only tables refuse TRUNCATE."""
 
@@ -71,6 +71,46 @@ def test_the_next_release_refuses_a_damaged_signature(three_releases: Path, case
     assert "restore its manifest.json and manifest.sig from the backup; nothing was published" in line
     assert len(line.replace(str(three_releases), "ws")) <= 300
     assert state_of(three_releases) == before
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("older", "case"), [(1, "broken"), (2, "missing"), (1, "of another manifest")])
+def test_the_next_release_refuses_a_damaged_signature_on_an_older_release(
+    three_releases: Path, older: int, case: str
+) -> None:
+    """Before: only the newest release's signature was checked, so a broken manifest.sig of
+    release 1 or 2 (which the audit and public-copy refuse) was built on."""
+    sig = _release(three_releases, older) / signing.SIGNATURE_FILE
+    if case == "missing":
+        sig.unlink()
+    else:
+        other = _release(three_releases, 3 if older == 1 else 1) / signing.SIGNATURE_FILE
+        sig.write_bytes(b"AAAA\n" if case == "broken" else other.read_bytes())
+    assert cli("audit", three_releases).returncode == 1
+    before = state_of(three_releases)
+    result = cli("release", "--config", three_releases, "--snapshot", _next_snapshot(three_releases))
+    assert result.returncode == 2, result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    finding = SIGNATURE_DAMAGE[case][1].replace("release 3", f"release {older}")
+    assert f"{_release(three_releases, older)}: {finding}" in line, line
+    assert "restore its manifest.json and manifest.sig from the backup; nothing was published" in line
+    assert len(line.replace(str(three_releases), "ws")) <= 300
+    assert state_of(three_releases) == before
+    assert not (three_releases / "releases" / "clinic" / "release-0004").exists()
+
+
+@pytest.mark.slow
+def test_an_older_signature_damaged_during_the_sign_off_stops_the_publication(three_releases: Path) -> None:
+    """The publication checks the chain again: damage after the draft's own check is caught."""
+    publisher = Publisher(load_config(three_releases))
+    draft = publisher.prepare(_next_snapshot(three_releases), "0004")
+    publisher.auto_approve(draft.seq)
+    (_release(three_releases, 1) / signing.SIGNATURE_FILE).write_text("AAAA\n", encoding="ascii")
+    with pytest.raises(StateError, match=r"release-0001: release 1: the signature of manifest\.json does not verify"):
+        publisher.finish(draft.seq)
+    assert [r.seq for r in publisher.store.published("clinic")] == [1, 2, 3]
+    current = publisher.store.open_release("clinic")
+    assert current is not None and current.status == "approved"
 
 
 def test_a_signature_damaged_during_the_sign_off_stops_the_publication(three_releases: Path) -> None:

@@ -5,9 +5,11 @@ the first signed release and its rotation records."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import shutil
+import warnings
 from pathlib import Path
 
 import pytest
@@ -73,6 +75,91 @@ def test_each_publication_writes_a_signed_checkpoint(three_releases: Path) -> No
     assert record.signing_key == signing.public_key_text(key)
     code, out = _audit(three_releases, "--public-key", three_releases / "keys" / "publisher.pub")
     assert code == 0 and "verdict: PASS" in out, out
+
+
+def _recover(root: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The recovery every publishing command starts with, in this process: its warnings."""
+    from serialpub.config import DATABASE_ENV, load_config
+    from serialpub.workflow.publisher import Publisher
+
+    monkeypatch.delenv(DATABASE_ENV, raising=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        publisher = Publisher(load_config(root))
+        publisher.recover()
+        publisher.store.engine.dispose()
+    return [str(w.message) for w in caught]
+
+
+def _verifies(root: Path) -> bool:
+    """checkpoint.sig is the workspace key's signature of checkpoint.json."""
+    from cryptography.exceptions import InvalidSignature
+
+    key = signing.load_private_key(root / "keys" / "publisher.key")
+    try:
+        key.public_key().verify(
+            base64.b64decode((_store(root) / CHECKPOINT_SIGNATURE).read_bytes()),
+            (_store(root) / CHECKPOINT_FILE).read_bytes(),
+        )
+    except InvalidSignature:
+        return False
+    return True
+
+
+def test_recovery_finishes_a_checkpoint_rewrite_cut_between_its_two_files(
+    published_once: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rewrite writes the signature first: a crash before the record's rename leaves the
+    old record beside the new signature. Before: it stayed so until the next publication."""
+    path = _store(published_once) / CHECKPOINT_FILE
+    record = Checkpoint.parse(path.read_bytes(), "checkpoint")
+    newer = record.model_copy(update={"created": "2999-01-01T00:00:00+00:00"}).to_json().encode()
+    key = signing.load_private_key(published_once / "keys" / "publisher.key")
+    (_store(published_once) / CHECKPOINT_SIGNATURE).write_text(signing.sign(key, newer), encoding="ascii")
+    assert not _verifies(published_once)
+    messages = _recover(published_once, monkeypatch)
+    assert _verifies(published_once)
+    rewritten = Checkpoint.parse(path.read_bytes(), "checkpoint")
+    assert (rewritten.release, rewritten.manifest_sha256) == (1, _manifest_sha(published_once, 1))
+    assert any("rewrote" in m and "checkpoint.sig is not the signature of its record" in m for m in messages), messages
+
+
+def test_recovery_writes_a_missing_checkpoint_or_names_who_can(
+    published_once: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first publication killed after its commit leaves no checkpoint at all. An
+    account without the signing key (an approver's) is told who rewrites it, and goes on."""
+    for name in (CHECKPOINT_FILE, CHECKPOINT_SIGNATURE):
+        (_store(published_once) / name).unlink()
+    key = published_once / "keys" / "publisher.key"
+    key.rename(key.with_suffix(".away"))
+    (warning,) = _recover(published_once, monkeypatch)
+    assert "checkpoint.json: missing, though release 1 is published" in warning, warning
+    assert f"run 'serialpub publish --config {published_once} --release 1' from the account that holds" in warning
+    assert not (_store(published_once) / CHECKPOINT_FILE).exists()
+    key.with_suffix(".away").rename(key)
+    (warning,) = _recover(published_once, monkeypatch)
+    assert "rewrote" in warning and "missing, though release 1 is published" in warning
+    assert _verifies(published_once)
+    assert Checkpoint.parse((_store(published_once) / CHECKPOINT_FILE).read_bytes(), "checkpoint").release == 1
+
+
+def test_recovery_leaves_a_current_checkpoint_and_one_no_crash_leaves(
+    published_once: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only what a crash leaves is rewritten: a current checkpoint stays byte for byte, and
+    one naming a later release (the trace of a rollback) stays for the audit to name."""
+    files = [_store(published_once) / name for name in (CHECKPOINT_FILE, CHECKPOINT_SIGNATURE)]
+    before = [p.read_bytes() for p in files]
+    assert _recover(published_once, monkeypatch) == []
+    assert [p.read_bytes() for p in files] == before
+    record = Checkpoint.parse(before[0], "checkpoint").model_copy(update={"release": 5})
+    text = record.to_json().encode()
+    key = signing.load_private_key(published_once / "keys" / "publisher.key")
+    files[0].write_bytes(text)
+    files[1].write_text(signing.sign(key, text), encoding="ascii")
+    assert _recover(published_once, monkeypatch) == []
+    assert files[0].read_bytes() == text
 
 
 def test_deleting_the_newest_release_fails_the_audit(three_releases: Path) -> None:

@@ -21,6 +21,7 @@ the rows that satisfy a query gives the joint estimate.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ from anonymizer.joint import joint_answers
 from anonymizer.workload import QueryRanges
 from serialpub.analysis.reader import PublicReleases, PublishedRelease
 from serialpub.errors import InputError, quoted
+from serialpub.io.atomic import own_tmp
 
 __all__ = ["Condition", "answer", "expand", "parse_condition", "sensitive_domain", "write_expanded"]
 
@@ -239,18 +241,69 @@ def expand(release: PublishedRelease) -> pd.DataFrame:
 
 
 def write_expanded(copy: PublicReleases, out: Path, releases: Sequence[int] | None = None) -> list[Path]:
-    """:func:`expand` of every (or the given) release written to ``out/release-NNNN.parquet``.
+    """:func:`expand` of every (or the given) release written to ``out/release-NNNN.parquet``,
+    all of them or none: each table is written under a hidden temporary name beside its
+    target (:func:`serialpub.io.atomic.own_tmp`), and the tables are renamed into place once
+    every one is written. On a failure the temporary tables are removed, and so are the
+    folders this call created, so ``out`` holds what it held before (docs/commands.md,
+    ``serialpub expand``).
 
     Raises:
-        InputError: ``out`` exists and is not a folder; the copy holds no register.
+        InputError: ``out`` exists and is not a folder; the copy holds no register, or a
+            release's table cannot be made (:func:`expand`): the message adds that nothing
+            was written.
+        OSError: a table cannot be written (a full disk) or renamed: ``filename`` is the
+            table, and the message says what was left in ``out`` (nothing, unless a rename
+            failed after others had replaced their tables).
     """
     if out.exists() and not out.is_dir():
         raise InputError(f"{out}: not a folder; --out names the folder to write the tables into")
-    out.mkdir(parents=True, exist_ok=True)
     chosen = copy.releases if releases is None else [copy.release(n) for n in releases]
-    written = []
-    for r in chosen:  # one table per release
-        path = out / f"release-{r.number:04d}.parquet"
-        expand(r).to_parquet(path, index=False)
-        written.append(path)
-    return written
+    created = [p for p in (out, *out.parents) if not p.exists()]  # innermost first
+    out.mkdir(parents=True, exist_ok=True)
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for r in chosen:  # one table per release
+            path = out / f"release-{r.number:04d}.parquet"
+            staged.append((own_tmp(path), path))
+            expand(r).to_parquet(staged[-1][0], index=False)
+    except BaseException as exc:
+        _discard([tmp for tmp, _ in staged], created)
+        if isinstance(exc, InputError):
+            raise InputError(f"{exc}; nothing was written to {out}") from None
+        if isinstance(exc, OSError):
+            raise _unwritten(exc, staged[-1][1] if staged else out, f"nothing was written to {out}") from None
+        raise
+    placed: list[Path] = []
+    try:
+        for tmp, path in staged:
+            os.replace(tmp, path)
+            placed.append(path)
+    except OSError as exc:
+        _discard([tmp for tmp, _ in staged[len(placed) :]], [] if placed else created)
+        names = ", ".join(p.name for p in placed)
+        left = (
+            f"{len(placed)} complete table(s) now in {out} ({names}), the others not written"
+            if placed
+            else f"nothing was written to {out}"
+        )
+        raise _unwritten(exc, staged[len(placed)][1], left) from None
+    return placed
+
+
+def _discard(temporary: list[Path], created: list[Path]) -> None:
+    """Remove the temporary tables, then the folders made for them (innermost first; a
+    folder something else wrote into meanwhile stays)."""
+    for tmp in temporary:
+        tmp.unlink(missing_ok=True)
+    for folder in created:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+
+
+def _unwritten(exc: OSError, table: Path, left: str) -> OSError:
+    """``exc`` naming the table it stopped at and what was left, in one line."""
+    reason = exc.strerror or (str(exc).splitlines() or [type(exc).__name__])[0]
+    return OSError(exc.errno, f"{reason}; {left}", str(table))

@@ -4,15 +4,16 @@ release store and the state disagree"; docs/compliance.md):
 - the release store holds exactly the ``release-NNNN`` entries (folders, files or
   symbolic links) of the releases the state database records as published, so the new
   release's folder is free (:func:`check_store_matches_state`);
-- the newest published release's manifest signature and chain link verify, and the
-  sign-off records agree with the audit log and that manifest
-  (:func:`check_newest_release`).
+- every published release's manifest signature and chain link verify, and the sign-off
+  records agree with the audit log and the newest manifest (:func:`check_series_to_extend`).
 
 The checks are the ones ``serialpub audit`` (:func:`serialpub.analysis.audit.integrity.check_link`)
 and ``serialpub state verify`` (:func:`serialpub.analysis.verify.sign_offs.compare_sign_offs`)
-run, applied to the newest release only so that their cost does not grow with the series:
-each release was checked the same way when the next one was published. ``public-copy``
-checks the signature of every release it hands out (:func:`check_signatures`).
+run. The signatures are checked for the whole series, as ``public-copy`` checks those it
+hands out (:func:`check_signatures`, the one check both use): a new release extends the
+whole chain, and a signature that broke after its successor was published would fail
+every consumer's audit of the series. That costs one manifest read, hashed and verified
+per release; no data file is read (each manifest's checksums bind its data).
 
 Every refusal is a :class:`~state.store.StateError` of one line that names the folder or
 record and what to do; nothing has been recorded or moved when it is raised.
@@ -128,21 +129,22 @@ def check_signatures(
             )
 
 
-def check_newest_release(series: DatasetSeries, published: list[PublishedRelease]) -> None:
-    """Refuse to build on a damaged newest release: its signature and chain link
-    (:func:`check_signatures`) and the sign-off records (rows against the append-only audit
-    log for every release, and against the newest manifest's signed ``sign_off``), as
-    ``serialpub state verify`` compares them. Run after
+def check_series_to_extend(series: DatasetSeries, published: list[PublishedRelease]) -> None:
+    """Refuse to build on a damaged series: the signature and chain link of every published
+    release (:func:`check_signatures`, as ``public-copy`` runs it) and the sign-off records
+    (rows against the append-only audit log for every release, and against the newest
+    manifest's signed ``sign_off``), as ``serialpub state verify`` compares them. Run after
     :func:`serialpub.workflow.publishing.check_published_files` has matched the newest
     release's files with the state.
 
     Raises:
-        StateError: the first damage found, in one line, with what to do.
+        StateError: the first damage found (the oldest release's first), in one line, with
+            what to do.
     """
     if not published:
         return
     newest = published[-1]
-    check_signatures(series, [newest])
+    check_signatures(series, published)
     dataset = series.dataset
     folder = series.ws.dataset_dir / release_files.release_name(newest.seq)
     report = VerifyReport(dataset)
@@ -162,7 +164,7 @@ def check_before_drafting(series: DatasetSeries) -> None:
     published): refused before the snapshot is read rather than after the sign-off.
 
     Raises:
-        StateError: as :func:`check_store_matches_state` and :func:`check_newest_release`.
+        StateError: as :func:`check_store_matches_state` and :func:`check_series_to_extend`.
     """
     if series.store.open_release(series.dataset) is not None:
         # the draft is refused anyway, naming the open release, whose sign-offs may be
@@ -170,4 +172,4 @@ def check_before_drafting(series: DatasetSeries) -> None:
         return
     published = series.store.published(series.dataset)
     check_store_matches_state(series, published, (published[-1].seq if published else 0) + 1)
-    check_newest_release(series, published)
+    check_series_to_extend(series, published)

@@ -135,7 +135,7 @@ def seal(series: DatasetSeries, manifest: Manifest) -> None:
     published = series.store.published(series.dataset)
     preflight.check_store_matches_state(series, published, manifest.release)
     check_published_files(series, published[-1:])
-    preflight.check_newest_release(series, published)
+    preflight.check_series_to_extend(series, published)
     manifest.previous_manifest_sha256 = published[-1].manifest_sha256 if published else None
     key = series.signing_key
     manifest.signing_key = None if key is None else signing.public_key_text(key)
@@ -211,7 +211,9 @@ def _short(sha: str | None) -> str:
 
 def recover(series: DatasetSeries) -> None:
     """Settle what interrupted runs left: a draft whose process has ended is closed as
-    failed, then staging folders are rolled forward or removed (serialpub.io.release_files).
+    failed, then staging folders are rolled forward or removed (serialpub.io.release_files),
+    and a checkpoint a crash after the state commit left behind is rewritten
+    (:func:`serialpub.workflow.series_integrity.refresh_checkpoint`).
 
     Raises:
         StateError: a published release's files are missing or changed.
@@ -229,6 +231,7 @@ def recover(series: DatasetSeries) -> None:
         series.ws.dataset_dir, {r.id: r.seq for r in published}, {current.id} if current else set(), staged
     )
     check_published_files(series, published)
+    series_integrity.refresh_checkpoint(series, published)
 
 
 def check_published_files(series: DatasetSeries, published: list[PublishedRelease]) -> None:

@@ -4,6 +4,8 @@
 - :func:`write_checkpoint`: after each publication, the signed checkpoint (newest release
   number, its manifest's sha256) that consumers keep, so that a rollback or a truncation of
   a later copy is detectable (``serialpub audit --checkpoint``);
+- :func:`refresh_checkpoint`: at recovery, the checkpoint rewritten when a crash after the
+  state commit left it behind the state;
 - :func:`check_key_handover`: before a manifest is signed, a key other than the previous
   release's is refused unless a key rotation record hands it over (the audit pins the key
   of the first signed release and would name the release as forged);
@@ -35,6 +37,7 @@ from serialpub.io.series_records import (
     signature_path,
 )
 from serialpub.workflow.dataset_series import DatasetSeries
+from state.store import PublishedRelease
 
 
 def _now() -> str:
@@ -97,6 +100,78 @@ def write_checkpoint(series: DatasetSeries) -> Path | None:
             stacklevel=2,
         )
         return None
+
+
+def refresh_checkpoint(series: DatasetSeries, published: list[PublishedRelease]) -> Path | None:
+    """Rewrite ``checkpoint.json`` (:func:`write_checkpoint`) when a crash between the state
+    commit and its rewrite left it behind ``published`` (the releases the state records,
+    in number order): missing, naming an older release, or its signature left from a
+    rewrite that stopped between the two files. Anything else a crash cannot leave (a
+    checkpoint naming a later release or another manifest, or unreadable) is left for the
+    audit to name. Returns the file when rewritten; a warning says so.
+
+    An account that cannot read the signing key (an approver's) leaves it with a warning
+    naming the command that rewrites it; a checkpoint that cannot be written is a warning
+    too (:func:`write_checkpoint`), so recovery goes on either way (docs/state.md,
+    "Publication and crashes").
+    """
+    if not published:
+        return None
+    path = series.ws.dataset_dir / CHECKPOINT_FILE
+    newest = published[-1]
+    why = _behind(series, path, newest)
+    if why is None:
+        return None
+    try:
+        written = write_checkpoint(series)
+    except InputError:
+        warnings.warn(
+            f"{path}: {why}; this account cannot read the signing key to rewrite it: run 'serialpub publish "
+            f"--config {series.ws.root} --release {newest.seq}' from the account that holds it",
+            stacklevel=2,
+        )
+        return None
+    if written is not None:
+        warnings.warn(f"rewrote {path}: {why}", stacklevel=2)
+    return written
+
+
+def _behind(series: DatasetSeries, path: Path, newest: PublishedRelease) -> str | None:
+    """Why the checkpoint at ``path`` is one a crash left behind release ``newest``; None
+    when it is current or not a crash's doing."""
+    interrupted = "a publication was interrupted before it was rewritten"
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return f"missing, though release {newest.seq} is published ({interrupted})"
+    except OSError:
+        return None  # unreadable here: the next publication's write names the cause
+    try:
+        record = Checkpoint.parse(raw, str(path))
+    except InputError:
+        return None
+    if record.dataset != series.dataset or record.release > newest.seq:
+        return None
+    if record.release < newest.seq:
+        return f"it named release {record.release}, not the newest published, {newest.seq} ({interrupted})"
+    if record.manifest_sha256 != _manifest_sha256(series, newest.seq, newest.manifest_sha256):
+        return None
+    try:
+        key = series.signing_key
+    except InputError:
+        return None  # the signature cannot be made here, so it is not compared
+    if record.signing_key != (None if key is None else signing.public_key_text(key)):
+        return None  # signed before a key rotation: that key's checkpoint stays valid
+    sig = signature_path(path)
+    # Ed25519 signatures are deterministic (RFC 8032): the one that verifies is the one made
+    expected = None if key is None else signing.sign(key, raw).encode("ascii")
+    try:
+        actual = sig.read_bytes()
+    except OSError:
+        actual = None
+    if actual != expected:
+        return f"its {sig.name} is not the signature of its record (a rewrite of the two was interrupted)"
+    return None
 
 
 def _manifest_sha256(series: DatasetSeries, seq: int, recorded: str | None) -> str:
