@@ -22,7 +22,7 @@ def main() -> None:
         result = audit_workspace(ws)
         print(
             f"{ws}: {len(result.releases)} release(s), max p {result.max_p:.6f}, "
-            f"{'PASS' if result.ok else 'FAIL'}, {time.perf_counter() - t:.2f} s, "
+            f"{result.verdict}, {time.perf_counter() - t:.2f} s, "
             f"peak RSS so far {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB"
         )
 

@@ -42,6 +42,17 @@ RISK = {
 }
 
 
+def announcement(model: KnownBreach, automatic: bool = False) -> str:
+    """The line the command line and the Airflow task log print for a release made under
+    ``model``: the acknowledgement and its risk, and, for an automatic approval
+    (``sign_off.auto_approve``), that no person read it before publication."""
+    what = "approved automatically (sign_off.auto_approve) with a known breach" if automatic else "known breach"
+    return (
+        f"{what}, accepted in the configuration (accept_known_breach: {model}): {RISK[model]}; "
+        "the figures above hold only within this model (docs/threat-model.md)"
+    )
+
+
 def taken(suppression_model: str | None, algorithm: str | None, partition_model: str | None) -> list[KnownBreach]:
     """The breachable models a configuration chooses, in :class:`KnownBreach` order.
 

@@ -12,8 +12,18 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from helpers import cli
 
-from serialpub.analysis.audit import audit_releases, audit_workspace, format_report
+from serialpub.analysis.audit import (
+    EXIT_STATUS,
+    AuditResult,
+    Outcome,
+    audit_releases,
+    audit_workspace,
+    collapse_notes,
+    format_report,
+)
+from serialpub.cli.app import EXIT_ENVIRONMENT, EXIT_INPUT, EXIT_VALIDATION
 from serialpub.errors import InputError
 from serialpub.io.hierarchies import read_hierarchies
 
@@ -168,6 +178,123 @@ def test_register_dilution_lowers_p(tmp_path: Path) -> None:
     assert register.max_p < presence.max_p
     # the absent o6 accumulates linkage too, so three men violate (p = 5/9 > 1/2)
     assert register.violations == 3
+
+
+# ----------------------------------------------------------------------------- verdicts
+
+#: what a release made under the defaults records (no known breach; releases that record
+#: no model were made by the bottom-up search under the paper's suppression model)
+DEFAULT_MODELS = {"algorithm": "topdown", "partition_model": "published", "suppression_model": "mechanism"}
+
+
+def _edit_manifests(ws: Path, **keys: object) -> None:
+    for path in sorted((ws / "releases" / "clinic").glob("release-*/manifest.json")):
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+        path.write_text(json.dumps({**manifest, **keys}, indent=2), encoding="utf-8")
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())  # the console wraps long lines
+
+
+def test_presence_above_the_bound_on_the_upper_bound_only_is_not_verifiable(tmp_path: Path) -> None:
+    """Figure 2 plus o6, a man in 6500* in no release, presence known: each men's group has
+    two records and three register men, so the published files cannot tell which two were
+    present. On the upper bound o1, o2 and o6 reach 3/4 > 1/2, but no link is proven: the
+    verdict is NOT VERIFIABLE (exit 5), naming the manifests' own figure and what checks it,
+    not FAIL (it used to fail, exit 1)."""
+    reg = pd.concat([REGISTER, pd.DataFrame({"id": ["o6"], "sex": ["M"], "zipcode": ["65002"]})], ignore_index=True)
+    ws = write_workspace(tmp_path / "ws", reg, PAPER_H, paper_releases(T1_FIG2, T2_FIG2, "presence"))
+    _edit_manifests(ws, max_breach_probability=0.4375, **DEFAULT_MODELS)
+    result = audit_workspace(ws)
+    assert result.max_p == pytest.approx(0.75) and result.violations == 3 and result.proven_violations == 0
+    assert result.findings == [] and result.bound_releases == [1, 2]
+    assert result.verdict.outcome is Outcome.NOT_VERIFIABLE and result.verdict.exit_status == 5
+    assert not result.ok
+    report = format_report(result)
+    assert report.splitlines()[-1] == "verdict: NOT VERIFIABLE from this copy (release(s) 1-2)"
+    assert "the manifests state max p = 0.4375 (release 2)" in report and "--snapshots" in report
+    done = cli("audit", ws)
+    assert done.returncode == 5, done.stdout + done.stderr
+    assert "verdict: NOT VERIFIABLE from this copy (release(s) 1-2)" in _one_line(done.stdout)
+
+
+@pytest.mark.parametrize(
+    ("register", "t1", "t2", "outcome"),
+    [
+        # the men's regions hold exactly their two records: both present, 3/4 > 1/2 proven
+        (REGISTER, T1_FIG2, T2_FIG2, Outcome.FAIL),
+        # 7/16 <= 1/2 even with every register individual linked: the upper bound suffices
+        (REGISTER, T1_FIG4, T2_FIG4, Outcome.PASS),
+    ],
+)
+def test_presence_fails_on_what_the_files_prove_and_passes_on_the_upper_bound(
+    tmp_path: Path, register: pd.DataFrame, t1: pd.DataFrame, t2: pd.DataFrame, outcome: Outcome
+) -> None:
+    ws = write_workspace(tmp_path / "ws", register, PAPER_H, paper_releases(t1, t2, "presence"))
+    _edit_manifests(ws, **DEFAULT_MODELS)
+    result = audit_workspace(ws)
+    assert result.verdict.outcome is outcome
+    assert result.proven_violations == (2 if outcome is Outcome.FAIL else 0)
+    done = cli("audit", ws)
+    assert done.returncode == outcome.exit_status, done.stdout + done.stderr
+    assert _one_line(done.stdout).endswith(f"verdict: {outcome}")
+
+
+def test_a_known_breach_passes_with_its_own_verdict_and_exit_status(tmp_path: Path) -> None:
+    """A series made under partition_model parts used to audit as a plain PASS, exit 0. Its
+    verdict now names the model and exits 6; the same series made under the defaults exits 0."""
+    releases = paper_releases(T1_FIG4, T2_FIG4, "register")
+    clean = write_workspace(tmp_path / "clean", REGISTER, PAPER_H, releases)
+    _edit_manifests(clean, **DEFAULT_MODELS)
+    parts = write_workspace(tmp_path / "parts", REGISTER, PAPER_H, releases)
+    _edit_manifests(parts, **{**DEFAULT_MODELS, "partition_model": "parts", "accepted_known_breach": ["parts"]})
+    result = audit_workspace(parts)
+    assert result.known_breach == ["parts"] and result.known_breach_releases == [1, 2]
+    assert result.ok and result.verdict.outcome is Outcome.PASS_WITH_KNOWN_BREACH
+    assert str(result.verdict) == "PASS, with accepted known breach: parts"
+    done = cli("audit", parts)
+    assert done.returncode == 6, done.stdout + done.stderr
+    assert _one_line(done.stdout).endswith("verdict: PASS, with accepted known breach: parts")
+    plain = cli("audit", clean)
+    assert plain.returncode == 0 and _one_line(plain.stdout).endswith("verdict: PASS"), plain.stdout
+    # a release that records no model was made by the bottom-up search under the paper's model
+    old = write_workspace(tmp_path / "old", REGISTER, PAPER_H, releases)
+    assert str(audit_workspace(old).verdict) == "PASS, with accepted known breach: parts, paper"
+
+
+def test_every_verdict_has_its_own_documented_exit_status() -> None:
+    """0, 1, 5 and 6, none of them an error's (2-4), each in docs/commands.md's table."""
+    statuses = [o.exit_status for o in Outcome]
+    assert statuses == [EXIT_STATUS[o] for o in Outcome] and len(set(statuses)) == len(Outcome)
+    assert not {EXIT_INPUT, EXIT_VALIDATION, EXIT_ENVIRONMENT} & set(statuses)
+    table = (Path(__file__).resolve().parents[1] / "docs" / "commands.md").read_text(encoding="utf-8")
+    for outcome in Outcome:
+        assert f"| {outcome.exit_status} |" in table and f"`verdict: {outcome}" in table, outcome
+
+
+def test_the_verdict_is_read_from_the_result_and_an_exact_violation_always_fails() -> None:
+    """One typed verdict for the command line, the library and the report: a violation on
+    an exact figure fails whatever ``proven_violations`` says; on the upper bound alone it
+    is NOT VERIFIABLE; a finding fails even a series with a known breach."""
+    exact = AuditResult(dataset="d", releases=[1], ell=2, violations=1)
+    assert exact.verdict.outcome is Outcome.FAIL and not exact.ok
+    bound = AuditResult(dataset="d", releases=[1, 2], ell=2, violations=1, bound_releases=[2])
+    assert bound.verdict.outcome is Outcome.NOT_VERIFIABLE and str(bound.verdict).endswith("(release(s) 2)")
+    breach = AuditResult(dataset="d", releases=[1], ell=2, known_breach=["parts"], findings=["release 1: x"])
+    assert str(breach.verdict) == "FAIL; accepted known breach: parts" and breach.verdict.exit_status == 1
+
+
+def test_a_note_repeated_per_release_is_one_line_naming_the_releases() -> None:
+    """The audit of a public copy printed the same note once per release (20 times for the
+    demo); it is one line naming them, consecutive ones as a range."""
+    evidence = "the evidence (report.html) is not in this copy"
+    notes = [f"release {n}: {evidence}" for n in (1, 2, 3, 5)] + ["ℓ differs", "release 4: other", "ℓ differs"]
+    assert collapse_notes(notes) == [f"releases 1-3, 5: {evidence}", "ℓ differs", "release 4: other"]
+    assert collapse_notes(collapse_notes(notes)) == collapse_notes(notes)
+    result = AuditResult(dataset="clinic", releases=[1, 2, 3, 4, 5], ell=2, notes=notes)
+    lines = format_report(result).splitlines()
+    assert sum(evidence in line for line in lines) == 1 and len(lines) == 9
 
 
 # ----------------------------------------------------------------------------- defects
@@ -455,6 +582,9 @@ def _brute_force(register: pd.DataFrame, releases: list[dict]) -> dict:
     people = register.to_dict("records")
     values = list(dict.fromkeys(v for r in releases for v in r["protected"]))
     survival = {(p["id"], v): Fraction(1) for p in people for v in values}
+    # the links the published files prove: under presence, only a region whose register
+    # individuals are no more than its records had all of them present
+    proven = dict(survival)
     curve = []
     overlaps = 0
     for rel in releases:
@@ -474,6 +604,8 @@ def _brute_force(register: pd.DataFrame, releases: list[dict]) -> dict:
                 if n_s:
                     for p in members:
                         survival[(p["id"], v)] *= Fraction(n - n_s, n)
+                        if rel["dilution"] == "register" or len(members) <= len(recs):
+                            proven[(p["id"], v)] *= Fraction(n - n_s, n)
         curve.append(float(1 - min(survival.values())) if survival else 0.0)
     p = {pair: 1 - s for pair, s in survival.items()}
     bound = 1 / Fraction(releases[-1]["l"])
@@ -482,6 +614,8 @@ def _brute_force(register: pd.DataFrame, releases: list[dict]) -> dict:
         "max_p": max(p.values()) if p else Fraction(0),
         "violations": sum(1 for x in p.values() if x > bound),
         "violating_individuals": len({pid for (pid, _), x in p.items() if x > bound}),
+        "proven_violations": sum(1 for x in proven.values() if 1 - x > bound),
+        "proven_violating_individuals": len({pid for (pid, _), x in proven.items() if 1 - x > bound}),
         "overlaps": overlaps,
         "curve": curve,
     }
@@ -495,6 +629,8 @@ def test_matches_brute_force(tmp_path: Path, seed: int) -> None:
     assert result.max_p == pytest.approx(float(expected["max_p"]), abs=1e-12)
     assert result.violations == expected["violations"]
     assert result.violating_individuals == expected["violating_individuals"]
+    assert result.proven_violations == expected["proven_violations"]
+    assert result.proven_violating_individuals == expected["proven_violating_individuals"]
     assert result.overlap_pairs == expected["overlaps"]
     assert result.max_p_by_release == pytest.approx(expected["curve"], abs=1e-12)
     assert result.findings == []
@@ -503,8 +639,9 @@ def test_matches_brute_force(tmp_path: Path, seed: int) -> None:
 
 
 def test_brute_force_cases_cover_every_path() -> None:
-    """The random cases include violations, exact ties at 1/ℓ, overlaps and both dilutions."""
-    ties = violations = overlaps = 0
+    """The random cases include violations, exact ties at 1/ℓ, overlaps and both dilutions,
+    and under presence violations the published files prove and ones only the upper bound shows."""
+    ties = violations = overlaps = proven = unproven = 0
     for seed in range(40):
         register, releases = _random_case(seed)
         bf = _brute_force(register, releases)
@@ -512,7 +649,10 @@ def test_brute_force_cases_cover_every_path() -> None:
         ties += any(x == bound for x in bf["p"].values())
         violations += bf["violations"] > 0
         overlaps += bf["overlaps"] > 0
-    assert ties and violations and overlaps
+        presence = any(r["dilution"] == "presence" for r in releases)
+        proven += presence and bf["proven_violations"] > 0
+        unproven += bf["violations"] > bf["proven_violations"]
+    assert ties and violations and overlaps and proven and unproven
 
 
 @pytest.mark.slow

@@ -107,7 +107,36 @@ def test_a_parts_release_states_its_risk_in_the_manifest_report_prompt_and_audit
     assert note.startswith("release(s) 1 were made under a model with a known breach (partition model 'parts'")
     out = cli("audit", root)
     text = " ".join(out.stdout.split())  # the terminal wraps long lines
-    assert out.returncode == 0 and text.count("note: release(s) 1 were made under a model with a known breach") == 1
+    assert text.count("note: release(s) 1 were made under a model with a known breach") == 1
+    # its own verdict and exit status: a script tells it from a clean PASS (0)
+    assert out.returncode == 6 and text.endswith("verdict: PASS, with accepted known breach: parts"), text
+
+
+@pytest.mark.slow
+def test_an_automatic_approval_prints_the_known_breach_and_the_series_report_carries_it(tmp_path: Path) -> None:
+    """Under sign_off.auto_approve no person reads the prompt: the command prints the risk
+    (it used to print nothing), and the series report and every report.json carry the model."""
+    root = make_workspace(tmp_path / "ws", partition_model="parts", accept_known_breach=["parts"])
+    for t in (1, 2):
+        proc = cli("release", "--config", root, "--snapshot", snapshot(root, t))
+        assert proc.returncode == 0, proc.stderr
+        text = " ".join(proc.stdout.split())
+        assert (
+            "approved automatically (sign_off.auto_approve) with a known breach, accepted in the configuration "
+            "(accept_known_breach: parts): partition model 'parts'" in text
+        ), text
+    folder = root / "releases" / "clinic"
+    for t in (1, 2):
+        report = json.loads((folder / f"release-000{t}" / "report.json").read_text(encoding="utf-8"))
+        assert report["accepted_known_breach"] == ["parts"]
+    assert cli("report", "--config", root, "--no-baseline").returncode == 0
+    series = json.loads((folder / "series-report.json").read_text(encoding="utf-8"))
+    [breach] = series["known_breach"]
+    assert (breach["model"], breach["releases"], breach["span"]) == ("parts", [1, 2], "1-2")
+    assert breach["risk"].startswith("partition model 'parts'")
+    assert [r["known_breach"] for r in series["releases"]] == [["parts"], ["parts"]]
+    page = (folder / "series-report.html").read_text(encoding="utf-8")
+    assert 'id="known-breach-parts"' in page and "Known breach, accepted by the publisher: parts" in page
 
 
 @pytest.mark.slow
@@ -118,7 +147,9 @@ def test_a_default_release_states_no_risk(tmp_path: Path) -> None:
     manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
     assert "accepted_known_breach" not in manifest and manifest["partition_model"] == "published"
     assert 'id="known-breach"' not in (folder / "report.html").read_text(encoding="utf-8")
-    assert not [n for n in audit_workspace(root).notes if "known breach" in n]
+    assert json.loads((folder / "report.json").read_text(encoding="utf-8"))["accepted_known_breach"] == []
+    result = audit_workspace(root)
+    assert not [n for n in result.notes if "known breach" in n] and str(result.verdict) == "PASS"
 
 
 def test_the_audit_names_every_release_made_under_such_a_model() -> None:

@@ -168,7 +168,9 @@ def test_the_public_copy_holds_the_releases_and_no_evidence(published_workspaces
 
     result = audit_workspace(out, public_key=out / "keys" / "publisher.pub")
     assert result.ok, result.findings
-    assert sum("not in this copy" in n for n in result.notes) == 2
+    # one note naming both releases, not one per release
+    [note] = [n for n in result.notes if "not in this copy" in n]
+    assert note.startswith("releases 1-2: the evidence")
     again = cli("public-copy", "--config", ws, "--out", out, "--with-register")
     # the console wraps at 120 columns, and the temporary folder's path may be long
     assert again.returncode == 0 and "0 file(s) written" in " ".join(again.stdout.split())
@@ -196,3 +198,43 @@ def test_a_public_copy_of_a_hierarchy_serialpub_cannot_read_is_refused(published
     done = cli("public-copy", "--config", published_once, "--out", out)
     assert done.returncode == 2 and "zipcode.csv" in done.stderr, done.stdout + done.stderr
     assert not out.exists()
+
+
+@pytest.mark.slow
+def test_a_public_copy_of_a_presence_series_is_not_verifiable_rather_than_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Presence known, each individual present in every other period: the public copy does
+    not say who was present, so its audit links everyone of a region in every release, and
+    that upper bound exceeds 1/ℓ where the exact figure does not. The audit used to call the
+    sound series FAIL (exit 1); it now says NOT VERIFIABLE from this copy (exit 5), with the
+    manifests' own figure, and the data holder's audit with the snapshots passes it."""
+    import random
+
+    from helpers import DISEASES
+
+    root = make_workspace(tmp_path / "ws", n=200, periods=6, dilution="presence", l=3, k_prime=3)
+    rng = random.Random(1)
+    people = (root / "register.csv").read_text(encoding="utf-8").splitlines()[1:]
+    for t in range(1, 7):
+        present = [p for i, p in enumerate(people) if i % 2 == t % 2]
+        rows = [f"{p},{rng.choices(DISEASES, weights=[5, 5, 5, 5, 1, 1])[0]}" for p in present]
+        snapshot(root, t).write_text("\n".join(["id,sex,zipcode,age,disease", *rows]) + "\n", encoding="utf-8")
+    monkeypatch.delenv(DATABASE_ENV, raising=False)
+    publisher = Publisher(load_config(root))
+    for t in range(1, 7):
+        publisher.publish(snapshot(root, t))
+    publisher.store.engine.dispose()
+    stated = json.loads((root / "releases/clinic/release-0006/manifest.json").read_text())["max_breach_probability"]
+    assert stated <= 1 / 3
+
+    out = tmp_path / "public"
+    assert cli("public-copy", "--config", root, "--out", out, "--with-register").returncode == 0
+    public = cli("audit", out, "--public-key", out / "keys" / "publisher.pub")
+    text = " ".join(public.stdout.split())
+    assert public.returncode == 5, text + public.stderr
+    assert text.endswith("verdict: NOT VERIFIABLE from this copy (release(s) 1-6)")
+    assert f"the manifests state max p = {stated:.6g} (release 6)" in text
+    assert "0 (individual, value) pair(s) above 1/ℓ on the links the published files prove" in text
+    exact = cli("audit", root, "--snapshots", root / "snapshots")
+    assert exact.returncode == 0 and " ".join(exact.stdout.split()).endswith("verdict: PASS"), exact.stdout

@@ -110,7 +110,9 @@ def outcome_table(outcomes: list[Any], ell: float) -> Table:
 
 
 #: exit codes (docs/commands.md): bad input or a refused request, a failed release
-#: validation, and the environment failing under a run (disk, file permissions, database)
+#: validation, and the environment failing under a run (disk, file permissions, database).
+#: ``serialpub audit``'s verdicts exit 0, 1, 5 and 6, distinct from these
+#: (:data:`serialpub.analysis.audit.result.EXIT_STATUS`)
 EXIT_INPUT, EXIT_VALIDATION, EXIT_ENVIRONMENT = 2, 3, 4
 #: ``serialpub --debug ...`` or this variable set to 1: errors keep their Python traceback
 DEBUG_ENV = "SERIALPUB_DEBUG"

@@ -54,13 +54,15 @@ def audit(
     ] = None,
 ) -> None:
     """Recompute every breach probability from the register, hierarchies and published files
-    alone (not the state); exit 1 on any violation, overlapping regions or tampering (a
-    missing release, a broken manifest chain, a file that does not match its checksum, a
-    signature that does not verify). With --snapshots, also count the records each release
-    did not publish (an adversary who knows the algorithm can infer them) and, under
-    presence, only the present individuals. With --since/--manifest-sha256 or --checkpoint,
-    also fail a copy that does not extend the series you saw (rolled back, truncated or
-    rewritten)."""
+    alone (not the state). Exit 0: PASS; 1: FAIL (a violation, overlapping regions or
+    tampering: a missing release, a broken manifest chain, a file that does not match its
+    checksum, a signature that does not verify); 5: NOT VERIFIABLE from these files (presence
+    known: pairs exceed 1/ℓ only on the upper bound, --snapshots decides); 6: PASS, with an
+    accepted known breach (partition model parts or the paper's suppression model). With
+    --snapshots, also count the records each release did not publish (an adversary who
+    knows the algorithm can infer them) and, under presence, only the present individuals.
+    With --since/--manifest-sha256 or --checkpoint, also fail a copy that does not extend
+    the series you saw (rolled back, truncated or rewritten)."""
     from serialpub.analysis.audit import audit_workspace, format_report
     from serialpub.errors import InputError
 
@@ -72,8 +74,9 @@ def audit(
         key_fingerprint=key_fingerprint,
     )  # fmt: skip
     console.print(format_report(result))
-    if not result.ok:
-        raise typer.Exit(1)
+    status = result.verdict.exit_status  # docs/commands.md, "Exit codes"
+    if status:
+        raise typer.Exit(status)
 
 
 @app.command()

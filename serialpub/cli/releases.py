@@ -45,6 +45,7 @@ def release(
     from serialpub.cli.progress import shown
     from serialpub.config import load_config
     from serialpub.errors import InputError
+    from serialpub.known_breach import KnownBreach, announcement
     from serialpub.workflow.publisher import Publisher
     from serialpub.workflow.request import ReleaseRequest
 
@@ -59,17 +60,16 @@ def release(
             outcome = publisher.publish(snapshot, period)
         console.print(outcome_table([outcome], ws.config.ell))
         console.print(f"published {outcome.directory} (approved automatically: sign_off.auto_approve)")
+        # no person read the risk before publication: say it here (the manifest records it)
+        for model in ws.config.accept_known_breach:
+            console.print(announcement(model, automatic=True), markup=False)
         return
     with shown(console):
         staged = publisher.prepare(snapshot, period, owner=AWAITING_SIGN_OFF)
     console.print(outcome_table([staged.outcome], ws.config.ell))
     report = publisher.report(staged.seq)
-    for model, risk in report.known_breach.items():
-        console.print(
-            f"known breach, accepted in the configuration (accept_known_breach: {model}): {risk}; "
-            "the figures above hold only within this model (docs/threat-model.md)",
-            markup=False,
-        )
+    for acknowledged in report.known_breach:
+        console.print(announcement(KnownBreach(acknowledged)), markup=False)
     console.print(
         f"release {staged.seq} (period {staged.period!r}) passed validation and waits for its sign-off.\n"
         f"read its report before deciding: {report.report_page}\n"

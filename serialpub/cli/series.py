@@ -200,6 +200,10 @@ def demo(
             outcomes.append(publisher.publish(snap))
             progress.advance(task)
     console.print(outcome_table(outcomes, ws.config.ell))
+    from serialpub.known_breach import announcement
+
+    for model in ws.config.accept_known_breach:  # every release was approved automatically
+        console.print(announcement(model, automatic=True), markup=False)
     from serialpub.report.series import write_series_report
 
     with console.status("series report (replaying the localized baseline for comparison)"):

@@ -37,7 +37,7 @@ from anonymizer.settings import (
 from serialpub.errors import InputError, quoted
 from serialpub.io.names import SafeName, Sha256
 from serialpub.io.series_records import KEY_PATTERN
-from serialpub.known_breach import KnownBreach
+from serialpub.known_breach import KnownBreach, recorded
 
 #: the manifest format this version writes and the newest it reads (2: the hash chain and
 #: the signing key, docs/release-contract.md "Integrity")
@@ -306,6 +306,18 @@ class Manifest(_Contract):
                 if sha is not None:
                     listed[name] = sha
         return listed
+
+    def known_breach(self) -> list[KnownBreach]:
+        """The models with a known breach the release was made under, as its settings show
+        them (:func:`serialpub.known_breach.recorded`: a release that records no model was
+        made by the bottom-up search under the paper's suppression model); what the audit's
+        verdict and the series report name."""
+        return recorded(
+            None if self.suppression_model is None else str(self.suppression_model),
+            None if self.algorithm is None else str(self.algorithm),
+            None if self.partition_model is None else str(self.partition_model),
+            self.imported,
+        )
 
     def to_json(self) -> str:
         """The file's text: two-space indented JSON and a final newline."""

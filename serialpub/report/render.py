@@ -145,6 +145,8 @@ def write_release_report(
         "dataset": manifest.dataset,
         "release": manifest.release,
         "period": manifest.period,
+        # as the report's verdict box: the figures hold only within such a model
+        "accepted_known_breach": [str(b) for b in manifest.accepted_known_breach],
         "breach_distribution": {
             "pairs": dist.pairs, "max_p": dist.max_p, "mean_p": dist.mean_p, "near_bound": dist.near_bound,
             "near_fraction": dist.near_fraction, "above_bound": dist.above_bound, "ell": dist.ell,

@@ -30,6 +30,7 @@ from serialpub.io import release_files
 from serialpub.io.inputs import Register, load_register_version, read_csv, snapshot_from_table
 from serialpub.io.manifest import Manifest
 from serialpub.io.statistics_file import StatisticsFile
+from serialpub.known_breach import RISK, KnownBreach, release_span
 from serialpub.report import plots
 from serialpub.report.render import JSON_FILE, environment, write_text
 from serialpub.report.wording.utility import BASELINE_ERROR, JOINT_ERROR, QUERY_ERROR, WEIGHTED_ERROR
@@ -201,7 +202,22 @@ def _release_row(directory: Path) -> dict[str, Any]:
         "automatic": sign_off.automatic if sign_off else None,
         "report": f"{directory.name}/report.html" if report else None,
         "l": manifest.l,
+        "known_breach": [str(b) for b in manifest.known_breach()],  # as the audit's verdict names them
     }
+
+
+def known_breaches(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every model with a known breach the series' releases were made under, in
+    :class:`serialpub.known_breach.KnownBreach` order: ``model``, ``releases`` (their
+    numbers), ``span`` (as ``1-3, 5``) and ``risk`` (one sentence); [] for a series made
+    under the defaults alone. The audit's verdict names the same models ("PASS, with
+    accepted known breach: parts"; docs/threat-model.md, "Models with a known breach")."""
+    out = []
+    for model in KnownBreach:
+        releases = [r["release"] for r in rows if model in r["known_breach"]]
+        if releases:
+            out.append({"model": str(model), "releases": releases, "span": release_span(releases), "risk": RISK[model]})
+    return out
 
 
 def write_series_report(publisher: Any, baseline: bool = True, png_dir: Path | None = None) -> Path:
@@ -241,15 +257,17 @@ def write_series_report(publisher: Any, baseline: bool = True, png_dir: Path | N
         png_dir.mkdir(parents=True, exist_ok=True)
         for name, make in makers.items():
             (png_dir / f"series-{name}.png").write_bytes(plots.to_png(make()))
+    breaches = known_breaches(rows)
     html = environment().get_template("series.html.j2").render(
         dataset=ws.config.dataset, rows=rows, baseline=base, figures=figures, ell=ell, version=__version__,
-        config=ws.config,
+        config=ws.config, known_breach=breaches,
     )  # fmt: skip
     ws.dataset_dir.mkdir(parents=True, exist_ok=True)
     write_text(ws.dataset_dir, SERIES_HTML, html)
     record = {
         "format_version": 1,
         "dataset": ws.config.dataset,
+        "known_breach": breaches,
         "releases": rows,
         "baseline": None if base is None else {
             "guarantee": "localized", "max_p": base.max_p, "individuals_above_bound": base.individuals_above,

@@ -28,6 +28,7 @@ from serialpub.config import Workspace, load_config
 from serialpub.errors import InputError
 from serialpub.io.release_files import release_name
 from serialpub.io.sources import InputSource
+from serialpub.known_breach import announcement
 from serialpub.workflow.input_checks import period_of_source
 from serialpub.workflow.publisher import Publisher, reject_release
 from serialpub.workflow.request import ReleaseRequest
@@ -219,9 +220,13 @@ def decide(
 
 
 def auto_approve(root: str | Path, seq: int) -> dict[str, Any]:
-    """Approve automatically (only with ``sign_off.auto_approve``; the manifest says so)."""
-    record = Publisher(_workspace(root)).auto_approve(seq)
-    return {"seq": seq, "decision": record.decision, "approver": record.approver}
+    """Approve automatically (only with ``sign_off.auto_approve``; the manifest says so).
+    ``known_breach``: one line per model with a known breach the configuration accepts
+    (:func:`serialpub.known_breach.announcement`), for the task log: no person read it."""
+    publisher = Publisher(_workspace(root))
+    record = publisher.auto_approve(seq)
+    lines = [announcement(m, automatic=True) for m in publisher.ws.config.accept_known_breach]
+    return {"seq": seq, "decision": record.decision, "approver": record.approver, "known_breach": lines}
 
 
 def publish(root: str | Path, seq: int) -> dict[str, Any]:

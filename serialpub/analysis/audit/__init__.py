@@ -18,7 +18,10 @@ Candidates of a group G with region R (the box of its nodes' leaf sets):
   their number.
 - dilution ``presence``: ``n_j`` is the number of G's records; without the snapshots the
   auditor cannot tell who was present, so every register individual in R is taken as
-  linked. This can only overestimate p (docs/release-contract.md).
+  linked. This can only overestimate p (docs/release-contract.md). Only where R holds no
+  more register individuals than G has records were all of them present; those links
+  alone give a lower bound. A pair above 1/ℓ on the lower bound fails the audit; above it
+  on the upper bound only, the verdict is NOT VERIFIABLE (docs/threat-model.md).
 
 Cost. Individuals with the same QI values share every factor, so all work is on the
 distinct register QI combinations ("combos", with their counts), never on individuals or
@@ -35,15 +38,37 @@ contracts in ``pyproject.toml``).
 
 Modules: :mod:`.files` reads a workspace (:func:`audit_workspace`); :mod:`.manifest` the
 manifest keys; :mod:`.combos` the register and snapshots as QI combinations;
-:mod:`.recompute` one release; :mod:`.series` the series and its verdict
-(:func:`audit_releases`); :mod:`.result` the outcome and :func:`format_report`;
+:mod:`.recompute` one release; :mod:`.series` the series and its figures
+(:func:`audit_releases`); :mod:`.result` the outcome, its typed :class:`Verdict` (PASS,
+PASS with an accepted known breach, NOT VERIFIABLE from the audited files, FAIL; each with
+its exit status) and :func:`format_report`;
 :mod:`.integrity` the tamper evidence of the store, with :mod:`.keys` (the pinned key and
 its rotation records), :mod:`.extension` (checkpoints: does the copy extend what a
 consumer saw) and :mod:`.signature` (one Ed25519 signature).
 """
 
 from serialpub.analysis.audit.files import audit_workspace
-from serialpub.analysis.audit.result import MAX_LISTED_OVERLAPS, AuditResult, Overlap, format_report
+from serialpub.analysis.audit.result import (
+    EXIT_STATUS,
+    MAX_LISTED_OVERLAPS,
+    AuditResult,
+    Outcome,
+    Overlap,
+    Verdict,
+    collapse_notes,
+    format_report,
+)
 from serialpub.analysis.audit.series import audit_releases
 
-__all__ = ["MAX_LISTED_OVERLAPS", "AuditResult", "Overlap", "audit_releases", "audit_workspace", "format_report"]
+__all__ = [
+    "EXIT_STATUS",
+    "MAX_LISTED_OVERLAPS",
+    "AuditResult",
+    "Outcome",
+    "Overlap",
+    "Verdict",
+    "audit_releases",
+    "audit_workspace",
+    "collapse_notes",
+    "format_report",
+]

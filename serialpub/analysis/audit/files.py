@@ -21,7 +21,7 @@ import pyarrow.csv as pacsv
 from anonymizer.hierarchy import Hierarchy
 from serialpub.analysis.audit.integrity import check_store, given_key
 from serialpub.analysis.audit.manifest import ParsedManifest, file_sha256, parse_manifest
-from serialpub.analysis.audit.result import AuditResult
+from serialpub.analysis.audit.result import AuditResult, collapse_notes
 from serialpub.analysis.audit.series import audit_releases
 from serialpub.errors import InputError
 from serialpub.io.hierarchies import read_hierarchy
@@ -266,7 +266,7 @@ def audit_workspace(
             result.findings.append(f"{d}: the folder name says release {number}, the manifest says {pm.release}")
     integrity = check_store(dirs, key_text, dataset, since, checkpoint, pinned)
     result.findings.extend(integrity.findings)
-    result.notes.extend(integrity.notes)
+    result.notes = collapse_notes([*result.notes, *integrity.notes])  # one line per note, not per release
     return result
 
 

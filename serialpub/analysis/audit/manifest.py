@@ -17,7 +17,6 @@ from typing import Any
 
 from anonymizer.settings import Dilution, Guarantee
 from serialpub.io.manifest import Manifest
-from serialpub.known_breach import recorded
 
 
 @dataclass(frozen=True)
@@ -39,8 +38,10 @@ class ParsedManifest:
     suppression_model: str | None
     numeric: list[str]
     register_marginals: dict[str, dict[str, int]] | None
-    # the models with a known breach it was made under (serialpub.known_breach.recorded)
+    # the models with a known breach it was made under (Manifest.known_breach)
     known_breach: list[str]
+    # the max p over the series so far that the publisher states (max_breach_probability)
+    stated_max_p: float | None
 
 
 def parse_manifest(manifest: dict[str, Any], where: str) -> ParsedManifest:
@@ -69,15 +70,8 @@ def parse_manifest(manifest: dict[str, Any], where: str) -> ParsedManifest:
         suppression_model=str(m.suppression_model) if m.suppression_model is not None else None,
         numeric=list(m.numeric_quasi_identifiers),
         register_marginals=m.register_marginals,
-        known_breach=[
-            str(b)
-            for b in recorded(
-                None if m.suppression_model is None else str(m.suppression_model),
-                None if m.algorithm is None else str(m.algorithm),
-                None if m.partition_model is None else str(m.partition_model),
-                m.imported,
-            )
-        ],
+        known_breach=[str(b) for b in m.known_breach()],
+        stated_max_p=m.max_breach_probability,
     )
 
 

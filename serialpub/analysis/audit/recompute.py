@@ -41,6 +41,17 @@ class History:
 
 
 @dataclass(frozen=True)
+class ReleaseRows:
+    """The history rows one release adds: under the published counts; of them, the links the
+    published files prove (all of them unless presence is known and no snapshot is given);
+    and, with the snapshot, under the mechanism-aware counts (docs/threat-model.md)."""
+
+    published: History
+    proven: History
+    mechanism: History | None
+
+
+@dataclass(frozen=True)
 class ReleaseInputs:
     """What the audit of one release reads: its directory, its manifest view and published
     rows, the series' QIs with their hierarchy trees, the register's combos, the protected
@@ -81,15 +92,13 @@ class _Cuts:
     others: list[int]
 
 
-def audit_release(inp: ReleaseInputs, result: AuditResult) -> tuple[History, History | None]:
-    """Check one release and return its history rows under the published counts and,
-    with its snapshot, under the mechanism-aware counts n* (docs/threat-model.md);
-    findings go into ``result``."""
+def audit_release(inp: ReleaseInputs, result: AuditResult) -> ReleaseRows:
+    """Check one release and return its history rows (:class:`ReleaseRows`); findings go
+    into ``result``."""
     empty = History(*(np.empty(0, dtype=np.int64) for _ in range(4)))
-    none: tuple[History, History | None] = (empty, empty if inp.snapshot is not None else None)
     _check_file(inp, result)
     if not _check_columns(inp, result):
-        return none
+        return ReleaseRows(empty, empty, empty if inp.snapshot is not None else None)
     nodes, known = _record_nodes(inp, result)
     classes = _classes(inp, nodes, known, result)
     cuts = _cuts(inp, classes)
@@ -115,9 +124,15 @@ def audit_release(inp: ReleaseInputs, result: AuditResult) -> tuple[History, His
     n_j = classes.records if presence else np.maximum(in_region, classes.records)
     linked = pg >= 0 if not presence or present is None else present[pc]
     published = _history_rows(pc[linked], pg[linked], n_j, classes.n_s)
-    if present is None:
-        return published, None
-    return published, _mechanism_aware(inp, classes, pc, pg, n_j, present, result)
+    if present is not None:
+        return ReleaseRows(published, published, _mechanism_aware(inp, classes, pc, pg, n_j, present, result))
+    if not presence:
+        return ReleaseRows(published, published, None)
+    # presence without the snapshot: a region holding no more register individuals than
+    # records had every one of them present (one record each), so those links are proven
+    # and give a lower bound on p that the published files alone support
+    sure = in_region[pg] <= classes.records[pg]
+    return ReleaseRows(published, _history_rows(pc[sure], pg[sure], n_j, classes.n_s), None)
 
 
 def _check_file(inp: ReleaseInputs, result: AuditResult) -> None:

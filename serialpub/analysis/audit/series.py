@@ -88,7 +88,8 @@ def audit_releases(
         values.extend(v for v in pm.protected if v not in values)
 
     latest = parsed[-1]
-    result = AuditResult(dataset=latest.dataset, releases=[pm.release for pm in parsed], ell=latest.ell)
+    result = AuditResult(dataset=latest.dataset, releases=[pm.release for pm in parsed], ell=latest.ell,
+                         stated_max_p=latest.stated_max_p, stated_in=latest.release)  # fmt: skip
     _series_notes(parsed, values, result)
     per_individual = snapshots is not None and any(pm.dilution is not Dilution.REGISTER for pm in parsed)
     if snapshots is not None and len(snapshots) != len(parsed):
@@ -96,6 +97,7 @@ def audit_releases(
 
     serial = SerialBuilder()
     published_local: list[History] = []
+    proven_local: list[History] = []
     mechanism_local: list[History] = []
     previous: tuple[object, object, Combos] | None = None
     sharing: list[ParsedManifest] = []  # the releases read with the register of ``previous``
@@ -129,10 +131,11 @@ def audit_releases(
             except ValueError as exc:
                 raise InputError(f"{directory / 'manifest.json'}: numeric_quasi_identifiers: {exc}") from None
             trees |= {q: Tree.of(extended[q]) for q in pm.numeric if q in data.columns}
-        pub, mech = audit_release(ReleaseInputs(directory, pm, data, qis, trees, combos, values, snap), result)
-        published_local.append(pub)
-        if mech is not None:
-            mechanism_local.append(mech)
+        rows = audit_release(ReleaseInputs(directory, pm, data, qis, trees, combos, values, snap), result)
+        published_local.append(rows.published)
+        proven_local.append(rows.proven)
+        if rows.mechanism is not None:
+            mechanism_local.append(rows.mechanism)
 
     if previous is not None:
         result.findings.extend(marginal_findings(previous[0], sharing))
@@ -140,13 +143,19 @@ def audit_releases(
     published = [to_serial(h, combos_all.local[:, j]) for j, h in enumerate(published_local)]
     pub_summary = _summarize(published, combos_all.counts, values, latest.ell)
     result.published_count_max_p = pub_summary.max_p
-    decided = pub_summary
+    decided = proven = pub_summary
     if snapshots is not None:
         mechanism = [to_serial(h, combos_all.local[:, j]) for j, h in enumerate(mechanism_local)]
-        decided = _summarize(mechanism, combos_all.counts, values, latest.ell)
+        decided = proven = _summarize(mechanism, combos_all.counts, values, latest.ell)
         result.mechanism_max_p = decided.max_p
     else:
         _bound_notes(parsed, result)
+        if result.bound_releases and pub_summary.violations:
+            # what the published files prove: only the links they show (a lower bound on p)
+            links = [to_serial(h, combos_all.local[:, j]) for j, h in enumerate(proven_local)]
+            proven = _summarize(links, combos_all.counts, values, latest.ell)
+    result.proven_violations = proven.violations
+    result.proven_violating_individuals = proven.violating_individuals
     result.max_p_by_release = decided.by_release
     if decided.best is None:
         return result
@@ -186,7 +195,9 @@ def _series_notes(parsed: list[ParsedManifest], values: list[str], result: Audit
     if breached:
         # one line naming every such release, not a sample: the verdict below holds only
         # within the model each was made under
-        models = sorted({b for pm in breached for b in pm.known_breach})
+        models = [str(b) for b in KnownBreach if any(b in pm.known_breach for pm in breached)]
+        result.known_breach = models
+        result.known_breach_releases = [pm.release for pm in breached]
         result.notes.append(
             f"release(s) {release_span(pm.release for pm in breached)} were made under a model with a known "
             f"breach ({'; '.join(RISK[KnownBreach(b)] for b in models)}): the verdict holds only within that "
@@ -210,6 +221,7 @@ def _bound_notes(parsed: list[ParsedManifest], result: AuditResult) -> None:
     presence = [pm.release for pm in parsed if pm.dilution is not Dilution.REGISTER]
     suppressed = [pm.release for pm in parsed if pm.suppressed]
     if presence:
+        result.bound_releases = presence
         result.upper_bound = (
             f"release(s) {_span(presence)} were published with presence known; without the snapshots the "
             "audit cannot tell who was present, so it takes every register individual in a group's region as "
