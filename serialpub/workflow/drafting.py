@@ -74,6 +74,9 @@ class ReleaseOutcome:
             under the estimators (docs/design.md section 8); NaN when not computed (an import).
         seconds_anonymize, seconds_state: anonymizing and the state's load and commit; NaN
             for an import.
+        shown_absent: register individuals in no published region, whom the release shows
+            were not in its snapshot (its report's ``presence_shown``); None until the
+            release is validated, and for an import.
         exceeds_bound, source_sha256, data_sha256: an import's only. ``exceeds_bound``:
             max_breach > 1/ℓ, the series imported so far already breaks the guarantee (the
             tables are public; the state records it as it is); the sha256 of the data file
@@ -100,6 +103,7 @@ class ReleaseOutcome:
     query_error_baseline: float = float("nan")
     seconds_anonymize: float = float("nan")  # anonymization and the state update it computes
     seconds_state: float = float("nan")  # loading and committing the state
+    shown_absent: int | None = None
     exceeds_bound: bool = False
     source_sha256: str | None = None
     data_sha256: str | None = None
