@@ -24,6 +24,8 @@ keeps its own geometry on purpose, so that a bug here cannot both make and pass 
 - :func:`group_release`: the groups of a release (records with equal node tuples) and
   their counts.
 - :func:`cover_pairs`: every (cell, group) whose region holds the cell.
+- :func:`presence_shown`: the register individuals a release shows absent (in no region)
+  or present (in a region with as many records as register individuals).
 - :func:`overlapping_pairs`: pairs of boxes that intersect (disjointness).
 - :func:`locate_groups`: both, for one release against the register.
 
@@ -208,6 +210,59 @@ def cover_pairs(
     group_of_rank = np.empty(g, dtype=np.int64)
     group_of_rank[g_rank] = np.arange(g, dtype=np.int64)
     return ci, group_of_rank[rank] if g else rank
+
+
+@dataclass(frozen=True)
+class PresenceShown:
+    """What a release's regions and record counts reveal about who was in its snapshot,
+    counted over every register individual, present or not (docs/threat-model.md, "What a
+    release reveals about presence"; docs/design.md section 1).
+
+    Each individual has at most one record per release and every snapshot record lies in
+    a published region (the ``coverage`` expectation under the default model), so a
+    region's published record count is the number of its register individuals in the
+    snapshot: none in a region no group covers, all of them in a region with as many
+    records as register individuals. Register dilution hides *which* of a region's
+    individuals hold its records, not these two cases.
+
+    Attributes:
+        register_individuals: individuals in the register, N.
+        in_no_region: those whose QI values lie in no group's region: shown absent.
+        in_full_regions: those in a group's region whose records equal its register
+            individuals (at least one): shown present.
+    """
+
+    register_individuals: int
+    in_no_region: int
+    in_full_regions: int
+
+
+def presence_shown(
+    cells: RegisterCells, group_nodes: IntArray, group_records: IntArray, hierarchies: Sequence[Hierarchy],
+    cover: tuple[IntArray, IntArray] | None = None,
+) -> PresenceShown:
+    """:class:`PresenceShown` of one release, from the register's cells and the groups'
+    regions and record counts; vectorized over cells and groups.
+
+    Args:
+        cells: the cells of every register individual (:class:`RegisterCells`).
+        group_nodes: node id per QI of every group, shape (G, d).
+        group_records: published records per group, shape (G,).
+        hierarchies: one per QI, in the column order of ``group_nodes``.
+        cover: :func:`cover_pairs` of these cells and groups when the
+            caller has it; computed here when None.
+    """
+    g = group_nodes.shape[0]
+    pc, pg = cover if cover is not None else cover_pairs(group_nodes, cells.leaves, [h.index for h in hierarchies])
+    covered = np.zeros(cells.counts.size, dtype=bool)
+    covered[pc] = True
+    in_region = np.bincount(pg, weights=cells.counts[pc], minlength=g).astype(np.int64)
+    full = (in_region > 0) & (group_records >= in_region)
+    return PresenceShown(
+        register_individuals=int(cells.counts.sum()),
+        in_no_region=int(cells.counts[~covered].sum()),
+        in_full_regions=int(in_region[full].sum()),
+    )
 
 
 # --------------------------------------------------------------------------- disjointness

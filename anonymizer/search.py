@@ -28,7 +28,23 @@ class InfeasibleError(ValueError):
     """No generalization meets the requirement within the suppression budget."""
 
 
-class TableInfeasibleError(InfeasibleError):
+class ValueInfeasibleError(InfeasibleError):
+    """A refusal whose message names protected values, which the search knows by column
+    index only: :meth:`describe` words it with the caller's names (the constructor's
+    message says ``protected value <index>``).
+
+    Attributes:
+        values: the protected values named, as column indexes of ``Cells.counts``.
+    """
+
+    values: list[int]
+
+    def describe(self, names: Sequence[str]) -> str:
+        """The message with the values named (``names``: one per ``values``)."""
+        raise NotImplementedError
+
+
+class TableInfeasibleError(ValueInfeasibleError):
     """The table as a whole cannot meet the requirement: for some protected value, the
     candidates of all cells together are fewer than the smallest requirement of any cell
     times the value's records. Every partition then has a group that fails (the groups'
@@ -54,6 +70,81 @@ class TableInfeasibleError(InfeasibleError):
         return (
             f"the whole snapshot fails, not one QI cell: its {c:,} records of {v}{more} need {r:.4g} candidates "
             f"each, {math.ceil(c * r):,} in all, and the table has {self.candidates:,}; no partition can meet that"
+        )
+
+
+class CellInfeasibleError(ValueInfeasibleError):
+    """One QI cell breaks its requirement in every partition: its individuals may not be
+    linked to a protected value again (infinite requirement), and the cell holds records
+    of that value, so every group holding it holds them too.
+
+    Attributes:
+        values: [the value's column index].
+        qi_values: the cell as ``attribute=label`` per QI, comma-separated.
+        records: the cell's records of the value.
+        cells: the cells in that situation (any value).
+    """
+
+    def __init__(self, value: int, qi_values: str, records: int, cells: int) -> None:
+        self.values, self.qi_values, self.records, self.cells = [value], qi_values, records, cells
+        super().__init__(self.describe([f"protected value {value}"]))
+
+    def describe(self, names: Sequence[str]) -> str:
+        """The message with the value named (``names``: one per ``values``)."""
+        return (
+            f"the individuals with QI values ({self.qi_values}) may not be linked to {names[0]} again (the bound "
+            f"leaves them no room for another release linking them to it), and their QI combination holds "
+            f"{self.records:,} record(s) of it: every group holding them breaks its requirement "
+            f"({self.cells:,} such QI combination(s))"
+        )
+
+
+class RequirementInfeasibleError(ValueInfeasibleError):
+    """The search could not set apart the individuals whose requirement for a value makes
+    the region of the whole snapshot fail, although the table meets the smallest
+    requirement (so :class:`TableInfeasibleError` does not apply) and no cell fails in
+    every partition (so :class:`CellInfeasibleError` does not either). Their requirement
+    is the highest of the value's, raised by the releases that linked them to it before;
+    the QI combinations where the search stopped are a consequence, not the cause.
+
+    Attributes:
+        values: [the value's column index], the one whose requirement the whole snapshot's
+            region misses by most.
+        qi_values: one cell holding that highest requirement, as ``attribute=label`` per
+            QI, comma-separated.
+        individuals: candidates in the cells with that requirement.
+        requirement: that requirement, ``inf`` when they may not be linked to it again.
+        records: the snapshot's records of the value.
+        candidates: the table's candidates.
+        stuck: QI combinations where the search stopped.
+    """
+
+    def __init__(
+        self, value: int, qi_values: str, individuals: int, requirement: float, records: int, candidates: int,
+        stuck: int,
+    ) -> None:  # fmt: skip
+        self.values, self.qi_values, self.individuals = [value], qi_values, individuals
+        self.requirement, self.records, self.candidates, self.stuck = requirement, records, candidates, stuck
+        super().__init__(self.describe([f"protected value {value}"]))
+
+    def describe(self, names: Sequence[str]) -> str:
+        """The message with the value named (``names``: one per ``values``)."""
+        v, who = names[0], f"{self.individuals:,} individual(s), e.g. those with QI values ({self.qi_values}),"
+        stopped = (
+            f"so the search split the domain to set them apart and stopped at {self.stuck:,} QI combination(s) "
+            "that cannot meet their own requirement alone"
+        )
+        if not math.isfinite(self.requirement):
+            return (
+                f"{who} may not be linked to {v} again (the bound leaves them no room for it), and the snapshot "
+                f"holds {self.records:,} record(s) of it, {stopped}"
+            )
+        # n is an integer: n >= r·c exactly when n >= ceil(r·c)
+        return (
+            f"{who} need {self.requirement:.4g} candidates per record of {v} in their group (a requirement raised "
+            f"by the releases that linked them to it before); one region holding everyone would need "
+            f"{math.ceil(self.records * self.requirement):,} candidates for the snapshot's {self.records:,} records "
+            f"of it and has {self.candidates:,}, {stopped}"
         )
 
 

@@ -52,10 +52,12 @@ from anonymizer.hierarchy_index import HierarchyIndex
 from anonymizer.overlap import Overlap
 from anonymizer.part_counts import RegionCounts, ValueCounts, all_per_row, meets
 from anonymizer.search import (
+    CellInfeasibleError,
     Cells,
     Generalization,
-    InfeasibleError,
+    RequirementInfeasibleError,
     TableInfeasibleError,
+    ValueInfeasibleError,
     aggregate,
     split_width,
     suppression_need,
@@ -123,6 +125,41 @@ def _table_failure(n: IntArray, cells: Cells) -> TableInfeasibleError | None:
     values = np.flatnonzero(fails)
     values = values[np.argsort(-(low[values] * records[values]), kind="stable")]  # the largest shortfall first
     return TableInfeasibleError(values.tolist(), records[values].tolist(), total, low[values].astype(float).tolist())
+
+
+def _stuck_failure(n: IntArray, cells: Cells, hierarchies: Sequence[Hierarchy], stuck: int) -> ValueInfeasibleError:
+    """Why the search stopped at ``stuck`` regions it could neither keep nor split, when the
+    table as a whole could meet the requirement (:func:`_table_failure` found nothing).
+
+    Admissible splits keep every part valid, so an invalid region descends from the root,
+    the region of the whole snapshot, which fails its requirement (the largest of any
+    cell's). Either a cell fails in every partition (an infinite requirement where it holds
+    records of the value: :class:`~anonymizer.search.CellInfeasibleError`), or the cells
+    holding the root's requirement for a value are what the forced splits tried to set
+    apart (:class:`~anonymizer.search.RequirementInfeasibleError`); the cells the splits
+    ended at only lacked candidates once cut off, and are not named.
+    """
+
+    def qi_values(cell: int) -> str:
+        return ", ".join(f"{h.attribute}={h.labels[int(cells.keys[cell, a])]}" for a, h in enumerate(hierarchies))
+
+    counts, req = cells.counts, cells.requirement
+    blocked = (counts > 0) & ~np.isfinite(req)
+    if blocked.any():
+        c, v = (int(x) for x in np.argwhere(blocked)[0])
+        return CellInfeasibleError(v, qi_values(c), int(counts[c, v]), int(blocked.any(axis=1).sum()))
+    total = int(n.sum())
+    records = counts.sum(axis=0)
+    high = req.max(axis=0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        # the root's comparison (:func:`_meets`) per value: how far it misses (inf: never linkable)
+        short = np.where(records > 0, high * records - total, -np.inf)
+    v = int(np.argmax(short))
+    holders = req[:, v] == high[v]
+    return RequirementInfeasibleError(
+        v, qi_values(int(np.flatnonzero(holders)[0])), int(n[holders].sum()), float(high[v]), int(records[v]), total,
+        stuck,
+    )  # fmt: skip
 
 
 def _segments(sorted_keys: IntArray) -> IntArray:
@@ -324,18 +361,8 @@ def partition(
             has_ok = admissible.any(axis=1)
             stuck = ~open_valid & ~splittable.any(axis=1)
             if stuck.any():
-                table = _table_failure(n, cells)
-                if table is not None:  # the table fails, not the cell the search stopped at
-                    raise table
-                r = int(np.flatnonzero(stuck)[0])
-                values = ", ".join(
-                    f"{h.attribute}={h.labels[int(open_nodes[r, a])]}" for a, h in enumerate(hierarchies)
-                )
-                raise InfeasibleError(
-                    f"the individuals with QI values ({values}) hold more records of a protected value than their "
-                    f"number allows under its requirement ({int(stuck.sum())} such QI combination(s) at the level "
-                    "where the search stopped); no partition without suppression meets the requirement"
-                )
+                # the cause, not the cell the search stopped at
+                raise _table_failure(n, cells) or _stuck_failure(n, cells, hierarchies, int(stuck.sum()))
             choice = np.where(open_valid, np.where(has_ok, best_ok, -1), best_forced)
             final_region = choice < 0
             # regions that stay: record their nodes for their cells

@@ -34,7 +34,7 @@ import pandas as pd
 from anonymizer.arrays import CodedRows, expand_csr, factorize
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.privacy import UNDECIDED_BAND, breach_after_release, exact_breach
-from anonymizer.regions import RegisterCells, cover_pairs, group_release, record_nodes
+from anonymizer.regions import PresenceShown, RegisterCells, cover_pairs, group_release, presence_shown, record_nodes
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -240,6 +240,9 @@ class BreachComputation:
         group_of_record: the group of every draft row, -1 where a QI label is unknown,
             shape (R,) (:attr:`DraftGroups.group_of_record`): the report's per-record
             figures take it rather than grouping the draft's labels again.
+        presence_shown: what the draft reveals about who was in the snapshot, whatever the
+            dilution (:class:`PresenceShown`; docs/threat-model.md, "What a release
+            reveals about presence").
     """
 
     table: pd.DataFrame
@@ -250,6 +253,7 @@ class BreachComputation:
     mechanism_aware: bool = False
     per_unit: bool = False
     group_of_record: IntArray | None = None
+    presence_shown: PresenceShown | None = None
 
 
 def _survival_rows(surv: FloatArray, history_class: npt.ArrayLike | None, n_ind: int, v: int) -> IntArray | None:
@@ -349,6 +353,12 @@ def compute_breach(
     groups = pd.DataFrame(
         {"group": np.arange(g), "records": dg.records, "candidates": in_region, "n_j": n_j, "max_n_s": max_n_s}
     )
+    # over every register individual: under presence the members above are the present ones only
+    shown = (
+        presence_shown(combos, dg.nodes, dg.records, hs, (pc, pg))
+        if everyone
+        else presence_shown(RegisterCells.of(keys, hs), dg.nodes, dg.records, hs)
+    )
 
     # (combo, group, value) rows for every protected value the group holds
     nz_g, nz_v = np.nonzero(counts)  # row-major: sorted by group
@@ -399,7 +409,7 @@ def compute_breach(
         return BreachComputation(
             table=table, groups=groups, unknown_records=dg.unknown_records, uncovered_records=uncovered,
             excess_records=excess, mechanism_aware=snapshot is not None, per_unit=True,
-            group_of_record=dg.group_of_record,
+            group_of_record=dg.group_of_record, presence_shown=shown,
         )
 
     id_type = pd.CategoricalDtype(ids)  # raises ValueError on duplicate ids
@@ -424,6 +434,7 @@ def compute_breach(
     return BreachComputation(
         table=table, groups=groups, unknown_records=dg.unknown_records, uncovered_records=uncovered,
         excess_records=excess, mechanism_aware=snapshot is not None, group_of_record=dg.group_of_record,
+        presence_shown=shown,
     )
 
 

@@ -175,7 +175,7 @@ def test_the_sign_off_prompt_and_the_demo_table_lead_with_the_joint_figure() -> 
     outcome = SimpleNamespace(
         seq=1, records=10, groups=2, suppressed=0, avg_candidates=5.0, max_candidates=6, avg_records=5.0,
         max_records=6, max_breach=0.1, query_error=7.67, query_error_weighted=0.7, query_error_joint=0.27,
-        query_error_baseline=0.32, seconds=1.0,
+        query_error_baseline=0.32, seconds=1.0, shown_absent=3,
     )  # fmt: skip
     console = Console(width=200, record=True)
     console.print(outcome_table([outcome], 2.0))

@@ -62,12 +62,14 @@ def outcome_table(outcomes: list[Any], ell: float) -> Table:
         title="Published releases",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
+        collapse_padding=True,  # one space less between columns: the table fits 120 characters
         caption=(
             f"group size in candidates (cand) and records (rec); max p: largest breach probability "
-            f"over all releases so far (bound 1/ℓ = {1 / ell:.3f}); q.err: average relative error of "
-            "5,000 random range-count queries, each group's counts spread over the register individuals of "
-            "its region (register-joint, what a data user computes); base: the same for a release of the "
-            "sensitive histogram alone; gain: base - q.err, what the release tells beyond the histogram; "
+            f"over all releases so far (bound 1/ℓ = {1 / ell:.3f}); absent: register individuals in no published "
+            "region, whom the release shows were not in its snapshot (docs/threat-model.md); q.err: average "
+            "relative error of 5,000 random range-count queries, each group's counts spread over the register "
+            "individuals of its region (register-joint, what a data user computes); base: the same for a release "
+            "of the sensitive histogram alone; gain: base - q.err, what the release tells beyond the histogram; "
             "q.err 001: spread uniformly over the leaves (paper 001); s: seconds"
         ),
         caption_justify="left",
@@ -82,6 +84,7 @@ def outcome_table(outcomes: list[Any], ell: float) -> Table:
         "rec avg",
         "rec max",
         "max p",
+        "absent",
         "q.err",
         "base",
         "gain",
@@ -100,6 +103,7 @@ def outcome_table(outcomes: list[Any], ell: float) -> Table:
             f"{o.avg_records:.1f}",
             str(o.max_records),
             f"{o.max_breach:.4f}",
+            "-" if o.shown_absent is None else str(o.shown_absent),
             f"{o.query_error_joint:.2f}",
             f"{o.query_error_baseline:.2f}",
             f"{o.query_error_baseline - o.query_error_joint:+.2f}",

@@ -31,6 +31,7 @@ from anonymizer.measures.guarantee import (
 )
 from anonymizer.measures.qi_groups import group_counts
 from anonymizer.measures.reidentification import release_disclosure
+from anonymizer.regions import PresenceShown
 from anonymizer.release import History, PrivacyParams
 from anonymizer.settings import Guarantee, Strategy
 from checks.breach import BreachComputation, Draft, draft_groups
@@ -84,6 +85,9 @@ class PrivacyFigures:
         group_candidates: n_j per group (candidates under register dilution, records under
             presence), shape (G,).
         measures: every figure, in report order.
+        presence_shown: the register individuals the release shows absent or present,
+            whatever the dilution (docs/threat-model.md, "What a release reveals about
+            presence").
     """
 
     distribution: BreachDistribution
@@ -91,6 +95,7 @@ class PrivacyFigures:
     group_records: IntArray
     group_candidates: IntArray
     measures: list[Measure]
+    presence_shown: PresenceShown | None = None
 
 
 def _pairs_after(
@@ -155,6 +160,7 @@ def privacy_figures(inp: PrivacyInputs, settings: ReportConfig, classical: bool 
         group_records=bc.groups["records"].to_numpy(np.int64),
         group_candidates=bc.groups["n_j"].to_numpy(np.int64),
         measures=measures,
+        presence_shown=bc.presence_shown,
     )
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
+from anonymizer.regions import PresenceShown
 from serialpub import __version__
 from serialpub.io.manifest import Manifest
 from serialpub.known_breach import RISK
@@ -78,6 +79,20 @@ def measures_from_records(rows: list[dict[str, Any]]) -> list[Measure]:
     return out
 
 
+def read_presence_shown(folder: Path) -> PresenceShown | None:
+    """The ``presence_shown`` figures of the release report in ``folder`` (a staging or
+    release folder), None when it has no report or one made before they existed.
+
+    Raises:
+        OSError, ValueError: a report that cannot be read or parsed (serialpub wrote it).
+    """
+    path = folder / JSON_FILE
+    if not path.is_file():
+        return None
+    shown = json.loads(path.read_text(encoding="utf-8")).get("presence_shown")
+    return None if shown is None else PresenceShown(**shown)
+
+
 def write_text(folder: Path, name: str, text: str) -> str:
     data = text.encode("utf-8")
     (folder / name).write_bytes(data)
@@ -135,10 +150,10 @@ def write_release_report(
             nonce=nonce, m=m, status=status, version=__version__, ok=ok, validation=validation,
             dist=privacy.distribution, budget=privacy.budget, figures=figures,
             privacy_guarantee=guarantee, privacy_classical=classical, utility=utility,
-            known_breach=[RISK[b] for b in manifest.accepted_known_breach],
+            known_breach=[RISK[b] for b in manifest.accepted_known_breach], shown=privacy.presence_shown,
         )
     )
-    dist = privacy.distribution
+    dist, shown = privacy.distribution, privacy.presence_shown
     record = {
         "format_version": 1,
         "nonce": nonce,
@@ -164,6 +179,8 @@ def write_release_report(
             "n_j_mean": float(privacy.group_candidates.mean()) if privacy.group_candidates.size else 0.0,
             "n_j_max": int(privacy.group_candidates.max()) if privacy.group_candidates.size else 0,
         },
+        # a function of the published groups and the public register: no raw-derived figure
+        "presence_shown": None if shown is None else asdict(shown),
         "privacy": measure_records(privacy.measures + [m for m in at_draft if m.family != "utility"]),
         "utility": measure_records(utility),
     }

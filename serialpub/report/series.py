@@ -174,6 +174,7 @@ def _release_row(directory: Path) -> dict[str, Any]:
     groups = (report or {}).get("groups", {})
     dist = (report or {}).get("breach_distribution", {})
     budget = (report or {}).get("ratio_budget") or {}
+    shown = (report or {}).get("presence_shown") or {}  # absent from reports made before it existed
     records, n_groups = manifest.records, manifest.groups
     # the query errors: in the evidence (report.json) since published manifests leave the
     # raw-derived figures out; in the manifest of releases published before that
@@ -193,6 +194,8 @@ def _release_row(directory: Path) -> dict[str, Any]:
         "max_p": manifest.max_breach_probability,
         "near_bound": dist.get("near_bound"),
         "releases_left": budget.get("releases_left"),
+        "in_no_region": shown.get("in_no_region"),  # register individuals the release shows absent
+        "in_full_regions": shown.get("in_full_regions"),  # ... and shows present
         "query_error": query_error,
         "query_error_weighted": weighted,
         "query_error_joint": joint,  # the primary utility figure (docs/data-users.md)

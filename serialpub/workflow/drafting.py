@@ -27,7 +27,7 @@ from anonymizer.joint import JointRelease, JointWorkloadError, joint_workload_er
 from anonymizer.overlap import Overlap
 from anonymizer.queries import QueryErrorResult, Workload, draw_workload, estimate_workload
 from anonymizer.release import History, ReleaseResult
-from anonymizer.search import InfeasibleError, TableInfeasibleError
+from anonymizer.search import InfeasibleError, ValueInfeasibleError
 from anonymizer.settings import Dilution, Guarantee, Strategy, SuppressionModel
 from serialpub.config import Config
 from serialpub.errors import InputError
@@ -74,6 +74,9 @@ class ReleaseOutcome:
             under the estimators (docs/design.md section 8); NaN when not computed (an import).
         seconds_anonymize, seconds_state: anonymizing and the state's load and commit; NaN
             for an import.
+        shown_absent: register individuals in no published region, whom the release shows
+            were not in its snapshot (its report's ``presence_shown``); None until the
+            release is validated, and for an import.
         exceeds_bound, source_sha256, data_sha256: an import's only. ``exceeds_bound``:
             max_breach > 1/ℓ, the series imported so far already breaks the guarantee (the
             tables are public; the state records it as it is); the sha256 of the data file
@@ -100,6 +103,7 @@ class ReleaseOutcome:
     query_error_baseline: float = float("nan")
     seconds_anonymize: float = float("nan")  # anonymization and the state update it computes
     seconds_state: float = float("nan")  # loading and committing the state
+    shown_absent: int | None = None
     exceeds_bound: bool = False
     source_sha256: str | None = None
     data_sha256: str | None = None
@@ -246,7 +250,7 @@ def _compute(
     try:
         result = anonymize_snapshot(cfg, inputs, register, snap, history, opened.seq)
     except InfeasibleError as exc:
-        if isinstance(exc, TableInfeasibleError):  # the values by name, as the operator knows them
+        if isinstance(exc, ValueInfeasibleError):  # the values by name, as the operator knows them
             exc = InfeasibleError(exc.describe([repr(inputs.protected[v]) for v in exc.values]))
         raise InputError(f"{snapshot_path}: cannot publish under ℓ = {cfg.ell:g}: {exc}. "
                          f"{infeasible_advice(cfg, history)}") from None  # fmt: skip
@@ -418,13 +422,12 @@ def infeasible_advice(cfg: Config, history: History) -> str:
                 "them to it (paper 004, section 6.1). Plan k' for the whole series; the geometric strategy "
                 "has no such bound"
             )
-    if cfg.guarantee is Guarantee.GLOBAL and cfg.strategy is Strategy.GEOMETRIC and history.max_breach() > 0:
+    alpha = cfg.alpha if cfg.guarantee is Guarantee.GLOBAL and cfg.strategy is Strategy.GEOMETRIC else None
+    if alpha is not None and history.max_breach() > 0:
         return (
-            f"Under the geometric strategy the targets of the most-linked individuals have grown past every "
-            f"ratio their own QI combination allows (largest breach probability so far "
-            f"{history.max_breach():.4f}; targets double with each linked release, paper 004, section 6.2). "
-            "A larger alpha keeps groups larger and lasts longer; the constant ratio bounds the series "
-            "in advance (docs/choosing.md)"
+            f"{geometric_growth(cfg.ell, alpha)}; the largest breach probability so far is "
+            f"{history.max_breach():.4f}. A larger alpha keeps groups larger and lasts longer; the constant ratio "
+            "bounds the series in advance (docs/choosing.md)"
         )
     # under the mechanism-aware model a suppressed record is still charged: no budget helps
     options = ["raise suppression_budget"] if cfg.suppression_model is SuppressionModel.PAPER else []
@@ -439,6 +442,19 @@ def infeasible_advice(cfg: Config, history: History) -> str:
         ]
     text = ", ".join(options[:-1]) + ", or " + options[-1]
     return text[0].upper() + text[1:]
+
+
+def geometric_growth(ell: float, alpha: float, releases: int = 5) -> str:
+    """How the geometric strategy's targets grow for one (individual, value) linked in
+    every release at its target, in words: the first ``releases`` of
+    :func:`anonymizer.privacy.geometric_sequence` (paper 004, section 6.2)."""
+    targets = privacy.geometric_sequence(ell, alpha, releases)[0]
+    shown = ", ".join(f"{t:,.1f}".removesuffix(".0") for t in targets)
+    return (
+        f"Under the geometric strategy an individual's target grows with each release linking them to a value: "
+        f"at α = {alpha:g} and ℓ = {ell:g} the first {releases} targets are {shown} "
+        f"(paper 004, section 6.2; 'serialpub strategy --l {ell:g} --alpha {alpha:g}' tabulates them)"
+    )
 
 
 def published_table(

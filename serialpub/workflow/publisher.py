@@ -39,6 +39,7 @@ from serialpub.errors import InputError
 from serialpub.io import register_cache
 from serialpub.io.inputs import Register, Snapshot
 from serialpub.io.statistics_file import StatisticsFile
+from serialpub.report.render import read_presence_shown
 from serialpub.workflow import drafting, input_checks, progress, publishing, sign_off, validating
 from serialpub.workflow.dataset_inputs import input_stamp, read_dataset_inputs
 from serialpub.workflow.dataset_series import DatasetSeries
@@ -155,7 +156,10 @@ class Publisher:
         """
         staged = self.draft(snapshot_path, period, owner)
         self.validate(staged.seq)
-        return staged
+        # the figure the release report recorded, so that the release table shows it too
+        shown = read_presence_shown(staged.staging)
+        absent = shown.in_no_region if shown is not None else None
+        return replace(staged, outcome=replace(staged.outcome, shown_absent=absent))
 
     # -- the steps (see their modules) -----------------------------------------------------
     def recover(self) -> None:
