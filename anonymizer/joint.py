@@ -22,6 +22,18 @@ with c_S(G) = Σ_{s∈S} c_s(G) records of S:
   ``suppressed``) can add up to that many, so the upper bound of the snapshot's count adds
   them (:attr:`JointRelease.suppressed`).
 
+* **error figure** (the model's standard error): the same model draws G's c_S(G) records
+  of S as c_S(G) distinct individuals of its n(G), uniformly without replacement, so the
+  number of them satisfying Q is hypergeometric with mean the estimate and variance
+  c_S(G) · w · (1 − w) · (n(G) − c_S(G)) / (n(G) − 1), w = in_Q(G) / n(G): the binomial
+  c·w·(1 − w) times the finite-population correction (:func:`allocation_variance`). Its
+  support is exactly the certain bounds of G. Regions are disjoint, so the groups' draws are
+  independent and their variances add. It measures the allocation's randomness only, not
+  the model's bias: where the sensitive value depends on a QI inside a region, the estimate
+  is pulled toward independence and the error figure does not cover that (docs/data-users.md,
+  "How far to trust the error figure"). :attr:`JointAnswers.generalized` names, per query,
+  the QIs whose condition cuts a generalized value of a group whose count is uncertain.
+
 The answer of a query is the sum over groups. Both dilution modes read the same way: under
 ``register`` a group's candidates are the register individuals of its region; under
 ``presence`` they are the individuals present in the period, which the public cannot tell
@@ -59,6 +71,8 @@ __all__ = [
     "JointAnswers",
     "JointRelease",
     "JointWorkloadError",
+    "allocation_variance",
+    "error_interval",
     "histogram_release",
     "joint_answers",
     "joint_workload_error",
@@ -68,6 +82,11 @@ __all__ = [
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
+
+#: The normal quantiles of the nominal two-sided intervals :func:`error_interval` gives:
+#: 1.645 for 90 %, 1.960 for 95 % (NormalDist().inv_cdf(0.95), .inv_cdf(0.975)).
+Z_90 = 1.6448536269514715
+Z_95 = 1.959963984540054
 
 #: Upper bound on the elements of one (queries × cells or groups) work matrix, so that memory
 #: stays bounded whatever the number of queries.
@@ -192,12 +211,62 @@ class JointAnswers:
         lower, upper: certain bounds of the snapshot's count, int64 (Q,): the published
             records satisfying Q lie in [lower, upper − suppressed].
         uniform: paper 001's estimate (uniform over each generalized value's leaves), (Q,).
+        variance: the estimate's variance under the register-joint model, records², float64
+            (Q,): Σ_G of :func:`allocation_variance` (the module docstring).
+        generalized: bool (Q, d), columns in :attr:`JointRelease.qis` order: True where the
+            query's condition on that QI cuts the generalized value (a node some but not all
+            of whose leaves satisfy it) of a group with a positive variance, where the
+            estimate rests on the within-region spread and may be pulled toward independence.
     """
 
     estimate: FloatArray
     lower: IntArray
     upper: IntArray
     uniform: FloatArray
+    variance: FloatArray
+    generalized: BoolArray
+
+    @property
+    def se(self) -> FloatArray:
+        """The standard error, records, float64 (Q,): the square root of :attr:`variance`."""
+        return np.sqrt(self.variance)
+
+    def interval(self, z: float = Z_90) -> tuple[FloatArray, FloatArray]:
+        """The nominal interval estimate ± z · se clipped to the certain bounds
+        (:func:`error_interval`), two float64 arrays (Q,)."""
+        return error_interval(self.estimate, self.se, self.lower, self.upper, z)
+
+
+def allocation_variance(c: npt.ArrayLike, in_q: npt.ArrayLike, n: npt.ArrayLike) -> FloatArray:
+    """The variance of the records of a group that satisfy a query, under the register-joint
+    model: the group's ``c`` records of S belong to ``c`` distinct individuals of the ``n`` of
+    its region, drawn uniformly without replacement; ``in_q`` of the ``n`` satisfy the query.
+    The count is hypergeometric, with variance c · w · (1 − w) · (n − c) / (n − 1), w = in_q / n
+    (0 when n <= 1). The one formula of the error figure; elementwise, float64 of the
+    broadcast shape. Requires 0 <= c <= n and 0 <= in_q <= n (not checked).
+
+    Source: the module docstring; the hypergeometric variance (e.g. Feller, An Introduction
+    to Probability Theory, vol. I, section IX.6).
+    """
+    c_ = np.asarray(c, dtype=np.float64)
+    k = np.asarray(in_q, dtype=np.float64)
+    n_ = np.asarray(n, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        v = c_ * k * (n_ - k) * (n_ - c_) / (n_ * n_ * (n_ - 1.0))
+    return np.asarray(np.where(n_ > 1, np.maximum(v, 0.0), 0.0), dtype=np.float64)
+
+
+def error_interval(
+    estimate: npt.ArrayLike, se: npt.ArrayLike, lower: npt.ArrayLike, upper: npt.ArrayLike, z: float = Z_90
+) -> tuple[FloatArray, FloatArray]:
+    """The nominal interval of an estimate: estimate ± z · se (``Z_90`` gives 90 %, ``Z_95``
+    95 %, by the normal approximation), clipped to the certain bounds [lower, upper], which
+    the true count cannot leave. Two float64 arrays of the broadcast shape (records)."""
+    est = np.asarray(estimate, dtype=np.float64)
+    half = z * np.asarray(se, dtype=np.float64)
+    low = np.asarray(lower, dtype=np.float64)
+    high = np.asarray(upper, dtype=np.float64)
+    return np.clip(est - half, low, high), np.clip(est + half, low, high)
 
 
 def joint_answers(release: JointRelease, ranges: QueryRanges) -> JointAnswers:
@@ -210,7 +279,7 @@ def joint_answers(release: JointRelease, ranges: QueryRanges) -> JointAnswers:
             ``sensitive`` (Q, V') give S; values the release does not hold count 0.
 
     Returns:
-        :class:`JointAnswers`.
+        :class:`JointAnswers`, with the error figure of the module docstring.
 
     Raises:
         ValueError: a range on an attribute that is not a QI of the release, a mask of
@@ -243,8 +312,10 @@ def joint_answers(release: JointRelease, ranges: QueryRanges) -> JointAnswers:
     lower = np.zeros(q, dtype=np.int64)
     upper = np.zeros(q, dtype=np.int64)
     uniform = np.zeros(q, dtype=np.float64)
+    variance = np.zeros(q, dtype=np.float64)
+    generalized = np.zeros((q, len(names)), dtype=bool)
     if q == 0 or g == 0:
-        return JointAnswers(estimate, lower, upper + release.suppressed, uniform)
+        return JointAnswers(estimate, lower, upper + release.suppressed, uniform, variance, generalized)
 
     constrained = np.zeros((q, len(names)), dtype=bool)
     for i, a in enumerate(names):
@@ -280,10 +351,17 @@ def joint_answers(release: JointRelease, ranges: QueryRanges) -> JointAnswers:
             lower[chunk] = np.rint(np.bincount(at, weights=low, minlength=chunk.size)).astype(np.int64)
             high = np.minimum(cs, in_q)
             upper[chunk] = np.rint(np.bincount(at, weights=high, minlength=chunk.size)).astype(np.int64)
+            var = allocation_variance(cs, in_q, n_g[grp])
+            variance[chunk] = np.bincount(at, weights=var, minlength=chunk.size)
             # paper 001: each group's records spread uniformly over the leaves of its nodes
             fractions = [_overlap_fractions(ranges.qi[names[k]][chunk], spans[k]) for k in attrs]
             uniform[chunk] = _uniform(fractions, [release.group_nodes[:, k] for k in attrs], c_s[chunk])
-    return JointAnswers(estimate, lower, upper + release.suppressed, uniform)
+            uncertain = var > 0
+            for f, k in zip(fractions, attrs, strict=True):  # one step per constrained QI
+                part = f[at, release.group_nodes[grp, k]]
+                cut = uncertain & (part > 0) & (part < 1)
+                generalized[chunk[at[cut]], k] = True
+    return JointAnswers(estimate, lower, upper + release.suppressed, uniform, variance, generalized)
 
 
 def _in_query(
@@ -350,7 +428,7 @@ def series_answers(
 
     Returns:
         one row per (release, query): columns ``release``, ``query`` (0-based), ``estimate``,
-        ``lower``, ``upper``, ``uniform``.
+        ``se`` (the error figure: :attr:`JointAnswers.se`), ``lower``, ``upper``, ``uniform``.
     """
     per = [ranges] * len(releases) if isinstance(ranges, QueryRanges) else list(ranges)
     if len(per) != len(releases):
@@ -365,6 +443,7 @@ def series_answers(
                     "release": number,
                     "query": np.arange(r.n_queries),
                     "estimate": a.estimate,
+                    "se": a.se,
                     "lower": a.lower,
                     "upper": a.upper,
                     "uniform": a.uniform,
@@ -374,7 +453,7 @@ def series_answers(
     return (
         pd.concat(frames, ignore_index=True)
         if frames
-        else pd.DataFrame(columns=["release", "query", "estimate", "lower", "upper", "uniform"])
+        else pd.DataFrame(columns=["release", "query", "estimate", "se", "lower", "upper", "uniform"])
     )
 
 

@@ -108,6 +108,11 @@ BENCHMARKS: dict[str, Benchmark] = {
     "estimators_table": Benchmark(
         "the three query-error estimators, baseline and gain on six demo series", "data-users.md", "20 min"
     ),
+    "calibrate_errors": Benchmark(
+        "coverage of the register-joint error figure's 90 % and 95 % intervals on demo series",
+        "data-users.md",
+        "1 min",
+    ),
     "demo_utility": Benchmark(
         "utility and linkage figures of published demo series", "anonymization.md, benchmarks.md", "1 min"
     ),

@@ -74,6 +74,41 @@ def test_a_data_user_verifies_queries_and_expands_a_public_copy(fresh: Path) -> 
     assert table.returncode == 0 and "estimate" in table.stdout and "uniform" in table.stdout
 
 
+@pytest.mark.slow
+def test_query_and_expand_give_the_error_figure_beside_the_estimate(fresh: Path) -> None:
+    where = ["--where", "zipcode=6500*", "--where", "age=[20, 24]", "--sensitive", "flu,cold"]
+    asked = cli("query", ".", *where, "--json", cwd=fresh)
+    assert asked.returncode == 0, asked.stderr
+    out = json.loads(asked.stdout)
+    assert "hypergeometric" in out["error_model"]
+    answers = out["answers"]
+    for a in answers:
+        assert a["se"] >= 0
+        assert a["lower"] <= a["low95"] <= a["low90"] <= a["estimate"] <= a["high90"] <= a["high95"] <= a["upper"]
+        assert a["high90"] - a["low90"] <= 2 * 1.645 * a["se"] + 1e-9
+    uncertain = [a for a in answers if a["se"] > 0]
+    assert uncertain, "the query cuts no group: it tests nothing"
+    assert all(a["generalized"] for a in uncertain) and out["note"] and "leans toward independence" in out["note"]
+
+    table = cli("query", ".", *where, cwd=fresh)
+    assert table.returncode == 0, table.stderr
+    header = next(line for line in table.stdout.splitlines() if "estimate" in line and "release" in line)
+    assert header.split()[:6] == ["release", "period", "estimate", "se", "90", "%"]
+    row = next(line.split() for line in table.stdout.splitlines() if line.split()[:1] == ["1"])
+    first = answers[0]
+    assert row[3] == f"{first['se']:.1f}" and row[4] == f"{first['low90']:.1f}-{first['high90']:.1f}"
+    assert "Note: the condition on" in table.stdout
+
+    # expand: a variance per row; over the query's rows it bounds the query's variance
+    assert cli("expand", ".", "--out", "tables", cwd=fresh).returncode == 0
+    frame = pd.concat([pd.read_parquet(p) for p in sorted((fresh / "tables").glob("release-*.parquet"))])
+    assert (frame["variance"] >= 0).all()
+    age_band = frame["age"].astype(str).isin([str(a) for a in range(20, 25)])
+    hit = frame[frame["zipcode"].astype(str).str.startswith("6500") & age_band & frame[SENSITIVE].isin(["flu", "cold"])]
+    summed = hit.groupby("release")["variance"].sum().reindex([1, 2], fill_value=0.0)
+    assert (summed.to_numpy() >= np.array([a["se"] ** 2 for a in answers]) - 1e-9).all()
+
+
 @pytest.mark.parametrize(
     ("condition", "named"),
     [

@@ -10,13 +10,17 @@ Conditions (``serialpub query --where``; docs/data-users.md) are written ``QI=VA
 
 Several conditions are joined by AND. The sensitive values (``--sensitive a,b``) form the
 set S; by default every value. Each query is answered per release by the register-joint
-estimator with its certain bounds and paper 001's uniform estimate
-(:func:`anonymizer.joint.joint_answers`).
+estimator with its error figure (the standard error of the within-group allocation under
+the estimator's own model, and the nominal 90 % and 95 % intervals clipped to the certain
+bounds), its certain bounds and paper 001's uniform estimate
+(:func:`anonymizer.joint.joint_answers`; the model and its bias: docs/data-users.md).
 
 :func:`expand` writes what the estimator reads as weighted microdata: one row per
 (distinct register QI combination inside a published region, sensitive value), weighted
 by the records it is expected to hold, c_s(G) · n(cell) / n(G); summing the weights of
-the rows that satisfy a query gives the joint estimate.
+the rows that satisfy a query gives the joint estimate. Each row's ``variance`` is that of
+its own count under the same model; summed over a query's rows it bounds the query's
+variance from above (the rows of a group are drawn together: docs/data-users.md).
 """
 
 from __future__ import annotations
@@ -32,13 +36,22 @@ import numpy.typing as npt
 import pandas as pd
 
 from anonymizer.hierarchy import Hierarchy
-from anonymizer.joint import joint_answers
+from anonymizer.joint import Z_95, allocation_variance, joint_answers
 from anonymizer.workload import QueryRanges
 from serialpub.analysis.reader import PublicReleases, PublishedRelease
 from serialpub.errors import InputError, quoted
 from serialpub.io.atomic import own_tmp
 
-__all__ = ["Condition", "answer", "expand", "parse_condition", "sensitive_domain", "write_expanded"]
+__all__ = ["ERROR_MODEL", "Condition", "answer", "expand", "parse_condition", "sensitive_domain", "write_expanded"]
+
+#: The error figure's model in one sentence, as ``query`` prints it (table caption, JSON).
+ERROR_MODEL = (
+    "se: the standard error of the estimate if each group's records of the values counted were "
+    "held by individuals of its region drawn at random like the register's (hypergeometric "
+    "allocation, summed over groups); the 90 % and 95 % intervals are estimate ± 1.645 se and "
+    "± 1.960 se clipped to the certain bounds. It leaves out the bias of that assumption: where "
+    "the value depends on a QI inside a region, the estimate leans toward independence"
+)
 
 BoolArray = npt.NDArray[np.bool_]
 
@@ -173,8 +186,13 @@ def answer(
 
     Returns:
         one row per release: ``release``, ``period``, ``estimate`` (register-joint, records),
+        ``se`` (its standard error under the model, :data:`ERROR_MODEL`), ``low90``,
+        ``high90``, ``low95``, ``high95`` (the nominal intervals, clipped to the bounds),
         ``lower``, ``upper`` (certain bounds of the snapshot's count), ``uniform`` (paper
-        001), ``records`` (published).
+        001), ``records`` (published) and ``generalized``: the QIs (comma-separated; empty
+        if none) whose condition cuts a generalized value of a group the estimate depends
+        on, where it may be pulled toward independence and the error figure does not cover
+        that bias.
 
     Raises:
         InputError: an unknown sensitive value (named, with the allowed ones); a condition
@@ -195,9 +213,14 @@ def answer(
     rows = []
     for r in chosen:  # one step per release
         a = joint_answers(r.joint(), _ranges(r, conditions, s_values))
+        (low90,), (high90,) = a.interval()
+        (low95,), (high95,) = a.interval(Z_95)
+        cut = ",".join(q for q, flag in zip(r.joint().qis, a.generalized[0], strict=True) if flag)
         rows.append({
             "release": r.number, "period": r.manifest.period, "estimate": float(a.estimate[0]),
-            "lower": int(a.lower[0]), "upper": int(a.upper[0]), "uniform": float(a.uniform[0]), "records": len(r.data),
+            "se": float(a.se[0]), "low90": float(low90), "high90": float(high90), "low95": float(low95),
+            "high95": float(high95), "lower": int(a.lower[0]), "upper": int(a.upper[0]),
+            "uniform": float(a.uniform[0]), "records": len(r.data), "generalized": cut,
         })  # fmt: skip
     return pd.DataFrame(rows)
 
@@ -209,10 +232,13 @@ def expand(release: PublishedRelease) -> pd.DataFrame:
         one row per (distinct register QI combination inside a published region, sensitive
         value the region's group holds): ``release``, ``period``, the QI values (leaf
         labels; numbers for a QI the manifest declares numeric), the sensitive value,
-        ``weight`` = c_s(G) · n(cell) / n(G) (expected records), ``individuals``
-        (n(cell)) and ``group``. Σ weight over the rows satisfying a query is its
-        register-joint estimate (:mod:`anonymizer.joint`); Σ weight per group and value is
-        the published count.
+        ``weight`` = c_s(G) · n(cell) / n(G) (expected records), ``variance`` (of the
+        row's records under the model: :func:`anonymizer.joint.allocation_variance` of
+        c_s(G), n(cell), n(G)), ``individuals`` (n(cell)) and ``group``. Σ weight over the
+        rows satisfying a query is its register-joint estimate (:mod:`anonymizer.joint`);
+        Σ variance over them is at least the query's variance (a group's rows are drawn
+        together, so their counts are not independent; ``serialpub query`` gives the exact
+        figure); Σ weight per group and value is the published count.
 
     Raises:
         InputError: the copy holds no register.
@@ -235,6 +261,7 @@ def expand(release: PublishedRelease) -> pd.DataFrame:
         out[q] = pd.to_numeric(leaves) if numeric else pd.Categorical(leaves)
     out[release.sensitive] = pd.Categorical(np.asarray(j.sensitive_values, dtype=object)[rows["value"].to_numpy()])
     out["weight"] = rows["count"].to_numpy() * individuals / n_g[group]
+    out["variance"] = allocation_variance(rows["count"].to_numpy(), individuals, n_g[group])
     out["individuals"] = individuals
     out["group"] = group
     return out

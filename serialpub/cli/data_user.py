@@ -19,6 +19,8 @@ from serialpub.cli.app import app, console, split_list
 from serialpub.errors import InputError
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from serialpub.analysis.reader import PublicReleases
 
 _COPY = typer.Argument(help="the public copy (serialpub public-copy --with-register) or a workspace folder")
@@ -76,8 +78,9 @@ def query(
     key_fingerprint: Annotated[str | None, _FINGERPRINT] = None,
 ) -> None:
     """Count the records satisfying the conditions, per release: the register-joint
-    estimate, bounds the true count cannot leave, and paper 001's uniform estimate."""
-    from serialpub.analysis.querying import answer, parse_condition
+    estimate with its standard error and nominal 90 % interval, bounds the true count
+    cannot leave, and paper 001's uniform estimate."""
+    from serialpub.analysis.querying import ERROR_MODEL, answer, parse_condition
     from serialpub.analysis.reader import open_releases
 
     numbers = _releases(release)
@@ -86,10 +89,12 @@ def query(
     conditions = [parse_condition(w, attributes) for w in where or []]
     values = None if sensitive is None else split_list(sensitive)
     table = answer(releases, conditions, values, numbers)
+    note = _bias_note(table)
     if as_json:
         print(json.dumps({
             "dataset": releases.dataset, "where": [str(c) for c in conditions], "sensitive": values,
-            "key_fingerprint": releases.key_fingerprint, "answers": table.to_dict(orient="records"),
+            "key_fingerprint": releases.key_fingerprint, "error_model": ERROR_MODEL, "note": note,
+            "answers": table.to_dict(orient="records"),
         }, indent=2))  # fmt: skip
         return
     described = " AND ".join(str(c) for c in conditions) or "every record"
@@ -99,19 +104,39 @@ def query(
         box=box.SIMPLE_HEAD,
         caption=(
             "estimate: each group's published counts spread over its region like the register's individuals; "
-            "lower-upper: certain bounds of the true count; uniform: spread uniformly over the leaves (paper 001). "
-            + _verified(releases)
+            "se: its standard error if each group's records were held by individuals of its region drawn at "
+            "random (the estimate's own model; not its bias); 90 % interval: estimate ± 1.645 se within the "
+            "bounds; lower-upper: certain bounds of the true count; uniform: spread uniformly over the leaves "
+            "(paper 001). " + _verified(releases)
         ),
         caption_justify="left",
     )
-    for col in ("release", "period", "estimate", "lower", "upper", "uniform", "records"):
+    for col in ("release", "period", "estimate", "se", "90 % interval", "lower", "upper", "uniform", "records"):
         out.add_column(col, justify="right")
     for row in table.itertuples():
         out.add_row(
-            str(row.release), str(row.period), f"{row.estimate:.1f}", str(row.lower), str(row.upper),
-            f"{row.uniform:.1f}", str(row.records),
+            str(row.release), str(row.period), f"{row.estimate:.1f}", f"{row.se:.1f}",
+            f"{row.low90:.1f}-{row.high90:.1f}", str(row.lower), str(row.upper), f"{row.uniform:.1f}",
+            str(row.records),
         )  # fmt: skip
     console.print(out)
+    if note:
+        console.print(f"Note: {note}.", soft_wrap=True)
+
+
+def _bias_note(table: pd.DataFrame) -> str | None:
+    """The warning a query on a generalized QI gets: the QIs named, and what the error
+    figure leaves out (docs/data-users.md, "How far to trust the error figure")."""
+    cut = sorted({q for text in table["generalized"] if text for q in text.split(",")}) if len(table) else []
+    if not cut:
+        return None
+    releases = int((table["generalized"] != "").sum())
+    return (
+        f"the condition on {', '.join(cut)} cuts generalized values in {releases} of {len(table)} release(s); "
+        "there the estimate assumes the values counted are spread inside each region like the register's "
+        "individuals, so where they depend on that QI it leans toward independence (too low where they "
+        "concentrate, too high where they are rare) and the se does not include that bias"
+    )
 
 
 @app.command()
