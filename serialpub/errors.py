@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from anonymizer.quoting import quoted
 
-__all__ = ["InputChecksFailed", "InputError", "ValidationFailed", "quoted"]
+__all__ = ["REFUSED", "InputChecksFailed", "InputError", "ValidationFailed", "quoted"]
+
+#: the words of the reason of a release the anonymizer refused (no partition meets the
+#: requirement under ℓ): the draft path and the plan write them, and the series report finds
+#: a refused series by them in the state's audit log, so they are spelled in one place
+REFUSED = "cannot publish under ℓ"
 
 
 class InputError(Exception):

@@ -281,3 +281,20 @@ def airflow_env(home: Path, workspaces: list[Path]) -> dict[str, str]:
 def release_listing(dataset_dir: Path) -> list[str]:
     """The release store's entries, less the signed checkpoint every publication rewrites."""
     return sorted(p.name for p in dataset_dir.iterdir() if not p.name.startswith("checkpoint."))
+
+
+def refused_series(root: Path) -> Path:
+    """Try release 2 of a published clinic copy whose release 1 protects every value
+    (``PublishedWorkspaces.copy(..., protected_values="all")``): the anonymizer refuses it
+    (no partition meets ℓ = 2, recorded as a failed attempt). Returns the series report
+    written after it (without the baseline)."""
+    import pytest
+
+    from serialpub.errors import InputError
+    from serialpub.report.series import write_series_report
+    from serialpub.workflow.publisher import Publisher
+
+    publisher = Publisher(load_config(root))
+    with pytest.raises(InputError, match="cannot publish under ℓ = 2"):
+        publisher.publish(snapshot(root, 2))
+    return write_series_report(publisher, baseline=False)

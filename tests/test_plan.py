@@ -372,10 +372,100 @@ def test_the_cap_is_documented_with_the_option() -> None:
 
 
 CHROMIUM = next((p for n in ("chromium", "chromium-browser", "google-chrome") if (p := shutil.which(n))), None)
+#: the plan page's screenshot in the docs (docs/choosing.md); the test writes it there when
+#: SCREENSHOTS_ENV names a folder (``SERIALPUB_SCREENSHOTS=docs/images``), else only its own copy
+SCREENSHOTS_ENV = "SERIALPUB_SCREENSHOTS"
+#: a grid on the clinic workspace whose candidates raise every flag but the known breach:
+#: rarest:2 lasts without a flag; rarest:3 and all collapse to 1 group; at ℓ = 2.2 rarest:3
+#: ends at max p 0.4524 >= 0.95/2.2 and all is refused at release 3
+FLAGGED_GRID = ["--rounds", "3", "--l", "2,2.2", "--k", "1", "--protected", "all,rarest:2,rarest:3"]
+
+
+@pytest.fixture(scope="module")
+def flagged_plan(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]:
+    """The JSON document and the page of :data:`FLAGGED_GRID`."""
+    out = tmp_path_factory.mktemp("flagged")
+    root = make_workspace(out / "ws", periods=3)
+    proc = cli("plan", "--config", root, *FLAGGED_GRID, "--jobs", "1", "--json", out / "p.json",
+               "--html", out / "plan.html")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    return json.loads((out / "p.json").read_text()), out / "plan.html"
+
+
+def _summary(ell: float, groups: list[int], max_p: float, refused_at: int | None = None) -> dict[str, Any]:
+    from serialpub.planning.grid import Candidate
+    from serialpub.planning.series import CandidateResult
+
+    candidate = Candidate(ell, "constant", 3, None, "rarest:2", "published", "renew")
+    releases = [{"release": i, "groups": g, "max_breach": max_p, "error": 0.1, "baseline": 0.3, "gain": 0.2,
+                 "uniform": 1.0} for i, g in enumerate(groups, 1)]  # fmt: skip
+    return CandidateResult(candidate, ["hiv", "cancer"], releases, refused_at=refused_at).summary()
+
+
+def test_flags_near_the_bound_collapse_and_refusal() -> None:
+    """max p >= 0.95/ℓ is near the bound (the top pick that ended at 0.4754 against 0.5 was
+    not flagged); a release of 1 group is a collapse, named by release."""
+    near = _summary(2, [978, 961, 960], 0.4754)
+    assert near["flags"] == ["near_bound"] and near["groups_per_release"] == [978, 961, 960]
+    assert _summary(2, [978, 961, 960], 0.4749)["flags"] == []
+    collapsed = _summary(3, [978, 700, 650, 500, 400, 1, 1, 300], 0.2)
+    assert collapsed["flags"] == ["collapsed"] and collapsed["collapsed_releases"] == [6, 7]
+    assert collapsed["learners_max_posterior"] is None  # the learner audit's slot, empty here
+    refused = _summary(2, [5, 1], 0.3, refused_at=3)
+    assert refused["flags"] == ["refused", "collapsed"]
+    from serialpub.planning.page import flag_texts
+
+    assert flag_texts(collapsed) == ["1 group in releases 6-7"]
+    assert flag_texts(near) == ["max p 0.4754 within 5% of 1/ℓ = 0.5000"]
+
+
+def test_a_flagged_candidate_is_not_silently_first() -> None:
+    from serialpub.planning.page import advice, ranked
+
+    clear = dict(_summary(2, [900, 800], 0.30), candidate="clear", gain=0.15)
+    near = dict(_summary(2, [900, 800], 0.48), candidate="near", gain=0.25)
+    collapsed = dict(_summary(2, [900, 1], 0.30), candidate="collapsed", gain=0.20)
+    refused = dict(_summary(2, [900], 0.30, refused_at=2), candidate="refused", gain=0.30)
+    order = ranked([refused, collapsed, near, clear], 2)
+    assert [r["candidate"] for r in order] == ["clear", "near", "collapsed", "refused"]
+    lines = advice(order, 2, 6)
+    assert lines[0].startswith("Of the candidates without a flag that last all 2 releases, clear is the most useful")
+    below = next(line for line in lines if line.startswith("Ranked below the candidates without a flag"))
+    assert "near (gain 0.250; max p 0.4800 within 5% of 1/ℓ = 0.5000)" in below
+    assert "collapsed (gain 0.200; 1 group in release 2)" in below
+
+
+def test_the_plan_json_carries_flags_groups_per_release_and_protected_values(
+    flagged_plan: tuple[dict[str, Any], Path],
+) -> None:
+    doc, page = flagged_plan
+    by = {(r["settings"]["l"], r["settings"]["protected_values"]): r for r in doc["candidates"]}
+    assert len(by) == 6
+    assert by[(2.0, "rarest:2")]["flags"] == [] and by[(2.2, "rarest:2")]["flags"] == []
+    assert by[(2.2, "rarest:3")]["flags"] == ["collapsed", "near_bound"]
+    assert by[(2.2, "rarest:3")]["groups_per_release"] == [8, 12, 1]
+    assert by[(2.2, "rarest:3")]["collapsed_releases"] == [3]
+    assert by[(2.2, "all")]["flags"] == ["refused", "collapsed"] and by[(2.2, "all")]["refused_at"] == 3
+    assert by[(2.0, "all")]["flags"] == ["collapsed"]
+    # the two candidates without a flag first, then the lasting flagged ones, then the refused
+    assert [r["flags"] == [] for r in doc["candidates"]] == [True, True, False, False, False, False]
+    assert doc["candidates"][-1]["refused_at"] == 3
+    rarest3 = by[(2.2, "rarest:3")]["protected"]
+    assert len(rarest3) == 3 and set(rarest3) <= set(DOMAIN)
+    html = page.read_text()
+    assert "protected_values: [" + ", ".join(f"&#34;{v}&#34;" for v in rarest3) + "]" in html
+
+
+def _keep_screenshot(shot: Path) -> None:
+    folder = os.environ.get(SCREENSHOTS_ENV)
+    if folder:
+        shutil.copyfile(shot, Path(folder) / shot.name)
 
 
 @pytest.mark.slow
-def test_plan_page_renders_in_headless_chromium(tmp_path: Path) -> None:
+def test_plan_page_renders_in_headless_chromium(flagged_plan: tuple[dict[str, Any], Path], tmp_path: Path) -> None:
+    """The page a publisher chooses from, in a real browser: every frontier point labelled
+    with its rank, the flags and the protected values visible, the groups per release drawn."""
     if CHROMIUM is None:
         message = "no Chromium on PATH: install Debian's 'chromium' package (apt-get install chromium)"
         if os.environ.get("CI"):
@@ -383,11 +473,8 @@ def test_plan_page_renders_in_headless_chromium(tmp_path: Path) -> None:
         pytest.skip(message)
     from playwright.sync_api import sync_playwright
 
-    root = make_workspace(tmp_path / "ws", periods=2)
-    page_file = tmp_path / "plan.html"
-    proc = cli("plan", "--config", root, "--rounds", "2", "--protected", "all,rarest:2", "--jobs", "1",
-               "--html", page_file)  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
+    doc, page_file = flagged_plan
+    shot = tmp_path / "plan-page.png"
     problems: list[str] = []
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
@@ -395,15 +482,42 @@ def test_plan_page_renders_in_headless_chromium(tmp_path: Path) -> None:
             page = browser.new_page(viewport={"width": 1200, "height": 900})
             page.on("pageerror", lambda e: problems.append(str(e)))
             page.goto(page_file.as_uri(), wait_until="load")
-            plot = page.locator("#fig-plan-frontier svg").bounding_box()
-            rows = page.locator("#plan-table tr").count()
-            advice = page.locator("#advice li").count()
+            plot = page.locator("#fig-plan-frontier svg").first.bounding_box()
+            labels = page.eval_on_selector_all("#fig-plan-frontier svg text", "els => els.map(e => e.textContent)")
+            rows = page.locator("#plan-table tr.candidate")
+            cells = [
+                {"flags": rows.nth(i).locator("td.flags").inner_text(),
+                 "protected": rows.nth(i).locator("code.protected").inner_text(),
+                 "flag_visible": [f.is_visible() for f in rows.nth(i).locator(".flag").all()],
+                 "protected_visible": rows.nth(i).locator("code.protected").is_visible(),
+                 "spark": rows.nth(i).locator("td.groups svg.spark").count()}
+                for i in range(rows.count())
+            ]  # fmt: skip
+            advice = page.locator("#advice li").all_inner_texts()
+            learners = page.locator(".learners").count()
+            page.screenshot(path=str(shot), full_page=True)
         finally:
             browser.close()
     assert problems == []
     assert plot is not None and plot["width"] > 400 and plot["height"] > 150
-    assert rows == 1 + 2  # the header and both candidates
-    assert advice >= 1
+    # each candidate's rank labels its point in both panels
+    for rank in range(1, len(doc["candidates"]) + 1):
+        assert labels.count(str(rank)) == 2, (rank, labels)
+    assert len(cells) == len(doc["candidates"]) == 6
+    for cell, row in zip(cells, doc["candidates"], strict=True):
+        assert cell["protected_visible"] and all(cell["flag_visible"])
+        assert cell["protected"].startswith("protected_values: ")
+        every = row["settings"]["protected_values"] == "all"
+        spelled = every or all(f'"{v}"' in cell["protected"] for v in row["protected"])
+        assert spelled, cell
+        assert cell["spark"] == (1 if row["published"] else 0)
+    assert cells[0]["flags"] == "" and cells[1]["flags"] == ""
+    assert "within 5% of 1/ℓ = 0.4545" in "".join(c["flags"] for c in cells)
+    assert "1 group in release 3" in "".join(c["flags"] for c in cells)
+    assert "refused at release 3" in cells[-1]["flags"]
+    assert any(line.startswith("Of the candidates without a flag") for line in advice)
+    assert learners == 0  # no learner figure yet: no empty column
+    _keep_screenshot(shot)
 
 
 def test_simulated_snapshots_are_seeded_and_an_unknown_preset_is_refused(tmp_path: Path) -> None:

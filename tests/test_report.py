@@ -9,11 +9,12 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import DISEASES, cli, make_workspace, read_config, snapshot, write_config
+from helpers import DISEASES, cli, make_workspace, read_config, refused_series, snapshot, write_config
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -338,3 +339,49 @@ def test_breach_from_history_classes_equals_the_dense_history(series: Path, pres
         compute_breach(d, population, PriorState(protected, history.survival, 2.0, history.class_of + 0.5))
     with pytest.raises(ValueError, match=r"history_class must have shape \(60,\)"):
         compute_breach(d, population, PriorState(protected, history.survival, 2.0, history.class_of[:5]))
+
+
+# -- the series report's utility plot and a refused series --------------------------------
+
+
+def test_the_series_utility_plot_gives_the_register_joint_error_its_own_axis() -> None:
+    """The uniform reading (up to 25 on the demo) flattened the register-joint error (0.2-0.3)
+    on a shared axis; it leaves the plot when the register-joint figure is there."""
+    from serialpub.report import plots
+
+    fig = plots.series_utility([1, 2, 3], [25.0, 12.0, 20.0], [10.0, 11.0, 9.0], [0.2, 0.3, 0.25], [0.4, 0.4, 0.4])
+    errors = fig.axes[0]
+    shown = np.concatenate([line.get_ydata() for line in errors.get_lines()])
+    assert set(shown.tolist()) == {0.2, 0.3, 0.25, 0.4}  # the joint error and its baseline, not the uniform one
+    assert errors.get_ylim()[1] < 1
+    old = plots.series_utility([1, 2], [25.0, 12.0], [10.0, 11.0], [None, None])  # a series from before the figure
+    assert old.axes[0].get_lines()[0].get_ydata().tolist() == [25.0, 12.0]
+
+
+def test_refusal_is_the_last_word_on_the_next_release() -> None:
+    from serialpub.report.series import refusal
+
+    why = "InputError: s.csv: cannot publish under ℓ = 2: x"
+    refused = {"release": 3, "action": "failed", "detail": {"reason": why}}
+    crashed = {"release": 3, "action": "failed", "detail": {"reason": "the process that opened it (p) has ended"}}
+    drafted = {"release": 3, "action": "draft", "detail": {}}
+    assert refusal([refused], 2) == {"release": 3, "reason": "cannot publish under ℓ = 2: x"}
+    assert refusal([refused], 3) is None  # release 3 was published after all
+    assert refusal([refused, drafted], 2) is None  # attempted again: open
+    assert refusal([crashed], 2) is None and refusal([], 2) is None
+
+
+@pytest.mark.slow
+def test_a_refused_series_says_so_in_its_verdict(tmp_path: Path, published_workspaces: Any) -> None:
+    page = refused_series(published_workspaces.copy(tmp_path / "ws", protected_values="all"))
+    html = page.read_text(encoding="utf-8")
+    verdict = html[html.index('<div class="verdict'):html.index("</div>", html.index('<div class="verdict'))]
+    assert verdict.startswith('<div class="verdict bad"')  # red, not green
+    assert "Refused: release 2 was not published." in verdict and "cannot publish under ℓ = 2" in verdict
+    record = json.loads((page.parent / SERIES_JSON).read_text(encoding="utf-8"))
+    assert record["refused"]["release"] == 2
+
+
+def test_a_series_that_goes_on_has_a_green_verdict(series: Path) -> None:
+    html = write_series_report(Publisher(load_config(series)), baseline=False).read_text(encoding="utf-8")
+    assert '<div class="verdict" id="verdict">' in html and "Refused" not in html

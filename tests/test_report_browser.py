@@ -13,15 +13,20 @@ import io
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
+from helpers import refused_series
 
 from serialpub.demo import create_workspace, snapshots
 from serialpub.io import release_files
 from serialpub.report.series import write_series_report
 from serialpub.workflow.publisher import Publisher
 
+#: the screenshots in the docs (docs/reports.md): written there when this names a folder
+#: (``SERIALPUB_SCREENSHOTS=docs/images``), else only into the test's own folder
+SCREENSHOTS_ENV = "SERIALPUB_SCREENSHOTS"
 CHROMIUM = next((p for n in ("chromium", "chromium-browser", "google-chrome") if (p := shutil.which(n))), None)
 
 
@@ -67,6 +72,7 @@ def _render(chromium: str, page_file: Path, shot: Path) -> dict:
                             for i in range(page.locator("figure svg").count())],
                 "table_rows": page.locator("table tr").count(),
                 "not_computed": page.locator("td.na").count(),
+                "verdict_border": page.eval_on_selector("#verdict", "e => getComputedStyle(e).borderTopColor"),
             }
             page.screenshot(path=str(shot), full_page=True)
         finally:
@@ -118,5 +124,30 @@ def test_series_report_renders_in_headless_chromium(
     assert facts["problems"] == [] and facts["requests"] == [series.as_uri()]
     assert facts["title"] == "Series report: adult"
     assert "After release 1" in facts["verdict"] and "Localized baseline" in facts["verdict"]
+    assert "Refused" not in facts["verdict"] and facts["verdict_border"] == GREEN
     assert len(facts["figures"]) == 2 and all(b and b["width"] > 400 for b in facts["figures"])
     _assert_looks_like_a_page(shot, 1000)
+
+
+#: the verdict box's borders (style.css): green for a series within its bound, red otherwise
+GREEN, RED = "rgb(17, 96, 42)", "rgb(164, 20, 27)"
+
+
+@pytest.mark.slow
+def test_a_refused_series_report_renders_with_a_red_verdict(
+    chromium: str, tmp_path: Path, published_workspaces: Any
+) -> None:
+    """A series whose next release the anonymizer refused: the verdict box says so in red;
+    the utility plot gives the register-joint error its own axis (the uniform one left it)."""
+    page = refused_series(published_workspaces.copy(tmp_path / "ws", protected_values="all"))
+    shot = tmp_path / "series-report-refused.png"
+    facts = _render(chromium, page, shot)
+    assert facts["problems"] == [] and facts["requests"] == [page.as_uri()]
+    assert facts["verdict"].startswith("Refused: release 2 was not published.")
+    assert "cannot publish under ℓ = 2" in facts["verdict"]
+    assert facts["verdict_border"] == RED
+    assert len(facts["figures"]) == 2 and all(b and b["width"] > 400 for b in facts["figures"])
+    _assert_looks_like_a_page(shot, 900)
+    folder = os.environ.get(SCREENSHOTS_ENV)
+    if folder:
+        shutil.copyfile(shot, Path(folder) / shot.name)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -83,7 +84,7 @@ def plan(
     # configuration are read: a bad file is refused without their start-up cost
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from serialpub.planning.page import advice, ranked, write_page
+    from serialpub.planning.page import advice, flag_texts, protected_setting, ranked, write_page
     from serialpub.planning.run import prepare, run_plan
     from serialpub.workflow.drafting import QUERY_COUNT, QUERY_DIMENSIONS, QUERY_SELECTIVITY
 
@@ -119,7 +120,11 @@ def plan(
         "advice": lines,
         "candidates": order,
     }
-    console.print(_table(order, rounds))
+    console.print(_table(order, rounds, flag_texts))
+    # serialpub.yaml needs the values themselves: what each rarest:m of the grid stands for
+    for spec, r in {r["settings"]["protected_values"]: r for r in order
+                    if str(r["settings"]["protected_values"]).startswith("rarest:")}.items():  # fmt: skip
+        console.print(f"{spec} = {protected_setting(r)}", markup=False)
     for line in lines:
         console.print(f"• {line}")
     for r in order:
@@ -135,21 +140,24 @@ def plan(
         console.print(f"page: {write_page(html_out, document)}")
 
 
-def _table(rows: list[dict[str, Any]], rounds: int) -> Table:
+def _table(rows: list[dict[str, Any]], rounds: int, flag_texts: Callable[[dict[str, Any]], list[str]]) -> Table:
     table = Table(
-        title=f"Candidates, most useful first (those lasting {rounds} releases, by gain)",
+        title=f"Candidates, most useful first (those lasting {rounds} releases without a flag, by gain)",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
         caption=(
             "pub: releases published before the first refusal; max p: largest breach probability; groups: mean a "
             "release; err: mean relative error of 5,000 range-count queries read with the register's joint "
             "distribution; base: the same for the sensitive histogram alone; gain = base − err; unif: paper 001's "
-            "uniform reading; linked: individuals per linked releases at the end; ! known breach (parts)"
+            "uniform reading; linked: individuals per linked releases at the end; ! known breach (parts); flags: "
+            "refused, a release of 1 group, max p within 5 % of 1/ℓ"
         ),
         caption_justify="left",
     )
-    for col in ("#", "candidate", "pub", "refused", "max p", "groups", "err", "base", "gain", "unif", "linked", "s"):
-        table.add_column(col, justify="left" if col in ("candidate", "linked") else "right")
+    columns = ("#", "candidate", "flags", "pub", "refused", "max p", "groups", "err", "base", "gain", "unif",
+               "linked", "s")  # fmt: skip
+    for col in columns:
+        table.add_column(col, justify="left" if col in ("candidate", "flags", "linked") else "right")
 
     def f(v: float | None, fmt: str = ".3f") -> str:
         return "-" if v is None else format(v, fmt)
@@ -157,7 +165,8 @@ def _table(rows: list[dict[str, Any]], rounds: int) -> Table:
     for i, r in enumerate(rows, 1):
         linked = " ".join(f"{k}:{v}" for k, v in r["linked"].items())
         table.add_row(
-            str(i), ("! " if r["known_breach"] else "") + r["candidate"], str(r["published"]),
+            str(i), ("! " if r["known_breach"] else "") + r["candidate"],
+            "; ".join(f for f in flag_texts(r) if f != "known breach"), str(r["published"]),
             "-" if r["refused_at"] is None else str(r["refused_at"]), f(r["max_breach"], ".4f"),
             f(r["groups_mean"], ",.0f"), f(r["error"]), f(r["baseline"]), f(r["gain"]), f(r["uniform"]), linked,
             f(r["seconds"], ".1f"),

@@ -4,6 +4,7 @@ and SVG, no scripts)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 import matplotlib.pyplot as plt
 
 from serialpub import __version__
+from serialpub.planning.series import NEAR_BOUND
 from serialpub.report import plots
 from serialpub.report.render import environment
 
@@ -18,14 +20,72 @@ TEMPLATE = "plan.html.j2"
 
 
 def ranked(rows: Sequence[dict[str, Any]], rounds: int) -> list[dict[str, Any]]:
-    """The candidates by usefulness: those that publish all ``rounds`` releases first, by
-    gain (largest first), then the others by releases published and gain."""
+    """The candidates by usefulness, with their flags (:data:`~serialpub.planning.series.FLAGS`)
+    deciding before the gain, so that a flagged candidate is never silently first: those that
+    publish all ``rounds`` releases without a flag, by gain (largest first); then those that
+    last but are flagged (near the bound, a release of 1 group, a known breach), by gain; then
+    the others by releases published and gain."""
 
     def key(r: dict[str, Any]) -> tuple[int, int, float]:
         lasted = r["published"] >= rounds
-        return (0 if lasted else 1, -r["published"], -(r["gain"] if r["gain"] is not None else float("-inf")))
+        tier = 0 if lasted and not r["flags"] else 1 if lasted else 2
+        return (tier, -r["published"], -(r["gain"] if r["gain"] is not None else float("-inf")))
 
     return sorted(rows, key=key)
+
+
+def _spans(releases: Sequence[int]) -> str:
+    """Release numbers as runs: ``6-7, 9``."""
+    runs: list[list[int]] = []
+    for n in releases:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
+
+
+def flag_texts(r: dict[str, Any]) -> list[str]:
+    """The candidate's flags (its ``flags``) as the page and the command line word them."""
+    words = {
+        "refused": lambda: f"refused at release {r['refused_at']}",
+        "collapsed": lambda: f"1 group in release{'s' if len(r['collapsed_releases']) > 1 else ''} "
+        f"{_spans(r['collapsed_releases'])}",
+        "near_bound": lambda: f"max p {r['max_breach']:.4f} within {1 - NEAR_BOUND:.0%} of 1/ℓ = {r['bound']:.4f}",
+        "known_breach": lambda: "known breach",
+    }
+    return [words[f]() for f in r["flags"]]
+
+
+def protected_setting(r: dict[str, Any]) -> str:
+    """The candidate's protected values as ``serialpub.yaml`` spells them: ``rarest:m`` and
+    a list resolved to the values themselves (JSON strings are YAML flow scalars)."""
+    if r["settings"]["protected_values"] == "all":
+        return f"protected_values: all  # the {len(r['protected'])} values"
+    return "protected_values: [" + ", ".join(json.dumps(v, ensure_ascii=False) for v in r["protected"]) + "]"
+
+
+def sparkline(groups: Sequence[int], collapsed: Sequence[int], width: int = 96, height: int = 20) -> str:
+    """Groups per release as a small inline SVG line (release 1 at the left, 0 groups at
+    the bottom), a red dot on every release of 1 group; empty for no release."""
+    if not groups:
+        return ""
+    top = max(max(groups), 1)
+    step = (width - 4) / max(len(groups) - 1, 1)
+    pts = [(2 + i * step, height - 2 - (height - 4) * g / top) for i, g in enumerate(groups)]
+    line = " ".join(f"{x:.1f},{y:.1f}" for x, y in pts)
+    dots = "".join(
+        f'<circle cx="{pts[n - 1][0]:.1f}" cy="{pts[n - 1][1]:.1f}" r="2.2" fill="{plots.BOUND_COLOR}"/>'
+        for n in collapsed
+    )
+    if len(pts) == 1 and not collapsed:  # one release: a line of one point draws nothing
+        dots = f'<circle cx="{pts[0][0]:.1f}" cy="{pts[0][1]:.1f}" r="2" fill="{plots.GLOBAL_COLOR}"/>'
+
+    return (
+        f'<svg class="spark" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img">'
+        f"<title>groups per release: {' '.join(map(str, groups))}</title>"
+        f'<polyline points="{line}" fill="none" stroke="{plots.GLOBAL_COLOR}" stroke-width="1.3"/>{dots}</svg>'
+    )
 
 
 def _protection(r: dict[str, Any], domain_size: int) -> str:
@@ -46,16 +106,25 @@ def advice(rows: Sequence[dict[str, Any]], rounds: int, domain_size: int) -> lis
     out: list[str] = []
     lasting = [r for r in rows if r["published"] >= rounds]
     sound = [r for r in lasting if not r["known_breach"]]
-    if sound:
-        best = max(sound, key=lambda r: r["gain"])
+    clear = [r for r in sound if not r["flags"]]
+    if clear:
+        best = max(clear, key=lambda r: r["gain"])
         out.append(
-            f"Of the candidates without a known breach that last all {rounds} releases, {best['candidate']} is the "
+            f"Of the candidates without a flag that last all {rounds} releases, {best['candidate']} is the "
             f"most useful: mean query error {best['error']:.3f} against {best['baseline']:.3f} for the histogram "
             f"alone (gain {best['gain']:.3f}), {best['groups_mean']:,.0f} groups a release, largest breach "
             f"probability {best['max_breach']:.4f} (bound {best['bound']:.4f})."
         )
     elif rows:
-        out.append(f"No candidate without a known breach publishes all {rounds} releases; see the refusals below.")
+        out.append(f"No candidate without a flag publishes all {rounds} releases; see the flags and refusals below.")
+    top = max((r["gain"] for r in clear), default=float("-inf"))
+    above = [r for r in sound if r["flags"] and r["gain"] > top]
+    if above:
+        out.append(
+            "Ranked below the candidates without a flag, though they gain more: "
+            + "; ".join(f"{r['candidate']} (gain {r['gain']:.3f}; {', '.join(flag_texts(r))})" for r in above)
+            + "."
+        )
     if lasting:
         best_gain = max(r["gain"] for r in (sound or lasting))
         weak = [r for r in lasting if r["gain"] < 0.25 * best_gain and best_gain > 0]
@@ -97,23 +166,40 @@ def advice(rows: Sequence[dict[str, Any]], rounds: int, domain_size: int) -> lis
     return out
 
 
+def _protected_legend(r: dict[str, Any]) -> str:
+    """The protected set of a frontier's legend: the setting and, for ``rarest:m`` and a
+    list, its values (a short text)."""
+    spec = r["settings"]["protected_values"]
+    if spec == "all":
+        return "all"
+    values = ", ".join(r["protected"])
+    values = values if len(values) <= 48 else values[:47] + "…"
+    return f"{spec}: {values}" if isinstance(spec, str) else values
+
+
 def frontier(rows: Sequence[dict[str, Any]], rounds: int) -> str:
     """The frontier plot as inline SVG: per candidate its mean gain over the baseline against
-    ℓ (the guarantee's strength, jittered per strategy), filled when it lasts all ``rounds``
-    releases, a cross for a model with a known breach; and gain against releases published."""
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9.0, 3.4))
+    ℓ (the guarantee's strength, jittered per strategy), and gain against releases published.
+    Each point is labelled with its rank in ``rows`` (the table's ``#``), in red when the
+    candidate is flagged; its colour is its protected set (the setting that moves the gain
+    most), filled when it lasts all ``rounds`` releases, a cross for a known breach."""
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9.0, 3.6))
     markers = {"constant": "o", "geometric": "s"}
-    for r in rows:
+    palette = [plt.get_cmap("tab10")(i) for i in range(10)]
+    sets: dict[str, Any] = {}
+    for rank, r in enumerate(rows, 1):
         s = r["settings"]
         gain = r["gain"] if r["gain"] is not None else 0.0
         x = s["l"] + (-0.06 if s["strategy"] == "constant" else 0.06)
         lasted = r["published"] >= rounds
-        color = plots.BASELINE_COLOR if r["known_breach"] else plots.GLOBAL_COLOR
+        color = sets.setdefault(_protected_legend(r), palette[len(sets) % len(palette)])
         marker = "x" if r["known_breach"] else markers.get(s["strategy"], "o")
         face = color if lasted else "none"
-        kw: dict[str, Any] = {"c": color} if marker == "x" else {"facecolors": face, "edgecolors": color}
-        ax1.scatter([x], [gain], marker=marker, s=30, **kw)
-        ax2.scatter([r["published"]], [gain], marker=marker, s=30, **kw)
+        kw: dict[str, Any] = {"c": [color]} if marker == "x" else {"facecolors": [face], "edgecolors": [color]}
+        label = plots.BOUND_COLOR if r["flags"] else "#333333"
+        for ax, px in ((ax1, x), (ax2, r["published"])):
+            ax.scatter([px], [gain], marker=marker, s=30, **kw)
+            ax.annotate(str(rank), (px, gain), xytext=(4, 3), textcoords="offset points", fontsize=7, color=label)
     ax1.set_xlabel("ℓ (breach bound 1/ℓ)")
     ax1.set_ylabel("gain over the histogram (mean rel. error)")
     ax1.set_title("gain against the guarantee's strength")
@@ -122,19 +208,34 @@ def frontier(rows: Sequence[dict[str, Any]], rounds: int) -> str:
     for ax in (ax1, ax2):
         ax.axhline(0, color="#999999", lw=0.8)
     ax2.axvline(rounds, color=plots.BOUND_COLOR, lw=0.8, ls="--")
-    fig.text(0.01, -0.04, "circle: constant ratio; square: geometric; cross: partition model 'parts' (known breach); "
-             "hollow: refused before the last release", fontsize=7)  # fmt: skip
+    handles = [plt.Line2D([], [], ls="", marker="o", color=c, label=f"protected {k}") for k, c in sets.items()]
+    fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(len(handles), 3),
+               frameon=False, fontsize=7)  # fmt: skip
+    fig.text(0.01, -0.02 - 0.05 * ((len(handles) + 2) // 3), "number: rank in the table (red: flagged); colour: "
+             "protected values; circle: constant ratio; square: geometric; cross: partition model 'parts' (known "
+             "breach); hollow: refused before the last release", fontsize=7)  # fmt: skip
     return plots.to_svg(fig)
 
 
 def write_page(path: Path, plan: dict[str, Any]) -> Path:
-    """Write the plan's HTML page (``plan`` is the JSON document of ``serialpub plan``)."""
+    """Write the plan's HTML page (``plan`` is the JSON document of ``serialpub plan``): the
+    advice, the frontier and the ranked table with each candidate's flags, protected values
+    as serialpub.yaml spells them, and groups per release. The learners' column is shown
+    once a candidate carries ``learners_max_posterior``."""
     rows = plan["candidates"]
+    # what the page shows beside each row's figures, the JSON document left as it is
+    shown = [
+        dict(r, flag_texts=flag_texts(r), protected_setting=protected_setting(r),
+             sparkline=sparkline(r["groups_per_release"], r["collapsed_releases"]))
+        for r in rows
+    ]  # fmt: skip
+    learners = any(r["learners_max_posterior"] is not None for r in rows)
     text = (
         environment()
         .get_template(TEMPLATE)
-        .render(plan=plan, rows=rows, frontier=frontier(rows, plan["rounds"]), version=__version__)
-    )
+        .render(plan=plan, rows=shown, frontier=frontier(rows, plan["rounds"]), version=__version__,
+                learners=learners, near=f"{1 - NEAR_BOUND:.0%}")
+    )  # fmt: skip
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path

@@ -35,7 +35,7 @@ from anonymizer.release import History, PrivacyParams, ReleaseResult, SnapshotCo
 from anonymizer.search import InfeasibleError
 from anonymizer.settings import AfterKPrime, Dilution, PartitionModel, Strategy, SuppressionModel
 from serialpub.config import Workspace
-from serialpub.errors import InputError
+from serialpub.errors import REFUSED, InputError
 from serialpub.io.inputs import Snapshot, read_csv, snapshot_from_table
 from serialpub.planning.grid import RAREST, Candidate
 from serialpub.simulate import PRESETS, SeriesSpec, simulate_series
@@ -45,6 +45,13 @@ from serialpub.workflow.drafting import QUERY_COUNT, QUERY_DIMENSIONS, QUERY_SEL
 from serialpub.workflow.register_reader import RegisterReader
 
 FloatArray = npt.NDArray[np.float64]
+#: a candidate is flagged near the bound when its largest breach probability reaches this
+#: fraction of 1/ℓ: within 5 % of the bound, the releases left before a refusal are few and
+#: a small change of the snapshots can end the series (docs/choosing.md, section 6)
+NEAR_BOUND = 0.95
+#: the flags of a candidate (:meth:`CandidateResult.summary`'s ``flags``), in the order the
+#: plan shows them
+FLAGS = ("refused", "collapsed", "near_bound", "known_breach")
 
 
 @dataclass(frozen=True)
@@ -230,26 +237,45 @@ class CandidateResult:
     paper_suppression: bool = False
 
     def summary(self) -> dict[str, Any]:
-        """The figures of the table and the JSON."""
+        """The figures of the table and the JSON. Beside the means: ``groups_per_release``
+        (one count per published release), ``collapsed_releases`` (those of 1 group) and
+        ``flags``, the raised ones of :data:`FLAGS`: ``refused`` before the last round,
+        ``collapsed``, ``near_bound`` (largest breach probability ≥ :data:`NEAR_BOUND`/ℓ)
+        and ``known_breach`` (docs/threat-model.md)."""
         r = self.releases
 
         def mean(key: str) -> float | None:
             return float(np.mean([x[key] for x in r])) if r else None
 
+        max_breach = max((x["max_breach"] for x in r), default=0.0)
+        collapsed = [x["release"] for x in r if x["groups"] == 1]
+        known_breach = self.candidate.known_breach or self.paper_suppression
+        raised = {
+            "refused": self.refused_at is not None,
+            "collapsed": bool(collapsed),
+            "near_bound": max_breach >= NEAR_BOUND / self.candidate.ell,
+            "known_breach": known_breach,
+        }
         return {
             "candidate": self.candidate.label,
             "settings": self.candidate.record(),
             "protected": self.protected,
-            "known_breach": self.candidate.known_breach or self.paper_suppression,
+            "known_breach": known_breach,
             "published": len(r),
             "refused_at": self.refused_at,
             "reason": self.reason,
-            "max_breach": max((x["max_breach"] for x in r), default=0.0),
+            "max_breach": max_breach,
             "bound": 1.0 / self.candidate.ell,
             "breach_exceeded": self.breach_exceeded,
+            "flags": [f for f in FLAGS if raised[f]],
+            "collapsed_releases": collapsed,
+            "groups_per_release": [x["groups"] for x in r],
             "groups_mean": mean("groups"),
             "groups_min": min((x["groups"] for x in r), default=None),
             "groups_max": max((x["groups"] for x in r), default=None),
+            # the largest posterior a trained learner reaches on the candidate's releases,
+            # beside max_breach (the uniform reading): not measured by the plan, so None
+            "learners_max_posterior": None,
             "error": mean("error"),
             "baseline": mean("baseline"),
             "gain": mean("gain"),
@@ -293,7 +319,7 @@ def run_candidate(
                 hierarchies, presence, budget=int(np.floor(cfg.suppression_budget * len(snap.individual))), seed=seq,
             )  # fmt: skip
         except InfeasibleError as exc:
-            out.refused_at, out.reason = seq, f"cannot publish under ℓ = {candidate.ell:g}: {exc}"
+            out.refused_at, out.reason = seq, f"{REFUSED} = {candidate.ell:g}: {exc}"
             for _ in range(len(snapshots) - seq + 1):
                 if tick:
                     tick()

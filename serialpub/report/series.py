@@ -25,7 +25,7 @@ from anonymizer.release import History, PrivacyParams, SnapshotCodes, anonymize_
 from anonymizer.search import InfeasibleError, TableInfeasibleError
 from anonymizer.settings import AfterKPrime, Dilution, Guarantee, PartitionModel
 from serialpub import __version__
-from serialpub.errors import InputError
+from serialpub.errors import REFUSED, InputError
 from serialpub.io import release_files
 from serialpub.io.inputs import Register, load_register_version, read_csv, snapshot_from_table
 from serialpub.io.manifest import Manifest
@@ -166,6 +166,20 @@ def _max_breach(stats: tuple[pa.Table, pa.Table]) -> float:
     return float(1.0 - survival.min()) if survival.size else 0.0
 
 
+def refusal(log: list[dict[str, Any]], last: int) -> dict[str, Any] | None:
+    """The refusal that ends the series after release ``last``: when the state's last word
+    on release ``last`` + 1 (``log``: :meth:`state.store.StateStore.audit_log`) is a failed
+    attempt the anonymizer refused (:data:`serialpub.errors.REFUSED` in its reason), that
+    release and the reason from those words on; None when it was not attempted, is open,
+    or failed for another reason (a crash, a failed suite)."""
+    entries = [e for e in log if e["release"] == last + 1]
+    if not entries or entries[-1]["action"] != "failed":
+        return None
+    reason = str((entries[-1]["detail"] or {}).get("reason", ""))
+    at = reason.find(REFUSED)
+    return None if at < 0 else {"release": last + 1, "reason": reason[at:]}
+
+
 def _release_row(directory: Path) -> dict[str, Any]:
     manifest = Manifest.read(directory / release_files.MANIFEST_FILE)
     report_path = directory / JSON_FILE
@@ -252,7 +266,7 @@ def write_series_report(publisher: Any, baseline: bool = True, png_dir: Path | N
         "breach": lambda: plots.series_breach(seqs, [r["max_p"] for r in rows], base.max_p if base else None, ell),
         "utility": lambda: plots.series_utility(
             seqs, [r["query_error"] for r in rows], [r["avg_records"] for r in rows],
-            [r["query_error_joint"] for r in rows],
+            [r["query_error_joint"] for r in rows], [r["query_error_baseline"] for r in rows],
         ),
     }
     figures = {name: plots.to_svg(make()) for name, make in makers.items()}
@@ -261,9 +275,10 @@ def write_series_report(publisher: Any, baseline: bool = True, png_dir: Path | N
         for name, make in makers.items():
             (png_dir / f"series-{name}.png").write_bytes(plots.to_png(make()))
     breaches = known_breaches(rows)
+    refused = refusal(publisher.store.audit_log(ws.config.dataset), rows[-1]["release"])
     html = environment().get_template("series.html.j2").render(
         dataset=ws.config.dataset, rows=rows, baseline=base, figures=figures, ell=ell, version=__version__,
-        config=ws.config, known_breach=breaches,
+        config=ws.config, known_breach=breaches, refused=refused,
     )  # fmt: skip
     ws.dataset_dir.mkdir(parents=True, exist_ok=True)
     write_text(ws.dataset_dir, SERIES_HTML, html)
@@ -272,6 +287,7 @@ def write_series_report(publisher: Any, baseline: bool = True, png_dir: Path | N
         "dataset": ws.config.dataset,
         "known_breach": breaches,
         "releases": rows,
+        "refused": refused,
         "baseline": None if base is None else {
             "guarantee": "localized", "max_p": base.max_p, "individuals_above_bound": base.individuals_above,
             "note": base.note,

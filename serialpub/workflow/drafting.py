@@ -30,7 +30,7 @@ from anonymizer.release import History, ReleaseResult
 from anonymizer.search import InfeasibleError, ValueInfeasibleError
 from anonymizer.settings import Dilution, Guarantee, Strategy, SuppressionModel
 from serialpub.config import Config
-from serialpub.errors import InputError
+from serialpub.errors import REFUSED, InputError
 from serialpub.faults import checkpoint
 from serialpub.io import release_files
 from serialpub.io.inputs import Snapshot
@@ -252,7 +252,7 @@ def _compute(
     except InfeasibleError as exc:
         if isinstance(exc, ValueInfeasibleError):  # the values by name, as the operator knows them
             exc = InfeasibleError(exc.describe([repr(inputs.protected[v]) for v in exc.values]))
-        raise InputError(f"{snapshot_path}: cannot publish under ℓ = {cfg.ell:g}: {exc}. "
+        raise InputError(f"{snapshot_path}: {REFUSED} = {cfg.ell:g}: {exc}. "
                          f"{infeasible_advice(cfg, history)}") from None  # fmt: skip
     t_anon = time.perf_counter() - t_anon
     checkpoint("after_anonymize")
