@@ -99,7 +99,8 @@ def write_public_copy(series: DatasetSeries, out: Path, with_register: bool = Fa
     if public_key is not None and public_key != key and public_key.is_file():
         plan.append((public_key, out / "keys" / public_key.name))
     records, checkpoint = series_integrity.public_files(ws.dataset_dir, out / "releases" / ws.config.dataset)
-    readme = readme_text(ws.config, [r.seq for r in published], public_key_name(plan), with_register)
+    registered = with_register or (out / "register.csv").is_file()  # an earlier run's stays
+    readme = readme_text(ws.config, [r.seq for r in published], public_key_name(plan), registered)
     plan, current = plan + records, [*current, *checkpoint, (readme.encode("utf-8"), out / README_FILE)]
     plan = list(dict.fromkeys(plan))
     for source, target in plan:  # check every file before writing any
