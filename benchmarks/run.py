@@ -69,6 +69,10 @@ BENCHMARKS: dict[str, Benchmark] = {
     ),
     "bench_queries": Benchmark("the 5,000-query utility measure, raw against release", "benchmarks.md", "1 min"),
     "bench_query_workload": Benchmark("the query workload of one large release", "benchmarks.md", "2 min"),
+    "bench_reader_install": Benchmark(
+        "size, packages, import and query time of the reader's install against the publisher's", "benchmarks.md",
+        "5 min",
+    ),
     "bench_register_growth": Benchmark(
         "peak memory and time per register individual, 5M and 50M", "scaling.md, benchmarks.md", "30 min"
     ),

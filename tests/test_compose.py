@@ -553,8 +553,8 @@ def dockerfile_problems(text: str) -> list[str]:
         args = install.group(1)
         if '"apache-airflow==${AIRFLOW_VERSION}"' not in args:
             problems.append("pip install does not pin apache-airflow==${AIRFLOW_VERSION}")
-        if "/opt/serialpub-src" not in args:
-            problems.append("pip install does not install the copied sources")
+        if '"/opt/serialpub-src[publisher]"' not in args:
+            problems.append("pip install does not install the copied sources with the publisher's extra")
     users = [args for word, args in instructions if word == "USER"]
     if users and users[-1] != "airflow":
         problems.append(f"the image ends as user {users[-1]}, not airflow")

@@ -149,15 +149,38 @@ def main() -> None:
         sys.exit(code)
 
 
+#: the modules of the publisher's packages, which ``pip install 'serialpub[publisher]'``
+#: (``[project.optional-dependencies]`` of pyproject.toml) installs: the reader's commands
+#: (``query``, ``expand``, ``audit``) import none of them (docs/data-users.md, "Install the reader")
+PUBLISHER_MODULES = frozenset(
+    {"yaml", "sqlalchemy", "alembic", "psycopg", "great_expectations", "jinja2", "matplotlib"}
+)
+
+
+def missing_publisher_module(exc: BaseException) -> str | None:
+    """The publisher's module whose absence ``exc`` reports (a reader install running a
+    publisher command), or None."""
+    name = exc.name if isinstance(exc, ModuleNotFoundError) else None
+    top = (name or "").partition(".")[0]
+    return top if top in PUBLISHER_MODULES else None
+
+
 def error_line(exc: Exception) -> tuple[int, str]:
     """The exit code and the message (one line, plus one per failed expectation) of an error."""
-    from sqlalchemy.exc import DBAPIError
+    if (missing := missing_publisher_module(exc)) is not None:
+        return EXIT_INPUT, (
+            f"serialpub: error: this command is the publisher's and needs its packages ({missing} is not "
+            "installed): pip install 'serialpub[publisher]'"
+        )
+    # the state's and the database's error classes only from a process that loaded them: a
+    # reader install has neither package, and an exception of a class never imported cannot occur
+    engine, database = sys.modules.get("state.engine"), sys.modules.get("sqlalchemy.exc")
+    state_errors = () if engine is None else (engine.StateError,)
+    scrubbed = (lambda text: text) if engine is None else engine.scrubbed  # no URL was opened without it
 
-    from state.engine import StateError, StateUnavailable, scrubbed
-
-    if isinstance(exc, StateUnavailable):  # where the database is kept, before any change
+    if engine is not None and isinstance(exc, engine.StateUnavailable):  # where the database is kept
         return EXIT_ENVIRONMENT, f"serialpub: error: {exc}"
-    if isinstance(exc, InputError | StateError):
+    if isinstance(exc, (InputError, *state_errors)):
         failures = [f"  - {line}" for line in getattr(exc, "failures", [])]  # one per failed expectation
         return EXIT_INPUT, "\n".join([f"serialpub: error: {exc}", *failures])
     if isinstance(exc, ValidationFailed):
@@ -165,7 +188,7 @@ def error_line(exc: Exception) -> tuple[int, str]:
     # the run stopped part-way; publication is crash-safe (docs/operating.md), so what it
     # left is finished or rolled back by the next command's recovery
     after = "nothing half-done is published; fix the cause and rerun (the next command recovers)"
-    if isinstance(exc, DBAPIError):
+    if database is not None and isinstance(exc, database.DBAPIError):
         what = "connection was lost" if exc.connection_invalidated else "refused the operation"
         reason = str(exc.orig).strip().splitlines()[0] if exc.orig is not None else type(exc).__name__
         if "readonly" in reason:  # rerunning alone cannot help: the database must become writable
