@@ -15,8 +15,16 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, settings
 
 from serialpub.datasets import adult
+
+# No property test may fail on timing: hypothesis' per-example deadline and its too-slow
+# health check both trip when the machine is busy (two xdist workers on two cores, or a
+# shared CI host), and a failure then says nothing about the code. A test that sets its own
+# settings keeps them and inherits these for the rest.
+settings.register_profile("serialpub", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("serialpub")
 
 
 @pytest.fixture(scope="session")
