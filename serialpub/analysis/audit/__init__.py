@@ -37,6 +37,8 @@ Modules: :mod:`.files` reads a workspace (:func:`audit_workspace`); :mod:`.manif
 manifest keys; :mod:`.combos` the register and snapshots as QI combinations;
 :mod:`.recompute` one release; :mod:`.series` the series and its verdict
 (:func:`audit_releases`); :mod:`.result` the outcome and :func:`format_report`;
+:mod:`.learners` (with :mod:`.logistic` and :mod:`.learner_report`) the learning
+adversary's posteriors, reported beside the verdict;
 :mod:`.integrity` the tamper evidence of the store, with :mod:`.keys` (the pinned key and
 its rotation records), :mod:`.extension` (checkpoints: does the copy extend what a
 consumer saw) and :mod:`.signature` (one Ed25519 signature).

@@ -173,6 +173,7 @@ def read_release_hierarchies(
 def audit_workspace(
     workspace: Path, dataset: str | None = None, id_column: str = "id", snapshots: Path | None = None,
     public_key: Path | None = None, since: tuple[int, str] | None = None, checkpoint: Path | None = None,
+    learners: Sequence[str] = (),
 ) -> AuditResult:  # fmt: skip
     """Audit every published release of one dataset of a serialpub workspace.
 
@@ -196,6 +197,8 @@ def audit_workspace(
             (:mod:`.extension`).
         checkpoint: a ``checkpoint.json`` the consumer kept (its ``.sig`` beside it): signed
             by a key of the series, and the copy must extend the release it names.
+        learners: the learning adversary's learners to run and report
+            (:func:`audit_releases`); they do not change the verdict.
 
     Raises:
         InputError: a missing or unreadable file (named), ``checkpoint`` included; a
@@ -238,7 +241,7 @@ def audit_workspace(
     snapshot_tables = None
     if snapshots is not None:
         snapshot_tables = [_read_snapshot(snapshots, pm, id_column) for pm in parsed]
-    result = audit_releases(registers, id_column, hierarchy_sets, releases, snapshot_tables)
+    result = audit_releases(registers, id_column, hierarchy_sets, releases, snapshot_tables, learners)
     if result.dataset is None:
         result.dataset = dataset
     elif result.dataset != dataset:

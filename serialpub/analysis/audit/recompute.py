@@ -41,6 +41,22 @@ class History:
 
 
 @dataclass(frozen=True)
+class Geometry:
+    """One release's groups as the learning adversary reads them (:mod:`.learners`): the
+    candidate pairs (register combo ``combo[i]`` lies in the region of group ``group[i]``,
+    both (P,)), the register individuals in each group's region and its records (both
+    (G,)), and its records per published sensitive label, protected or not (G, L), with
+    the labels (L,)."""
+
+    combo: IntArray
+    group: IntArray
+    region: IntArray
+    records: IntArray
+    counts: IntArray
+    labels: list[str]
+
+
+@dataclass(frozen=True)
 class ReleaseInputs:
     """What the audit of one release reads: its directory, its manifest view and published
     rows, the series' QIs with their hierarchy trees, the register's combos, the protected
@@ -63,12 +79,15 @@ class ReleaseInputs:
 @dataclass(frozen=True)
 class _Classes:
     """The equivalence classes of one release: their nodes (one row per class), their record
-    counts and their counts per protected value (``n_s[g, v]``)."""
+    counts, their counts per protected value (``n_s[g, v]``) and per published sensitive
+    label (``labelled[g, u]``, labels ``labels[u]``)."""
 
     nodes: IntArray
     records: IntArray
     n_s: IntArray
     radices: list[int]
+    labelled: IntArray
+    labels: list[str]
 
 
 @dataclass(frozen=True)
@@ -81,15 +100,16 @@ class _Cuts:
     others: list[int]
 
 
-def audit_release(inp: ReleaseInputs, result: AuditResult) -> tuple[History, History | None]:
+def audit_release(inp: ReleaseInputs, result: AuditResult) -> tuple[History, History | None, Geometry]:
     """Check one release and return its history rows under the published counts and,
-    with its snapshot, under the mechanism-aware counts n* (docs/threat-model.md);
-    findings go into ``result``."""
+    with its snapshot, under the mechanism-aware counts n* (docs/threat-model.md), and its
+    groups for the learning adversary; findings go into ``result``."""
     empty = History(*(np.empty(0, dtype=np.int64) for _ in range(4)))
-    none: tuple[History, History | None] = (empty, empty if inp.snapshot is not None else None)
+    no_rows = np.empty(0, dtype=np.int64)
+    no_groups = Geometry(no_rows, no_rows, no_rows, no_rows, np.empty((0, 0), dtype=np.int64), [])
     _check_file(inp, result)
     if not _check_columns(inp, result):
-        return none
+        return empty, empty if inp.snapshot is not None else None, no_groups
     nodes, known = _record_nodes(inp, result)
     classes = _classes(inp, nodes, known, result)
     cuts = _cuts(inp, classes)
@@ -115,9 +135,10 @@ def audit_release(inp: ReleaseInputs, result: AuditResult) -> tuple[History, His
     n_j = classes.records if presence else np.maximum(in_region, classes.records)
     linked = pg >= 0 if not presence or present is None else present[pc]
     published = _history_rows(pc[linked], pg[linked], n_j, classes.n_s)
+    groups = Geometry(pc, pg, in_region, classes.records, classes.labelled, classes.labels)
     if present is None:
-        return published, None
-    return published, _mechanism_aware(inp, classes, pc, pg, n_j, present, result)
+        return published, None, groups
+    return published, _mechanism_aware(inp, classes, pc, pg, n_j, present, result), groups
 
 
 def _check_file(inp: ReleaseInputs, result: AuditResult) -> None:
@@ -213,7 +234,11 @@ def _classes(inp: ReleaseInputs, nodes: IntArray, known: BoolArray, result: Audi
     n_s = np.bincount(
         group_of[protected_rec] * len(values) + rec_value[protected_rec], minlength=g * len(values)
     ).reshape(g, len(values))
-    return _Classes(nodes[first], records, n_s, radices)
+    labelled_rec = s_codes >= 0
+    labelled = np.bincount(
+        group_of[labelled_rec] * len(s_uniques) + s_codes[labelled_rec], minlength=g * len(s_uniques)
+    ).reshape(g, len(s_uniques))
+    return _Classes(nodes[first], records, n_s, radices, labelled, s_uniques)
 
 
 def _labels_of(inp: ReleaseInputs, classes: _Classes, gi: int) -> dict[str, str]:

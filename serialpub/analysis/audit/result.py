@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from serialpub.analysis.audit.learner_report import LearnerReport
+
 #: Overlapping group pairs listed per release (all of them are counted).
 MAX_LISTED_OVERLAPS = 20
 
@@ -58,6 +60,8 @@ class AuditResult:
             given, ``max_p``, the violations and the verdict are this model's.
         upper_bound: why ``max_p`` is only an upper bound (presence without snapshots),
             None when it is exact.
+        learners: the learning adversary's report (:mod:`.learners`) when learners were
+            asked for, else None; reported beside the verdict, it does not change it.
     """
 
     dataset: str | None
@@ -78,6 +82,7 @@ class AuditResult:
     published_count_max_p: float = 0.0
     mechanism_max_p: float | None = None
     upper_bound: str | None = None
+    learners: LearnerReport | None = None
 
     @property
     def ok(self) -> bool:
