@@ -84,7 +84,8 @@ class Release:
     """One release as the learners read it: its register version, its candidate pairs
     (cell ``cell[i]`` of that version in group ``group[i]``, both (P,)), each group's
     |reg(G)| (or its records, if more) (G,), its records per sensitive value of the domain
-    (G, S), and its column of the serial combos' cells (-1: not in this register)."""
+    (G, S), and its column of the serial combos' cells (-1: not in this register). The
+    pairs are sorted by group."""
 
     version: int
     cell: IntArray
@@ -92,6 +93,21 @@ class Release:
     candidates: IntArray
     counts: IntArray
     serial: IntArray
+    starts: IntArray
+    disjoint: bool
+
+    @classmethod
+    def of(
+        cls, version: int, cell: IntArray, group: IntArray, candidates: IntArray, counts: IntArray, serial: IntArray
+    ) -> Release:
+        """The release with its pairs sorted by group; ``starts``: the first pair of every
+        group that has candidates; ``disjoint``: no cell lies in two groups (the regions do
+        not overlap)."""
+        order = np.lexsort((cell, group))
+        cell, group = cell[order], group[order]
+        starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]]) if group.size else group
+        disjoint = bool(np.unique(cell).size == cell.size)
+        return cls(version, cell, group, candidates, counts, serial, starts, disjoint)
 
 
 @dataclass(frozen=True)
@@ -200,7 +216,7 @@ def learner_series(
         counts_s = np.zeros((geo.records.size, len(domain)), dtype=np.int64)
         for u, s in enumerate(value_of):
             counts_s[:, s] += geo.counts[:, u]
-        out.append(Release(k, cell, group, np.maximum(geo.region, geo.records), counts_s, col))
+        out.append(Release.of(k, cell, group, np.maximum(geo.region, geo.records), counts_s, col))
     ids, code, first, counts = serial.ids, serial.code, serial.first, serial.counts
     return LearnerSeries(
         qis, [list(v) for v in vocab], list(domain), list(values), ell, versions, out, ids, code, first, counts, truth
@@ -209,9 +225,28 @@ def learner_series(
 
 def _per_row(index: IntArray, weights: FloatArray, n: int) -> FloatArray:
     """Column-wise sums of ``weights`` (P, S) by row ``index`` (P,): shape (n, S)."""
+    columns = np.ascontiguousarray(weights.T)  # one contiguous pass per column
     out = np.empty((n, weights.shape[1]), dtype=np.float64)
     for s in range(weights.shape[1]):
-        out[:, s] = np.bincount(index, weights=weights[:, s], minlength=n)
+        out[:, s] = np.bincount(index, weights=columns[s], minlength=n)
+    return out
+
+
+def _per_cell(r: Release, weights: FloatArray, n: int) -> FloatArray:
+    """Sums of ``weights`` (P, S) per cell of ``r``: shape (n, S). Disjoint regions put a
+    cell in one group at most, so the sum is a scatter."""
+    if not r.disjoint:
+        return _per_row(r.cell, weights, n)
+    out = np.zeros((n, weights.shape[1]), dtype=np.float64)
+    out[r.cell] = weights
+    return out
+
+
+def _per_group(r: Release, weights: FloatArray) -> FloatArray:
+    """Sums of ``weights`` (P, S) per group of ``r`` (its pairs are sorted by group): (G, S)."""
+    out = np.zeros((r.candidates.size, weights.shape[1]), dtype=np.float64)
+    if r.group.size:
+        out[r.group[r.starts]] = np.add.reduceat(weights, r.starts, axis=0)
     return out
 
 
@@ -228,7 +263,7 @@ def fit_nb(series: LearnerSeries, weights: list[FloatArray]) -> list[FloatArray]
     for a, names in enumerate(series.vocab):
         n_av = np.zeros((len(names), series.n_values))
         for v, w in zip(series.versions, weights, strict=True):
-            n_av += _per_row(v.leaves[:, a], w, len(names))
+            n_av += _per_row(v.leaves[:, a], w, len(names))  # (C, S) by leaf: a handful of bincounts
         tables.append(np.log((n_av + 1.0) / (n_s + len(names))))
     out = []
     for v in series.versions:
@@ -255,17 +290,17 @@ def reweight(series: LearnerSeries, pi: list[FloatArray] | None) -> tuple[list[F
     log_survival = np.zeros((series.counts.size, n_prot))
     for r in series.releases:
         m = series.versions[r.version].counts
-        n_cells, n_groups = m.size, r.candidates.size
+        n_cells = m.size
         if pi is None:
             p = r.counts[r.group] / r.candidates[r.group][:, None]
         else:
             mass = pi[r.version][r.cell]  # (P, S)
-            total = _per_row(r.group, mass * m[r.cell][:, None], n_groups)
+            total = _per_group(r, mass * m[r.cell][:, None])
             share = np.divide(mass, total[r.group], out=np.zeros_like(mass), where=total[r.group] > 0)
             p = np.minimum(1.0, r.counts[r.group] * share)
-        weights[r.version] += _per_row(r.cell, p * m[r.cell][:, None], n_cells)
+        weights[r.version] += _per_cell(r, p * m[r.cell][:, None], n_cells)
         with np.errstate(divide="ignore"):  # p' = 1 is a log-survival of -inf: P' = 1
-            cell_log = _per_row(r.cell, np.log1p(-p[:, :n_prot]), n_cells)
+            cell_log = _per_cell(r, np.log1p(-p[:, :n_prot]), n_cells)
         present = r.serial >= 0
         log_survival[present] += cell_log[r.serial[present]]
     return weights, -np.expm1(log_survival)
