@@ -119,9 +119,9 @@ def format_learners(report: LearnerReport) -> str:
     characters for five learners."""
     bound = 1.0 / report.ell
     lines = [
-        f"learning adversary: {report.pairs:,} (individual, protected value) pairs, posteriors learned from the "
-        "releases and the register only",
-        '(docs/threat-model.md, "The learning adversary"); reported beside the verdict, not part of it',
+        'learning adversary (docs/threat-model.md, "The learning adversary"): '
+        "reported beside the verdict, not part of it",
+        f"{report.pairs:,} (individual, protected value) pairs; posteriors learned from the releases and the register",
     ]
     rows = [["learner", "max P'", "its charge", f"pairs > 1/ℓ = {bound:.4g}", "true of them", "seconds"]]
     for f in report.learners:
