@@ -309,7 +309,11 @@ def reweight(series: LearnerSeries, pi: list[FloatArray] | None) -> tuple[list[F
 def posteriors(series: LearnerSeries, names: Sequence[str]) -> Iterator[tuple[str, FloatArray, str | None]]:
     """``uniform`` (the charge), then each learner of ``names`` (of :data:`LEARNERS`), in
     the order of :data:`LEARNERS`: its name, P' (K, P) and a note on its fit (or None).
-    The EM learners share their first passes."""
+    The EM learners share their first passes.
+
+    Raises:
+        ValueError: a name that is not in :data:`LEARNERS` (the command line refuses it
+            before, :func:`learner_names`)."""
     unknown = [n for n in names if n not in LEARNERS]
     if unknown:
         raise ValueError(f"unknown learner(s) {', '.join(unknown)}; known: {', '.join(LEARNERS)}")
