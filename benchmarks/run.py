@@ -39,6 +39,11 @@ BENCHMARKS: dict[str, Benchmark] = {
     ),
     "bench_anonymize": Benchmark("the anonymizing step of one large release, repeated", "benchmarks.md", "2 min"),
     "bench_audit": Benchmark("`serialpub audit` on the demo and the scale workspaces", "benchmarks.md", "5 min"),
+    "bench_learners": Benchmark(
+        "the learning adversary's audit: figures and time per learner; the learner stage on k times the cells",
+        "threat-model.md",
+        "10 min",
+    ),
     "bench_changing_register": Benchmark(
         "time and storage of a register that changes between releases", "benchmarks.md", "15 min"
     ),

@@ -52,6 +52,14 @@ def audit(
             "is taken as --public-key; a series with no such key fails",
         ),
     ] = None,
+    learners: Annotated[
+        str,
+        typer.Option(
+            "--learners",
+            help="the learning adversary's learners to report after the verdict: all, nb, none, or names joined by "
+            "commas (nb, nb-em3, nb-em10, logistic-pairs); reported, they do not change the verdict",
+        ),
+    ] = "all",
 ) -> None:
     """Recompute every breach probability from the register, hierarchies and published files
     alone (not the state). Exit 0: PASS; 1: FAIL (a violation, overlapping regions or
@@ -62,18 +70,24 @@ def audit(
     --snapshots, also count the records each release did not publish (an adversary who
     knows the algorithm can infer them) and, under presence, only the present individuals.
     With --since/--manifest-sha256 or --checkpoint, also fail a copy that does not extend
-    the series you saw (rolled back, truncated or rewritten)."""
+    the series you saw (rolled back, truncated or rewritten). After the verdict, a learning
+    adversary's posteriors (--learners; with --snapshots, how often they are right)."""
     from serialpub.analysis.audit import audit_workspace, format_report
+    from serialpub.analysis.audit.learner_report import format_learners
+    from serialpub.analysis.audit.learners import learner_names
     from serialpub.errors import InputError
 
     if (since is None) != (manifest_sha256 is None):
         raise InputError("--since and --manifest-sha256 go together: the release number and its manifest's sha256")
     pin = None if since is None or manifest_sha256 is None else (since, manifest_sha256)
+    names = learner_names(learners)
     result = audit_workspace(
         workspace, dataset, snapshots=snapshots, public_key=public_key, since=pin, checkpoint=checkpoint,
-        key_fingerprint=key_fingerprint,
+        key_fingerprint=key_fingerprint, learners=names,
     )  # fmt: skip
     console.print(format_report(result))
+    if result.learners is not None:
+        console.print(format_learners(result.learners), markup=False, highlight=False)
     status = result.verdict.exit_status  # docs/commands.md, "Exit codes"
     if status:
         raise typer.Exit(status)

@@ -42,6 +42,8 @@ manifest keys; :mod:`.combos` the register and snapshots as QI combinations;
 (:func:`audit_releases`); :mod:`.result` the outcome, its typed :class:`Verdict` (PASS,
 PASS with an accepted known breach, NOT VERIFIABLE from the audited files, FAIL; each with
 its exit status) and :func:`format_report`;
+:mod:`.learners` (with :mod:`.logistic` and :mod:`.learner_report`) the learning
+adversary's posteriors, reported beside the verdict;
 :mod:`.integrity` the tamper evidence of the store, with :mod:`.keys` (the pinned key and
 its rotation records), :mod:`.extension` (checkpoints: does the copy extend what a
 consumer saw) and :mod:`.signature` (one Ed25519 signature).

@@ -188,6 +188,7 @@ def audit_workspace(
     workspace: Path, dataset: str | None = None, id_column: str = "id", snapshots: Path | None = None,
     public_key: Path | None = None, since: tuple[int, str] | None = None, checkpoint: Path | None = None,
     key_fingerprint: str | None = None,
+    learners: Sequence[str] = (),
 ) -> AuditResult:  # fmt: skip
     """Audit every published release of one dataset of a serialpub workspace.
 
@@ -214,6 +215,8 @@ def audit_workspace(
         key_fingerprint: the publisher's key fingerprint (``SHA256:...``, obtained out of
             band): the series' key with it is taken as if given as ``public_key``; a series
             with no such key fails (:mod:`.keys`).
+        learners: the learning adversary's learners to run and report
+            (:func:`audit_releases`); they do not change the verdict.
 
     Raises:
         InputError: a missing or unreadable file (named), ``checkpoint`` included; a
@@ -256,7 +259,7 @@ def audit_workspace(
     snapshot_tables = None
     if snapshots is not None:
         snapshot_tables = [_read_snapshot(snapshots, pm, id_column) for pm in parsed]
-    result = audit_releases(registers, id_column, hierarchy_sets, releases, snapshot_tables)
+    result = audit_releases(registers, id_column, hierarchy_sets, releases, snapshot_tables, learners)
     if result.dataset is None:
         result.dataset = dataset
     elif result.dataset != dataset:

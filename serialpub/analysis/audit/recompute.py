@@ -41,14 +41,32 @@ class History:
 
 
 @dataclass(frozen=True)
+class Geometry:
+    """One release's groups as the learning adversary reads them (:mod:`.learners`): the
+    candidate pairs (register combo ``combo[i]`` lies in the region of group ``group[i]``,
+    both (P,)), the register individuals in each group's region and its records (both
+    (G,)), and its records per published sensitive label, protected or not (G, L), with
+    the labels (L,)."""
+
+    combo: IntArray
+    group: IntArray
+    region: IntArray
+    records: IntArray
+    counts: IntArray
+    labels: list[str]
+
+
+@dataclass(frozen=True)
 class ReleaseRows:
     """The history rows one release adds: under the published counts; of them, the links the
     published files prove (all of them unless presence is known and no snapshot is given);
-    and, with the snapshot, under the mechanism-aware counts (docs/threat-model.md)."""
+    with the snapshot, under the mechanism-aware counts (docs/threat-model.md); and its
+    groups for the learning adversary (:class:`Geometry`)."""
 
     published: History
     proven: History
     mechanism: History | None
+    geometry: Geometry
 
 
 @dataclass(frozen=True)
@@ -74,12 +92,15 @@ class ReleaseInputs:
 @dataclass(frozen=True)
 class _Classes:
     """The equivalence classes of one release: their nodes (one row per class), their record
-    counts and their counts per protected value (``n_s[g, v]``)."""
+    counts, their counts per protected value (``n_s[g, v]``) and per published sensitive
+    label (``labelled[g, u]``, labels ``labels[u]``)."""
 
     nodes: IntArray
     records: IntArray
     n_s: IntArray
     radices: list[int]
+    labelled: IntArray
+    labels: list[str]
 
 
 @dataclass(frozen=True)
@@ -96,9 +117,11 @@ def audit_release(inp: ReleaseInputs, result: AuditResult) -> ReleaseRows:
     """Check one release and return its history rows (:class:`ReleaseRows`); findings go
     into ``result``."""
     empty = History(*(np.empty(0, dtype=np.int64) for _ in range(4)))
+    no_rows = np.empty(0, dtype=np.int64)
+    no_groups = Geometry(no_rows, no_rows, no_rows, no_rows, np.empty((0, 0), dtype=np.int64), [])
     _check_file(inp, result)
     if not _check_columns(inp, result):
-        return ReleaseRows(empty, empty, empty if inp.snapshot is not None else None)
+        return ReleaseRows(empty, empty, empty if inp.snapshot is not None else None, no_groups)
     nodes, known = _record_nodes(inp, result)
     classes = _classes(inp, nodes, known, result)
     cuts = _cuts(inp, classes)
@@ -124,15 +147,16 @@ def audit_release(inp: ReleaseInputs, result: AuditResult) -> ReleaseRows:
     n_j = classes.records if presence else np.maximum(in_region, classes.records)
     linked = pg >= 0 if not presence or present is None else present[pc]
     published = _history_rows(pc[linked], pg[linked], n_j, classes.n_s)
+    groups = Geometry(pc, pg, in_region, classes.records, classes.labelled, classes.labels)
     if present is not None:
-        return ReleaseRows(published, published, _mechanism_aware(inp, classes, pc, pg, n_j, present, result))
+        return ReleaseRows(published, published, _mechanism_aware(inp, classes, pc, pg, n_j, present, result), groups)
     if not presence:
-        return ReleaseRows(published, published, None)
+        return ReleaseRows(published, published, None, groups)
     # presence without the snapshot: a region holding no more register individuals than
     # records had every one of them present (one record each), so those links are proven
     # and give a lower bound on p that the published files alone support
     sure = in_region[pg] <= classes.records[pg]
-    return ReleaseRows(published, _history_rows(pc[sure], pg[sure], n_j, classes.n_s), None)
+    return ReleaseRows(published, _history_rows(pc[sure], pg[sure], n_j, classes.n_s), None, groups)
 
 
 def _check_file(inp: ReleaseInputs, result: AuditResult) -> None:
@@ -216,7 +240,11 @@ def _classes(inp: ReleaseInputs, nodes: IntArray, known: BoolArray, result: Audi
     n_s = np.bincount(
         group_of[protected_rec] * len(values) + rec_value[protected_rec], minlength=g * len(values)
     ).reshape(g, len(values))
-    return _Classes(nodes[first], records, n_s, radices)
+    labelled_rec = s_codes >= 0
+    labelled = np.bincount(
+        group_of[labelled_rec] * len(s_uniques) + s_codes[labelled_rec], minlength=g * len(s_uniques)
+    ).reshape(g, len(s_uniques))
+    return _Classes(nodes[first], records, n_s, radices, labelled, s_uniques)
 
 
 def _labels_of(inp: ReleaseInputs, classes: _Classes, gi: int) -> dict[str, str]:

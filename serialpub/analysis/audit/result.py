@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from serialpub.analysis.audit.learner_report import LearnerReport
 from serialpub.known_breach import release_span
 
 #: Overlapping group pairs listed per release (all of them are counted).
@@ -138,6 +139,8 @@ class AuditResult:
             (``max_breach_probability``) and its release; None if it states none.
         known_breach: the models with a known breach the releases were made under
             (:mod:`serialpub.known_breach`), and ``known_breach_releases`` which releases.
+        learners: the learning adversary's report (:mod:`.learners`) when learners were
+            asked for, else None; reported beside the verdict, it does not change it.
     """
 
     dataset: str | None
@@ -165,6 +168,7 @@ class AuditResult:
     stated_in: int | None = None
     known_breach: list[str] = field(default_factory=list)
     known_breach_releases: list[int] = field(default_factory=list)
+    learners: LearnerReport | None = None
 
     @property
     def verdict(self) -> Verdict:

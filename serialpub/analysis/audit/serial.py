@@ -23,7 +23,7 @@ IntArray = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True)
-class _SerialCombos:
+class SerialCombos:
     """Individuals of every register version (U), their serial combo (U,), the first
     individual of every serial combo (S,), its size (S,), and its combo in each release's
     register, -1 where the individual was not in it (S, J)."""
@@ -65,16 +65,16 @@ class SerialBuilder:
         """The next release has the same register (and combos) as the one before."""
         self._local = np.concatenate([self._local, self._local[:, -1:]], axis=1)
 
-    def done(self) -> _SerialCombos:
+    def done(self) -> SerialCombos:
         counts = np.bincount(self._code, minlength=self._local.shape[0]).astype(np.int64)
         first = np.full(self._local.shape[0], -1, dtype=np.int64)
         first[self._code[::-1]] = np.arange(self._code.size - 1, -1, -1)  # lowest index wins
-        return _SerialCombos(self._ids, self._code, first, counts, self._local)
+        return SerialCombos(self._ids, self._code, first, counts, self._local)
 
 
 def to_serial(rows: History, local: IntArray) -> History:
     """History rows over one release's combos, as rows over the serial combos that had
-    that combo in that release (``local``: the release's column of ``_SerialCombos.local``)."""
+    that combo in that release (``local``: the release's column of ``SerialCombos.local``)."""
     order = np.argsort(local, kind="stable")
     ranked = local[order]
     lo = np.searchsorted(ranked, rows.combo, side="left").astype(np.int64)

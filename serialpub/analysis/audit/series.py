@@ -24,8 +24,9 @@ from anonymizer.privacy import exceeds_threshold, survival_factor, survival_prod
 from anonymizer.settings import Dilution, Guarantee
 from serialpub.analysis.audit.combos import Combos, IntArray, register_combos, snapshot_records
 from serialpub.analysis.audit.geometry import Tree, distinct_sorted
+from serialpub.analysis.audit.learners import run_learners
 from serialpub.analysis.audit.manifest import ParsedManifest, marginal_findings, parse_manifest
-from serialpub.analysis.audit.recompute import History, ReleaseInputs, audit_release
+from serialpub.analysis.audit.recompute import Geometry, History, ReleaseInputs, audit_release
 from serialpub.analysis.audit.result import AuditResult
 from serialpub.analysis.audit.serial import SerialBuilder, to_serial
 from serialpub.errors import InputError
@@ -38,6 +39,7 @@ def audit_releases(
     hierarchies: dict[str, Hierarchy] | Sequence[dict[str, Hierarchy]],
     releases: list[tuple[Path, dict[str, Any], pd.DataFrame]],
     snapshots: list[tuple[pd.DataFrame, str]] | None = None,
+    learners: Sequence[str] = (),
 ) -> AuditResult:
     """Recompute the global guarantee of a release series from public material alone, or,
     with the snapshots, as the data holder's exact audit.
@@ -58,6 +60,8 @@ def audit_releases(
             mechanism-aware figure (n* = every snapshot record of s in a region, published
             or not; under presence, candidates are the present individuals) and decides on
             it (docs/threat-model.md).
+        learners: the learning adversary's learners to run (:data:`.learners.LEARNERS`);
+            their report (``result.learners``) does not change the verdict.
 
     Returns:
         an :class:`AuditResult`. p is computed per (individual, protected value) over every
@@ -102,6 +106,7 @@ def audit_releases(
     previous: tuple[object, object, Combos] | None = None
     sharing: list[ParsedManifest] = []  # the releases read with the register of ``previous``
     tree_of: dict[int, Tree] = {}  # per hierarchy object (the sets share them)
+    learned: list[tuple[Combos, dict[str, Hierarchy], Geometry]] = []
     for j, ((directory, _, data), pm) in enumerate(zip(releases, parsed, strict=True)):
         reg, hs = registers[j], hierarchy_sets[j]
         missing = [q for q in qis if q not in hs]
@@ -132,6 +137,8 @@ def audit_releases(
                 raise InputError(f"{directory / 'manifest.json'}: numeric_quasi_identifiers: {exc}") from None
             trees |= {q: Tree.of(extended[q]) for q in pm.numeric if q in data.columns}
         rows = audit_release(ReleaseInputs(directory, pm, data, qis, trees, combos, values, snap), result)
+        if learners:
+            learned.append((combos, hs, rows.geometry))
         published_local.append(rows.published)
         proven_local.append(rows.proven)
         if rows.mechanism is not None:
@@ -140,6 +147,8 @@ def audit_releases(
     if previous is not None:
         result.findings.extend(marginal_findings(previous[0], sharing))
     combos_all = serial.done()
+    if learners:
+        result.learners = run_learners(qis, values, parsed, learned, combos_all, snapshots, id_column, learners)
     published = [to_serial(h, combos_all.local[:, j]) for j, h in enumerate(published_local)]
     pub_summary = _summarize(published, combos_all.counts, values, latest.ell)
     result.published_count_max_p = pub_summary.max_p

@@ -1,0 +1,399 @@
+"""The learning adversary: posteriors learned from the public copy alone.
+
+The charge of a group G's candidate o for value s is uniform, c_s(G)/|reg(G)| (paper 004,
+section 4). An adversary can learn from the releases and the register how s depends on
+the QIs and re-weight each group's candidates by that propensity (Kifer, "Attacks on
+privacy and deFinetti's theorem", SIGMOD 2009). This module runs the learners that
+docs/threat-model.md ("The learning adversary") defines, on exactly what the audit reads:
+
+- E(o, s) = Σ_t p_t(o, s), p_t(o, s) = c_s(G)/|reg(G)| for o's group G in release t (0 where
+  o lies in no region of t), over every sensitive value, protected or not;
+- π(o, s) = P(s | QI leaves of o): naive Bayes (:func:`fit_nb`) or a multinomial logistic
+  model with pairwise interactions (:mod:`.logistic`), fitted on the soft labels E;
+- p'_t(o, s) = min(1, c_s(G) π(o, s) / Σ_{o'∈G} π(o', s)) and P'(o, s) = 1 − Π_t (1 − p'_t(o, s))
+  (:func:`reweight`), reported for the protected values; EM passes recompute E = Σ_t p'_t.
+
+Cost. π depends only on an individual's QI leaves, so all work is per register cell (the
+audit's combos, with their multiplicities) and per group: the audit's own candidate pairs
+(:class:`.recompute.Geometry`) say which cell lies in which group, and its serial combos
+(:mod:`.serial`) carry a cell's factors across register versions. Time and memory grow
+with (cells) × (sensitive values) × (releases) per pass.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from anonymizer.arrays import factorize
+from anonymizer.hierarchy import Hierarchy
+from anonymizer.settings import Dilution
+from serialpub.analysis.audit.combos import Combos
+from serialpub.analysis.audit.geometry import row_ids
+from serialpub.analysis.audit.learner_report import FloatArray, LearnerFigures, LearnerReport, bands
+from serialpub.analysis.audit.manifest import ParsedManifest
+from serialpub.analysis.audit.recompute import Geometry
+from serialpub.analysis.audit.serial import SerialCombos
+from serialpub.analysis.audit.spellings import value_codes
+from serialpub.errors import InputError
+from serialpub.known_breach import release_span
+
+IntArray = npt.NDArray[np.int64]
+
+#: the learners, in the order they are reported; ``uniform`` is the charge itself
+LEARNERS = ("nb", "nb-em3", "nb-em10", "logistic-pairs")
+#: EM passes of the ``nb-em*`` learners
+EM_PASSES = {"nb-em3": 3, "nb-em10": 10}
+
+
+def learner_names(text: str) -> tuple[str, ...]:
+    """``--learners``: ``all``, ``none``, or learner names joined by commas, as a tuple in
+    the order of :data:`LEARNERS`.
+
+    Raises:
+        InputError: an unknown name (the line names the option and the known names)."""
+    wanted = [t.strip() for t in text.split(",") if t.strip()]
+    if wanted == ["all"]:
+        return LEARNERS
+    if wanted == ["none"]:
+        return ()
+    unknown = [t for t in wanted if t not in LEARNERS]
+    if unknown or not wanted:
+        raise InputError(
+            f"--learners {text[:40]!r}: use all, none, or names joined by commas from {', '.join(LEARNERS)}"
+        )
+    return tuple(n for n in LEARNERS if n in wanted)
+
+
+@dataclass(frozen=True)
+class Version:
+    """One register version's cells: their QI leaves as codes of the series' leaf
+    vocabulary (C, d) and the individuals each stands for (C,)."""
+
+    leaves: IntArray
+    counts: IntArray
+
+
+@dataclass(frozen=True)
+class Release:
+    """One release as the learners read it: its register version, its candidate pairs
+    (cell ``cell[i]`` of that version in group ``group[i]``, both (P,)), each group's
+    |reg(G)| (or its records, if more) (G,), its records per sensitive value of the domain
+    (G, S), and its column of the serial combos' cells (-1: not in this register). The
+    pairs are sorted by group."""
+
+    version: int
+    cell: IntArray
+    group: IntArray
+    candidates: IntArray
+    counts: IntArray
+    serial: IntArray
+    starts: IntArray
+    disjoint: bool
+
+    @classmethod
+    def of(
+        cls, version: int, cell: IntArray, group: IntArray, candidates: IntArray, counts: IntArray, serial: IntArray
+    ) -> Release:
+        """The release with its pairs sorted by group; ``starts``: the first pair of every
+        group that has candidates; ``disjoint``: no cell lies in two groups (the regions do
+        not overlap)."""
+        order = np.lexsort((cell, group))
+        cell, group = cell[order], group[order]
+        starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]]) if group.size else group
+        disjoint = bool(np.unique(cell).size == cell.size)
+        return cls(version, cell, group, candidates, counts, serial, starts, disjoint)
+
+
+@dataclass(frozen=True)
+class LearnerSeries:
+    """Everything the learners read, prepared from the audit's own geometry.
+
+    Attributes:
+        qis: the quasi-identifiers; ``vocab[a]``: the leaf labels of QI a over every
+            hierarchy version (the features' vocabulary).
+        domain: the sensitive values (the protected ones first, in ``values`` order, then
+            every other published value); S = len(domain), P = len(values).
+        versions, releases: see :class:`Version`, :class:`Release`.
+        ids, code, first, counts: the register individuals of every version (U), their
+            serial combo (U,), one individual (U index) per serial combo and its size (K,).
+        truth: individuals of each serial combo who carry each protected value in at least
+            one release's snapshot (K, P), or None without the snapshots.
+    """
+
+    qis: list[str]
+    vocab: list[list[str]]
+    domain: list[str]
+    values: list[str]
+    ell: float
+    versions: list[Version]
+    releases: list[Release]
+    ids: pd.Index
+    code: IntArray
+    first: IntArray
+    counts: IntArray
+    truth: IntArray | None
+
+    @property
+    def n_values(self) -> int:
+        return len(self.domain)
+
+
+def run_learners(
+    qis: list[str],
+    values: list[str],
+    parsed: Sequence[ParsedManifest],
+    per_release: Sequence[tuple[Combos, dict[str, Hierarchy], Geometry]],
+    serial: SerialCombos,
+    snapshots: Sequence[tuple[pd.DataFrame, str]] | None,
+    id_column: str,
+    names: Sequence[str],
+) -> LearnerReport:
+    """The learning adversary's report on a series the audit has just recomputed
+    (:func:`.series.audit_releases`): its QIs and protected values, the releases' manifests,
+    per release the register combos, hierarchies and :class:`Geometry`, the serial combos,
+    and the snapshots (for the calibration only) with the register's id column."""
+    truth = None
+    if snapshots is not None:
+        sensitive = [pm.sensitive for pm in parsed]
+        truth = snapshot_truth(snapshots, id_column, sensitive, values, serial.ids, serial.code)
+    series = learner_series(qis, values, parsed[-1].ell, per_release, serial, truth)
+    notes = []
+    presence = [pm.release for pm in parsed if pm.dilution is not Dilution.REGISTER]
+    if presence:
+        notes.append(
+            f"release(s) {release_span(presence)} were published with presence known; the public copy does not say "
+            "who was present, so the learners take every register individual in a group's region as its candidate"
+        )
+    return learner_report(series, names, notes)
+
+
+def learner_series(
+    qis: list[str],
+    values: list[str],
+    ell: float,
+    per_release: Sequence[tuple[Combos, dict[str, Hierarchy], Geometry]],
+    serial: SerialCombos,
+    truth: IntArray | None = None,
+) -> LearnerSeries:
+    """The learners' inputs from what the audit computed: per release its register combos,
+    hierarchies and :class:`Geometry`; the serial combos (:mod:`.serial`); the protected
+    ``values`` and the verdict's ℓ."""
+    vocab: list[dict[str, int]] = [{} for _ in qis]
+    versions: list[Version] = []
+    cells_of: dict[int, tuple[int, IntArray]] = {}  # per combos object: its version and each combo's cell
+    domain = {v: i for i, v in enumerate(values)}
+    releases = []
+    for j, (combos, hs, geo) in enumerate(per_release):
+        if id(combos) not in cells_of:  # releases that share a register share its cells
+            # per-individual combos (the presence audit with snapshots) collapse to their QI cells
+            cell_of, first = row_ids(combos.leaves, [hs[q].n_leaves for q in qis])
+            leaves = np.empty((first.size, len(qis)), dtype=np.int64)
+            for a, q in enumerate(qis):
+                names = hs[q].labels[: hs[q].n_leaves]
+                lookup = np.array([vocab[a].setdefault(x, len(vocab[a])) for x in names], dtype=np.int64)
+                leaves[:, a] = lookup[combos.leaves[first, a]]
+            counts = np.bincount(cell_of, weights=combos.counts, minlength=first.size).astype(np.int64)
+            cells_of[id(combos)] = (len(versions), cell_of)
+            versions.append(Version(leaves, counts))
+        k, cell_of = cells_of[id(combos)]
+        # a region holds every individual of a cell or none, so (cell, group) pairs are the candidates
+        _, first_pair = factorize(cell_of[geo.combo] * max(geo.records.size, 1) + geo.group)
+        col = serial.local[:, j]
+        protected = value_codes(values, geo.labels)  # another spelling of a protected value is that value
+        column = [
+            int(p) if p >= 0 else domain.setdefault(u, len(domain)) for u, p in zip(geo.labels, protected, strict=True)
+        ]
+        cell, group = cell_of[geo.combo[first_pair]], geo.group[first_pair]
+        releases.append((k, cell, group, geo, column, np.where(col >= 0, cell_of[np.maximum(col, 0)], -1)))
+    out = []
+    for k, cell, group, geo, value_of, col in releases:  # the domain is complete only now
+        counts_s = np.zeros((geo.records.size, len(domain)), dtype=np.int64)
+        for u, s in enumerate(value_of):
+            counts_s[:, s] += geo.counts[:, u]
+        out.append(Release.of(k, cell, group, np.maximum(geo.region, geo.records), counts_s, col))
+    ids, code, first, counts = serial.ids, serial.code, serial.first, serial.counts
+    return LearnerSeries(
+        qis, [list(v) for v in vocab], list(domain), list(values), ell, versions, out, ids, code, first, counts, truth
+    )
+
+
+def _per_row(index: IntArray, weights: FloatArray, n: int) -> FloatArray:
+    """Column-wise sums of ``weights`` (P, S) by row ``index`` (P,): shape (n, S)."""
+    columns = np.ascontiguousarray(weights.T)  # one contiguous pass per column
+    out = np.empty((n, weights.shape[1]), dtype=np.float64)
+    for s in range(weights.shape[1]):
+        out[:, s] = np.bincount(index, weights=columns[s], minlength=n)
+    return out
+
+
+def _per_cell(r: Release, weights: FloatArray, n: int) -> FloatArray:
+    """Sums of ``weights`` (P, S) per cell of ``r``: shape (n, S). Disjoint regions put a
+    cell in one group at most, so the sum is a scatter."""
+    if not r.disjoint:
+        return _per_row(r.cell, weights, n)
+    out = np.zeros((n, weights.shape[1]), dtype=np.float64)
+    out[r.cell] = weights
+    return out
+
+
+def _per_group(r: Release, weights: FloatArray) -> FloatArray:
+    """Sums of ``weights`` (P, S) per group of ``r`` (its pairs are sorted by group): (G, S)."""
+    out = np.zeros((r.candidates.size, weights.shape[1]), dtype=np.float64)
+    if r.group.size:
+        out[r.group[r.starts]] = np.add.reduceat(weights, r.starts, axis=0)
+    return out
+
+
+def fit_nb(series: LearnerSeries, weights: list[FloatArray]) -> list[FloatArray]:
+    """Naive Bayes with Laplace smoothing 1 on soft counts: π(c, s) = P(s | c's leaves) per
+    version cell (C, S), each row summing to 1.
+
+    N(s) = Σ weights[., s]; N_a(v, s) = Σ over cells with leaf v on QI a; P(s) = (N(s) + 1) /
+    (Σ N + S); P(v | s) = (N_a(v, s) + 1) / (N(s) + V_a), V_a the QI's leaves over every
+    hierarchy version (docs/threat-model.md, "The learning adversary")."""
+    n_s = sum(w.sum(axis=0) for w in weights)
+    log_prior = np.log((n_s + 1.0) / (n_s.sum() + series.n_values))
+    tables = []
+    for a, names in enumerate(series.vocab):
+        n_av = np.zeros((len(names), series.n_values))
+        for v, w in zip(series.versions, weights, strict=True):
+            n_av += _per_row(v.leaves[:, a], w, len(names))  # (C, S) by leaf: a handful of bincounts
+        tables.append(np.log((n_av + 1.0) / (n_s + len(names))))
+    out = []
+    for v in series.versions:
+        logit = np.broadcast_to(log_prior, (v.counts.size, series.n_values)).copy()
+        for a, table in enumerate(tables):
+            logit += table[v.leaves[:, a]]
+        out.append(softmax(logit))
+    return out
+
+
+def softmax(logit: FloatArray) -> FloatArray:
+    """Row-wise softmax of (C, S) logits."""
+    z = np.exp(logit - logit.max(axis=1, keepdims=True))
+    return z / z.sum(axis=1, keepdims=True)
+
+
+def reweight(series: LearnerSeries, pi: list[FloatArray] | None) -> tuple[list[FloatArray], FloatArray]:
+    """Every release re-weighted by π (per version cell (C, S); None: the uniform charge).
+
+    Returns the next fitting weights, per version (C, S): m_c · Σ_t p'_t(c, s); and P'
+    per serial combo and protected value (K, P), P' = 1 − Π_t (1 − p'_t)."""
+    n_prot = len(series.values)
+    weights = [np.zeros((v.counts.size, series.n_values)) for v in series.versions]
+    log_survival = np.zeros((series.counts.size, n_prot))
+    for r in series.releases:
+        m = series.versions[r.version].counts
+        n_cells = m.size
+        if pi is None:
+            p = r.counts[r.group] / r.candidates[r.group][:, None]
+        else:
+            mass = pi[r.version][r.cell]  # (P, S)
+            total = _per_group(r, mass * m[r.cell][:, None])
+            share = np.divide(mass, total[r.group], out=np.zeros_like(mass), where=total[r.group] > 0)
+            p = np.minimum(1.0, r.counts[r.group] * share)
+        weights[r.version] += _per_cell(r, p * m[r.cell][:, None], n_cells)
+        with np.errstate(divide="ignore"):  # p' = 1 is a log-survival of -inf: P' = 1
+            cell_log = _per_cell(r, np.log1p(-p[:, :n_prot]), n_cells)
+        present = r.serial >= 0
+        log_survival[present] += cell_log[r.serial[present]]
+    return weights, -np.expm1(log_survival)
+
+
+def posteriors(series: LearnerSeries, names: Sequence[str]) -> Iterator[tuple[str, FloatArray, str | None]]:
+    """``uniform`` (the charge), then each learner of ``names`` (of :data:`LEARNERS`), in
+    the order of :data:`LEARNERS`: its name, P' (K, P) and a note on its fit (or None).
+    The EM learners share their first passes.
+
+    Raises:
+        ValueError: a name that is not in :data:`LEARNERS` (the command line refuses it
+            before, :func:`learner_names`)."""
+    unknown = [n for n in names if n not in LEARNERS]
+    if unknown:
+        raise ValueError(f"unknown learner(s) {', '.join(unknown)}; known: {', '.join(LEARNERS)}")
+    start, charge = reweight(series, None)
+    yield "uniform", charge, None
+    em = [n for n in LEARNERS if n in names and n != "logistic-pairs"]
+    if em:
+        passes = max(EM_PASSES.get(n, 0) for n in em)
+        weights = start
+        for k in range(passes + 1):
+            weights, p = reweight(series, fit_nb(series, weights))
+            for n in em:
+                if EM_PASSES.get(n, 0) == k:
+                    yield n, p, None
+    if "logistic-pairs" in names:
+        from serialpub.analysis.audit.logistic import fit_logistic  # scipy is imported only when asked
+
+        fit = fit_logistic(series, start)
+        yield "logistic-pairs", reweight(series, fit.pi)[1], fit.note
+
+
+def learner_report(series: LearnerSeries, names: Sequence[str], notes: Sequence[str] = ()) -> LearnerReport:
+    """The charge (``uniform``) and each learner of ``names``, summarized per
+    :class:`LearnerFigures`; with ``series.truth``, calibrated. Seconds: the time of each
+    learner's own fit and re-weighting; the naive Bayes learners are one chain of passes,
+    so each one's time runs from the end of the charge."""
+    weight = np.broadcast_to(series.counts[:, None], (series.counts.size, len(series.values)))
+    report = LearnerReport(series.ell, int(weight.sum()), notes=list(notes), calibrated=series.truth is not None)
+    report.inputs = series
+    charge: FloatArray | None = None
+    bound = 1.0 / series.ell
+    previous = time.perf_counter()
+    after_charge = previous
+    for name, p, note in posteriors(series, names):
+        now = time.perf_counter()
+        if charge is None:
+            charge, after_charge = p, now
+        seconds = now - (after_charge if name.startswith("nb") else previous)
+        previous = now
+        top = np.unravel_index(int(np.argmax(p)), p.shape) if p.size else (0, 0)
+        linked = p.size > 0 and float(p[top]) > 0
+        above = p > bound
+        report.learners.append(
+            LearnerFigures(
+                name=name,
+                max_p=float(p[top]) if linked else 0.0,
+                max_individual=str(series.ids[int(series.first[top[0]])]) if linked else None,
+                max_value=series.values[int(top[1])] if linked else None,
+                max_uniform=float(charge[top]) if linked else 0.0,
+                above=int(weight[above].sum()),
+                above_true=None if series.truth is None else int(series.truth[above].sum()),
+                bands=bands(p, weight, series.truth, series.ell),
+                seconds=seconds,
+                note=note,
+            )
+        )
+    return report
+
+
+def snapshot_truth(
+    snapshots: Sequence[tuple[pd.DataFrame, str]],
+    id_column: str,
+    sensitive: Sequence[str],
+    values: list[str],
+    ids: pd.Index,
+    code: IntArray,
+) -> IntArray:
+    """Per serial combo and protected value (K, P): the individuals who carry the value in
+    at least one release's snapshot. ``snapshots``: per release, its table (id and
+    sensitive columns as text) and where it was read from, already checked by the audit
+    (:func:`.combos.snapshot_records`); ``sensitive``: each release's sensitive column."""
+    n_k = int(code.max(initial=-1)) + 1
+    keys = []
+    for (table, _), column in zip(snapshots, sensitive, strict=True):
+        codes, labels = pd.factorize(table[column].astype(str))
+        value = value_codes(values, list(labels))[codes]  # another spelling of a protected value is that value
+        person = np.asarray(ids.get_indexer(pd.Index(table[id_column].astype(str))), dtype=np.int64)
+        held = (value >= 0) & (person >= 0)
+        keys.append(person[held] * len(values) + value[held])
+    distinct = np.unique(np.concatenate(keys)) if keys else np.empty(0, dtype=np.int64)
+    person, v = np.divmod(distinct, max(len(values), 1))
+    flat = np.bincount(code[person] * len(values) + v, minlength=n_k * len(values))
+    return flat.reshape(n_k, len(values)).astype(np.int64)
