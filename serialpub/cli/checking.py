@@ -56,7 +56,7 @@ def audit(
         str,
         typer.Option(
             "--learners",
-            help="the learning adversary's learners to report after the verdict: all, nb, none, or names joined by "
+            help="the learning adversary's learners to report above the verdict line: all, nb, none, or names joined by "
             "commas (nb, nb-em3, nb-em10, logistic-pairs); reported, they do not change the verdict",
         ),
     ] = "all",
@@ -85,9 +85,13 @@ def audit(
         workspace, dataset, snapshots=snapshots, public_key=public_key, since=pin, checkpoint=checkpoint,
         key_fingerprint=key_fingerprint, learners=names,
     )  # fmt: skip
-    console.print(format_report(result))
+    # the learners' table goes above the verdict line, which stays the output's last line
+    # (the one a reader or a script looks at; the exit status says the same)
+    findings, verdict = format_report(result).rstrip("\n").rsplit("\n", 1)
+    console.print(findings)
     if result.learners is not None:
         console.print(format_learners(result.learners), markup=False, highlight=False)
+    console.print(verdict)
     status = result.verdict.exit_status  # docs/commands.md, "Exit codes"
     if status:
         raise typer.Exit(status)
