@@ -56,8 +56,8 @@ def audit(
         str,
         typer.Option(
             "--learners",
-            help="the learning adversary's learners to report above the verdict line: all, nb, none, or names joined by "
-            "commas (nb, nb-em3, nb-em10, logistic-pairs); reported, they do not change the verdict",
+            help="the learning adversary's learners to report above the verdict line: all, nb, none, or names "
+            "joined by commas (nb, nb-em3, nb-em10, logistic-pairs); reported, they do not change the verdict",
         ),
     ] = "all",
 ) -> None:
