@@ -219,3 +219,32 @@ def test_the_sign_off_prompt_and_the_demo_table_lead_with_the_joint_figure() -> 
     row = next(x for x in text.splitlines() if x.split()[:1] == ["1"]).split()
     assert header[-6:-1] == ["q.err", "base", "gain", "q.err", "001"]
     assert row[-5:-1] == ["0.27", "0.32", "+0.05", "7.67"]
+
+
+@pytest.mark.slow
+def test_expand_writes_group_labels_and_bounds_and_names_those_in_no_region(fresh: Path) -> None:
+    from serialpub.analysis.reader import open_releases
+
+    done = cli("expand", ".", "--out", "tables", cwd=fresh)
+    assert done.returncode == 0, done.stderr
+    copy = open_releases(fresh)
+    absent = []
+    for r in copy.releases:
+        frame = pd.read_parquet(fresh / "tables" / f"release-{r.number:04d}.parquet")
+        # the group's published labels, read from data.parquet independently of the expansion
+        published = r.frame().groupby("group")[QIS].first()
+        for q in QIS:
+            assert (frame[f"group_{q}"].astype(str).to_numpy() == published.loc[frame["group"], q].to_numpy()).all()
+        assert (frame["lower"] <= frame["weight"] + 1e-9).all() and (frame["weight"] <= frame["upper"] + 1e-9).all()
+        assert (frame["upper"] <= frame["individuals"]).all() and (frame["lower"] >= 0).all()
+        assert (frame["upper"] > frame["lower"]).any()
+        # a group's records of a value lie between the sums of its rows' bounds
+        per = frame.groupby(["group", SENSITIVE], observed=True)[["lower", "upper", "weight"]].sum()
+        assert (per["lower"] <= per["weight"].round() + 1e-9).all() and (per["weight"].round() <= per["upper"]).all()
+        groups = r.groups()
+        absent.append(len(r.register) - int(groups["register_individuals"].sum()))
+    assert any(absent), "every register individual lies in a region: the note is untested"
+    listed = ", ".join(f"release {r.number}: {k:,}" for r, k in zip(copy.releases, absent, strict=True) if k)
+    said = " ".join(done.stdout.split())
+    assert f"Register individuals in no published region, so in no row: {listed}." in said
+    assert "not in that period's snapshot" in said

@@ -42,7 +42,18 @@ from serialpub.analysis.reader import PublicReleases, PublishedRelease
 from serialpub.errors import InputError, quoted
 from serialpub.io.atomic import own_tmp
 
-__all__ = ["ERROR_MODEL", "Condition", "answer", "expand", "parse_condition", "sensitive_domain", "write_expanded"]
+__all__ = [
+    "ERROR_MODEL",
+    "Condition",
+    "Query",
+    "answer",
+    "answers",
+    "expand",
+    "in_no_region",
+    "parse_condition",
+    "sensitive_domain",
+    "write_expanded",
+]
 
 #: The error figure's model in one sentence, as ``query`` prints it (table caption, JSON).
 ERROR_MODEL = (
@@ -160,14 +171,61 @@ def sensitive_domain(copy: PublicReleases) -> list[str]:
     return list(seen)
 
 
-def _ranges(release: PublishedRelease, conditions: Sequence[Condition], s_values: list[str]) -> QueryRanges:
+@dataclass(frozen=True)
+class Query:
+    """One count query of a batch: QI ``conditions`` joined by AND, the sensitive values
+    counted (None: the call's default), and where it was written (``origin``, e.g.
+    ``queries.txt, line 3``), which prefixes any error about it."""
+
+    conditions: tuple[Condition, ...]
+    sensitive: tuple[str, ...] | None = None
+    origin: str = ""
+
+
+def _s_values(copy: PublicReleases, domain: list[str], sensitive: Sequence[str] | None) -> list[str]:
+    if sensitive is None:
+        return domain
+    s_values = [s.strip() for s in sensitive if s.strip()]
+    bad = [s for s in s_values if s not in domain]
+    if bad or not s_values:
+        raise InputError(
+            f"--sensitive: {bad[0] if bad else 'nothing'!r} is not a value of "
+            f"{copy.releases[-1].sensitive}; give some of {_shown(domain)}"
+        )
+    return s_values
+
+
+def _located(origin: str, exc: InputError) -> InputError:
+    """``exc`` prefixed with where its query was written (a batch file's line)."""
+    return InputError(f"{origin}: {str(exc).removeprefix('--where ').removeprefix('--sensitive: ')}") if origin else exc
+
+
+def _ranges(
+    release: PublishedRelease, queries: Sequence[Query], domain: list[str], s_sets: list[list[str]]
+) -> QueryRanges:
+    """The queries as leaf masks over ``release``'s hierarchies, (Q, n_leaves) per QI named
+    by a condition; a condition is resolved once per hierarchy however many queries hold it."""
     masks: dict[str, BoolArray] = {}
-    for c in conditions:
-        if c.attribute not in release.qis:
-            raise InputError(f"--where {c}: release {release.number} does not publish {c.attribute}")
-        m = c.mask(release.hierarchies[c.attribute])[None, :]
-        masks[c.attribute] = masks[c.attribute] & m if c.attribute in masks else m
-    return QueryRanges(masks, tuple(s_values), np.ones((1, len(s_values)), dtype=bool))
+    seen: dict[Condition, BoolArray] = {}
+    for i, q in enumerate(queries):  # one step per query: each mask is one vectorized call
+        for c in q.conditions:
+            if c.attribute not in release.qis:
+                missing = InputError(f"--where {c}: release {release.number} does not publish {c.attribute}")
+                raise _located(q.origin, missing)
+            h = release.hierarchies[c.attribute]
+            if c not in seen:
+                try:
+                    seen[c] = c.mask(h)
+                except InputError as exc:
+                    raise _located(q.origin, exc) from None
+            if c.attribute not in masks:
+                masks[c.attribute] = np.ones((len(queries), h.n_leaves), dtype=bool)
+            masks[c.attribute][i] &= seen[c]
+    s_mask = np.zeros((len(queries), len(domain)), dtype=bool)
+    position = {v: k for k, v in enumerate(domain)}
+    for i, values in enumerate(s_sets):
+        s_mask[i, [position[v] for v in values]] = True
+    return QueryRanges(masks, tuple(domain), s_mask)
 
 
 def answer(
@@ -198,31 +256,52 @@ def answer(
         InputError: an unknown sensitive value (named, with the allowed ones); a condition
             :meth:`Condition.mask` refuses; the copy holds no register.
     """
+    query = Query(tuple(conditions), None if sensitive is None else tuple(sensitive))
+    return answers(copy, [query], releases).drop(columns="query")
+
+
+def answers(copy: PublicReleases, queries: Sequence[Query], releases: Sequence[int] | None = None) -> pd.DataFrame:
+    """Several count queries on every (or the given) release, all of a release's queries in
+    one vectorized call (:func:`anonymizer.joint.joint_answers`): what ``query --queries``
+    and ``query --by`` answer after verifying the copy once.
+
+    Args:
+        copy: the verified series (:func:`serialpub.analysis.reader.open_releases`).
+        queries: the queries; a query's ``sensitive`` None counts every value.
+        releases: release numbers (default: all).
+
+    Returns:
+        one row per (release, query), releases outer: ``query`` (0-based position in
+        ``queries``) and the columns of :func:`answer`.
+
+    Raises:
+        InputError: as :func:`answer`, prefixed with the query's ``origin`` when it has one.
+    """
     domain = sensitive_domain(copy)
-    if sensitive is None:
-        s_values = domain
-    else:
-        s_values = [s.strip() for s in sensitive if s.strip()]
-        bad = [s for s in s_values if s not in domain]
-        if bad or not s_values:
-            raise InputError(
-                f"--sensitive: {bad[0] if bad else 'nothing'!r} is not a value of "
-                f"{copy.releases[-1].sensitive}; give some of {_shown(domain)}"
-            )
+    s_sets = []
+    for q in queries:
+        try:
+            s_sets.append(_s_values(copy, domain, q.sensitive))
+        except InputError as exc:
+            raise _located(q.origin, exc) from None
     chosen = copy.releases if releases is None else [copy.release(n) for n in releases]
-    rows = []
-    for r in chosen:  # one step per release
-        a = joint_answers(r.joint(), _ranges(r, conditions, s_values))
-        (low90,), (high90,) = a.interval()
-        (low95,), (high95,) = a.interval(Z_95)
-        cut = ",".join(q for q, flag in zip(r.joint().qis, a.generalized[0], strict=True) if flag)
-        rows.append({
-            "release": r.number, "period": r.manifest.period, "estimate": float(a.estimate[0]),
-            "se": float(a.se[0]), "low90": float(low90), "high90": float(high90), "low95": float(low95),
-            "high95": float(high95), "lower": int(a.lower[0]), "upper": int(a.upper[0]),
-            "uniform": float(a.uniform[0]), "records": len(r.data), "generalized": cut,
-        })  # fmt: skip
-    return pd.DataFrame(rows)
+    frames = []
+    for r in chosen:  # one step per release; the queries are columns of its arrays
+        j = r.joint()
+        a = joint_answers(j, _ranges(r, queries, domain, s_sets))
+        low90, high90 = a.interval()
+        low95, high95 = a.interval(Z_95)
+        names = np.asarray(j.qis, dtype=object)
+        cut = [",".join(names[row]) for row in a.generalized]
+        frames.append(pd.DataFrame({
+            "query": np.arange(len(queries)), "release": r.number, "period": r.manifest.period,
+            "estimate": a.estimate, "se": a.se, "low90": low90, "high90": high90, "low95": low95,
+            "high95": high95, "lower": a.lower, "upper": a.upper, "uniform": a.uniform,
+            "records": len(r.data), "generalized": cut,
+        }))  # fmt: skip
+    columns = ["query", "release", "period", "estimate", "se", "low90", "high90", "low95", "high95", "lower",
+               "upper", "uniform", "records", "generalized"]  # fmt: skip
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
 
 
 def expand(release: PublishedRelease) -> pd.DataFrame:
@@ -234,11 +313,16 @@ def expand(release: PublishedRelease) -> pd.DataFrame:
         labels; numbers for a QI the manifest declares numeric), the sensitive value,
         ``weight`` = c_s(G) · n(cell) / n(G) (expected records), ``variance`` (of the
         row's records under the model: :func:`anonymizer.joint.allocation_variance` of
-        c_s(G), n(cell), n(G)), ``individuals`` (n(cell)) and ``group``. Σ weight over the
-        rows satisfying a query is its register-joint estimate (:mod:`anonymizer.joint`);
-        Σ variance over them is at least the query's variance (a group's rows are drawn
-        together, so their counts are not independent; ``serialpub query`` gives the exact
-        figure); Σ weight per group and value is the published count.
+        c_s(G), n(cell), n(G)), ``lower`` = max(0, c_s(G) − (n(G) − n(cell))) and
+        ``upper`` = min(c_s(G), n(cell)) (certain bounds of the row's published records:
+        the bounds of :mod:`anonymizer.joint` for a query holding that one combination),
+        ``individuals`` (n(cell)), ``group`` and, per QI ``q``, ``group_q``: the group's
+        published (generalized) label, as text. Σ weight over the rows satisfying a query is
+        its register-joint estimate (:mod:`anonymizer.joint`); Σ variance over them is at
+        least the query's variance (a group's rows are drawn together, so their counts are
+        not independent; ``serialpub query`` gives the exact figure); Σ weight per group and
+        value is the published count. Register individuals in no published region have no
+        row (:func:`in_no_region`).
 
     Raises:
         InputError: the copy holds no register.
@@ -252,6 +336,7 @@ def expand(release: PublishedRelease) -> pd.DataFrame:
     rows = cells.merge(held, on="group", how="inner", sort=False)
     cell = rows["cell"].to_numpy()
     group = rows["group"].to_numpy()
+    count = rows["count"].to_numpy()
     individuals = j.cell_counts[cell]
     out = pd.DataFrame({"release": release.number, "period": release.manifest.period}, index=range(len(rows)))
     for a, q in enumerate(j.qis):
@@ -260,11 +345,29 @@ def expand(release: PublishedRelease) -> pd.DataFrame:
         numeric = q in release.manifest.numeric and h.numeric
         out[q] = pd.to_numeric(leaves) if numeric else pd.Categorical(leaves)
     out[release.sensitive] = pd.Categorical(np.asarray(j.sensitive_values, dtype=object)[rows["value"].to_numpy()])
-    out["weight"] = rows["count"].to_numpy() * individuals / n_g[group]
-    out["variance"] = allocation_variance(rows["count"].to_numpy(), individuals, n_g[group])
+    out["weight"] = count * individuals / n_g[group]
+    out["variance"] = allocation_variance(count, individuals, n_g[group])
+    out["lower"] = np.maximum(0, count - (n_g[group] - individuals))
+    out["upper"] = np.minimum(count, individuals)
     out["individuals"] = individuals
     out["group"] = group
+    for a, (q, h) in enumerate(zip(j.qis, j.hierarchies, strict=True)):
+        labels = np.asarray(h.labels, dtype=object)[j.group_nodes[group, a]]
+        out[f"group_{q}"] = pd.Categorical(labels)
     return out
+
+
+def in_no_region(release: PublishedRelease) -> int:
+    """The register individuals whose QI values lie in no published region of ``release``:
+    none of them was in the period's snapshot, unless as one of the records the release
+    suppressed (docs/threat-model.md, "What a release reveals about presence"). They have no
+    row in :func:`expand`.
+
+    Raises:
+        InputError: the copy holds no register.
+    """
+    j = release.joint()
+    return int(j.cell_counts[j.group_of_cell < 0].sum())
 
 
 def write_expanded(copy: PublicReleases, out: Path, releases: Sequence[int] | None = None) -> list[Path]:

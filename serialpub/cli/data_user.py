@@ -8,8 +8,9 @@ or incomplete copy with one line (exit 2).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich import box
@@ -57,6 +58,15 @@ def _releases(text: str) -> list[int] | None:
     return numbers
 
 
+_CAPTION = (
+    "estimate: each group's published counts spread over its region like the register's individuals; "
+    "se: its standard error if each group's records were held by individuals of its region drawn at "
+    "random (the estimate's own model; not its bias); 90 % interval: estimate ± 1.645 se within the "
+    "bounds; lower-upper: certain bounds of the true count; uniform: spread uniformly over the leaves "
+    "(paper 001). "
+)
+
+
 @app.command()
 def query(
     copy: Annotated[Path, _COPY],
@@ -71,6 +81,14 @@ def query(
     sensitive: Annotated[
         str | None, typer.Option("--sensitive", help="sensitive values counted, comma-separated (default: all)")
     ] = None,
+    by: Annotated[
+        str | None,
+        typer.Option("--by", help="cross-tab: one count per combination of these QIs' values (comma-separated)"),
+    ] = None,
+    queries: Annotated[
+        Path | None,
+        typer.Option("--queries", help="a file of queries, one a line: conditions as for --where joined by ' AND '"),
+    ] = None,
     release: Annotated[str, typer.Option("--release", help="a release number, several (1,3) or 'all'")] = "all",
     as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
     dataset: Annotated[str | None, _DATASET] = None,
@@ -79,15 +97,32 @@ def query(
 ) -> None:
     """Count the records satisfying the conditions, per release: the register-joint
     estimate with its standard error and nominal 90 % interval, bounds the true count
-    cannot leave, and paper 001's uniform estimate."""
-    from serialpub.analysis.querying import ERROR_MODEL, answer, parse_condition
+    cannot leave, and paper 001's uniform estimate. With --by, one count per cell of a
+    cross-tab; with --queries, one per line of a file; the copy is verified once."""
+    from serialpub.analysis.batch import query_lines
     from serialpub.analysis.reader import open_releases
 
     numbers = _releases(release)
+    if queries is not None and (where or by is not None):
+        raise InputError("--queries: write each line's conditions in the file; --where and --by do not combine with it")
+    lines = query_lines(queries) if queries is not None else None
     releases = open_releases(copy, dataset, public_key, key_fingerprint=key_fingerprint)
-    attributes = releases.releases[-1].qis
-    conditions = [parse_condition(w, attributes) for w in where or []]
     values = None if sensitive is None else split_list(sensitive)
+    if lines is not None and queries is not None:
+        _batch(releases, queries, lines, values, numbers, as_json)
+    elif by is not None:
+        _crosstab(releases, split_list(by), where or [], values, numbers, as_json)
+    else:
+        _single(releases, where or [], values, numbers, as_json)
+
+
+def _single(
+    releases: PublicReleases, where: list[str], values: list[str] | None, numbers: list[int] | None, as_json: bool
+) -> None:
+    from serialpub.analysis.querying import ERROR_MODEL, answer, parse_condition
+
+    attributes = releases.releases[-1].qis
+    conditions = [parse_condition(w, attributes) for w in where]
     table = answer(releases, conditions, values, numbers)
     note = _bias_note(table)
     if as_json:
@@ -97,42 +132,116 @@ def query(
             "answers": table.to_dict(orient="records"),
         }, indent=2))  # fmt: skip
         return
-    described = " AND ".join(str(c) for c in conditions) or "every record"
     out = Table(
-        title=f"{releases.dataset}: COUNT WHERE {described}"
-        + (f" AND {releases.releases[-1].sensitive} IN ({', '.join(values)})" if values else ""),
-        box=box.SIMPLE_HEAD,
-        caption=(
-            "estimate: each group's published counts spread over its region like the register's individuals; "
-            "se: its standard error if each group's records were held by individuals of its region drawn at "
-            "random (the estimate's own model; not its bias); 90 % interval: estimate ± 1.645 se within the "
-            "bounds; lower-upper: certain bounds of the true count; uniform: spread uniformly over the leaves "
-            "(paper 001). " + _verified(releases)
-        ),
-        caption_justify="left",
-    )
+        title=f"{releases.dataset}: COUNT WHERE {_described(releases, conditions, values)}",
+        box=box.SIMPLE_HEAD, caption=_CAPTION + _verified(releases), caption_justify="left",
+    )  # fmt: skip
     for col in ("release", "period", "estimate", "se", "90 % interval", "lower", "upper", "uniform", "records"):
         out.add_column(col, justify="right")
     for row in table.itertuples():
-        out.add_row(
-            str(row.release), str(row.period), f"{row.estimate:.1f}", f"{row.se:.1f}",
-            f"{row.low90:.1f}-{row.high90:.1f}", str(row.lower), str(row.upper), f"{row.uniform:.1f}",
-            str(row.records),
-        )  # fmt: skip
+        out.add_row(str(row.release), str(row.period), *_figures(row), f"{row.uniform:.1f}", str(row.records))
     console.print(out)
     if note:
         console.print(f"Note: {note}.", soft_wrap=True)
 
 
-def _bias_note(table: pd.DataFrame) -> str | None:
+def _described(releases: PublicReleases, conditions: Sequence[object], values: Sequence[str] | None) -> str:
+    """A query as its title writes it: ``a=x AND b=y AND s IN (v, w)``."""
+    text = " AND ".join(str(c) for c in conditions) or "every record"
+    return text + (f" AND {releases.releases[-1].sensitive} IN ({', '.join(values)})" if values else "")
+
+
+def _figures(row: Any) -> list[str]:
+    """estimate, se, 90 % interval, lower, upper of an answer row, as the tables print them."""
+    return [
+        f"{row.estimate:.1f}", f"{row.se:.1f}", f"{row.low90:.1f}-{row.high90:.1f}", str(row.lower), str(row.upper)
+    ]  # fmt: skip
+
+
+def _crosstab(
+    releases: PublicReleases, by: list[str], where: list[str], values: list[str] | None, numbers: list[int] | None,
+    as_json: bool,
+) -> None:  # fmt: skip
+    """``query --by``: one row per (cell, release), the cells' queries answered together."""
+    import pandas as pd
+
+    from serialpub.analysis.batch import crosstab_queries
+    from serialpub.analysis.querying import ERROR_MODEL, answers, parse_condition
+
+    newest = releases.releases[-1]
+    conditions = [parse_condition(w, newest.qis) for w in where]
+    leaves = {q: newest.hierarchies[q].leaves for q in newest.qis}
+    cells, cell_queries = crosstab_queries(by, leaves, conditions, values)
+    table = answers(releases, cell_queries, numbers)
+    table = pd.concat([cells.iloc[table["query"]].reset_index(drop=True), table.drop(columns="query")], axis=1)
+    note = _bias_note(table, "answers")
+    if as_json:
+        print(json.dumps({
+            "dataset": releases.dataset, "by": list(cells.columns), "where": [str(c) for c in conditions],
+            "sensitive": values, "key_fingerprint": releases.key_fingerprint, "error_model": ERROR_MODEL,
+            "note": note, "cells": table.to_dict(orient="records"),
+        }, indent=2))  # fmt: skip
+        return
+    described = _described(releases, conditions, values)
+    out = Table(
+        title=f"{releases.dataset}: COUNT BY {', '.join(cells.columns)} WHERE {described}",
+        box=box.SIMPLE_HEAD, caption=_CAPTION + _verified(releases), caption_justify="left",
+    )  # fmt: skip
+    for col in (*cells.columns, "release", "period", "estimate", "se", "90 % interval", "lower", "upper"):
+        out.add_column(col, justify="left" if col in cells.columns else "right")
+    for row in table.itertuples(index=False):
+        out.add_row(*(str(v) for v in row[: cells.shape[1]]), str(row.release), str(row.period), *_figures(row))
+    console.print(out)
+    if note:
+        console.print(f"Note: {note}.", soft_wrap=True)
+
+
+def _batch(
+    releases: PublicReleases, path: Path, lines: list[tuple[int, str]], values: list[str] | None,
+    numbers: list[int] | None, as_json: bool,
+) -> None:  # fmt: skip
+    """``query --queries FILE``: one row per (line, release), every line answered together."""
+    import numpy as np
+
+    from serialpub.analysis.batch import parse_queries
+    from serialpub.analysis.querying import ERROR_MODEL, answers
+
+    newest = releases.releases[-1]
+    batch = parse_queries(path, lines, newest.qis, newest.sensitive, values)
+    table = answers(releases, batch, numbers)
+    position = table.pop("query").to_numpy()
+    text = np.array([_described(releases, q.conditions, q.sensitive) for q in batch], dtype=object)
+    table.insert(0, "line", np.array([n for n, _ in lines])[position])
+    table.insert(1, "query", text[position])
+    note = _bias_note(table, "answers")
+    if as_json:
+        print(json.dumps({
+            "dataset": releases.dataset, "queries": str(path), "key_fingerprint": releases.key_fingerprint,
+            "error_model": ERROR_MODEL, "note": note, "answers": table.to_dict(orient="records"),
+        }, indent=2, default=int))  # fmt: skip
+        return
+    out = Table(
+        title=f"{releases.dataset}: {len(batch)} queries of {path}", box=box.SIMPLE_HEAD,
+        caption=_CAPTION + _verified(releases), caption_justify="left",
+    )  # fmt: skip
+    for col in ("line", "query", "release", "period", "estimate", "se", "90 % interval", "lower", "upper"):
+        out.add_column(col, justify="left" if col == "query" else "right")
+    for row in table.itertuples():
+        out.add_row(str(row.line), str(row.query), str(row.release), str(row.period), *_figures(row))
+    console.print(out)
+    if note:
+        console.print(f"Note: {note}.", soft_wrap=True)
+
+
+def _bias_note(table: pd.DataFrame, unit: str = "release(s)") -> str | None:
     """The warning a query on a generalized QI gets: the QIs named, and what the error
     figure leaves out (docs/data-users.md, "How far to trust the error figure")."""
     cut = sorted({q for text in table["generalized"] if text for q in text.split(",")}) if len(table) else []
     if not cut:
         return None
-    releases = int((table["generalized"] != "").sum())
+    cutting = int((table["generalized"] != "").sum())
     return (
-        f"the condition on {', '.join(cut)} cuts generalized values in {releases} of {len(table)} release(s); "
+        f"the condition on {', '.join(cut)} cuts generalized values in {cutting} of {len(table)} {unit}; "
         "there the estimate assumes the values counted are spread inside each region like the register's "
         "individuals, so where they depend on that QI it leans toward independence (too low where they "
         "concentrate, too high where they are rare) and the se does not include that bias"
@@ -151,10 +260,35 @@ def expand(
     """Write each release as weighted microdata: one row per (register QI combination inside
     a published region, sensitive value) with its expected records ('weight'); SUM(weight)
     over a query's rows is its register-joint estimate."""
-    from serialpub.analysis.querying import write_expanded
+    from serialpub.analysis.querying import in_no_region, write_expanded
     from serialpub.analysis.reader import open_releases
 
     numbers = _releases(release)
     releases = open_releases(copy, dataset, public_key, key_fingerprint=key_fingerprint)
     written = write_expanded(releases, out, numbers)
     console.print(f"{len(written)} table(s) written to {out}. {_verified(releases)}", soft_wrap=True)
+    chosen = releases.releases if numbers is None else [releases.release(n) for n in numbers]
+    absent = [(r.number, in_no_region(r), r.manifest.suppressed or 0) for r in chosen]  # one step per release
+    console.print(_absent_note(absent), soft_wrap=True)
+
+
+def _absent_note(counts: list[tuple[int, int, int]]) -> str:
+    """What ``expand`` says of the register individuals its tables leave out: per release
+    (number, individuals in no published region, records suppressed), why none of them has
+    a row (docs/threat-model.md, "What a release reveals about presence")."""
+    outside = [(n, k, s) for n, k, s in counts if k]
+    if not outside:
+        return "Every register individual lies in a published region of every release written."
+    listed = ", ".join(f"release {n}: {k:,}" for n, k, _ in outside)
+    suppressed = [n for n, _, s in outside if s]
+    return (
+        f"Register individuals in no published region, so in no row: {listed}. Each region holds all the "
+        "snapshot's records of its individuals, so these were not in that period's snapshot"
+        + (
+            f" (or, in release(s) {', '.join(map(str, suppressed))}, among the records it suppressed)"
+            if suppressed
+            else ""
+        )
+        + "; a public copy and the register show their absence (docs: threat model, what a release reveals "
+        "about presence)."
+    )
