@@ -274,6 +274,30 @@ def published_workspaces(tmp_path_factory: pytest.TempPathFactory) -> PublishedW
     return PublishedWorkspaces(tmp_path_factory.mktemp("published"))
 
 
+@pytest.fixture(scope="module")
+def public_copy(tmp_path_factory: pytest.TempPathFactory, published_workspaces: PublishedWorkspaces) -> Path:
+    """A public copy (with the register) of the clinic workspace after two releases, one per
+    test module (the data user's tests read it; a test that edits a copy takes :func:`fresh`)."""
+    from helpers import cli
+
+    base = tmp_path_factory.mktemp("public-copy")
+    ws = published_workspaces.copy(base / "ws", releases=2)
+    out = base / "public"
+    done = cli("public-copy", "--config", ws, "--out", out, "--with-register")
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+@pytest.fixture
+def fresh(public_copy: Path, tmp_path: Path) -> Path:
+    """A fresh folder holding only the public copy (as received)."""
+    import shutil
+
+    target = tmp_path / "received"
+    shutil.copytree(public_copy, target)
+    return target
+
+
 @pytest.fixture
 def published_once(tmp_path: Path, published_workspaces: PublishedWorkspaces) -> Path:
     """The small clinic workspace with release 1 (period 0001) published: a private copy,

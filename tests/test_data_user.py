@@ -15,26 +15,6 @@ import pytest
 from helpers import QIS, SENSITIVE, cli
 
 
-@pytest.fixture(scope="module")
-def public_copy(tmp_path_factory: pytest.TempPathFactory, published_workspaces: Any) -> Path:
-    """A public copy (with the register) of the clinic workspace after two releases (the
-    published template other tests share)."""
-    base = tmp_path_factory.mktemp("user")
-    ws = published_workspaces.copy(base / "ws", releases=2)
-    out = base / "public"
-    done = cli("public-copy", "--config", ws, "--out", out, "--with-register")
-    assert done.returncode == 0, done.stderr
-    return out
-
-
-@pytest.fixture
-def fresh(public_copy: Path, tmp_path: Path) -> Path:
-    """A fresh folder holding only the public copy (as received)."""
-    target = tmp_path / "received"
-    shutil.copytree(public_copy, target)
-    return target
-
-
 @pytest.mark.slow
 def test_a_data_user_verifies_queries_and_expands_a_public_copy(fresh: Path) -> None:
     audited = cli("audit", ".", "--public-key", "keys/publisher.pub", cwd=fresh)

@@ -17,17 +17,6 @@ from serialpub.analysis import querying
 from serialpub.errors import InputError
 
 
-@pytest.fixture(scope="module")
-def public_copy(tmp_path_factory: pytest.TempPathFactory, published_workspaces: Any) -> Path:
-    """A public copy (with the register) of the clinic workspace after two releases."""
-    base = tmp_path_factory.mktemp("expand")
-    ws = published_workspaces.copy(base / "ws", releases=2)
-    out = base / "public"
-    done = cli("public-copy", "--config", ws, "--out", out, "--with-register")
-    assert done.returncode == 0, done.stderr
-    return out
-
-
 def _everything(folder: Path) -> list[str]:
     """Every entry under ``folder``, hidden temporary files included."""
     return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))

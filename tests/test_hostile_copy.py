@@ -27,22 +27,6 @@ Edit = Callable[[int, dict[str, Any]], None]
 TRAVERSAL = "../../../../etc/passwd"
 
 
-@pytest.fixture(scope="module")
-def public_copy(tmp_path_factory: pytest.TempPathFactory, published_workspaces: Any) -> Path:
-    """A public copy (with the register) of the clinic workspace after two releases."""
-    base = tmp_path_factory.mktemp("hostile")
-    ws = published_workspaces.copy(base / "ws", releases=2)
-    out = base / "public"
-    done = cli("public-copy", "--config", ws, "--out", out, "--with-register")
-    assert done.returncode == 0, done.stderr
-    return out
-
-
-@pytest.fixture
-def fresh(public_copy: Path, tmp_path: Path) -> Path:
-    target = tmp_path / "received"
-    shutil.copytree(public_copy, target)
-    return target
 
 
 def _store(copy: Path) -> Path:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -17,16 +16,6 @@ from serialpub.analysis.reader import PublicReleases, open_releases
 
 _FIGURES = ["estimate", "se", "low90", "high90", "low95", "high95", "lower", "upper", "uniform"]
 
-
-@pytest.fixture(scope="module")
-def public_copy(tmp_path_factory: pytest.TempPathFactory, published_workspaces: Any) -> Path:
-    """A public copy (with the register) of the clinic workspace after two releases."""
-    base = tmp_path_factory.mktemp("many")
-    ws = published_workspaces.copy(base / "ws", releases=2)
-    out = base / "public"
-    done = cli("public-copy", "--config", ws, "--out", out, "--with-register")
-    assert done.returncode == 0, done.stderr
-    return out
 
 
 @pytest.fixture(scope="module")
