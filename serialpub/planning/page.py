@@ -220,8 +220,7 @@ def frontier(rows: Sequence[dict[str, Any]], rounds: int) -> str:
 def write_page(path: Path, plan: dict[str, Any]) -> Path:
     """Write the plan's HTML page (``plan`` is the JSON document of ``serialpub plan``): the
     advice, the frontier and the ranked table with each candidate's flags, protected values
-    as serialpub.yaml spells them, and groups per release. The learners' column is shown
-    once a candidate carries ``learners_max_posterior``."""
+    as serialpub.yaml spells them, and groups per release."""
     rows = plan["candidates"]
     # what the page shows beside each row's figures, the JSON document left as it is
     shown = [
@@ -229,12 +228,11 @@ def write_page(path: Path, plan: dict[str, Any]) -> Path:
              sparkline=sparkline(r["groups_per_release"], r["collapsed_releases"]))
         for r in rows
     ]  # fmt: skip
-    learners = any(r["learners_max_posterior"] is not None for r in rows)
     text = (
         environment()
         .get_template(TEMPLATE)
         .render(plan=plan, rows=shown, frontier=frontier(rows, plan["rounds"]), version=__version__,
-                learners=learners, near=f"{1 - NEAR_BOUND:.0%}")
+                near=f"{1 - NEAR_BOUND:.0%}")
     )  # fmt: skip
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")

@@ -273,9 +273,6 @@ class CandidateResult:
             "groups_mean": mean("groups"),
             "groups_min": min((x["groups"] for x in r), default=None),
             "groups_max": max((x["groups"] for x in r), default=None),
-            # the largest posterior a trained learner reaches on the candidate's releases,
-            # beside max_breach (the uniform reading): not measured by the plan, so None
-            "learners_max_posterior": None,
             "error": mean("error"),
             "baseline": mean("baseline"),
             "gain": mean("gain"),
