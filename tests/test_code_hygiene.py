@@ -27,6 +27,7 @@ CITATIONS = {
     "an issue number": re.compile(r"\bissues?\s+#?\d+", re.IGNORECASE),
     "the extraction notes": re.compile(r"\bseed\d{3}"),
     "a notes folder": re.compile(r"\bnotes/\w"),
+    "a section of the extraction notes": re.compile(r"\bnotes\s*§", re.IGNORECASE),
     "a folder beside the repository": re.compile(r"\.\./shared\b|\bshared/papers\b"),
 }
 
@@ -79,6 +80,7 @@ def test_the_scan_finds_each_kind_of_violation() -> None:
             "def f():",
             '    """Holds 2 ' + "GiB at 50M." + '"""',
             "# from ../" + "sha" + "red/papers/" + "no" + "tes/x.md",
+            "# the block form (" + "no" + "tes " + "§A.6)",
         ]
     )
     found = violations(planted)
@@ -86,6 +88,7 @@ def test_the_scan_finds_each_kind_of_violation() -> None:
     assert any("the extraction notes" in v for v in found), found
     assert any("a notes folder" in v for v in found), found
     assert any("a folder beside the repository" in v for v in found), found
+    assert any("a section of the extraction notes" in v for v in found), found
     assert [v.split(":")[0] for v in found if "quotes" in v] == ["2", "4"], found
     assert violations("x = 1  # one pass over the rows, not two\n") == []
 

@@ -154,7 +154,7 @@ def _brute_force(
 
 
 # --------------------------------------------------------------------------------------------
-# Examples 1-4 (paper §2.3.1, §2.3.2, §3.2; notes §5.6-5.9)
+# Examples 1-4 (paper §2.3.1, §2.3.2, §3.2)
 
 
 def test_s_ext_from_figure_1b() -> None:
@@ -188,7 +188,7 @@ def test_examples_3_and_4_theorems() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# the full breach table of Figures 3 and 1c (notes §5.11, [derived])
+# the full breach table of Figures 3 and 1c (derived with the paper's Theorems 1 and 2)
 
 FIG3_TABLE = {  # row: (prim n=ext, nonprim n=ext, prim n=m, nonprim n=#distinct)
     "prim_ext": ["2/5", "1/5", "2/5", "2/15", "1/3", "1/3", "0", "1/2", "1/2", "1/3"],

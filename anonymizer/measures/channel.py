@@ -106,7 +106,7 @@ def privacy_error(channel: npt.ArrayLike, prior: npt.ArrayLike | None = None) ->
 def error_bounds(n_inputs: int, n_outputs: int) -> tuple[float, float]:
     """Bounds on the uniform-prior error (paper 003 §4.1): max(0, 1 − m/n) ≤ Error_f ≤ 1 − 1/n.
 
-    The source states 1 − m/n, which assumes m ≤ n outputs (ERRATUM, notes §B.9 item 4); the
+    The source states 1 − m/n, which assumes m ≤ n outputs (ERRATUM, docs/reports.md D7); the
     lower bound is clipped at 0 otherwise.
 
     Raises:
@@ -162,7 +162,7 @@ def santhi_vardy_bound(channel: npt.ArrayLike, prior: npt.ArrayLike | None = Non
 
 
 def mutual_information(channel: npt.ArrayLike, prior: npt.ArrayLike | None = None) -> float:
-    """I(T;T') = H(T) − H(T|T') in bits ([DERIVED] leakage figure, notes §B.2; not the paper's
+    """I(T;T') = H(T) − H(T|T') in bits ([DERIVED] leakage figure, docs/reports.md D4; not the paper's
     privacy measure). Raises ValueError for a malformed channel or prior."""
     a, exact = _channel(channel)
     p = np.asarray(_prior(prior, a.shape[0], exact), dtype=np.float64)

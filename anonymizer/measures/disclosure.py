@@ -16,8 +16,8 @@ matrix P. A *crack* is an edge of a matching that is also in M_0. The measures:
   R → T (Theorem 4.3.1), which approximates Ψ;
 - NMAPE (eq 4.5), the accuracy of 𝓗 against Ψ over every choice of M_0.
 
-Ψ is computed through the posterior edge marginals (a [DERIVED] identity, notes §A.3
-PSI_BY_MARGINALS): Ψ = Σ_i P[i, m_i]·permanent(P without row i, column m_i)/permanent(P),
+Ψ is computed through the posterior edge marginals (a [DERIVED] identity, docs/reports.md D1):
+Ψ = Σ_i P[i, m_i]·permanent(P without row i, column m_i)/permanent(P),
 that is n + 1 permanents instead of n! diagonals.
 
 Exact rational arithmetic: pass an object array of ``fractions.Fraction`` (or Python ints),
@@ -124,7 +124,7 @@ def match_marginals(p: npt.ArrayLike) -> npt.NDArray[Any]:
     """Posterior edge probabilities of the matching distribution P induces (paper 002 §3.2).
 
     ``q[i, j]`` = Σ of 𝒲(d) over the diagonals d containing cell (i, j)
-    = P[i, j]·permanent(P without row i, column j)/permanent(P) ([DERIVED], notes §A.3).
+    = P[i, j]·permanent(P without row i, column j)/permanent(P) ([DERIVED], docs/reports.md D1).
     Each row and column of q sums to 1. Ψ_μ(P) = Σ_i q[i, μ(i)] for every M_0 = μ.
 
     Args:
@@ -197,7 +197,7 @@ def heuristic(p: npt.ArrayLike, m0: npt.ArrayLike) -> Number:
     Raises:
         ValueError: bad shapes, m0 not a permutation, or P not doubly stochastic (float
             tolerance ``STOCHASTIC_TOL``), e.g. the thesis's Fig 3.4(b) Q as printed, whose
-            Tuberculosis row and y column sum to 1.03 (erratum, notes §A.4.5).
+            Tuberculosis row and y column sum to 1.03 (erratum, docs/reports.md D2).
     """
     a, exact = square_matrix(p)
     m = _perm_vector(m0, a.shape[0])
@@ -345,7 +345,7 @@ def nmape(p: npt.ArrayLike) -> float:
 
 
 def block_psi(blocks: Sequence[npt.ArrayLike], m0s: Sequence[npt.ArrayLike]) -> Number:
-    """Ψ of a block-diagonal attack matrix as the sum of its blocks' Ψ (notes §A.6, [DERIVED]).
+    """Ψ of a block-diagonal attack matrix as the sum of its blocks' Ψ (docs/reports.md D3, [DERIVED]).
 
     The permanent of a block-diagonal matrix factorizes over the blocks and a diagonal with
     positive weight stays inside them, so the induced matching distribution is a product and

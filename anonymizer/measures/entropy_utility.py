@@ -109,7 +109,7 @@ def attribute_utilities(
     leaves it open). H(A_i | rest) = H(all attributes) − H(rest), computed by hashing rows.
 
     Generalized tables (the source leaves H_max and the domain of a generalized attribute open,
-    notes §B.3 (i)). Our reading: H_max is log₂ of the *leaf* domain for original and published
+    docs/reports.md D5). Our reading: H_max is log₂ of the *leaf* domain for original and published
     tables alike, and a generalized cell is read as uniform over the n leaves below its node
     (maximum entropy), the other attributes as shown. Then
     H'(A_i | rest) = H(node_i | rest) + mean over records of log₂ n(node_i), exactly. This reading

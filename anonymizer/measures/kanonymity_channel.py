@@ -1,7 +1,7 @@
 """k-anonymity by full-domain generalization as a channel, and the channel figures of a release
 (Askari, Safavi-Naini & Barker, CODASPY'12, paper 003 §5).
 
-Correction of the source (notes §B.9): eq 25 (number of k-anonymous tables) ignores the
+Correction of the source (docs/reports.md D8): eq 25 (number of k-anonymous tables) ignores the
 remainder when k does not divide r; the corrected count is :func:`kanonymous_table_count` (the
 printed form is kept as an option).
 
@@ -86,7 +86,7 @@ def kanonymous_table_count(
     choose g distinct row values and spread r rows over them with at least k each.
     ``as_printed=True``: the source's Σ_{i=0}^{⌊r/k⌋−1} C(D, ⌊r/k⌋ − i)·C((⌊r/k⌋ − i) + ik − 1, ik),
     which equals the corrected count when k divides r and undercounts otherwise (it ignores the
-    remainder r − k⌊r/k⌋; ERRATUM, notes §B.9 item 5).
+    remainder r − k⌊r/k⌋; ERRATUM, docs/reports.md D8).
 
     Raises:
         ValueError: r < 1, k < 1, k > r, or invalid sizes.
@@ -193,7 +193,7 @@ def kanonymity_channel(
 
 
 # ---------------------------------------------------------------------------------------
-# factorized per-cell privacy (notes §B.8)
+# factorized per-cell privacy (docs/reports.md D6)
 
 
 @dataclass(frozen=True)
@@ -219,7 +219,7 @@ class FactorizedPrivacy:
 
 
 def factorized_privacy(published: npt.ArrayLike, hierarchies: Sequence[Hierarchy]) -> FactorizedPrivacy:
-    """Per-cell MAP error of a published generalized table ([DERIVED], notes §B.8).
+    """Per-cell MAP error of a published generalized table ([DERIVED], docs/reports.md D6).
 
     Exact statement. Suppose (a) the adversary's prior over the original table is uniform over
     ordered tables, i.e. every QI cell is independently uniform over its attribute's leaves,

@@ -1,7 +1,7 @@
 """Re-identification and disclosure risk of a generalized release under Malik's model, by
-per-QI-group blocks (Malik 2014, paper 002; the decomposition is notes §A.6, [DERIVED]).
+per-QI-group blocks (Malik 2014, paper 002; the decomposition is docs/reports.md D3, [DERIVED]).
 
-**Releases (block decomposition, notes §A.6, [DERIVED]).** A QI-group (equivalence class)
+**Releases (block decomposition, docs/reports.md D3, [DERIVED]).** A QI-group (equivalence class)
 of a generalized release shows one generalized QI vector for all of its records, so an
 adversary who knows every individual's exact QIs finds every individual of the group's
 region a feasible match for every record of the group, and no other individual: the attack
@@ -113,7 +113,7 @@ class ReleaseDisclosure:
 def release_disclosure(
     group: npt.ArrayLike, value: npt.ArrayLike, candidates: npt.ArrayLike | None = None
 ) -> ReleaseDisclosure:
-    """Malik's measures for a generalized release by per-class blocks (paper 002, notes §A.6).
+    """Malik's measures for a generalized release by per-class blocks (paper 002, docs/reports.md D3).
 
     Model (module docstring): block j is the complete bipartite graph between the n_j
     candidates and the r_j records of QI-group j, its flat matrix is uniform, so

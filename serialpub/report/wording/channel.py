@@ -51,7 +51,7 @@ def channel_measures(f: ChannelFigures, *, suppressed: int | None = None) -> lis
             )
         )
     fp = f.factorized
-    cond = "exact for a uniform independent cell prior and a data-independent generalization (notes §B.8)"
+    cond = "exact for a uniform independent cell prior and a data-independent generalization (docs/reports.md D6)"
     out.append(
         Measure(
             name="per-cell MAP error (factorized)",

@@ -37,7 +37,7 @@ def disclosure_measures(rd: ReleaseDisclosure, *, diluted: bool, presence: bool 
             name="expected re-identifications Ψ",
             value=rd.expected_reidentifications,
             unit="records",
-            source=f"{SOURCE} §4.1 eq 4.2, Thm 4.1.1 (Ψ = ε); per-class blocks, notes §A.6",
+            source=f"{SOURCE} §4.1 eq 4.2, Thm 4.1.1 (Ψ = ε); per-class blocks, docs/reports.md D3",
             note=f"Σ_j r_j/n_j over {rd.groups_with_records} QI-groups; lower is safer; {model}",
         ),
         Measure(
