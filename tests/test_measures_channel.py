@@ -172,7 +172,7 @@ def test_utility_hand_example() -> None:
     counts[9] = 4
     assert EU.attribute_utilities(tp, [4, 4], [counts, None]).tolist() == [0.0, 0.0]
     assert EU.utility_degradation(t, tp, [4, 4], published_leaf_counts=[counts, None]) == pytest.approx(2.0)
-    # without the leaf reading the constant column would look maximally useful (ambiguity §B.3 (i))
+    # without the leaf reading the constant column would look maximally useful (docs/reports.md D5)
     assert EU.attribute_utilities(tp, [4, 4])[0] == 2.0
     # eq 16 by loops
     ch = np.array([[0.5, 0.5], [0.25, 0.75]])
@@ -252,7 +252,7 @@ def test_kanonymity_channel_counts(attrs: list[Hierarchy], r: int, k: int) -> No
 
 
 def test_eq25_as_printed_drops_the_remainder() -> None:
-    """ERRATUM §B.9 item 5: r = 5, k = 2 over sex: groups (5,0), (0,5), (2,3), (3,2) at the leaf
+    """docs/reports.md D8: r = 5, k = 2 over sex: groups (5,0), (0,5), (2,3), (3,2) at the leaf
     level and one at '*' = 5 tables; eq 25 as printed counts 4."""
     ch = KC.kanonymity_channel([SEX], 5, 2)
     assert len(ch.outputs) == 5 == KC.kanonymous_table_count([[2, 1]], 5, 2)

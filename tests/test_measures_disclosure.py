@@ -186,7 +186,7 @@ def test_a48_heuristic_vs_metric_over_all_m0() -> None:
 
 
 def test_a6_block_decomposition() -> None:
-    """§A.6: a 2 + 3 block-diagonal K graph gives permanent 2!·3!, d = Σ log s!/log n!, ε = #classes;
+    """docs/reports.md D3: a 2 + 3 block-diagonal K graph gives permanent 2!·3!, d = Σ log s!/log n!, ε = #classes;
     for probabilistic blocks Ψ adds up (block_psi)."""
     a = np.zeros((5, 5), dtype=int)
     a[:2, :2] = 1

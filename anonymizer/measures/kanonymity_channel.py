@@ -281,7 +281,7 @@ class ChannelFigures:
             more than ``MAX_INPUT_TABLES`` input tables.
         input_tables: |T| of the enumerated channel; None when it was not enumerated.
         output_tables: |T'| of the enumerated channel; None when it was not enumerated.
-        factorized: the per-cell MAP figures (§B.8) of the published QIs.
+        factorized: the per-cell MAP figures (docs/reports.md D6) of the published QIs.
         utility_original: Utility_T (eq 14), bits.
         utility_published: Utility_T' (eq 14), bits, a generalized cell read as uniform over
             its leaves (:func:`~anonymizer.measures.entropy_utility.attribute_utilities`).
@@ -327,7 +327,7 @@ def channel_figures(
     Returns:
         :class:`ChannelFigures`: the MAP error of the k-anonymity channel under the uniform
         prior (eq 3/5, only when the instance has at most ``MAX_INPUT_TABLES`` input tables),
-        the factorized per-cell MAP error and table uncertainty (§B.8 conditions), Utility_T and
+        the factorized per-cell MAP error and table uncertainty (docs/reports.md D6 conditions), Utility_T and
         Utility_T' (eq 14) and the degradation (eq 15).
 
     Raises:
