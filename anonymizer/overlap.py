@@ -2,11 +2,13 @@
 (docs/design.md section 6, "The draft path"; docs/scaling.md).
 
 Overlap is an optimization, never the structure: every step that runs beside another is
-also correct run in turn, and gives the same bytes. With the environment variable
-``SERIALPUB_SEQUENTIAL`` set to ``1`` (or ``true``/``yes``) nothing runs on a second
-thread: :meth:`Overlap.submit` runs the work at once on the caller's thread and
-:func:`sequential` tells a caller to skip work it would only do speculatively. The tests
-publish a series both ways and compare the data files' bytes.
+also correct run in turn, and gives the same bytes. Under :func:`in_turn` (the workspace's
+``sequential: true``, applied by :class:`serialpub.workflow.publisher.Publisher`) nothing
+runs on a second thread: :meth:`Overlap.submit` runs the work at once on the caller's
+thread and :func:`sequential` tells a caller to skip work it would only do speculatively.
+The environment variable ``SERIALPUB_SEQUENTIAL`` overrides the setting when it is set:
+``1`` (or ``true``/``yes``/``on``) runs every step in turn, any other value overlaps them.
+The tests publish a series both ways and compare the data files' bytes.
 
 A pool belongs to the one :class:`Overlap` block that made it, never to the module: a
 forked process (an Airflow task) would inherit a module-level pool's bookkeeping without
@@ -21,14 +23,19 @@ hands to a thread too.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextvars import Context, copy_context
+from contextlib import contextmanager
+from contextvars import Context, ContextVar, copy_context
 from types import TracebackType
 from typing import ParamSpec, TypeVar
 
-#: the environment variable that runs every step in turn on the caller's thread
+#: the environment variable that, when set, overrides the setting: every step in turn on the
+#: caller's thread (``1``, ``true``, ``yes``, ``on``) or overlapped (any other value)
 SEQUENTIAL_ENV = "SERIALPUB_SEQUENTIAL"
+#: the setting in force for the extent of an :func:`in_turn` block (work an Overlap hands to
+#: a thread runs in a copy of the submitter's context, so it holds there too)
+_IN_TURN: ContextVar[bool] = ContextVar("serialpub_in_turn", default=False)
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -36,9 +43,25 @@ U = TypeVar("U")
 
 
 def sequential() -> bool:
-    """Whether :data:`SEQUENTIAL_ENV` asks for every step in turn (read at each call, so a
-    test or an operator can switch it for one run)."""
-    return os.environ.get(SEQUENTIAL_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
+    """Whether every step runs in turn: :data:`SEQUENTIAL_ENV` when it is set and not
+    blank (read at each call, so a test or an operator can switch it for one run), else the
+    setting of the enclosing :func:`in_turn` block (none: overlapped)."""
+    text = os.environ.get(SEQUENTIAL_ENV, "").strip().lower()
+    if text:
+        return text in {"1", "true", "yes", "on"}
+    return _IN_TURN.get()
+
+
+@contextmanager
+def in_turn(on: bool) -> Iterator[None]:
+    """For the extent of the block, run every step in turn (``on``) or overlapped, unless
+    :data:`SEQUENTIAL_ENV` overrides it. Blocks nest; leaving one restores the setting
+    before it."""
+    token = _IN_TURN.set(on)
+    try:
+        yield
+    finally:
+        _IN_TURN.reset(token)
 
 
 class Overlap:

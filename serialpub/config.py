@@ -11,62 +11,20 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    JsonValue,
-    ValidationError,
-    ValidationInfo,
-    field_validator,
-    model_validator,
-)
-from pydantic_core import PydanticCustomError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from anonymizer.settings import (
-    AfterKPrime,
-    Algorithm,
-    Dilution,
-    Guarantee,
-    PartitionModel,
-    Strategy,
-    SuppressionModel,
-)
+from anonymizer.overlap import SEQUENTIAL_ENV
 from serialpub.errors import InputError, quoted
-from serialpub.io.names import name_problem
 from serialpub.io.periods import PeriodFormat
+from serialpub.io.release_settings import STRICT, ReleaseSettings, documented
 from serialpub.io.settings_yaml import read_yaml
 from serialpub.io.sources import SQL_PREFIX, InputSource, parse_source
-from serialpub.known_breach import KnownBreach, acknowledgement_problem
 
 CONFIG_NAME = "serialpub.yaml"
 #: the largest configuration file read (far above the size of the commented file 'serialpub demo' writes)
 MAX_CONFIG_BYTES = 1 << 20
-#: every settings model: no unknown setting, no coercion (the string "2" is not a number, nor
-#: "yes" a boolean), no infinite or NaN number. Values are validated as JSON (load_config), so
-#: paths and enumerations are still given as strings.
-STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 DATABASE_ENV = "SERIALPUB_DATABASE_URL"
-
-
-def documented(
-    validation: str | None = None, *, example: str | None = None, type: str | None = None, default: str | None = None
-) -> dict[str, JsonValue]:
-    """What a setting's row of the tables in docs/configuration.md needs beyond its
-    description and its field's bounds, as the field's ``json_schema_extra`` (read by
-    :mod:`serialpub.config_render`).
-
-    Args:
-        validation: what is checked beyond the field's bounds (Markdown).
-        example: a value as written in YAML; a setting that is null is then written
-            commented out with it, so that a publisher sees how to spell it.
-        type, default: the table's wording where the one derived from the field says less
-            (a URL, a folder, a default that depends on another setting).
-    """
-    extra = {"validation": validation, "example": example, "type": type, "default": default}
-    return {k: v for k, v in extra.items() if v is not None}
 
 
 class ValidationThresholds(BaseModel):
@@ -186,11 +144,9 @@ class ReportConfig(BaseModel):
     )  # fmt: skip
 
 
-class Config(BaseModel):
-    """One dataset's publication settings, as ``serialpub.yaml`` spells them (field names
-    or their aliases ``register`` and ``l``); docs/configuration.md and the commented file
-    :func:`serialpub.config_render.render_config` writes are generated from the fields'
-    descriptions."""
+class WorkspaceFiles(BaseModel):
+    """Where a dataset's inputs, state and releases are: the settings of ``serialpub.yaml``
+    that come before its release settings (field names or the alias ``register``)."""
 
     model_config = ConfigDict(**STRICT, populate_by_name=True)
 
@@ -253,34 +209,6 @@ class Config(BaseModel):
         description="the column holding the individual's id, in the register and the snapshots; never published",
         json_schema_extra=documented("must not be a quasi-identifier"),
     )  # fmt: skip
-    quasi_identifiers: list[str] = Field(
-        min_length=1, description="the QI columns, generalized in releases",
-        json_schema_extra=documented(
-            "no column twice; must not contain `sensitive` or `id_column`; each a plain file name (not `.` or `..`; "
-            "no `/`, `\\` or control character)"
-        ),
-    )  # fmt: skip
-    numeric: list[str] = Field(
-        default_factory=list,
-        description="the quasi-identifiers whose values are numbers. Under `algorithm: topdown` each is split not "
-        "along its hierarchy's levels but along a binary tree of intervals built from the register (halved at the "
-        "register's weighted median, down to single values), and published as `[lo, hi]` (e.g. `[30, 39]`), a "
-        "single value or `*` ([how groups are formed](anonymization.md), [release contract](release-contract.md)); "
-        "the hierarchy file still gives the domain. Under `bottomup` the declared hierarchy is used; `[]` publishes "
-        "hierarchy labels only. Recorded in manifests as `numeric_quasi_identifiers`",
-        json_schema_extra=documented(
-            "each must be in `quasi_identifiers`; no column twice; every leaf of `<hierarchies>/<column>.csv` must "
-            "be a number (checked when a command starts: exit 2, naming `serialpub.yaml` and the hierarchy file)"
-        ),
-    )  # fmt: skip
-    sensitive: str = Field(
-        description="the sensitive column, published as recorded. Its domain (every value it can take, spelled "
-        "exactly) is the leaves of `<hierarchies>/<sensitive>.csv` or, without that file, the `sensitive_domain` "
-        "file",
-        json_schema_extra=documented(
-            "must not be a quasi-identifier; a plain file name (not `.` or `..`; no `/`, `\\` or control character)"
-        ),
-    )  # fmt: skip
     sensitive_domain_file: Path | None = Field(
         default=None, alias="sensitive_domain",
         description="a text file with every value of the sensitive attribute, one per line, spelled exactly as in "
@@ -291,116 +219,18 @@ class Config(BaseModel):
             example="domain.txt",
         ),
     )  # fmt: skip
-    protected_values: Literal["all"] | list[str] = Field(
-        default="all",
-        description="the sensitive values under protection: `all`, or a list. Protecting values needs the "
-        'sensitive domain: a value spelled another way ("HIV " for "hiv") is then refused as an input error '
 
-        "instead of being published unprotected",
-        json_schema_extra=documented(
-            "needs the sensitive domain: `<hierarchies>/<sensitive>.csv` or `sensitive_domain`; every listed value "
-            "must be in it, and a value outside it is refused with the nearest spelling (checked when a command "
-            "starts, exit 2). Snapshot values outside the domain are input errors naming the line "
-            "([threat model](threat-model.md#no-spelling-bypass))"
-        ),
-    )  # fmt: skip
-    ell: float = Field(
-        alias="l", ge=2,
-        description="ℓ of the global guarantee: over all releases, every probability of linking an individual to "
-        "a protected value (breach probability) stays at most 1/ℓ",
-    )  # fmt: skip
-    strategy: Strategy = Field(
-        default=Strategy.CONSTANT,
-        description="how the group-size ratios (candidates / records with the value) are chosen: `constant`, the "
-        "same target ñ_c in each of at most `k_prime` linked releases (min-max optimal); `geometric`, `alpha` "
-        "times the minimum safe ratio, growing with each linked release. `serialpub strategy --l 2 --k-prime 20 "
-        "--alpha 2` compares them ([choosing](choosing.md))",
-    )  # fmt: skip
-    k_prime: int | None = Field(
-        default=20, ge=1,
-        description="k' of the constant-ratio strategy: the first k' releases that link one individual to one "
-        "protected value each use the target ñ_c; what may follow is `after_k_prime`",
-        json_schema_extra=documented("must not be null when `strategy: constant`; ignored under `geometric`"),
-    )  # fmt: skip
-    after_k_prime: AfterKPrime = Field(
-        default=AfterKPrime.RENEW,
-        description="constant strategy: what a pair (individual, protected value) linked in k' releases may still "
-        "get. `renew`: further links at the target `1 / (1 - ((1 - 1/ℓ)/P)^(1/k'))`, which spreads what is left "
-        "of its budget (its survival product P above 1 − 1/ℓ) over k' more linked releases; a pair linked every "
-        "time at exactly ñ_c has nothing left and is never linked again. `stop`: never linked again (paper 004's "
-        "rule; a release that would link it is refused). The first k' targets are the same under both, and "
-        "Theorem 1's floor applies to both ([choosing](choosing.md)). Recorded in manifests (null under "
-        "`geometric`)",
-        json_schema_extra=documented("ignored under `geometric`"),
-    )  # fmt: skip
-    alpha: float | None = Field(
-        default=None, gt=1,
-        description="α of the geometric strategy: the target is α · ñ(k), the minimum safe ratio after k linked "
-        "releases times α",
-        json_schema_extra=documented("required when `strategy: geometric`; ignored under `constant`"),
-    )  # fmt: skip
-    guarantee: Guarantee = Field(
-        default=Guarantee.GLOBAL,
-        description="`global`: the guarantee over all releases (serialpub's purpose); `localized`: per-release "
-        "ℓ-diversity only, the baseline that leaks over time, for comparison",
-    )  # fmt: skip
-    dilution: Dilution = Field(
-        default=Dilution.REGISTER,
-        description="`register`: candidates are counted in the register, present or not (virtual dilution); "
-        "`presence`: presence in the data is public, candidates are the present individuals only. Read [when "
-        "dilution is safe to claim]"
-        "(concepts.md#when-dilution-is-safe-to-claim-and-when-presence-must-be-assumed-known)",
-    )  # fmt: skip
-    suppression_model: SuppressionModel = Field(
-        default=SuppressionModel.MECHANISM,
-        description="which counts are charged ([threat model](threat-model.md)): `mechanism`, every snapshot "
-        "record of a region, published or not, because an adversary who knows the algorithm can tell why a record "
-        "is missing (the minimality attack); suppression then buys no privacy, so nothing is suppressed. `paper`, "
-        "paper 004's published counts with value-selective suppression, for reproducing the paper only (weaker "
-        "against an adversary who knows the algorithm; manifests and reports say so)",
-    )  # fmt: skip
-    algorithm: Algorithm = Field(
-        default=Algorithm.TOPDOWN,
-        description="the search that forms the groups ([how groups are formed](anonymization.md)): `topdown` "
-        "splits the QI domain region by region along the hierarchies while every part meets its requirement "
-        "(many small groups; never suppresses); `bottomup` is paper 004's global recoding (one cut per QI for the "
-        "whole release), kept for reproducing the paper, and the only one that can suppress",
-        json_schema_extra=documented("`suppression_budget` must be 0 under `topdown`"),
-    )  # fmt: skip
-    partition_model: PartitionModel | None = Field(
-        default=None,
-        description="what the top-down search's split decisions read ([the partition as "
-        "evidence](threat-model.md#the-partition-as-evidence-closed-by-default-partition_model-published)): "
-        "`published`, the region's own counts only (a part must meet its requirement even if it held all of the "
-        "region's records of a value), so the partition tells an adversary who knows the algorithm nothing more; "
-        "`parts`, each part's own counts: finer groups and lower query error (demo 1.13 instead of 9.16), with a "
-        "known breach: a partition that is evidence, which a learning adversary uses on the demo ([models with a "
-        "known breach](threat-model.md#models-with-a-known-breach)). Null: the algorithm's own (`bottomup` always "
-        "reads its cells' counts: leave this out with it)",
-        json_schema_extra=documented(
-            "`published` is refused with `bottomup`", default="null: `published` (`parts` under `bottomup`)"
-        ),
-    )  # fmt: skip
-    accept_known_breach: list[KnownBreach] = Field(
-        default_factory=list, validate_default=True,
-        description="the acknowledgement of the models with a known breach this file chooses ([threat "
-        "model](threat-model.md#models-with-a-known-breach)): `parts` for `partition_model: parts` or "
-        "`algorithm: bottomup`, `paper` for `suppression_model: paper`, e.g. `[parts]` or `[parts, paper]`; `[]` "
-        "with the defaults. Each release's manifest then records it (`accepted_known_breach`), and its report, "
-        "the sign-off prompt and `serialpub audit` state the risk. The demo's `--partition-model`, `--algorithm` "
-        "and `--suppression-model` write it",
-        json_schema_extra=documented(
-            "exactly the breachable models chosen: a missing one is refused with one line naming this setting "
-            "(exit 2), and so is an acknowledgement of a model not in use or one listed twice"
-        ),
-    )  # fmt: skip
-    suppression_budget: float = Field(
-        default=0.0, ge=0, le=1,
-        description="`paper` model only: largest fraction of a snapshot's records that may be suppressed "
-        "(removed) when generalization alone cannot meet the requirement; a release that needs more is refused "
-        "(exit 2)",
-        json_schema_extra=documented("must be 0 under `mechanism` or `topdown`"),
-    )  # fmt: skip
+
+class Config(ReleaseSettings, WorkspaceFiles):
+    """One dataset's publication settings, as ``serialpub.yaml`` spells them: where its
+    files are (:class:`WorkspaceFiles`), the privacy settings of its releases
+    (:class:`serialpub.io.release_settings.ReleaseSettings`) and how the series is run, in
+    that order (field names or their aliases ``register`` and ``l``); docs/configuration.md
+    and the commented file :func:`serialpub.config_render.render_config` writes are
+    generated from the fields' descriptions."""
+
+    model_config = ConfigDict(**STRICT, populate_by_name=True)
+
     query_seed: int = Field(default=0, description="seed of the 5,000 random range-count queries that measure utility")
     period_format: PeriodFormat = Field(
         default=PeriodFormat.AUTO,
@@ -411,6 +241,13 @@ class Config(BaseModel):
         "`snapshot-<period>.csv`. Every format but `free` knows the next period, so a release that skips one is "
         "refused unless `serialpub release --skip-periods REASON` records why",
         json_schema_extra=documented("a period in another format is refused (exit 2), naming the format"),
+    )  # fmt: skip
+    sequential: bool = Field(
+        default=False,
+        description="run every step of a release in turn on one thread instead of overlapping independent steps "
+        "(reading the snapshot beside the register, the top-down search's two halves, the measures beside the "
+        f"files): the same bytes either way, slower; for debugging and for machines with one core. `{SEQUENTIAL_ENV}` "
+        "in the environment overrides it (`1`: in turn; `0`: overlapped) ([scaling](scaling.md#anonymizing-ahead))",
     )  # fmt: skip
     validation: ValidationThresholds = Field(default_factory=ValidationThresholds)
     sign_off: SignOffSettings = Field(default_factory=SignOffSettings)
@@ -430,83 +267,16 @@ class Config(BaseModel):
     )  # fmt: skip
     report: ReportConfig = Field(default_factory=ReportConfig)
 
-    @field_validator("quasi_identifiers")
-    @classmethod
-    def _distinct(cls, v: list[str]) -> list[str]:
-        if len(set(v)) != len(v):
-            raise ValueError("quasi_identifiers lists a column twice")
-        return v
-
-    @field_validator("quasi_identifiers", "sensitive")
-    @classmethod
-    def _file_names(cls, v: list[str] | str) -> list[str] | str:
-        # each names its hierarchy file and is written to every manifest, whose readers
-        # refuse a name that is not a plain file name (serialpub.io.names)
-        for name in [v] if isinstance(v, str) else v:
-            if (problem := name_problem(name)) is not None:
-                raise ValueError(f"{quoted(name)} {problem}; a column here names its hierarchy file <column>.csv")
-        return v
-
-    @field_validator("accept_known_breach")
-    @classmethod
-    def _acknowledged(cls, v: list[KnownBreach], info: ValidationInfo) -> list[KnownBreach]:
-        d = info.data  # the settings before it, as validated (a refused one is absent)
-        problem = acknowledgement_problem(
-            v, d.get("suppression_model"), d.get("algorithm"), d.get("partition_model")
-        )
-        if problem:
-            raise PydanticCustomError("known_breach", problem)
-        return v
-
     @model_validator(mode="after")
-    def _strategy_parameter(self) -> Config:
-        if self.strategy is Strategy.CONSTANT and self.k_prime is None:
-            raise ValueError("strategy 'constant' needs k_prime")
-        if self.strategy is Strategy.GEOMETRIC and self.alpha is None:
-            raise ValueError("strategy 'geometric' needs alpha (> 1)")
+    def _columns_and_sources(self) -> Config:
         if self.sensitive in self.quasi_identifiers or self.id_column in self.quasi_identifiers:
             raise ValueError("the sensitive and id columns cannot be quasi-identifiers")
-        stray = [q for q in self.numeric if q not in self.quasi_identifiers]
-        if stray:
-            raise ValueError(
-                f"numeric lists {quoted(stray[0])}, which is not a quasi-identifier; "
-                "list only columns of quasi_identifiers"
-            )
-        if len(set(self.numeric)) != len(self.numeric):
-            raise ValueError("numeric lists a column twice")
         if self.register_file.startswith(SQL_PREFIX) and not self.input_database_url:
             raise ValueError(
                 f"register {quoted(self.register_file)} reads the input database; set input_database_url "
                 "(a SQLAlchemy URL, e.g. postgresql+psycopg://host/db)"
             )
-        if self.suppression_model is SuppressionModel.MECHANISM and self.suppression_budget > 0:
-            # docs/threat-model.md: a suppressed record is still charged, so suppressing it
-            # buys no privacy and loses the record
-            raise ValueError(
-                f"suppression_budget {self.suppression_budget:g} has no effect under suppression_model "
-                "'mechanism' (a suppressed record still counts against its region, because an adversary "
-                "who knows the algorithm can infer it); set suppression_budget: 0, or suppression_model: "
-                "paper to reproduce paper 004's weaker published-count model"
-            )
-        if self.algorithm is Algorithm.BOTTOMUP and self.partition_model is PartitionModel.PUBLISHED:
-            raise ValueError(
-                "partition_model 'published' with algorithm 'bottomup', whose cut search reads every cell's counts; "
-                "use algorithm: topdown, or leave partition_model out (bottom-up: parts)"
-            )
-        if self.algorithm is Algorithm.TOPDOWN and self.suppression_budget > 0:
-            raise ValueError(
-                f"suppression_budget {self.suppression_budget:g} with algorithm 'topdown', which never suppresses; "
-                "set suppression_budget: 0, or algorithm: bottomup (with suppression_model: paper) to reproduce "
-                "paper 004's suppression"
-            )
         return self
-
-    @property
-    def effective_partition_model(self) -> PartitionModel:
-        """``partition_model``, or the algorithm's own when it is not set."""
-        if self.partition_model is not None:
-            return self.partition_model
-        return PartitionModel.PUBLISHED if self.algorithm is Algorithm.TOPDOWN else PartitionModel.PARTS
 
 
 class Workspace(BaseModel):

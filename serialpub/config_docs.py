@@ -135,7 +135,10 @@ def main(argv: list[str] | None = None) -> int:
         args.page.write_text(new, encoding="utf-8")
         print(f"rewrote the settings tables of {args.page}")
         return 0
-    print(f"{args.page}: the settings tables are out of step with serialpub/config.py; run: {COMMAND}")
+    print(
+        f"{args.page}: the settings tables are out of step with the settings models (serialpub/config.py, "
+        f"serialpub/io/release_settings.py); run: {COMMAND}"
+    )
     return 1
 
 

@@ -37,7 +37,7 @@ _LINK = re.compile(r"\[([^\]]+)\]\([^)\s]+\)")
 
 
 def extra(field: FieldInfo) -> dict[str, str]:
-    """A field's ``json_schema_extra`` (:func:`serialpub.config.documented`), or nothing."""
+    """A field's ``json_schema_extra`` (:func:`serialpub.io.release_settings.documented`), or nothing."""
     found = field.json_schema_extra
     return {k: str(v) for k, v in found.items()} if isinstance(found, dict) else {}
 

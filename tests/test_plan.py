@@ -319,8 +319,8 @@ def test_a_long_unknown_key_in_a_grid_is_quoted_short(tmp_path: Path) -> None:
     with pytest.raises(InputError) as err:
         read_grid_file(grid)
     assert str(err.value) == (
-        f"{grid}: unknown setting {quoted('x' * 1000)}; a grid sets l, k_prime, strategy, alpha, protected_values, "
-        "partition_model, after_k_prime"
+        f"{grid}: unknown setting {quoted('x' * 1000)}; a grid sets protected_values, l, strategy, k_prime, "
+        "after_k_prime, alpha, partition_model"
     )
 
 

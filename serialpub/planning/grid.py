@@ -22,29 +22,15 @@ from typing import Any
 from anonymizer.settings import AfterKPrime, PartitionModel, Strategy
 from serialpub.config import Config
 from serialpub.errors import InputError, quoted
+from serialpub.io.release_settings import PLAN_OPTIONS, PLAN_TAKES
 from serialpub.io.settings_yaml import read_yaml
 
-#: the grid's settings and the spelling of each on the command line
-SETTINGS = {
-    "l": "--l",
-    "k_prime": "--k",
-    "strategy": "--strategy",
-    "alpha": "--alpha",
-    "protected_values": "--protected",
-    "partition_model": "--partition-model",
-    "after_k_prime": "--after-k",
-}
+#: the grid's settings (their ``serialpub.yaml`` keys) and the spelling of each on the
+#: command line, and what each takes (for the message refusing a boolean): declared with
+#: the setting (:mod:`serialpub.io.release_settings`)
+SETTINGS = PLAN_OPTIONS
+_TAKES = PLAN_TAKES
 RAREST = "rarest:"
-#: what each setting takes, for the message refusing a boolean
-_TAKES = {
-    "l": "a number >= 2",
-    "k_prime": "a whole number >= 1",
-    "strategy": "constant or geometric",
-    "alpha": "a number > 1",
-    "protected_values": "all, rarest:m, or values of the domain",
-    "partition_model": "published or parts",
-    "after_k_prime": "renew or stop",
-}
 #: the most candidates a plan runs unless ``max_candidates`` allows more (docs/commands.md,
 #: ``serialpub plan``): each publishes every round in memory, so a grid a typo multiplied
 #: would run for days before saying anything
@@ -237,15 +223,13 @@ def build_grid(
     for name, values in given.items():
         if not list(values):
             raise InputError(f"setting {SETTINGS[name]}: no value given; the grid is empty (give at least one)")
-    default: dict[str, list[Any]] = {
-        "l": [config.ell],
-        "k_prime": [config.k_prime if config.k_prime is not None else 20],
-        "strategy": [config.strategy.value],
-        "alpha": [config.alpha if config.alpha is not None else 2.0],
-        "protected_values": [config.protected_values],
-        "partition_model": [config.effective_partition_model.value],
-        "after_k_prime": [config.after_k_prime.value],
-    }
+    # the workspace's own value of each setting, as its file spells it; the other strategy's
+    # parameter, when the file leaves it out, at the default the demo and the docs use
+    spelled = config.model_dump(mode="json", by_alias=True)
+    default: dict[str, list[Any]] = {name: [spelled[name]] for name in SETTINGS}
+    default["partition_model"] = [config.effective_partition_model.value]
+    default["k_prime"] = [config.k_prime if config.k_prime is not None else 20]
+    default["alpha"] = [config.alpha if config.alpha is not None else 2.0]
     axes = {
         name: list(dict.fromkeys(_checked(name, v, domain) for v in given.get(name, default[name])))
         for name in SETTINGS

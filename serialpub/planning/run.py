@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from anonymizer.overlap import SEQUENTIAL_ENV
+from anonymizer import overlap
 from serialpub.config import Workspace
 from serialpub.io.inputs import Snapshot
 from serialpub.planning.grid import Candidate
@@ -70,17 +70,18 @@ _WORKER: dict[str, Any] = {}
 
 
 def _init_worker(ws: Workspace, snapshots: list[Snapshot], measure: Measured, ticks: Any) -> None:
-    # the workers already fill the cores, so threads inside each would only contend; an
-    # operator's own setting of the switch wins (anonymizer.overlap: the same bytes either way)
-    os.environ.setdefault(SEQUENTIAL_ENV, "1")
     _WORKER.update(plan=PlanInputs.read(ws), snapshots=snapshots, measure=measure, ticks=ticks)
 
 
 def _work(index: int, candidate: Candidate) -> tuple[int, dict[str, Any]]:
     ticks = _WORKER["ticks"]
-    result = run_candidate(
-        _WORKER["plan"], _WORKER["snapshots"], _WORKER["measure"], candidate, lambda: ticks.put(index)
-    )
+    # the workers already fill the cores, so threads inside each would only contend; the
+    # environment's switch, when an operator set it, still wins (anonymizer.overlap: the
+    # same bytes either way)
+    with overlap.in_turn(True):
+        result = run_candidate(
+            _WORKER["plan"], _WORKER["snapshots"], _WORKER["measure"], candidate, lambda: ticks.put(index)
+        )
     return index, result.summary()
 
 
@@ -95,7 +96,8 @@ def run_plan(
     started = time.perf_counter()
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(candidates)))
     if jobs == 1:
-        out = [run_candidate(setup.plan, setup.snapshots, setup.measure, c, tick).summary() for c in candidates]
+        with overlap.in_turn(setup.plan.ws.config.sequential):
+            out = [run_candidate(setup.plan, setup.snapshots, setup.measure, c, tick).summary() for c in candidates]
         return out, time.perf_counter() - started
     results: dict[int, dict[str, Any]] = {}
     # spawned workers: a fork would copy the parent's threads' locks (rich's live display)

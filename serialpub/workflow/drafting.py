@@ -516,28 +516,14 @@ def release_group_rows(
 
 
 def params_record(cfg: Config, inputs: DatasetInputs) -> dict[str, Any]:
-    """The release's privacy settings as the draft's row and its manifest record them: the
-    configuration's (:data:`state.params.SETTINGS`, and ``accepted_known_breach`` when one is
-    taken)."""
-    return {
-        "quasi_identifiers": inputs.qis,
-        "sensitive": cfg.sensitive,
-        "l": cfg.ell,
-        "strategy": cfg.strategy,
-        "k_prime": inputs.params.k_prime,
-        "after_k_prime": cfg.after_k_prime if cfg.strategy is Strategy.CONSTANT else None,
-        "alpha": inputs.params.alpha,
-        "guarantee": cfg.guarantee,
-        "dilution": cfg.dilution,
-        "suppression_model": cfg.suppression_model,
-        "algorithm": cfg.algorithm,
-        "partition_model": cfg.effective_partition_model,
-        # only when one is taken: the default series' manifests keep their keys
-        **({"accepted_known_breach": list(cfg.accept_known_breach)} if cfg.accept_known_breach else {}),
-        "numeric_quasi_identifiers": inputs.numeric,
-        "suppression_budget": cfg.suppression_budget,
-        "protected_values": inputs.protected,
-    }
+    """The release's privacy settings as the draft's row and its manifest record them
+    (:meth:`serialpub.io.release_settings.ReleaseSettings.recorded`), with what the inputs
+    resolved: the QIs and numeric QIs in the inputs' order, the protected values listed,
+    and the strategy's parameters as the search uses them."""
+    return cfg.recorded(
+        quasi_identifiers=inputs.qis, numeric=inputs.numeric, protected_values=inputs.protected,
+        k_prime=inputs.params.k_prime, alpha=inputs.params.alpha,
+    )  # fmt: skip
 
 
 def open_draft(series: DatasetSeries, period: str, settings: dict[str, Any], **fields: Any) -> OpenRelease:

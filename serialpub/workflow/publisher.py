@@ -23,14 +23,16 @@ Each step lives in its own module:
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
 import pandas as pd
 
+from anonymizer import overlap
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.release import PrivacyParams, ReleaseResult
 from checks.gx import SuiteResult
@@ -70,6 +72,22 @@ __all__ = [
     "StagedRelease",
     "reject_release",
 ]
+
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def _as_configured(step: Callable[Concatenate[Publisher, P], T]) -> Callable[Concatenate[Publisher, P], T]:
+    """The step with the workspace's ``sequential`` setting in force (:func:`anonymizer.overlap.in_turn`;
+    the environment's ``SERIALPUB_SEQUENTIAL`` overrides it)."""
+
+    @functools.wraps(step)
+    def run(self: Publisher, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        with overlap.in_turn(self.ws.config.sequential):
+            return step(self, *args, **kwargs)
+
+    return run
 
 
 class Publisher:
@@ -113,6 +131,7 @@ class Publisher:
             self.register_reader = RegisterReader(self.ws, self.inputs, self.cache_writes)
 
     # -- in one go -------------------------------------------------------------------------
+    @_as_configured
     def publish(self, snapshot_path: str | Path, period: str | None = None) -> ReleaseOutcome:
         """Publish the next release from a snapshot in one go: :meth:`prepare`, automatic
         sign-off, :meth:`finish`. Only for workspaces whose configuration allows automatic
@@ -145,6 +164,7 @@ class Publisher:
         self.finish(draft.seq)
         return replace(draft.outcome, seconds=time.perf_counter() - started)
 
+    @_as_configured
     def prepare(self, snapshot_path: str | Path, period: str | None = None, owner: str | None = None) -> StagedRelease:
         """Draft and validate the next release: :meth:`draft` then :meth:`validate`. The
         release is left ``validated`` and staged, waiting for its sign-off.
@@ -172,12 +192,14 @@ class Publisher:
 
     check_period_label = staticmethod(input_checks.check_period_label)
 
+    @_as_configured
     def check_inputs(self, snapshot_path: str | Path, period: str) -> InputChecks:
         """:func:`serialpub.workflow.input_checks.check_inputs` (arguments, errors)."""
         return input_checks.check_inputs(
             self.series, self.inputs, self.register_reader, self.request, snapshot_path, period
         )
 
+    @_as_configured
     def draft(self, snapshot_path: str | Path, period: str | None = None, owner: str | None = None) -> StagedRelease:
         """:func:`serialpub.workflow.drafting.draft` (arguments, errors), with the inputs
         read again if their files changed (:meth:`refresh_inputs`)."""
@@ -185,14 +207,17 @@ class Publisher:
         return drafting.draft(self.series, self.inputs, self.register_reader, self.request, snapshot_path, period,
                               owner)  # fmt: skip
 
+    @_as_configured
     def validate(self, seq: int) -> list[SuiteResult]:
         """:func:`serialpub.workflow.validating.validate` (arguments, errors)."""
         return validating.validate(self.series, self.inputs, self.register_reader, seq)
 
+    @_as_configured
     def report(self, seq: int) -> ApprovalFacts:
         """:func:`serialpub.workflow.validating.summary` (arguments, errors)."""
         return validating.summary(self.series, seq)
 
+    @_as_configured
     def report_page(self, seq: int) -> Path:
         """:func:`serialpub.workflow.validating.report_page` (arguments, errors)."""
         return validating.report_page(self.series, seq)
@@ -207,6 +232,7 @@ class Publisher:
         """:func:`serialpub.workflow.sign_off.auto_approve` (arguments, errors)."""
         return sign_off.auto_approve(self.series, seq)
 
+    @_as_configured
     def finish(self, seq: int) -> Path:
         """:func:`serialpub.workflow.publishing.finish` (arguments, errors)."""
         with progress.step("publishing"):
