@@ -34,6 +34,7 @@ from anonymizer.queries import Workload, draw_workload
 from anonymizer.release import History, PrivacyParams, ReleaseResult, SnapshotCodes, anonymize_history
 from anonymizer.search import InfeasibleError
 from anonymizer.settings import AfterKPrime, Dilution, PartitionModel, Strategy, SuppressionModel
+from anonymizer.topdown import name_values
 from serialpub.config import Workspace
 from serialpub.errors import REFUSED, InputError
 from serialpub.io.inputs import Snapshot, read_csv, snapshot_from_table
@@ -314,6 +315,7 @@ def run_candidate(
                 plan.register.register.keys, SnapshotCodes(snap.individual, record_set, len(protected)), history,
                 params,
                 hierarchies, presence, budget=int(np.floor(cfg.suppression_budget * len(snap.individual))), seed=seq,
+                explain=True,
             )  # fmt: skip
         except InfeasibleError as exc:
             out.refused_at, out.reason = seq, f"{REFUSED} = {candidate.ell:g}: {exc}"
@@ -322,7 +324,7 @@ def run_candidate(
                     tick()
             break
         history = result.history
-        out.releases.append(_release_figures(plan, snap, result, hierarchies, measure, seq))
+        out.releases.append(_release_figures(plan, snap, result, hierarchies, measure, seq, protected))
         if out.releases[-1]["max_breach"] > 1.0 / candidate.ell:
             out.breach_exceeded = True
         if tick:
@@ -333,8 +335,9 @@ def run_candidate(
 
 
 def _release_figures(
-    plan: PlanInputs, snap: Snapshot, result: ReleaseResult, hierarchies: list[Any], measure: Measured, seq: int
-) -> dict[str, Any]:
+    plan: PlanInputs, snap: Snapshot, result: ReleaseResult, hierarchies: list[Any], measure: Measured, seq: int,
+    protected: list[str],
+) -> dict[str, Any]:  # fmt: skip
     cfg = plan.ws.config
     table = drafting.published_table(plan.inputs, snap, result, hierarchies)
     read = plan.inputs.read_hierarchies(table)
@@ -346,6 +349,8 @@ def _release_figures(
     )  # fmt: skip
     error, uniform = _errors(release, w)
     base = measure.baseline[seq - 1]
+    found = result.generalization.levels
+    levels = {"search_levels": name_values(found, protected)} if found is not None else {}
     return {
         "release": seq,
         "records": int(result.group_records.sum()),
@@ -355,6 +360,8 @@ def _release_figures(
         "baseline": base,
         "gain": base - error,
         "uniform": uniform,
+        # per level of the top-down search, which requirement blocked the splits (docs/anonymization.md)
+        **levels,
     }
 
 
