@@ -160,3 +160,12 @@ def noise_generator(secret: bytes, dataset: str, release: int) -> np.random.Gene
     determines it."""
     digest = hashlib.sha256(secret + b"\0" + dataset.encode() + b"\0" + str(release).encode()).digest()
     return np.random.default_rng(int.from_bytes(digest, "big"))
+
+
+@dataclass(frozen=True)
+class NoisyPartition:
+    """What the top-down search needs to run the noisy test: the test and the release's
+    secret noise (:func:`noise_generator`), drawn in a fixed order (level, then region)."""
+
+    test: NoisySplitTest
+    rng: np.random.Generator

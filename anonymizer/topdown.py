@@ -49,6 +49,7 @@ import numpy.typing as npt
 from anonymizer.arrays import expand_csr, factorize
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.hierarchy_index import HierarchyIndex
+from anonymizer.noisy_split import NoisyPartition
 from anonymizer.overlap import Overlap
 from anonymizer.part_counts import RegionCounts, ValueCounts, all_per_row, meets
 from anonymizer.search import (
@@ -199,6 +200,7 @@ class _Split:
     need: FloatArray  # (R_open,): records over their requirement, summed over the parts
     score: FloatArray  # (R_open,): higher is better under the split rule
     block: _Block | None = None  # (explain only) the entry that blocks each region's split
+    own_slack: FloatArray | None = None  # (noisy test only) (R_open,): least n_p - r · c_p on the parts' own counts
 
 
 @dataclass(frozen=True)
@@ -232,6 +234,7 @@ class _OpenCells:
 def _split(
     a: int, tree: _Tree, region: IntArray, n_open: int, node: IntArray, cells: _OpenCells, presence: bool,
     rule: str, forced: bool, region_counts: RegionCounts | None = None, explain: bool = False,
+    noisy: bool = False,
 ) -> _Split:  # fmt: skip
     """Aggregate the split of every open region on QI ``a`` (``node``: its node per region).
     ``forced``: some open region breaks its requirement, so the parts' suppression need,
@@ -242,7 +245,9 @@ def _split(
     publish. ``part_valid`` is always the part's own verdict: a split taken publishes its
     parts' counts (as sums of final groups), so a part may read them to know whether it must
     itself be split by force. ``explain``: also find the entry that blocks each region's
-    split (:class:`_Block`)."""
+    split (:class:`_Block`). ``noisy``: also the least slack ``n_p - r · c_p`` of each
+    region's parts on their own counts (:mod:`anonymizer.noisy_split`; ``-inf`` where a
+    requirement is infinite, ``inf`` for a region whose parts hold no protected record)."""
     leaves, n, values = cells.keys, cells.n, cells.values
     v = node[region]
     splittable_cell = tree.split_width[v] > 0
@@ -306,7 +311,14 @@ def _split(
         np.maximum.at(largest, part_region, part_n.astype(np.float64))
         with np.errstate(invalid="ignore", divide="ignore"):
             score = np.where(region_n > 0, 1.0 - largest / np.maximum(region_n, 1), 0.0)
-    return _Split(part_of_cell, part_region, part_valid, splittable & all_valid, splittable, need, score, block)
+    own_slack = None
+    if noisy:
+        with np.errstate(invalid="ignore", over="ignore"):
+            margin = np.where(np.isfinite(req), part_n[parts.part] - req * parts.count, -np.inf)
+        own_slack = np.full(n_open, np.inf)
+        np.minimum.at(own_slack, part_region[parts.part], margin)
+    return _Split(part_of_cell, part_region, part_valid, splittable & all_valid, splittable, need, score, block,
+                  own_slack)  # fmt: skip
 
 
 def _blocking(
@@ -338,8 +350,7 @@ def _blocking(
 
 def partition(
     cells: Cells, hierarchies: Sequence[Hierarchy], presence: bool, rule: str | None = None,
-    model: PartitionModel = PartitionModel.PUBLISHED,
-    explain: bool = False,
+    model: PartitionModel = PartitionModel.PUBLISHED, explain: bool = False, noisy: NoisyPartition | None = None,
 ) -> Generalization:
     """Split the QI domain top-down into regions that each meet their requirement.
 
@@ -362,6 +373,10 @@ def partition(
             counts (finer groups; a refused split is evidence about the parts).
         explain: also say, per level, which requirement blocked the splits of the regions
             that stayed whole (:func:`level_report`); off, the search does no extra work.
+        noisy: ``partition_test: noisy`` (:mod:`anonymizer.noisy_split`): where the sound
+            test admits no split of a valid region, its one public candidate split (the
+            rule's best splittable QI) is taken when the noisy test says so. Only under
+            the ``published`` model (the parts model reads the parts' counts anyway).
 
     Returns:
         a :class:`anonymizer.search.Generalization` with the final regions as groups
@@ -376,6 +391,8 @@ def partition(
     if rule not in SPLIT_RULES:
         raise ValueError(f"split rule must be one of {SPLIT_RULES}, got {rule!r}")
     published = PartitionModel(model) is PartitionModel.PUBLISHED
+    if noisy is not None and not published:
+        raise ValueError("the noisy split test runs under the published partition model only")
     if published and rule == "width_gain":
         # its score reads the parts' record counts, unpublished for a split not taken
         raise ValueError("the width_gain split rule reads unpublished record counts; use widest or balanced")
@@ -405,7 +422,7 @@ def partition(
             # (map() returns a list before the loop's variables change: B023 does not apply)
             splits = splitters.map(
                 lambda a: _split(a, trees[a], region_of_cell, n_open, open_nodes[:, a], sub, presence, rule,  # noqa: B023
-                                 forced, region_counts, explain),  # noqa: B023
+                                 forced, region_counts, explain, noisy is not None),  # noqa: B023
                 range(d),
             )  # fmt: skip
             # choose per region: the best admissible split; an invalid region takes the least need
@@ -423,11 +440,23 @@ def partition(
                 # the cause, not the cell the search stopped at
                 raise _table_failure(n, cells) or _stuck_failure(n, cells, hierarchies, int(stuck.sum()))
             choice = np.where(open_valid, np.where(has_ok, best_ok, -1), best_forced)
+            noisy_taken = np.zeros(n_open, dtype=bool)
+            if noisy is not None:
+                # one public candidate per region the sound test left whole: the rule's best splittable QI
+                tried = np.flatnonzero(open_valid & ~has_ok & splittable.any(axis=1))
+                candidate = np.argmax(np.where(splittable, score, -np.inf), axis=1)[tried]
+                own = np.stack([s.own_slack for s in splits], axis=1)  # type: ignore[misc]
+                take = noisy.test.decide(own[tried, candidate], noisy.rng.random(tried.size))
+                choice[tried[take]] = candidate[take]
+                noisy_taken[tried[take]] = True
+                has_ok = has_ok | noisy_taken
             if explain:
                 region_n = np.bincount(region_of_cell, weights=sub.n, minlength=n_open).astype(np.int64)
                 valid_now, ok_now = np.asarray(open_valid, dtype=bool), np.asarray(has_ok, dtype=bool)
                 levels.append(level_report(len(levels) + 1, valid_now, ok_now, splittable, region_n,
                                            [s.block for s in splits], hierarchies))  # fmt: skip
+                if noisy is not None:
+                    levels[-1]["noisy_taken"] = int(noisy_taken.sum())
             final_region = choice < 0
             # regions that stay: record their nodes for their cells
             fin_cell = final_region[region_of_cell]

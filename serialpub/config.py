@@ -25,12 +25,14 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from anonymizer.noisy_split import MAX_EPSILON
 from anonymizer.settings import (
     AfterKPrime,
     Algorithm,
     Dilution,
     Guarantee,
     PartitionModel,
+    PartitionTest,
     Strategy,
     SuppressionModel,
 )
@@ -381,6 +383,26 @@ class Config(BaseModel):
             "`published` is refused with `bottomup`", default="null: `published` (`parts` under `bottomup`)"
         ),
     )  # fmt: skip
+    partition_test: PartitionTest = Field(
+        default=PartitionTest.SOUND,
+        description="how the top-down search admits a split ([how groups are formed](anonymization.md)): `sound`, "
+        "only when every part would meet its requirement even holding all of its region's records of a value, "
+        "so the partition is no evidence; `noisy`, for large registers: where the sound test admits nothing, one "
+        "split chosen from public data is taken when a randomized test on its parts' own counts says so, which "
+        "may raise an adversary's posterior to e^ε × its charge ([the noisy split "
+        "test](threat-model.md#the-noisy-split-test-partition_test-noisy)); its noise comes from a secret seed "
+        "kept beside `signing_key` (`partition-noise.seed`), never published",
+        json_schema_extra=documented(
+            "`noisy` needs `partition_epsilon`, `algorithm: topdown`, `partition_model: published`, "
+            "`dilution: register` and a `signing_key`"
+        ),
+    )  # fmt: skip
+    partition_epsilon: float | None = Field(
+        default=None,
+        description="ε of `partition_test: noisy`: a refused noisy split moves no posterior above e^ε × its charge "
+        "(ln 2 = 0.693 doubles it at most); recorded in every manifest made with it",
+        json_schema_extra=documented("in (0, 0.6931] (ln 2), and only with `partition_test: noisy`"),
+    )  # fmt: skip
     accept_known_breach: list[KnownBreach] = Field(
         default_factory=list, validate_default=True,
         description="the acknowledgement of the models with a known breach this file chooses ([threat "
@@ -493,6 +515,22 @@ class Config(BaseModel):
                 "partition_model 'published' with algorithm 'bottomup', whose cut search reads every cell's counts; "
                 "use algorithm: topdown, or leave partition_model out (bottom-up: parts)"
             )
+        if self.partition_test is PartitionTest.NOISY:
+            eps = self.partition_epsilon
+            if eps is None or not 0 < eps <= MAX_EPSILON:
+                raise ValueError(f"partition_test 'noisy' needs partition_epsilon in (0, {MAX_EPSILON:.4f}] "
+                                 f"(ln 2), got {eps!r}")  # fmt: skip
+            published = self.effective_partition_model is PartitionModel.PUBLISHED
+            if self.algorithm is not Algorithm.TOPDOWN or not published:
+                raise ValueError("partition_test 'noisy' needs algorithm: topdown and partition_model: published")
+            if self.dilution is not Dilution.REGISTER:
+                raise ValueError("partition_test 'noisy' needs dilution: register (its candidate split would read "
+                                 "who is present)")  # fmt: skip
+            if self.signing_key is None:
+                raise ValueError("partition_test 'noisy' needs a signing_key: its secret seed is kept beside it")
+        elif self.partition_epsilon is not None:
+            raise ValueError("partition_epsilon is set but partition_test is 'sound'; set partition_test: noisy "
+                             "or leave partition_epsilon out")  # fmt: skip
         if self.algorithm is Algorithm.TOPDOWN and self.suppression_budget > 0:
             raise ValueError(
                 f"suppression_budget {self.suppression_budget:g} with algorithm 'topdown', which never suppresses; "

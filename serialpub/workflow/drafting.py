@@ -28,7 +28,7 @@ from anonymizer.overlap import Overlap
 from anonymizer.queries import QueryErrorResult, Workload, draw_workload, estimate_workload
 from anonymizer.release import History, ReleaseResult
 from anonymizer.search import InfeasibleError, ValueInfeasibleError
-from anonymizer.settings import Dilution, Guarantee, Strategy, SuppressionModel
+from anonymizer.settings import Dilution, Guarantee, PartitionTest, Strategy, SuppressionModel
 from serialpub.config import Config
 from serialpub.errors import REFUSED, InputError
 from serialpub.faults import checkpoint
@@ -40,7 +40,7 @@ from serialpub.report.measure import Measure
 from serialpub.report.render import measure_records
 from serialpub.report.utility import draft_measures, query_measures
 from serialpub.workflow import anonymizing, identity, manifest_binding, preflight, progress, series_integrity
-from serialpub.workflow.anonymizing import Anonymized, anonymize_snapshot, load_state, take
+from serialpub.workflow.anonymizing import Anonymized, anonymize_snapshot, load_state, release_noise, take
 from serialpub.workflow.dataset_inputs import DatasetInputs
 from serialpub.workflow.dataset_series import DatasetSeries
 from serialpub.workflow.input_checks import check_inputs, period_of_source, skipped_periods, snapshot_source
@@ -248,7 +248,8 @@ def _compute(
     checkpoint("after_state_load")
     t_anon = time.perf_counter()
     try:
-        result = anonymize_snapshot(cfg, inputs, register, snap, history, opened.seq)
+        result = anonymize_snapshot(cfg, inputs, register, snap, history, opened.seq,
+                                    release_noise(series.ws, opened.seq))  # fmt: skip
     except InfeasibleError as exc:
         if isinstance(exc, ValueInfeasibleError):  # the values by name, as the operator knows them
             exc = InfeasibleError(exc.describe([repr(inputs.protected[v]) for v in exc.values]))
@@ -534,6 +535,8 @@ def params_record(cfg: Config, inputs: DatasetInputs) -> dict[str, Any]:
         "partition_model": cfg.effective_partition_model,
         # only when one is taken: the default series' manifests keep their keys
         **({"accepted_known_breach": list(cfg.accept_known_breach)} if cfg.accept_known_breach else {}),
+        **({"partition_test": cfg.partition_test, "partition_epsilon": cfg.partition_epsilon}
+           if cfg.partition_test is PartitionTest.NOISY else {}),
         "numeric_quasi_identifiers": inputs.numeric,
         "suppression_budget": cfg.suppression_budget,
         "protected_values": inputs.protected,
