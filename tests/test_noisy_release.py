@@ -38,6 +38,32 @@ def test_noisy_releases_record_the_test_keep_the_seed_secret_and_pass_the_audit(
             assert secret not in f.read_bytes() and secret.hex().encode() not in f.read_bytes()
     report = audit_workspace(root)
     assert report.ok, format_report(report)
+    assert "used the noisy split test (ε up to 0.5): a refused split may raise a posterior to e^ε = 1.649" in (
+        format_report(report)
+    )
+
+
+def test_the_audit_finds_a_noisy_release_without_a_sound_epsilon() -> None:
+    from serialpub.analysis.audit.manifest import ParsedManifest
+    from serialpub.analysis.audit.result import AuditResult
+    from serialpub.analysis.audit.series import _noisy_notes
+
+    def pm(release: int, test: str | None, eps: float | None) -> ParsedManifest:
+        return ParsedManifest(
+            release, "d", ["a"], "s", 2.0, ["x"], "register", {}, None, 1, 1, "global", "p", 0, "mechanism",  # type: ignore[arg-type]
+            [], None, [], 0.3, test, eps,
+        )  # fmt: skip
+
+    result = AuditResult.__new__(AuditResult)
+    result.findings, result.notes = [], []
+    _noisy_notes([pm(1, "noisy", 0.9), pm(2, "noisy", None), pm(3, None, 0.2), pm(4, "noisy", 0.5)], result)
+    assert result.findings == [
+        "release 1: partition_test noisy with partition_epsilon 0.9, not in (0, 0.6931] (ln 2)",
+        "release 2: partition_test noisy with partition_epsilon None, not in (0, 0.6931] (ln 2)",
+        "release 3: partition_epsilon without partition_test noisy",
+    ]
+    assert "release(s) 4 used the noisy split test (ε up to 0.5)" in result.notes[0]
+    assert "at 0.4946 per release" in result.notes[0]
 
 
 @pytest.mark.slow
