@@ -118,3 +118,22 @@ def test_a_noisy_partition_meets_every_requirement_and_needs_its_noise() -> None
     with pytest.raises(ValueError, match="needs the secret noise"):
         anonymize_history(keys, snap, history, params, HS, False, seed=1)
     assert math.isfinite(params.noisy_test().epsilon)  # type: ignore[union-attr]
+
+
+def test_the_plan_tries_the_noisy_test_and_shows_its_epsilon_and_bound(tmp_path: Path) -> None:
+    from helpers import cli
+
+    root = make_workspace(tmp_path / "ws", n=120, periods=2)
+    out = tmp_path / "plan.json"
+    proc = cli("plan", "--config", root, "--rounds", "2", "--protected", "rarest:2", "--partition-epsilon",
+               "sound,0.69", "--jobs", "1", "--json", out)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    by = {c["settings"].get("partition_epsilon"): c for c in json.loads(out.read_text())["candidates"]}
+    assert set(by) == {None, 0.69}
+    noisy = by[0.69]
+    assert noisy["settings"]["partition_test"] == "noisy" and "noisy ε=0.69" in noisy["candidate"]
+    assert noisy["noisy_bound"] == pytest.approx(math.exp(0.69) / 2)
+    assert noisy["noisy_max_posterior"] == pytest.approx(min(1.0, math.exp(0.69) * noisy["max_breach"]))
+    assert "noisy_bound" not in by[None] and "partition_test" not in by[None]["settings"]
+    bad = cli("plan", "--config", root, "--rounds", "1", "--partition-epsilon", "0.9", "--jobs", "1")
+    assert bad.returncode == 2 and "ε = 0.9; give sound, or ε in (0, 0.6931]" in bad.stderr

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from anonymizer.settings import AfterKPrime, PartitionModel, Strategy
+from anonymizer.noisy_split import MAX_EPSILON
+from anonymizer.settings import AfterKPrime, Dilution, PartitionModel, PartitionTest, Strategy
 from serialpub.config import Config
 from serialpub.errors import InputError, quoted
 from serialpub.io.settings_yaml import read_yaml
@@ -33,6 +34,7 @@ SETTINGS = {
     "protected_values": "--protected",
     "partition_model": "--partition-model",
     "after_k_prime": "--after-k",
+    "partition_epsilon": "--partition-epsilon",
 }
 RAREST = "rarest:"
 #: what each setting takes, for the message refusing a boolean
@@ -44,6 +46,7 @@ _TAKES = {
     "protected_values": "all, rarest:m, or values of the domain",
     "partition_model": "published or parts",
     "after_k_prime": "renew or stop",
+    "partition_epsilon": "sound, or ε of partition_test noisy in (0, 0.6931]",
 }
 #: the most candidates a plan runs unless ``max_candidates`` allows more (docs/commands.md,
 #: ``serialpub plan``): each publishes every round in memory, so a grid a typo multiplied
@@ -65,6 +68,8 @@ class Candidate:
         protected: ``"all"``, ``"rarest:m"``, or the protected values in order.
         partition_model: ``published`` or ``parts`` (the latter leaks: docs/threat-model.md).
         after_k_prime: ``renew`` or ``stop`` (constant ratio only).
+        partition_epsilon: ε of ``partition_test: noisy`` (docs/anonymization.md), None for
+            the sound test.
     """
 
     ell: float
@@ -74,6 +79,7 @@ class Candidate:
     protected: str | tuple[str, ...]
     partition_model: str
     after_k_prime: str
+    partition_epsilon: float | None = None
 
     @property
     def known_breach(self) -> bool:
@@ -91,7 +97,8 @@ class Candidate:
     def label(self) -> str:
         """A short name: ``ℓ=2 constant k'=20 renew all published``."""
         param = f"k'={self.k_prime} {self.after_k_prime}" if self.strategy == "constant" else f"α={self.alpha:g}"
-        return f"ℓ={self.ell:g} {self.strategy} {param} {self.protected_label} {self.partition_model}"
+        noisy = "" if self.partition_epsilon is None else f" noisy ε={self.partition_epsilon:g}"
+        return f"ℓ={self.ell:g} {self.strategy} {param} {self.protected_label} {self.partition_model}{noisy}"
 
     def record(self) -> dict[str, Any]:
         """The settings as the configuration spells them (JSON)."""
@@ -103,6 +110,9 @@ class Candidate:
             "protected_values": self.protected if isinstance(self.protected, str) else list(self.protected),
             "partition_model": self.partition_model,
             "after_k_prime": self.after_k_prime,
+            # only for the noisy test: a sound candidate's record keeps its keys
+            **({"partition_test": "noisy", "partition_epsilon": self.partition_epsilon}
+               if self.partition_epsilon is not None else {}),
         }
 
 
@@ -149,6 +159,13 @@ def _checked(setting: str, value: Any, domain: Sequence[str]) -> Any:
         if not alpha > 1:
             raise InputError(f"setting {flag}: α = {_shown(alpha)} is impossible; α must be greater than 1")
         return alpha
+    if setting == "partition_epsilon":
+        if value == "sound":
+            return None
+        eps = _number(setting, value, float)
+        if not 0 < eps <= MAX_EPSILON:
+            raise InputError(f"setting {flag}: ε = {_shown(eps)}; give sound, or ε in (0, {MAX_EPSILON:.4f}] (ln 2)")
+        return eps
     choices = {"strategy": Strategy, "partition_model": PartitionModel, "after_k_prime": AfterKPrime}
     if setting in choices:
         allowed = [m.value for m in choices[setting]]
@@ -245,11 +262,14 @@ def build_grid(
         "protected_values": [config.protected_values],
         "partition_model": [config.effective_partition_model.value],
         "after_k_prime": [config.after_k_prime.value],
+        "partition_epsilon": [config.partition_epsilon if config.partition_test is PartitionTest.NOISY else "sound"],
     }
     axes = {
         name: list(dict.fromkeys(_checked(name, v, domain) for v in given.get(name, default[name])))
         for name in SETTINGS
     }
+    if config.dilution is not Dilution.REGISTER and any(e is not None for e in axes["partition_epsilon"]):
+        raise InputError(f"setting {SETTINGS['partition_epsilon']}: the noisy split test needs dilution: register")
     size = _size(axes)
     if size > max_candidates:
         raise InputError(
@@ -265,6 +285,8 @@ def build_grid(
                 ell=s["l"], strategy=s["strategy"], k_prime=s["k_prime"] if constant else None,
                 alpha=None if constant else s["alpha"], protected=s["protected_values"],
                 partition_model=s["partition_model"], after_k_prime=s["after_k_prime"] if constant else "renew",
+                # the noisy test runs under the published model only: a parts candidate is sound
+                partition_epsilon=s["partition_epsilon"] if s["partition_model"] == "published" else None,
             ),
             None,
         )  # fmt: skip
@@ -277,6 +299,7 @@ def _size(axes: Mapping[str, Sequence[Any]]) -> int:
     """The number of candidates of distinct axis values, counted without building them: k'
     and after_k_prime multiply the constant-ratio candidates only, α the geometric ones."""
     common = len(axes["l"]) * len(axes["protected_values"]) * len(axes["partition_model"])
+    common *= len(axes.get("partition_epsilon", [None]))
     constant = len(axes["k_prime"]) * len(axes["after_k_prime"]) if "constant" in axes["strategy"] else 0
     geometric = len(axes["alpha"]) if "geometric" in axes["strategy"] else 0
     return common * (constant + geometric)
