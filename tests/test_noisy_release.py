@@ -36,6 +36,8 @@ def test_noisy_releases_record_the_test_keep_the_seed_secret_and_pass_the_audit(
         assert manifest["partition_test"] == "noisy" and manifest["partition_epsilon"] == 0.5
         for f in folder.iterdir():  # the secret is in no published file
             assert secret not in f.read_bytes() and secret.hex().encode() not in f.read_bytes()
+    page = (root / "releases" / "clinic" / "release-0003" / "report.html").read_text()
+    assert 'id="noisy-split-test"' in page and "ε = 0.5" in page and "e<sup>ε</sup>/ℓ = 0.824" in page
     report = audit_workspace(root)
     assert report.ok, format_report(report)
     assert "used the noisy split test (ε up to 0.5): a refused split may raise a posterior to e^ε = 1.649" in (
@@ -72,6 +74,7 @@ def test_a_sound_series_records_no_partition_test(tmp_path: Path) -> None:
     Publisher(load_config(root)).publish(snapshot(root, 1))
     manifest = json.loads((root / "releases" / "clinic" / "release-0001" / "manifest.json").read_text())
     assert "partition_test" not in manifest and "partition_epsilon" not in manifest
+    assert 'id="noisy-split-test"' not in (root / "releases" / "clinic" / "release-0001" / "report.html").read_text()
     assert not (root / "keys" / NOISE_SEED).exists()
 
 
