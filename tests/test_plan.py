@@ -320,7 +320,7 @@ def test_a_long_unknown_key_in_a_grid_is_quoted_short(tmp_path: Path) -> None:
         read_grid_file(grid)
     assert str(err.value) == (
         f"{grid}: unknown setting {quoted('x' * 1000)}; a grid sets l, k_prime, strategy, alpha, protected_values, "
-        "partition_model, after_k_prime"
+        "partition_model, after_k_prime, partition_epsilon"
     )
 
 
