@@ -100,7 +100,7 @@ def release_noise(ws: Workspace, seq: int) -> np.random.Generator | None:
     an adversary would know the noise and read a refused split's counts.
 
     Raises:
-        InputError: the seed file is shorter than 32 bytes, or cannot be made.
+        InputError: the seed file is shorter than ``_SEED_BYTES``, or cannot be made.
     """
     path = noise_seed_path(ws)
     if ws.config.partition_test is not PartitionTest.NOISY or path is None:
