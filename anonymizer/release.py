@@ -18,8 +18,17 @@ from anonymizer import privacy, topdown
 from anonymizer.arrays import Rows, distinct_counts, factorize, factorize_rows
 from anonymizer.bottomup import generalize
 from anonymizer.hierarchy import Hierarchy
+from anonymizer.noisy_split import MAX_EPSILON, NoisyPartition, NoisySplitTest
 from anonymizer.search import Cells, Generalization
-from anonymizer.settings import AfterKPrime, Algorithm, Guarantee, PartitionModel, Strategy, SuppressionModel
+from anonymizer.settings import (
+    AfterKPrime,
+    Algorithm,
+    Guarantee,
+    PartitionModel,
+    PartitionTest,
+    Strategy,
+    SuppressionModel,
+)
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -60,6 +69,11 @@ class PrivacyParams:
     publishes, so the partition tells an adversary who knows the algorithm nothing more;
     ``"parts"`` reads each part's own counts, for finer groups, and leaves the residual
     risk of docs/threat-model.md. The bottom-up search always reads its cells' counts.
+
+    ``partition_test`` (top-down, ``published`` model, register dilution): ``"sound"`` (the
+    default) or ``"noisy"`` (:mod:`anonymizer.noisy_split`), whose refusals may raise a
+    posterior to e^ε × its charge, ε = ``partition_epsilon`` (at most ln 2), with noise
+    from a secret seed the caller passes (:func:`anonymize_history`'s ``noise``).
     """
 
     ell: float
@@ -71,12 +85,14 @@ class PrivacyParams:
     algorithm: Algorithm = Algorithm.TOPDOWN
     after_k_prime: AfterKPrime = AfterKPrime.RENEW
     partition_model: PartitionModel = PartitionModel.PUBLISHED
+    partition_test: PartitionTest = PartitionTest.SOUND
+    partition_epsilon: float | None = None
 
     def __post_init__(self) -> None:
         # a setting given by its spelling becomes its enumeration member; any other is refused here
         for name, kind in (("strategy", Strategy), ("guarantee", Guarantee), ("suppression_model", SuppressionModel),
                            ("after_k_prime", AfterKPrime), ("algorithm", Algorithm),
-                           ("partition_model", PartitionModel)):  # fmt: skip
+                           ("partition_model", PartitionModel), ("partition_test", PartitionTest)):  # fmt: skip
             value = getattr(self, name)
             if value not in set(kind):
                 raise ValueError(f"{name} must be one of {tuple(m.value for m in kind)}, got {value!r}")
@@ -87,6 +103,19 @@ class PrivacyParams:
             raise ValueError(f"the constant-ratio strategy needs k' >= 1, got {self.k_prime}")
         if self.strategy is Strategy.GEOMETRIC and (self.alpha is None or not self.alpha > 1):
             raise ValueError(f"the geometric strategy needs α > 1, got {self.alpha}")
+        if self.partition_test is PartitionTest.NOISY:
+            eps = self.partition_epsilon
+            if eps is None or not (0 < eps <= MAX_EPSILON * (1 + 1e-12)):
+                raise ValueError(f"partition_test noisy needs partition_epsilon in (0, ln 2 = {MAX_EPSILON:.4f}], "
+                                 f"got {eps!r}")  # fmt: skip
+            if self.algorithm is not Algorithm.TOPDOWN or self.partition_model is not PartitionModel.PUBLISHED:
+                raise ValueError("partition_test noisy needs algorithm topdown and partition_model published")
+
+    def noisy_test(self) -> NoisySplitTest | None:
+        """The noisy split test of these settings, None under the sound test."""
+        if self.partition_test is not PartitionTest.NOISY or self.partition_epsilon is None:
+            return None
+        return NoisySplitTest.for_epsilon(self.partition_epsilon)
 
 
 @dataclass(frozen=True)
@@ -315,6 +344,8 @@ def anonymize_history(
     *,
     budget: int = 0,
     seed: int = 0,
+    explain: bool = False,
+    noise: np.random.Generator | None = None,
 ) -> ReleaseResult:
     """Anonymize one snapshot and compute the state after publishing it.
 
@@ -331,11 +362,17 @@ def anonymize_history(
             model (``params.suppression_model``), where every group meets its requirement
             with all of its records and nothing is suppressed.
         seed: chooses which records of a violating (group, value) are suppressed.
+        explain: the top-down search also reports what blocked its splits, per level
+            (``result.generalization.levels``, :func:`anonymizer.topdown.level_report`).
+        noise: the release's secret noise under ``partition_test: noisy``
+            (:func:`anonymizer.noisy_split.noise_generator`); required then, ignored otherwise.
 
     Raises:
         anonymizer.search.InfeasibleError: no partition meets the requirement (within the
             budget, for the bottom-up search).
-        ValueError: a positive budget under the mechanism-aware model or with the top-down search.
+        ValueError: a positive budget under the mechanism-aware model or with the top-down search;
+            the noisy test without ``noise`` or under presence dilution (the candidate split
+            would read who is present).
     """
     if params.suppression_model is SuppressionModel.MECHANISM and budget != 0:
         raise ValueError(
@@ -347,6 +384,9 @@ def anonymize_history(
             f"a suppression budget of {budget} records with the top-down search, which never suppresses; "
             "use algorithm bottomup for the paper model's suppression"
         )
+    test = params.noisy_test()
+    if test is not None and (noise is None or presence):
+        raise ValueError("partition_test noisy needs the secret noise and register dilution")
     record_individual, record_set, n_sets = snapshot.individual, snapshot.value_set, snapshot.n_sets
     n_ind = register_keys.shape[0]
     if history.class_of.shape != (n_ind,):
@@ -384,7 +424,9 @@ def anonymize_history(
         requirement=requirement,
     )
     if params.algorithm is Algorithm.TOPDOWN:
-        gen = topdown.partition(cells, hierarchies, presence, model=params.partition_model)
+        noisy = NoisyPartition(test, noise) if test is not None and noise is not None else None
+        gen = topdown.partition(cells, hierarchies, presence, model=params.partition_model, explain=explain,
+                                noisy=noisy)  # fmt: skip
     else:
         gen = generalize(cells, hierarchies, presence, budget)
     group_of_record = gen.group_of_cell[cell_of_record]

@@ -191,6 +191,8 @@ class Generalization:
         groups: the groups of the final cut.
         suppress: records to suppress per (group, protected value), shape (G, V).
         steps: generalization steps taken, as (QI index, node id).
+        levels: the top-down search's per-level account of what blocked its splits, when
+            asked for (:func:`anonymizer.topdown.level_report`); None otherwise.
     """
 
     node_of_leaf: list[IntArray] | None
@@ -198,6 +200,7 @@ class Generalization:
     groups: Groups
     suppress: IntArray
     steps: list[tuple[int, int]]
+    levels: list[dict[str, object]] | None = None
 
 
 def encode_rows(keys: IntArray, radix: Sequence[int]) -> IntArray:

@@ -61,3 +61,10 @@ class PartitionModel(StrEnum):
 
     PUBLISHED = "published"  # only counts the release publishes: the partition is no evidence
     PARTS = "parts"  # each part's own counts: finer groups, but a refused split is evidence
+
+
+class PartitionTest(StrEnum):
+    """How the top-down search admits a split (docs/anonymization.md, "partition_test: noisy")."""
+
+    SOUND = "sound"  # every part meets its requirement for every placement of its region's counts
+    NOISY = "noisy"  # where the sound test admits nothing: one public candidate, a randomized test (e^ε bound)

@@ -49,6 +49,7 @@ import numpy.typing as npt
 from anonymizer.arrays import expand_csr, factorize
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.hierarchy_index import HierarchyIndex
+from anonymizer.noisy_split import NoisyPartition
 from anonymizer.overlap import Overlap
 from anonymizer.part_counts import RegionCounts, ValueCounts, all_per_row, meets
 from anonymizer.search import (
@@ -198,6 +199,25 @@ class _Split:
     splittable: BoolArray  # (R_open,)
     need: FloatArray  # (R_open,): records over their requirement, summed over the parts
     score: FloatArray  # (R_open,): higher is better under the split rule
+    block: _Block | None = None  # (explain only) the entry that blocks each region's split
+    own_slack: FloatArray | None = None  # (noisy test only) (R_open,): least n_p - r · c_p on the parts' own counts
+
+
+@dataclass(frozen=True)
+class _Block:
+    """Per open region, the admission entry of one QI's split that is furthest from passing
+    (shape (R_open,) each; ``slack`` is inf and the rest -1 where no entry fails).
+
+    ``slack`` = part n / (requirement · n_s): the split is admissible when it is >= 1 for
+    every entry, where n_s is the region's count of the value under the ``published`` model
+    and the part's own under ``parts``, as the admission test reads it."""
+
+    slack: FloatArray
+    part_child: IntArray  # the part's node on this QI
+    value: IntArray
+    part_n: IntArray
+    count: IntArray
+    requirement: FloatArray
 
 
 @dataclass(frozen=True)
@@ -213,8 +233,9 @@ class _OpenCells:
 
 def _split(
     a: int, tree: _Tree, region: IntArray, n_open: int, node: IntArray, cells: _OpenCells, presence: bool,
-    rule: str, forced: bool, region_counts: RegionCounts | None = None,
-) -> _Split:
+    rule: str, forced: bool, region_counts: RegionCounts | None = None, explain: bool = False,
+    noisy: bool = False,
+) -> _Split:  # fmt: skip
     """Aggregate the split of every open region on QI ``a`` (``node``: its node per region).
     ``forced``: some open region breaks its requirement, so the parts' suppression need,
     which only such regions use to choose their split, is computed (0 otherwise).
@@ -223,7 +244,10 @@ def _split(
     placement of its region's counts, so the verdict reads no count the release does not
     publish. ``part_valid`` is always the part's own verdict: a split taken publishes its
     parts' counts (as sums of final groups), so a part may read them to know whether it must
-    itself be split by force."""
+    itself be split by force. ``explain``: also find the entry that blocks each region's
+    split (:class:`_Block`). ``noisy``: also the least slack ``n_p - r · c_p`` of each
+    region's parts on their own counts (:mod:`anonymizer.noisy_split`; ``-inf`` where a
+    requirement is infinite, ``inf`` for a region whose parts hold no protected record)."""
     leaves, n, values = cells.keys, cells.n, cells.values
     v = node[region]
     splittable_cell = tree.split_width[v] > 0
@@ -249,11 +273,20 @@ def _split(
     req = parts.requirement(parts.part, parts.value)
     part_valid = all_per_row(meets(part_n[parts.part], req, parts.count), parts.part, p)
     part_admits = part_valid
+    # the admission test's entries: (part, value, n_s, requirement) and its verdicts
+    entry_part, entry_value, entry_count, entry_req, entry_ok = parts.part, parts.value, parts.count, req, None
     if region_counts is not None:
         held, entry = expand_csr(part_region, region_counts.start, np.arange(region_counts.value.size))
         value = region_counts.value[entry]
-        admits = meets(part_n[held], parts.requirement(held, value), region_counts.count[entry])
+        held_req = parts.requirement(held, value)
+        admits = meets(part_n[held], held_req, region_counts.count[entry])
         part_admits = all_per_row(admits, held, p)
+        entry_part, entry_value, entry_req, entry_ok = held, value, held_req, admits
+        entry_count = region_counts.count[entry]
+    block = None
+    if explain:
+        ok = entry_ok if entry_ok is not None else meets(part_n[entry_part], entry_req, entry_count)
+        block = _blocking(n_open, part_region, part_child, part_n, entry_part, entry_value, entry_count, entry_req, ok)
     part_need = np.zeros(p)
     if forced:
         cut = suppression_need(part_n[parts.part], parts.count[:, None], req[:, None], presence)[:, 0]
@@ -278,12 +311,46 @@ def _split(
         np.maximum.at(largest, part_region, part_n.astype(np.float64))
         with np.errstate(invalid="ignore", divide="ignore"):
             score = np.where(region_n > 0, 1.0 - largest / np.maximum(region_n, 1), 0.0)
-    return _Split(part_of_cell, part_region, part_valid, splittable & all_valid, splittable, need, score)
+    own_slack = None
+    if noisy:
+        with np.errstate(invalid="ignore", over="ignore"):
+            margin = np.where(np.isfinite(req), part_n[parts.part] - req * parts.count, -np.inf)
+        own_slack = np.full(n_open, np.inf)
+        np.minimum.at(own_slack, part_region[parts.part], margin)
+    return _Split(part_of_cell, part_region, part_valid, splittable & all_valid, splittable, need, score, block,
+                  own_slack)  # fmt: skip
+
+
+def _blocking(
+    n_open: int, part_region: IntArray, part_child: IntArray, part_n: IntArray, entry_part: IntArray,
+    entry_value: IntArray, entry_count: IntArray, entry_req: FloatArray, ok: BoolArray,
+) -> _Block:  # fmt: skip
+    """Per region, the failing admission entry with the least slack (:class:`_Block`): one
+    sort of the failing entries by (region, slack), no loop."""
+    fail = np.flatnonzero(~ok)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        need = entry_req[fail] * entry_count[fail]
+        slack = np.where(np.isfinite(need) & (need > 0), part_n[entry_part[fail]] / need, 0.0)
+    region = part_region[entry_part[fail]]
+    order = np.lexsort((slack, region))
+    first = order[_segments(region[order])]
+    out_slack = np.full(n_open, np.inf)
+    out = {k: np.full(n_open, -1, dtype=np.int64) for k in ("part_child", "value", "part_n", "count")}
+    out_req = np.full(n_open, np.nan)
+    r = region[first]
+    e = fail[first]
+    out_slack[r] = slack[first]
+    out["part_child"][r] = part_child[entry_part[e]]
+    out["value"][r] = entry_value[e]
+    out["part_n"][r] = part_n[entry_part[e]]
+    out["count"][r] = entry_count[e]
+    out_req[r] = entry_req[e]
+    return _Block(out_slack, out["part_child"], out["value"], out["part_n"], out["count"], out_req)
 
 
 def partition(
     cells: Cells, hierarchies: Sequence[Hierarchy], presence: bool, rule: str | None = None,
-    model: PartitionModel = PartitionModel.PUBLISHED,
+    model: PartitionModel = PartitionModel.PUBLISHED, explain: bool = False, noisy: NoisyPartition | None = None,
 ) -> Generalization:
     """Split the QI domain top-down into regions that each meet their requirement.
 
@@ -304,11 +371,17 @@ def partition(
             alone. The partition is then a function of the published counts and tells an
             adversary who knows the algorithm nothing more. ``"parts"``: each part's own
             counts (finer groups; a refused split is evidence about the parts).
+        explain: also say, per level, which requirement blocked the splits of the regions
+            that stayed whole (:func:`level_report`); off, the search does no extra work.
+        noisy: ``partition_test: noisy`` (:mod:`anonymizer.noisy_split`): where the sound
+            test admits no split of a valid region, its one public candidate split (the
+            rule's best splittable QI) is taken when the noisy test says so. Only under
+            the ``published`` model (the parts model reads the parts' counts anyway).
 
     Returns:
         a :class:`anonymizer.search.Generalization` with the final regions as groups
-        (node tuples, shape (G, d)), no suppression and ``node_of_leaf`` None (the
-        regions are not one cut per QI).
+        (node tuples, shape (G, d)), no suppression, ``node_of_leaf`` None (the regions
+        are not one cut per QI) and, under ``explain``, ``levels`` (:func:`level_report`).
 
     Raises:
         InfeasibleError: a region violates its requirement and cannot be split further.
@@ -318,6 +391,8 @@ def partition(
     if rule not in SPLIT_RULES:
         raise ValueError(f"split rule must be one of {SPLIT_RULES}, got {rule!r}")
     published = PartitionModel(model) is PartitionModel.PUBLISHED
+    if noisy is not None and not published:
+        raise ValueError("the noisy split test runs under the published partition model only")
     if published and rule == "width_gain":
         # its score reads the parts' record counts, unpublished for a split not taken
         raise ValueError("the width_gain split rule reads unpublished record counts; use widest or balanced")
@@ -331,6 +406,7 @@ def partition(
     open_cells = np.arange(n_cells, dtype=np.int64)
     open_values = ValueCounts.of(cells.counts, cells.requirement)  # of the open cells, sparse
     final_node_of_cell = np.empty((n_cells, d), dtype=np.int64)
+    levels: list[dict[str, object]] = []
     if n_cells:
         root_counts = cells.counts.sum(axis=0, keepdims=True)
         root_req = cells.requirement.max(axis=0, keepdims=True) if cells.requirement.size else cells.requirement[:1]
@@ -346,7 +422,7 @@ def partition(
             # (map() returns a list before the loop's variables change: B023 does not apply)
             splits = splitters.map(
                 lambda a: _split(a, trees[a], region_of_cell, n_open, open_nodes[:, a], sub, presence, rule,  # noqa: B023
-                                 forced, region_counts),  # noqa: B023
+                                 forced, region_counts, explain, noisy is not None),  # noqa: B023
                 range(d),
             )  # fmt: skip
             # choose per region: the best admissible split; an invalid region takes the least need
@@ -364,6 +440,23 @@ def partition(
                 # the cause, not the cell the search stopped at
                 raise _table_failure(n, cells) or _stuck_failure(n, cells, hierarchies, int(stuck.sum()))
             choice = np.where(open_valid, np.where(has_ok, best_ok, -1), best_forced)
+            noisy_taken = np.zeros(n_open, dtype=bool)
+            if noisy is not None:
+                # one public candidate per region the sound test left whole: the rule's best splittable QI
+                tried = np.flatnonzero(open_valid & ~has_ok & splittable.any(axis=1))
+                candidate = np.argmax(np.where(splittable, score, -np.inf), axis=1)[tried]
+                own = np.stack([s.own_slack for s in splits], axis=1)  # type: ignore[misc]
+                take = noisy.test.decide(own[tried, candidate], noisy.rng.random(tried.size))
+                choice[tried[take]] = candidate[take]
+                noisy_taken[tried[take]] = True
+                has_ok = has_ok | noisy_taken
+            if explain:
+                region_n = np.bincount(region_of_cell, weights=sub.n, minlength=n_open).astype(np.int64)
+                valid_now, ok_now = np.asarray(open_valid, dtype=bool), np.asarray(has_ok, dtype=bool)
+                levels.append(level_report(len(levels) + 1, valid_now, ok_now, splittable, region_n,
+                                           [s.block for s in splits], hierarchies))  # fmt: skip
+                if noisy is not None:
+                    levels[-1]["noisy_taken"] = int(noisy_taken.sum())
             final_region = choice < 0
             # regions that stay: record their nodes for their cells
             fin_cell = final_region[region_of_cell]
@@ -395,7 +488,84 @@ def partition(
         groups=groups,
         suppress=np.zeros_like(groups.counts),
         steps=[],
+        levels=levels if explain else None,
     )
+
+
+#: blocking causes listed per level by :func:`level_report`, the most candidates first
+TOP_BLOCKS = 5
+
+
+def level_report(
+    level: int, valid: BoolArray, has_ok: BoolArray, splittable: BoolArray, region_n: IntArray,
+    blocks: Sequence[_Block | None], hierarchies: Sequence[Hierarchy],
+) -> dict[str, object]:  # fmt: skip
+    """What one level of the search did, and why the regions that stayed whole did.
+
+    A region is *blocked* when it meets its requirement and some QI could split it, but no
+    split is admissible. For each blocked region the QI whose split came closest (the
+    largest least slack, :class:`_Block`) names the requirement that blocked it: the part
+    (its label on that QI), the protected value (its index; :func:`name_values` names it),
+    the part's candidates ``part_n``, the count it is judged against ``n_s`` (the region's
+    under ``published``), their ``ratio`` part_n / n_s and the ``target`` (the requirement).
+
+    Returns:
+        a JSON-ready dict: ``level`` (1 = the root), ``regions`` open, ``split`` (by an
+        admissible split), ``forced`` (invalid regions split anyway), ``leaf`` (valid,
+        nothing left to split), ``blocked`` and ``blocked_candidates``; ``blocks``: the
+        (QI, value) pairs that blocked most candidates, at most :data:`TOP_BLOCKS`, each
+        with its ``regions``, ``candidates`` and the largest such region's ``example``.
+    """
+    slack = np.stack([b.slack if b is not None else np.full(valid.size, np.inf) for b in blocks], axis=1)
+    blocked = valid & ~has_ok & splittable.any(axis=1)
+    closest = np.argmax(np.where(splittable, slack, -np.inf), axis=1)
+    rows = np.flatnonzero(blocked)
+    out: dict[str, object] = {
+        "level": level,
+        "regions": int(valid.size),
+        "split": int((valid & has_ok).sum()),
+        "forced": int((~valid).sum()),
+        "leaf": int((valid & ~has_ok & ~splittable.any(axis=1)).sum()),
+        "blocked": int(rows.size),
+        "blocked_candidates": int(region_n[rows].sum()),
+        "blocks": [],
+    }
+    if not rows.size:
+        return out
+    qi = closest[rows]
+    values = np.stack([b.value if b is not None else np.full(valid.size, -1) for b in blocks], axis=1)
+    value = values[rows, qi]
+    key = qi * np.int64(max(int(value.max()) + 1, 1)) + value
+    uniq, inverse = np.unique(key, return_inverse=True)
+    cand = np.bincount(inverse, weights=region_n[rows], minlength=uniq.size)
+    found: list[dict[str, object]] = []
+    for k in np.argsort(-cand, kind="stable")[:TOP_BLOCKS]:
+        members = np.flatnonzero(inverse == k)
+        r_i = int(members[np.argmax(region_n[rows[members]])])
+        r, a = int(rows[r_i]), int(qi[r_i])
+        b = blocks[a]
+        assert b is not None
+        found.append({
+            "qi": hierarchies[a].attribute, "value": int(b.value[r]), "regions": int(members.size),
+            "candidates": int(cand[k]),
+            "example": {
+                "region_candidates": int(region_n[r]), "part": hierarchies[a].labels[int(b.part_child[r])],
+                "part_n": int(b.part_n[r]), "n_s": int(b.count[r]),
+                "ratio": round(float(b.part_n[r]) / max(int(b.count[r]), 1), 3),
+                "target": round(float(b.requirement[r]), 3),
+            },
+        })  # fmt: skip
+    out["blocks"] = found
+    return out
+
+
+def name_values(levels: Sequence[dict[str, object]], names: Sequence[str]) -> list[dict[str, object]]:
+    """:func:`level_report`'s levels with every protected value index replaced by its name."""
+    named = []
+    for lv in levels:
+        blocks = [{**b, "value": names[int(b["value"])]} for b in lv["blocks"]]  # type: ignore[attr-defined]
+        named.append({**lv, "blocks": blocks})
+    return named
 
 
 def _argmin_then_max(primary: FloatArray, secondary: FloatArray) -> IntArray:

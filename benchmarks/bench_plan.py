@@ -66,6 +66,8 @@ def main() -> None:
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--protected", default="all", help="the candidate's protected set: all, rarest:m, or values")
+    ap.add_argument("--partition-epsilon", default="sound",
+                    help="sound, and/or ε of the noisy split test, comma-separated (one candidate each)")
     args = ap.parse_args()
     OUT.mkdir(exist_ok=True)
     root = snapshots(args.register, args.records, args.rounds)
@@ -74,7 +76,8 @@ def main() -> None:
     command = [
         str(exe), "plan", "--config", str(root), "--snapshots", str(root / "plan-snapshots"),
         "--rounds", str(args.rounds), "--l", "2", "--strategy", "constant", "--k", "20", "--protected", args.protected,
-        "--partition-model", "published", "--json", str(figures),
+        "--partition-model", "published", "--partition-epsilon", args.partition_epsilon, "--jobs", "1",
+        "--json", str(figures),
     ]  # fmt: skip
     t = time.perf_counter()
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
@@ -90,7 +93,8 @@ def main() -> None:
         "peak_rss_gib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20,
         "plan": json.loads(figures.read_text()),
     }
-    RESULT.with_name(f"plan-{args.protected.replace(':', '')}.json").write_text(json.dumps(result, indent=2))
+    name = f"plan-{args.protected.replace(':', '')}-{args.partition_epsilon.replace(',', '_')}.json"
+    RESULT.with_name(name).write_text(json.dumps(result, indent=2))
     print(f"one candidate, {args.rounds} releases of {args.records:,} records over {args.register:,}: "
           f"{wall:.1f} s, peak RSS {result['peak_rss_gib']:.2f} GiB")  # fmt: skip
     plan = result["plan"]

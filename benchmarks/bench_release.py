@@ -81,9 +81,12 @@ def make_scale_workspace(n_register: int, n_records: int, seed: int = 0) -> Path
         (root / "hierarchies" / f"{col}.csv").write_bytes((adult.hierarchy_dir() / f"{col}.csv").read_bytes())
     if (root / CONFIG_NAME).exists():
         return snapshot
+    # age declared numeric as the demo declares it: without it age splits along its hierarchy file's
+    # bands, one small band blocks every split of age, and release 1 of the five rarest protected is
+    # 4 groups instead of 750 (docs/anonymization.md, "At scale")
     config = Config(
         dataset="adult", quasi_identifiers=adult.QUASI_IDENTIFIERS, sensitive=adult.SENSITIVE, l=2,
-        sign_off=SignOffSettings(auto_approve=True),
+        numeric=list(adult.NUMERIC), sign_off=SignOffSettings(auto_approve=True),
     )  # fmt: skip
     (root / CONFIG_NAME).write_text(render_config(config, {"sign_off.auto_approve": "A benchmark workspace."}))
     return snapshot

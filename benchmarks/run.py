@@ -91,6 +91,10 @@ BENCHMARKS: dict[str, Benchmark] = {
     "bench_scaling": Benchmark(
         "time and peak memory against records and register size", "scaling.md, benchmarks.md", "35 min"
     ),
+    "bench_collapse": Benchmark(
+        "why a 1M/5M release stays coarse: the search's blocked splits per level; the noisy split test's groups",
+        "anonymization.md", "1 min",
+    ),
     "bench_search": Benchmark(
         "search time and groups of one release at scale", "anonymization.md, benchmarks.md", "2 min"
     ),

@@ -15,6 +15,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from anonymizer.overlap import SEQUENTIAL_ENV
+from anonymizer.settings import PartitionTest
 from serialpub.errors import InputError, quoted
 from serialpub.io.periods import PeriodFormat
 from serialpub.io.release_settings import STRICT, ReleaseSettings, documented
@@ -271,6 +272,8 @@ class Config(ReleaseSettings, WorkspaceFiles):
     def _columns_and_sources(self) -> Config:
         if self.sensitive in self.quasi_identifiers or self.id_column in self.quasi_identifiers:
             raise ValueError("the sensitive and id columns cannot be quasi-identifiers")
+        if self.partition_test is PartitionTest.NOISY and self.signing_key is None:
+            raise ValueError("partition_test 'noisy' needs a signing_key: its secret seed is kept beside it")
         if self.register_file.startswith(SQL_PREFIX) and not self.input_database_url:
             raise ValueError(
                 f"register {quoted(self.register_file)} reads the input database; set input_database_url "

@@ -15,7 +15,16 @@ from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict
 
-from anonymizer.settings import AfterKPrime, Algorithm, Dilution, Guarantee, PartitionModel, Strategy, SuppressionModel
+from anonymizer.settings import (
+    AfterKPrime,
+    Algorithm,
+    Dilution,
+    Guarantee,
+    PartitionModel,
+    PartitionTest,
+    Strategy,
+    SuppressionModel,
+)
 
 #: the privacy settings, named as the manifest names them; a row records them under the same keys
 SETTINGS = (
@@ -65,6 +74,9 @@ class DraftParams(BaseModel):
     suppression_model: SuppressionModel = SuppressionModel.PAPER
     algorithm: Algorithm = Algorithm.BOTTOMUP
     partition_model: PartitionModel | None = PartitionModel.PARTS
+    # recorded only under partition_test: noisy (releases before it existed used the sound test)
+    partition_test: PartitionTest = PartitionTest.SOUND
+    partition_epsilon: float | None = None
     accepted_known_breach: list[str] = []
     numeric_quasi_identifiers: list[str] = []
     suppression_budget: float | None = None

@@ -320,7 +320,7 @@ def test_a_long_unknown_key_in_a_grid_is_quoted_short(tmp_path: Path) -> None:
         read_grid_file(grid)
     assert str(err.value) == (
         f"{grid}: unknown setting {quoted('x' * 1000)}; a grid sets protected_values, l, strategy, k_prime, "
-        "after_k_prime, alpha, partition_model"
+        "after_k_prime, alpha, partition_model, partition_epsilon"
     )
 
 
@@ -453,6 +453,13 @@ def test_the_plan_json_carries_flags_groups_per_release_and_protected_values(
     assert len(rarest3) == 3 and set(rarest3) <= set(DOMAIN)
     html = page.read_text()
     assert "protected_values: [" + ", ".join(f"&#34;{v}&#34;" for v in rarest3) + "]" in html
+    # every release says, per level of the search, what blocked its splits, values by name
+    for release in by[(2.2, "rarest:3")]["releases"]:
+        levels = release["search_levels"]
+        assert levels[0]["level"] == 1 and levels[0]["regions"] == 1
+        ended = sum(lv["leaf"] + lv["blocked"] for lv in levels)
+        assert ended >= release["groups"]  # regions without records publish no group
+        assert {b["value"] for lv in levels for b in lv["blocks"]} <= set(rarest3)
 
 
 def _keep_screenshot(shot: Path) -> None:

@@ -19,7 +19,14 @@ from anonymizer import overlap
 from serialpub.cli.app import app
 from serialpub.config import Config, config_of, load_config
 from serialpub.io.manifest import Manifest
-from serialpub.io.release_settings import DEMO_OPTIONS, PLAN_OPTIONS, PLAN_TAKES, RECORDED, ReleaseSettings
+from serialpub.io.release_settings import (
+    DEMO_OPTIONS,
+    OPTIONAL_RECORDED,
+    PLAN_OPTIONS,
+    PLAN_TAKES,
+    RECORDED,
+    ReleaseSettings,
+)
 from serialpub.planning.grid import Candidate, build_grid
 from serialpub.workflow.publisher import Publisher
 from state.params import SETTINGS as ROW_SETTINGS
@@ -72,7 +79,7 @@ def test_every_recorded_setting_is_a_manifest_key_and_every_manifest_setting_is_
 def test_every_recorded_setting_is_a_field_of_the_draft_s_row() -> None:
     # the row keeps the acknowledgement beside the settings it compares with the manifest
     assert set(RECORDED) - set(DraftParams.model_fields) == set(), "a release setting the row cannot record"
-    assert set(ROW_SETTINGS) | {"accepted_known_breach"} == set(RECORDED), "state.params.SETTINGS is out of step"
+    assert set(ROW_SETTINGS) | set(OPTIONAL_RECORDED) == set(RECORDED), "state.params.SETTINGS is out of step"
 
 
 def test_every_recorded_setting_is_on_the_release_contract_page() -> None:
@@ -84,7 +91,8 @@ def test_every_recorded_setting_is_on_the_release_contract_page() -> None:
 def test_the_recorded_settings_go_through_the_row_and_the_manifest_unchanged() -> None:
     cfg = config_of(EVERY_SETTING, "test")
     recorded = cfg.recorded()
-    assert set(recorded) == set(RECORDED)
+    # the noisy split test's keys: only under it, which the bottom-up search of EVERY_SETTING excludes
+    assert set(recorded) == set(RECORDED) - {"partition_test", "partition_epsilon"}
     row = DraftParams(**recorded)
     assert DraftParams.read(json.loads(json.dumps(row.record()))).recorded_settings() == {
         k: v for k, v in row.record().items() if k in ROW_SETTINGS
@@ -96,11 +104,22 @@ def test_the_recorded_settings_go_through_the_row_and_the_manifest_unchanged() -
         "validation": None, "sign_off": None,
     }  # fmt: skip
     read = Manifest.parse(manifest, "test").to_dict()
-    assert {k: read[k] for k in RECORDED} == row.record()
+    assert {k: read[k] for k in recorded} == {k: v for k, v in row.record().items() if k in recorded}
     # read back as the configuration spells them: the same settings
     spelled = cfg.model_dump(mode="json", by_alias=True, include=set(ReleaseSettings.model_fields))
     assert read["l"] == spelled["l"] and read["numeric_quasi_identifiers"] == spelled["numeric"]
     assert read["accepted_known_breach"] == spelled["accept_known_breach"]
+
+
+def test_the_noisy_split_test_s_settings_go_through_the_row_and_the_manifest_unchanged() -> None:
+    noisy = {
+        "dataset": "d", "quasi_identifiers": ["age", "zip"], "sensitive": "disease", "l": 2.0,
+        "protected_values": ["flu"], "partition_test": "noisy", "partition_epsilon": 0.5, "signing_key": "keys/publisher.key",
+    }  # fmt: skip
+    recorded = config_of(noisy, "test").recorded()
+    assert recorded["partition_test"].value == "noisy" and recorded["partition_epsilon"] == 0.5
+    row = DraftParams(**recorded).record()
+    assert row["partition_test"] == "noisy" and row["partition_epsilon"] == 0.5
 
 
 def test_an_older_manifest_without_the_newer_settings_still_reads() -> None:
@@ -128,10 +147,11 @@ def test_the_plan_s_options_and_candidates_are_the_declared_ones() -> None:
     cfg = config_of(EVERY_SETTING | {"algorithm": "topdown", "suppression_model": "mechanism",
                                      "accept_known_breach": ["parts"], "suppression_budget": 0}, "test")  # fmt: skip
     (candidate,) = build_grid({}, cfg, ["flu", "cold"])
-    assert set(candidate.record()) == set(PLAN_OPTIONS), "the plan's candidate does not carry every axis"
+    # a candidate of the sound split test records no ε
+    assert set(candidate.record()) == set(PLAN_OPTIONS) - {"partition_epsilon"}, "a plan axis the candidate lacks"
     assert isinstance(candidate, Candidate)
     spelled = cfg.model_dump(mode="json", by_alias=True)
-    expected = {k: spelled[k] for k in PLAN_OPTIONS} | {"alpha": None}  # a constant-ratio candidate has no α
+    expected = {k: spelled[k] for k in PLAN_OPTIONS if k != "partition_epsilon"} | {"alpha": None}  # constant: no α
     assert candidate.record() == expected, "the grid's default is not the workspace's"
 
 

@@ -51,6 +51,10 @@ def plan(
         str | None, typer.Option("--partition-model", help=f"published, parts (known breach); {_LIST}")
     ] = None,
     after_k: Annotated[str | None, typer.Option("--after-k", help=f"renew, stop; {_LIST}")] = None,
+    partition_epsilon: Annotated[
+        str | None,
+        typer.Option("--partition-epsilon", help=f"sound, or ε of the noisy split test (at most 0.6931); {_LIST}"),
+    ] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="write every figure as JSON here")] = None,
     html_out: Annotated[Path | None, typer.Option("--html", help="write the plan's page here")] = None,
     jobs: Annotated[int | None, typer.Option("--jobs", help="worker processes (default: the machine's cores)")] = None,
@@ -74,7 +78,8 @@ def plan(
         raise InputError(f"--max-candidates must be at least 1, got {max_candidates}")
     given: dict[str, list[Any]] = read_grid_file(grid) if grid is not None else {}
     for name, text in (("l", ell), ("k_prime", k_prime), ("strategy", strategy), ("alpha", alpha),
-                       ("partition_model", partition_model), ("after_k_prime", after_k)):  # fmt: skip
+                       ("partition_model", partition_model), ("after_k_prime", after_k),
+                       ("partition_epsilon", partition_epsilon)):  # fmt: skip
         if text is not None:
             given[name] = split_list(text)
     if protected is not None:

@@ -31,6 +31,7 @@ from anonymizer.settings import (
     Dilution,
     Guarantee,
     PartitionModel,
+    PartitionTest,
     Strategy,
     SuppressionModel,
 )
@@ -190,6 +191,10 @@ class Manifest(_Contract):
     suppression_model: SuppressionModel | None = None
     algorithm: Algorithm | None = None
     partition_model: PartitionModel | None = None
+    # the top-down search's split test and its ε, written only under partition_test: noisy
+    # (docs/threat-model.md, "The noisy split test")
+    partition_test: PartitionTest | None = None
+    partition_epsilon: float | None = Field(default=None, gt=0)
     # the breachable models the publisher acknowledged (serialpub.known_breach); written only
     # when there is one
     accepted_known_breach: list[KnownBreach] = []

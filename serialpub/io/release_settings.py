@@ -26,12 +26,14 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationInfo, fi
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError
 
+from anonymizer.noisy_split import MAX_EPSILON
 from anonymizer.settings import (
     AfterKPrime,
     Algorithm,
     Dilution,
     Guarantee,
     PartitionModel,
+    PartitionTest,
     Strategy,
     SuppressionModel,
 )
@@ -226,6 +228,30 @@ class ReleaseSettings(BaseModel):
             demo="--partition-model", plan="--partition-model", takes="published or parts",
         ),
     )  # fmt: skip
+    partition_test: PartitionTest = Field(
+        default=PartitionTest.SOUND,
+        description="how the top-down search admits a split ([how groups are formed](anonymization.md)): `sound`, "
+        "only when every part would meet its requirement even holding all of its region's records of a value, "
+        "so the partition is no evidence; `noisy`, for large registers: where the sound test admits nothing, one "
+        "split chosen from public data is taken when a randomized test on its parts' own counts says so, which "
+        "may raise an adversary's posterior to e^ε × its charge ([the noisy split "
+        "test](threat-model.md#the-noisy-split-test-partition_test-noisy)); its noise comes from a secret seed "
+        "kept beside `signing_key` (`partition-noise.seed`), never published. Recorded in manifests only under "
+        "`noisy`",
+        json_schema_extra=documented(
+            "`noisy` needs `partition_epsilon`, `algorithm: topdown`, `partition_model: published`, "
+            "`dilution: register` and a `signing_key`"
+        ),
+    )  # fmt: skip
+    partition_epsilon: float | None = Field(
+        default=None,
+        description="ε of `partition_test: noisy`: a refused noisy split moves no posterior above e^ε × its charge "
+        "(ln 2 = 0.693 doubles it at most); recorded in every manifest made with it",
+        json_schema_extra=documented(
+            "in (0, 0.6931] (ln 2), and only with `partition_test: noisy`",
+            plan="--partition-epsilon", takes="sound, or ε of partition_test noisy in (0, 0.6931]",
+        ),
+    )  # fmt: skip
     accept_known_breach: list[KnownBreach] = Field(
         default_factory=list, validate_default=True,
         description="the acknowledgement of the models with a known breach this file chooses ([threat "
@@ -304,6 +330,20 @@ class ReleaseSettings(BaseModel):
                 "partition_model 'published' with algorithm 'bottomup', whose cut search reads every cell's counts; "
                 "use algorithm: topdown, or leave partition_model out (bottom-up: parts)"
             )
+        if self.partition_test is PartitionTest.NOISY:
+            eps = self.partition_epsilon
+            if eps is None or not 0 < eps <= MAX_EPSILON:
+                raise ValueError(f"partition_test 'noisy' needs partition_epsilon in (0, {MAX_EPSILON:.4f}] "
+                                 f"(ln 2), got {eps!r}")  # fmt: skip
+            published = self.effective_partition_model is PartitionModel.PUBLISHED
+            if self.algorithm is not Algorithm.TOPDOWN or not published:
+                raise ValueError("partition_test 'noisy' needs algorithm: topdown and partition_model: published")
+            if self.dilution is not Dilution.REGISTER:
+                raise ValueError("partition_test 'noisy' needs dilution: register (its candidate split would read "
+                                 "who is present)")  # fmt: skip
+        elif self.partition_epsilon is not None:
+            raise ValueError("partition_epsilon is set but partition_test is 'sound'; set partition_test: noisy "
+                             "or leave partition_epsilon out")  # fmt: skip
         if self.algorithm is Algorithm.TOPDOWN and self.suppression_budget > 0:
             raise ValueError(
                 f"suppression_budget {self.suppression_budget:g} with algorithm 'topdown', which never suppresses; "
@@ -341,6 +381,8 @@ class ReleaseSettings(BaseModel):
         values["partition_model"] = resolved.get("partition_model", self.effective_partition_model)
         if not values["accept_known_breach"]:
             del values["accept_known_breach"]
+        if values["partition_test"] is not PartitionTest.NOISY:  # the sound test's series keep their keys
+            del values["partition_test"], values["partition_epsilon"]
         return {record_key(name): value for name, value in values.items()}
 
 
@@ -355,8 +397,12 @@ def _options(command: str) -> dict[str, str]:
     return {f.alias or name: str(_extra(f)[command]) for name, f in fields if command in _extra(f)}
 
 
-#: every recorded key, the manifest's spelling (:data:`state.params.SETTINGS` must be these)
+#: every recorded key, the manifest's spelling (:data:`state.params.SETTINGS` must be these,
+#: and the optional ones)
 RECORDED = tuple(record_key(name) for name in ReleaseSettings.model_fields)
+#: the recorded keys written only when a release uses them (:meth:`ReleaseSettings.recorded`),
+#: so that the default series' manifests keep their keys
+OPTIONAL_RECORDED = ("accepted_known_breach", "partition_test", "partition_epsilon")
 #: setting (its ``serialpub.yaml`` key) -> its ``serialpub demo`` option
 DEMO_OPTIONS = _options("demo")
 #: setting (its ``serialpub.yaml`` key) -> its ``serialpub plan`` option: the plan's grid axes

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from anonymizer.settings import AfterKPrime, PartitionModel, Strategy
+from anonymizer.noisy_split import MAX_EPSILON
+from anonymizer.settings import AfterKPrime, Dilution, PartitionModel, PartitionTest, Strategy
 from serialpub.config import Config
 from serialpub.errors import InputError, quoted
 from serialpub.io.release_settings import PLAN_OPTIONS, PLAN_TAKES
@@ -51,6 +52,8 @@ class Candidate:
         protected: ``"all"``, ``"rarest:m"``, or the protected values in order.
         partition_model: ``published`` or ``parts`` (the latter leaks: docs/threat-model.md).
         after_k_prime: ``renew`` or ``stop`` (constant ratio only).
+        partition_epsilon: ε of ``partition_test: noisy`` (docs/anonymization.md), None for
+            the sound test.
     """
 
     ell: float
@@ -60,6 +63,7 @@ class Candidate:
     protected: str | tuple[str, ...]
     partition_model: str
     after_k_prime: str
+    partition_epsilon: float | None = None
 
     @property
     def known_breach(self) -> bool:
@@ -77,7 +81,8 @@ class Candidate:
     def label(self) -> str:
         """A short name: ``ℓ=2 constant k'=20 renew all published``."""
         param = f"k'={self.k_prime} {self.after_k_prime}" if self.strategy == "constant" else f"α={self.alpha:g}"
-        return f"ℓ={self.ell:g} {self.strategy} {param} {self.protected_label} {self.partition_model}"
+        noisy = "" if self.partition_epsilon is None else f" noisy ε={self.partition_epsilon:g}"
+        return f"ℓ={self.ell:g} {self.strategy} {param} {self.protected_label} {self.partition_model}{noisy}"
 
     def record(self) -> dict[str, Any]:
         """The settings as the configuration spells them (JSON)."""
@@ -89,6 +94,9 @@ class Candidate:
             "protected_values": self.protected if isinstance(self.protected, str) else list(self.protected),
             "partition_model": self.partition_model,
             "after_k_prime": self.after_k_prime,
+            # only for the noisy test: a sound candidate's record keeps its keys
+            **({"partition_test": "noisy", "partition_epsilon": self.partition_epsilon}
+               if self.partition_epsilon is not None else {}),
         }
 
 
@@ -135,6 +143,13 @@ def _checked(setting: str, value: Any, domain: Sequence[str]) -> Any:
         if not alpha > 1:
             raise InputError(f"setting {flag}: α = {_shown(alpha)} is impossible; α must be greater than 1")
         return alpha
+    if setting == "partition_epsilon":
+        if value == "sound":
+            return None
+        eps = _number(setting, value, float)
+        if not 0 < eps <= MAX_EPSILON:
+            raise InputError(f"setting {flag}: ε = {_shown(eps)}; give sound, or ε in (0, {MAX_EPSILON:.4f}] (ln 2)")
+        return eps
     choices = {"strategy": Strategy, "partition_model": PartitionModel, "after_k_prime": AfterKPrime}
     if setting in choices:
         allowed = [m.value for m in choices[setting]]
@@ -230,10 +245,13 @@ def build_grid(
     default["partition_model"] = [config.effective_partition_model.value]
     default["k_prime"] = [config.k_prime if config.k_prime is not None else 20]
     default["alpha"] = [config.alpha if config.alpha is not None else 2.0]
+    default["partition_epsilon"] = [config.partition_epsilon if config.partition_test is PartitionTest.NOISY else "sound"]
     axes = {
         name: list(dict.fromkeys(_checked(name, v, domain) for v in given.get(name, default[name])))
         for name in SETTINGS
     }
+    if config.dilution is not Dilution.REGISTER and any(e is not None for e in axes["partition_epsilon"]):
+        raise InputError(f"setting {SETTINGS['partition_epsilon']}: the noisy split test needs dilution: register")
     size = _size(axes)
     if size > max_candidates:
         raise InputError(
@@ -249,6 +267,8 @@ def build_grid(
                 ell=s["l"], strategy=s["strategy"], k_prime=s["k_prime"] if constant else None,
                 alpha=None if constant else s["alpha"], protected=s["protected_values"],
                 partition_model=s["partition_model"], after_k_prime=s["after_k_prime"] if constant else "renew",
+                # the noisy test runs under the published model only: a parts candidate is sound
+                partition_epsilon=s["partition_epsilon"] if s["partition_model"] == "published" else None,
             ),
             None,
         )  # fmt: skip
@@ -261,6 +281,7 @@ def _size(axes: Mapping[str, Sequence[Any]]) -> int:
     """The number of candidates of distinct axis values, counted without building them: k'
     and after_k_prime multiply the constant-ratio candidates only, α the geometric ones."""
     common = len(axes["l"]) * len(axes["protected_values"]) * len(axes["partition_model"])
+    common *= len(axes.get("partition_epsilon", [None]))
     constant = len(axes["k_prime"]) * len(axes["after_k_prime"]) if "constant" in axes["strategy"] else 0
     geometric = len(axes["alpha"]) if "geometric" in axes["strategy"] else 0
     return common * (constant + geometric)

@@ -19,6 +19,7 @@ Paper 001's uniform reading of the same release is kept beside it.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -30,10 +31,12 @@ import numpy.typing as npt
 import pandas as pd
 
 from anonymizer.joint import JointRelease, joint_answers
+from anonymizer.noisy_split import noise_generator
 from anonymizer.queries import Workload, draw_workload
 from anonymizer.release import History, PrivacyParams, ReleaseResult, SnapshotCodes, anonymize_history
 from anonymizer.search import InfeasibleError
-from anonymizer.settings import AfterKPrime, Dilution, PartitionModel, Strategy, SuppressionModel
+from anonymizer.settings import AfterKPrime, Dilution, PartitionModel, PartitionTest, Strategy, SuppressionModel
+from anonymizer.topdown import name_values
 from serialpub.config import Workspace
 from serialpub.errors import REFUSED, InputError
 from serialpub.io.inputs import Snapshot, read_csv, snapshot_from_table
@@ -167,6 +170,8 @@ def candidate_params(candidate: Candidate, plan: PlanInputs) -> PrivacyParams:
         alpha=candidate.alpha,
         after_k_prime=AfterKPrime(candidate.after_k_prime),
         partition_model=PartitionModel(candidate.partition_model),
+        partition_test=PartitionTest.SOUND if candidate.partition_epsilon is None else PartitionTest.NOISY,
+        partition_epsilon=candidate.partition_epsilon,
     )
 
 
@@ -266,6 +271,10 @@ class CandidateResult:
             "reason": self.reason,
             "max_breach": max_breach,
             "bound": 1.0 / self.candidate.ell,
+            # the noisy split test: a refusal may raise a posterior to e^ε × its charge
+            **({"partition_epsilon": eps, "noisy_bound": math.exp(eps) / self.candidate.ell,
+                "noisy_max_posterior": min(1.0, math.exp(eps) * max_breach)}
+               if (eps := self.candidate.partition_epsilon) is not None else {}),
             "breach_exceeded": self.breach_exceeded,
             "flags": [f for f in FLAGS if raised[f]],
             "collapsed_releases": collapsed,
@@ -314,6 +323,9 @@ def run_candidate(
                 plan.register.register.keys, SnapshotCodes(snap.individual, record_set, len(protected)), history,
                 params,
                 hierarchies, presence, budget=int(np.floor(cfg.suppression_budget * len(snap.individual))), seed=seq,
+                explain=True,
+                # not the workspace's secret: a plan's noise is its own, fixed so its figures repeat
+                noise=noise_generator(b"serialpub plan", cfg.dataset, seq) if candidate.partition_epsilon else None,
             )  # fmt: skip
         except InfeasibleError as exc:
             out.refused_at, out.reason = seq, f"{REFUSED} = {candidate.ell:g}: {exc}"
@@ -322,7 +334,7 @@ def run_candidate(
                     tick()
             break
         history = result.history
-        out.releases.append(_release_figures(plan, snap, result, hierarchies, measure, seq))
+        out.releases.append(_release_figures(plan, snap, result, hierarchies, measure, seq, protected))
         if out.releases[-1]["max_breach"] > 1.0 / candidate.ell:
             out.breach_exceeded = True
         if tick:
@@ -333,8 +345,9 @@ def run_candidate(
 
 
 def _release_figures(
-    plan: PlanInputs, snap: Snapshot, result: ReleaseResult, hierarchies: list[Any], measure: Measured, seq: int
-) -> dict[str, Any]:
+    plan: PlanInputs, snap: Snapshot, result: ReleaseResult, hierarchies: list[Any], measure: Measured, seq: int,
+    protected: list[str],
+) -> dict[str, Any]:  # fmt: skip
     cfg = plan.ws.config
     table = drafting.published_table(plan.inputs, snap, result, hierarchies)
     read = plan.inputs.read_hierarchies(table)
@@ -346,6 +359,8 @@ def _release_figures(
     )  # fmt: skip
     error, uniform = _errors(release, w)
     base = measure.baseline[seq - 1]
+    found = result.generalization.levels
+    levels = {"search_levels": name_values(found, protected)} if found is not None else {}
     return {
         "release": seq,
         "records": int(result.group_records.sum()),
@@ -355,6 +370,8 @@ def _release_figures(
         "baseline": base,
         "gain": base - error,
         "uniform": uniform,
+        # per level of the top-down search, which requirement blocked the splits (docs/anonymization.md)
+        **levels,
     }
 
 

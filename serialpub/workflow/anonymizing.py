@@ -16,20 +16,25 @@ nothing is computed ahead.
 
 from __future__ import annotations
 
+import os
+import secrets
 import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from anonymizer.noisy_split import noise_generator
 from anonymizer.release import History, ReleaseResult, SnapshotCodes, anonymize_history
 from anonymizer.search import InfeasibleError
-from anonymizer.settings import Dilution
-from serialpub.config import Config
+from anonymizer.settings import Dilution, PartitionTest
+from serialpub.config import Config, Workspace
+from serialpub.errors import InputError
 from serialpub.io.inputs import Snapshot
 from serialpub.workflow import progress
 from serialpub.workflow.dataset_inputs import DatasetInputs
@@ -76,9 +81,52 @@ def load_state(series: DatasetSeries, register: RegisterReader) -> History:
         return register.statistics.load_latest(series.store, series.dataset, ell)
 
 
+#: the secret seed of ``partition_test: noisy``, beside the signing key (docs/threat-model.md)
+NOISE_SEED = "partition-noise.seed"
+_SEED_BYTES = 32
+
+
+def noise_seed_path(ws: Workspace) -> Path | None:
+    """Where the workspace keeps its noisy split test's secret seed: beside its signing key
+    (None without one)."""
+    key = ws.signing_key_path
+    return None if key is None else key.parent / NOISE_SEED
+
+
+def release_noise(ws: Workspace, seq: int) -> np.random.Generator | None:
+    """The secret noise of release ``seq`` under ``partition_test: noisy`` (None under the
+    sound test): :func:`anonymizer.noisy_split.noise_generator` of the seed file, which is
+    made (32 random bytes, owner-only) the first time. The seed is never published: with it,
+    an adversary would know the noise and read a refused split's counts.
+
+    Raises:
+        InputError: the seed file is shorter than ``_SEED_BYTES``, or cannot be made.
+    """
+    path = noise_seed_path(ws)
+    if ws.config.partition_test is not PartitionTest.NOISY or path is None:
+        return None
+    if not path.exists():
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            pass  # another process made it first: read theirs
+        except OSError as exc:
+            raise InputError(f"{path}: cannot make the noisy split test's secret seed ({exc.strerror}); "
+                             "make its folder writable") from None  # fmt: skip
+        else:
+            with os.fdopen(fd, "wb") as out:
+                out.write(secrets.token_bytes(_SEED_BYTES))
+    secret = path.read_bytes()
+    if len(secret) < _SEED_BYTES:
+        raise InputError(f"{path}: the noisy split test's secret seed holds {len(secret)} bytes, not "
+                         f"{_SEED_BYTES}; restore it from the backup of the signing key")  # fmt: skip
+    return noise_generator(secret, ws.config.dataset, seq)
+
+
 def anonymize_snapshot(
-    cfg: Config, inputs: DatasetInputs, register: RegisterReader, snap: Snapshot, history: History, seq: int
-) -> ReleaseResult:
+    cfg: Config, inputs: DatasetInputs, register: RegisterReader, snap: Snapshot, history: History, seq: int,
+    noise: np.random.Generator | None = None,
+) -> ReleaseResult:  # fmt: skip
     """Anonymize ``snap`` as release ``seq`` (its number seeds the anonymizer) after
     ``history`` (docs/design.md sections 3-5).
 
@@ -95,6 +143,7 @@ def anonymize_snapshot(
             cfg.dilution is Dilution.PRESENCE,
             budget=int(np.floor(cfg.suppression_budget * len(snap.individual))),
             seed=seq,
+            noise=noise,
         )
 
 
@@ -127,7 +176,8 @@ def ahead(
         return None
     t1 = time.perf_counter()
     try:
-        result = anonymize_snapshot(series.ws.config, inputs, register, snap, history, seq)
+        result = anonymize_snapshot(series.ws.config, inputs, register, snap, history, seq,
+                                    release_noise(series.ws, seq))  # fmt: skip
     except InfeasibleError:
         return None
     done = Anonymized(history, result, seq, basis, t_state, time.perf_counter() - t1)

@@ -87,6 +87,8 @@ def read_dataset_inputs(ws: Workspace) -> DatasetInputs:
         algorithm=cfg.algorithm,
         after_k_prime=cfg.after_k_prime,
         partition_model=cfg.effective_partition_model,
+        partition_test=cfg.partition_test,
+        partition_epsilon=cfg.partition_epsilon,
     )
     sources = {q: str(ws.hierarchy_dir / f"{q}.csv") for q in qis}
     return DatasetInputs(

@@ -40,7 +40,7 @@ from serialpub.report.measure import Measure
 from serialpub.report.render import measure_records
 from serialpub.report.utility import draft_measures, query_measures
 from serialpub.workflow import anonymizing, identity, manifest_binding, preflight, progress, series_integrity
-from serialpub.workflow.anonymizing import Anonymized, anonymize_snapshot, load_state, take
+from serialpub.workflow.anonymizing import Anonymized, anonymize_snapshot, load_state, release_noise, take
 from serialpub.workflow.dataset_inputs import DatasetInputs
 from serialpub.workflow.dataset_series import DatasetSeries
 from serialpub.workflow.input_checks import check_inputs, period_of_source, skipped_periods, snapshot_source
@@ -248,7 +248,8 @@ def _compute(
     checkpoint("after_state_load")
     t_anon = time.perf_counter()
     try:
-        result = anonymize_snapshot(cfg, inputs, register, snap, history, opened.seq)
+        result = anonymize_snapshot(cfg, inputs, register, snap, history, opened.seq,
+                                    release_noise(series.ws, opened.seq))  # fmt: skip
     except InfeasibleError as exc:
         if isinstance(exc, ValueInfeasibleError):  # the values by name, as the operator knows them
             exc = InfeasibleError(exc.describe([repr(inputs.protected[v]) for v in exc.values]))

@@ -42,6 +42,9 @@ class ParsedManifest:
     known_breach: list[str]
     # the max p over the series so far that the publisher states (max_breach_probability)
     stated_max_p: float | None
+    # partition_test: noisy and its ε (None under the sound test: the key is absent)
+    partition_test: str | None = None
+    partition_epsilon: float | None = None
 
 
 def parse_manifest(manifest: dict[str, Any], where: str) -> ParsedManifest:
@@ -72,6 +75,8 @@ def parse_manifest(manifest: dict[str, Any], where: str) -> ParsedManifest:
         register_marginals=m.register_marginals,
         known_breach=[str(b) for b in m.known_breach()],
         stated_max_p=m.max_breach_probability,
+        partition_test=None if m.partition_test is None else str(m.partition_test),
+        partition_epsilon=m.partition_epsilon,
     )
 
 

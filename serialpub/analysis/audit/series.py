@@ -9,6 +9,7 @@ docs/design.md section 1), decided ``p > 1/ℓ`` exactly
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,8 +21,9 @@ import pandas as pd
 from anonymizer.arrays import factorize
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.intervals import release_hierarchies
+from anonymizer.noisy_split import MAX_EPSILON
 from anonymizer.privacy import exceeds_threshold, survival_factor, survival_products
-from anonymizer.settings import Dilution, Guarantee
+from anonymizer.settings import Dilution, Guarantee, PartitionTest
 from serialpub.analysis.audit.combos import Combos, IntArray, register_combos, snapshot_records
 from serialpub.analysis.audit.geometry import Tree, distinct_sorted
 from serialpub.analysis.audit.learners import run_learners
@@ -212,6 +214,7 @@ def _series_notes(parsed: list[ParsedManifest], values: list[str], result: Audit
             f"breach ({'; '.join(RISK[KnownBreach(b)] for b in models)}): the verdict holds only within that "
             'model (docs/threat-model.md, "Models with a known breach")'
         )
+    _noisy_notes(parsed, result)
     datasets = {pm.dataset for pm in parsed}
     if len(datasets) > 1:
         result.findings.append(f"the manifests name several datasets: {sorted(map(str, datasets))}")
@@ -223,6 +226,35 @@ def _series_notes(parsed: list[ParsedManifest], values: list[str], result: Audit
                 f"release {cur.release}: previous_release is {cur.previous}, "
                 f"but the release before it is {prev.release}"
             )
+
+
+def _noisy_notes(parsed: list[ParsedManifest], result: AuditResult) -> None:
+    """What the public files say of ``partition_test: noisy`` (docs/threat-model.md, "The
+    noisy split test"): each such release must record an ε in (0, ln 2]; its refused splits
+    may raise a posterior to e^ε × its charge, which the note states beside the stated max p.
+    The noise itself is secret: the audit cannot replay the partition, only check that every
+    group meets its requirement, as for every release."""
+    noisy = [pm for pm in parsed if pm.partition_test == PartitionTest.NOISY]
+    for pm in noisy:
+        eps = pm.partition_epsilon
+        if eps is None or not 0 < eps <= MAX_EPSILON:
+            result.findings.append(
+                f"release {pm.release}: partition_test noisy with partition_epsilon {eps!r}, "
+                f"not in (0, {MAX_EPSILON:.4f}] (ln 2)"
+            )
+    for pm in parsed:
+        if pm.partition_test is None and pm.partition_epsilon is not None:
+            result.findings.append(f"release {pm.release}: partition_epsilon without partition_test noisy")
+    rated = [pm for pm in noisy if pm.partition_epsilon is not None and 0 < pm.partition_epsilon <= MAX_EPSILON]
+    if rated:
+        eps = max(float(pm.partition_epsilon or 0.0) for pm in rated)
+        stated = max((pm.stated_max_p or 0.0) for pm in parsed)
+        result.notes.append(
+            f"release(s) {release_span(pm.release for pm in rated)} used the noisy split test (ε up to {eps:g}): "
+            f"a refused split may raise a posterior to e^ε = {math.exp(eps):.3f} × its charge, so the stated max p "
+            f"of {stated:.4f} bounds a posterior at {min(1.0, math.exp(eps) * stated):.4f} per release, if the "
+            'seed kept beside the signing key stayed secret (docs/threat-model.md, "The noisy split test")'
+        )
 
 
 def _bound_notes(parsed: list[ParsedManifest], result: AuditResult) -> None:
