@@ -114,7 +114,8 @@ def test_the_recorded_settings_go_through_the_row_and_the_manifest_unchanged() -
 def test_the_noisy_split_test_s_settings_go_through_the_row_and_the_manifest_unchanged() -> None:
     noisy = {
         "dataset": "d", "quasi_identifiers": ["age", "zip"], "sensitive": "disease", "l": 2.0,
-        "protected_values": ["flu"], "partition_test": "noisy", "partition_epsilon": 0.5, "signing_key": "keys/publisher.key",
+        "protected_values": ["flu"], "partition_test": "noisy", "partition_epsilon": 0.5,
+        "signing_key": "keys/publisher.key",
     }  # fmt: skip
     recorded = config_of(noisy, "test").recorded()
     assert recorded["partition_test"].value == "noisy" and recorded["partition_epsilon"] == 0.5

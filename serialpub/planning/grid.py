@@ -245,7 +245,8 @@ def build_grid(
     default["partition_model"] = [config.effective_partition_model.value]
     default["k_prime"] = [config.k_prime if config.k_prime is not None else 20]
     default["alpha"] = [config.alpha if config.alpha is not None else 2.0]
-    default["partition_epsilon"] = [config.partition_epsilon if config.partition_test is PartitionTest.NOISY else "sound"]
+    noisy = config.partition_test is PartitionTest.NOISY
+    default["partition_epsilon"] = [config.partition_epsilon if noisy else "sound"]
     axes = {
         name: list(dict.fromkeys(_checked(name, v, domain) for v in given.get(name, default[name])))
         for name in SETTINGS
