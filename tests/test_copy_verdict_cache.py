@@ -56,6 +56,15 @@ def test_a_second_open_reads_the_verdict_and_gives_the_same_series(
     )
     for a, b in zip(first.releases, second.releases, strict=True):
         pd.testing.assert_frame_equal(a.data, b.data)
+    # asked for release 1 only: verified all the same, its answers those of a full open
+    from serialpub.analysis.querying import answer, parse_condition
+
+    one = reader.open_releases(fresh, cache_dir=cache, releases=[1])
+    assert one.verified == 2 and 1 in [r.number for r in one.releases]
+    condition = [parse_condition("zipcode=6500*", one.releases[-1].qis)]
+    pd.testing.assert_frame_equal(answer(one, condition, releases=[1]), answer(first, condition, releases=[1]))
+    with pytest.raises(InputError, match="no release 7; this copy holds releases 1-2"):
+        reader.open_releases(fresh, cache_dir=cache, releases=[7])
     # a copy moved elsewhere holds the same bytes: the same verdict
     moved = shutil.copytree(fresh, tmp_path / "moved")
     reader.open_releases(moved, cache_dir=cache)

@@ -25,10 +25,12 @@ for the register-joint estimator (:mod:`anonymizer.joint`).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -180,6 +182,8 @@ class PublicReleases:
             of the key the signatures were verified against; None when nothing is signed.
         key_source: where that key came from, for a message (the ``--public-key`` file,
             the copy's ``keys/*.pub``, ``--key-fingerprint``, or the first signed release).
+        verified: how many releases the copy holds, all verified (``releases`` may hold
+            fewer: the ones asked for).
     """
 
     root: Path
@@ -189,6 +193,7 @@ class PublicReleases:
     has_register: bool
     key_fingerprint: str | None = None
     key_source: str = ""
+    verified: int = 0
 
     def release(self, number: int) -> PublishedRelease:
         """Release ``number``; raises InputError naming the releases there are."""
@@ -216,6 +221,7 @@ def open_releases(
     id_column: str = "id",
     key_fingerprint: str | None = None,
     cache_dir: Path | None = None,
+    releases: Sequence[int] | None = None,
 ) -> PublicReleases:
     """Open and verify a public copy or a workspace.
 
@@ -235,6 +241,11 @@ def open_releases(
             files, key and checking code are byte for byte those of a verdict there is not
             verified again, and a copy verified here leaves its verdict there. None (the
             default): verify every time, write nothing.
+        releases: the release numbers the caller reads (default: all). Every release is
+            verified all the same; on a verdict from the cache only these and the newest
+            are read and decoded (all of them when the copy has no hierarchy file of the
+            sensitive attribute, whose domain is then the published values), and the
+            result holds only those; on a full verification it holds every release.
 
     Returns:
         :class:`PublicReleases`.
@@ -246,9 +257,14 @@ def open_releases(
             name that is not a plain name (:mod:`serialpub.io.names`), a ``data.parquet``
             whose columns or records are not its manifest's or whose labels are no nodes of
             their hierarchies, a copy not signed by the key ``key_fingerprint`` names or a
-            ``public_key`` without that fingerprint: one line naming the folder or file.
+            ``public_key`` without that fingerprint, a release number in ``releases`` the
+            copy does not hold: one line naming the folder or file.
     """
     dataset, dirs = release_dirs(root, dataset)
+    wanted = None if releases is None else set(releases)
+    absent = sorted(wanted - {n for n, _ in dirs}) if wanted is not None else []
+    if absent:
+        raise InputError(f"{root}: no release {absent[0]}; this copy holds releases {dirs[0][0]}-{dirs[-1][0]}")
     source = "" if public_key is None else f"the given {public_key}"
     if public_key is None and key_fingerprint is None:
         # the copy's own key file vouches for nothing by itself: its fingerprint is printed
@@ -292,8 +308,15 @@ def open_releases(
     hierarchy_sets = read_release_hierarchies(root, manifests)
     has_register = (root / "register.csv").is_file() or (root / "registers").is_dir()
     registers = Registers(root, id_column, manifests) if has_register else None
-    releases = []
+    # the newest release always: its hierarchies name a cross-tab's cells; and every release
+    # when the sensitive domain is read from the published values (no hierarchy file of it)
+    newest = manifests[-1][0]
+    every = wanted is None or not (root / "hierarchies" / f"{newest.sensitive}.csv").is_file()
+    keep = {n for n, _ in dirs} if every else {*(wanted or ()), dirs[-1][0]}
+    opened = []
     for j, ((n, d), (m, _)) in enumerate(zip(dirs, manifests, strict=True)):
+        if cached is not None and n not in keep:
+            continue  # verified before, and not asked for: not decoded
         data = _read_data(d / "data.parquet", m, contents.pop(n))
         hs = hierarchy_sets[j]
         try:
@@ -304,7 +327,7 @@ def open_releases(
         release = PublishedRelease(n, d, m, data, read_with, register, id_column)
         if cached is None:
             _check_labels(release)
-        releases.append(release)
+        opened.append(release)
     if pinned is not None:
         source = "pinned with --key-fingerprint"
     elif not source and fp is not None:
@@ -314,10 +337,8 @@ def open_releases(
         # changed while it was verified leaves no verdict for either of its states
         again = _copy_state(root, dataset, dirs, None, key_text, pinned, id_column)
         if again == state:
-            verdict_cache.save_copy(
-                cache_dir, state, {"releases": len(releases), "notes": notes, "key_fingerprint": fp}
-            )
-    return PublicReleases(root, dataset, releases, notes, has_register, fp, source)
+            verdict_cache.save_copy(cache_dir, state, {"releases": len(dirs), "notes": notes, "key_fingerprint": fp})
+    return PublicReleases(root, dataset, opened, notes, has_register, fp, source, len(dirs))
 
 
 #: the files whose code decides a verdict: a change to any of them invalidates the cache
@@ -327,6 +348,13 @@ _CODE_FILES = (
     *(Path(verdict_cache.__file__).parent / f for f in ("manifest.py", "names.py", "verdict_cache.py")),
     *(Path(anonymizer.__file__).parent / f for f in ("hierarchy.py", "intervals.py", "regions.py")),
 )
+
+
+@functools.cache
+def _code_digest() -> list[str]:
+    """The sha256 of each of :data:`_CODE_FILES`, read once per process: the code that runs
+    is the code imported, whatever happens to the files afterwards."""
+    return sorted(verdict_cache.files_digest(Path("/"), [p.resolve() for p in _CODE_FILES]).values())
 
 
 def _copy_state(
@@ -355,12 +383,12 @@ def _copy_state(
         known = {(d / "data.parquet"): contents[n] for n, d in dirs} if contents is not None else {}
         digests = verdict_cache.files_digest(root, [p for p in files if p not in known])
         digests.update({p.relative_to(root).as_posix(): hashlib.sha256(b).hexdigest() for p, b in known.items()})
-        code = verdict_cache.files_digest(Path("/"), [p.resolve() for p in _CODE_FILES])
+        code = _code_digest()
     except (OSError, ValueError):
         return None
     return verdict_cache.verdict_key(
         kind="public copy", key=key_text, pinned=pinned, dataset=dataset, id_column=id_column,
-        files=sorted(digests.items()), code=sorted(code.values()),
+        files=sorted(digests.items()), code=code,
     )  # fmt: skip
 
 

@@ -59,7 +59,7 @@ def _cache(no_cache: bool, cache_dir: Path | None) -> Path | None:
 def _verified(releases: PublicReleases) -> str:
     """What was verified, naming the key: the line a data user compares with the
     publisher's fingerprint."""
-    n = len(releases.releases)
+    n = releases.verified or len(releases.releases)
     if releases.key_fingerprint is None:
         return f"Verified: {n} release(s), manifest chain; not signed, so nothing shows whose they are"
     return (
@@ -131,7 +131,12 @@ def query(
         raise InputError("--queries: write each line's conditions in the file; --where and --by do not combine with it")
     lines = query_lines(queries) if queries is not None else None
     releases = open_releases(
-        copy, dataset, public_key, key_fingerprint=key_fingerprint, cache_dir=_cache(no_cache, cache_dir)
+        copy,
+        dataset,
+        public_key,
+        key_fingerprint=key_fingerprint,
+        cache_dir=_cache(no_cache, cache_dir),
+        releases=numbers,
     )
     values = None if sensitive is None else split_list(sensitive)
     if lines is not None and queries is not None:
@@ -293,7 +298,12 @@ def expand(
 
     numbers = _releases(release)
     releases = open_releases(
-        copy, dataset, public_key, key_fingerprint=key_fingerprint, cache_dir=_cache(no_cache, cache_dir)
+        copy,
+        dataset,
+        public_key,
+        key_fingerprint=key_fingerprint,
+        cache_dir=_cache(no_cache, cache_dir),
+        releases=numbers,
     )
     written = write_expanded(releases, out, numbers)
     console.print(f"{len(written)} table(s) written to {out}. {_verified(releases)}", soft_wrap=True)
