@@ -10,6 +10,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from cryptography.hazmat.primitives import serialization
@@ -238,3 +239,26 @@ def test_an_unwritable_cache_folder_only_costs_the_next_verification(fresh: Path
     blocked.write_text("not a folder")
     opened = reader.open_releases(fresh, cache_dir=blocked / "verdicts")
     assert len(opened.releases) == 2
+
+
+def test_releases_of_one_register_version_resolve_it_once(fresh: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The register's QI combinations are computed once per register table, not per release,
+    and each release's resolution is the one it gets alone."""
+    calls: list[int] = []
+    combos = reader.register_combos
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        return combos(*args, **kwargs)
+
+    monkeypatch.setattr(reader, "register_combos", counted)
+    copy = reader.open_releases(fresh)
+    shared = [r.joint() for r in copy.releases]
+    assert len(copy.releases) == 2 and len(calls) == 1
+    alone = reader.open_releases(fresh)
+    for r in alone.releases:
+        r.combos_memo = {}
+    for a, b in zip(shared, [r.joint() for r in alone.releases], strict=True):
+        for name in ("group_nodes", "counts", "cell_leaves", "cell_counts", "group_of_cell"):
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+    assert len(calls) == 3
