@@ -104,10 +104,13 @@ def random_queries(copy: Path, n: int, seed: int = 0) -> Path:
     for path in sorted((copy / "hierarchies").glob("*.csv")):
         if path.stem in ("age", "diagnosis", "occupation"):
             continue
+        # a leaf such as "<=50K" would read as a range: left out
         leaves[path.stem] = [
-            line.split(";")[0] for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
+            leaf
+            for line in path.read_text(encoding="utf-8").splitlines()
+            if line.strip() and not (leaf := line.split(";")[0]).startswith(("<", ">", "["))
         ]
-    names = sorted(leaves)
+    names = sorted(q for q, values in leaves.items() if values)
     lines = []
     for _ in range(n):
         lo = int(rng.integers(17, 80))
