@@ -128,9 +128,10 @@ def main() -> None:
     ap.add_argument("--copy", type=Path, help="a public copy of the demo (default: made under benchmarks/out)")
     ap.add_argument("--scale", type=Path, help="the scaling study's workspace with release 1 published")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each warm figure; all are printed")
+    ap.add_argument("--scale-only", action="store_true", help="with --scale: leave the demo's figures out")
     args = ap.parse_args()
     result: dict[str, object] = {"machine": machine(), "demo": {}, "scale": {}}
-    copy = (args.copy or demo_copy()).resolve()
+    copy = (args.copy or demo_copy()).resolve() if not args.scale_only else Path.cwd()
     verdicts = Path(tempfile.mkdtemp(prefix="verdicts-"))
     env = {**os.environ, "SERIALPUB_CACHE_DIR": str(verdicts), "OPENBLAS_NUM_THREADS": "1"}
     demo: dict[str, object] = result["demo"]  # type: ignore[assignment]
@@ -141,17 +142,20 @@ def main() -> None:
         shown = ", ".join(f"{r['wall_s']:.2f} s ({r['cpu_s']:.2f} s CPU, load {r['load']})" for r in runs)
         print(f"{label:<38} {shown}", flush=True)
 
-    measure("imports only", [sys.executable, "-c", IMPORTS], copy, demo, args.repeat)
-    measure("first query (verifies, empty cache)", [*CLI, "query", ".", *EXAMPLE], copy, demo, 1)
-    measure("second query (verdict cached)", [*CLI, "query", ".", *EXAMPLE], copy, demo, args.repeat)
-    measure("second query, --release 20", [*CLI, "query", ".", *EXAMPLE, "--release", "20"], copy, demo, args.repeat)
-    measure("query --no-cache", [*CLI, "query", ".", *EXAMPLE, "--no-cache"], copy, demo, args.repeat)
-    table = crosstab_file(copy)
-    measure("cross-tab 14 x 2, 20 releases", [*CLI, "query", ".", "--queries", str(table)], copy, demo, args.repeat)
-    measure(
-        "cross-tab 14 x 2, 20 releases, --json",
-        [*CLI, "query", ".", "--queries", str(table), "--json"], copy, demo, args.repeat,
-    )  # fmt: skip
+    if not (args.scale_only and args.scale is not None):
+        measure("imports only", [sys.executable, "-c", IMPORTS], copy, demo, args.repeat)
+        measure("first query (verifies, empty cache)", [*CLI, "query", ".", *EXAMPLE], copy, demo, 1)
+        measure("second query (verdict cached)", [*CLI, "query", ".", *EXAMPLE], copy, demo, args.repeat)
+        measure(
+            "second query, --release 20", [*CLI, "query", ".", *EXAMPLE, "--release", "20"], copy, demo, args.repeat
+        )
+        measure("query --no-cache", [*CLI, "query", ".", *EXAMPLE, "--no-cache"], copy, demo, args.repeat)
+        table = crosstab_file(copy)
+        measure("cross-tab 14 x 2, 20 releases", [*CLI, "query", ".", "--queries", str(table)], copy, demo, args.repeat)
+        measure(
+            "cross-tab 14 x 2, 20 releases, --json",
+            [*CLI, "query", ".", "--queries", str(table), "--json"], copy, demo, args.repeat,
+        )  # fmt: skip
     if args.scale is not None:
         scale: dict[str, object] = result["scale"]  # type: ignore[assignment]
         public = OUT / "query-targets" / "scale-copy"
