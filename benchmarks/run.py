@@ -72,6 +72,10 @@ BENCHMARKS: dict[str, Benchmark] = {
     "bench_plan": Benchmark(
         "`serialpub plan`: one candidate over 4 releases of 1M records over the 5M register", "benchmarks.md", "5 min"
     ),
+    "bench_query_targets": Benchmark(
+        "`serialpub query` answer times: first and cached second query, the 14 x 2 cross-tab, 5,000 queries at 1M/5M",
+        "benchmarks.md, data-users.md", "3 min",
+    ),
     "bench_queries": Benchmark("the 5,000-query utility measure, raw against release", "benchmarks.md", "1 min"),
     "bench_query_workload": Benchmark("the query workload of one large release", "benchmarks.md", "2 min"),
     "bench_reader_install": Benchmark(

@@ -27,6 +27,15 @@ settings.register_profile("serialpub", deadline=None, suppress_health_check=[Hea
 settings.load_profile("serialpub")
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _verdict_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The data user's verification verdicts (serialpub.io.verdict_cache) go to a folder of
+    the session, never the user's own cache folder."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SERIALPUB_CACHE_DIR", str(tmp_path_factory.mktemp("verdicts")))
+        yield
+
+
 @pytest.fixture(scope="session")
 def adult_table() -> pd.DataFrame:
     """The cleaned Adult table. Tests must not modify it (copy first)."""

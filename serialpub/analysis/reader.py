@@ -25,8 +25,12 @@ for the register-joint estimator (:mod:`anonymizer.joint`).
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import io
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -35,16 +39,18 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+import anonymizer
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.intervals import release_hierarchies
 from anonymizer.joint import JointRelease
 from anonymizer.regions import group_release, record_nodes
-from serialpub.analysis.audit.combos import register_combos
+from serialpub.analysis.audit.combos import Combos, register_combos
 from serialpub.analysis.audit.files import Registers, read_release_hierarchies, release_dirs
 from serialpub.analysis.audit.integrity import check_store, given_key
 from serialpub.analysis.audit.keys import fingerprint
-from serialpub.analysis.audit.manifest import ParsedManifest, data_problems, file_sha256, parse_manifest
+from serialpub.analysis.audit.manifest import ParsedManifest, data_problems, parse_manifest
 from serialpub.errors import InputError, quoted
+from serialpub.io import verdict_cache
 
 __all__ = ["PublicReleases", "PublishedRelease", "open_releases"]
 
@@ -74,6 +80,12 @@ class PublishedRelease:
     hierarchies: dict[str, Hierarchy]
     register: pd.DataFrame | None = field(default=None, repr=False)
     id_column: str = "id"
+    #: the register's QI combinations per (register table, QIs, leaves), shared by the
+    #: releases of one :func:`open_releases`: releases published with the same register
+    #: version resolve it once, not once each
+    combos_memo: dict[tuple[object, ...], tuple[pd.DataFrame, Combos]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     @property
     def qis(self) -> list[str]:
@@ -147,7 +159,15 @@ class PublishedRelease:
                 "(ask the publisher for 'serialpub public-copy --with-register')"
             )
         declared = {q: self.hierarchies[q] for q in self.qis}
-        combos = register_combos(self.register, self.id_column, self.qis, declared)
+        key = (id(self.register), self.id_column, tuple(self.qis), tuple(h.leaves for h in declared.values()))
+        held = self.combos_memo.get(key)
+        if held is not None and held[0] is self.register:  # the very table: its id is not reused
+            combos = held[1]
+        else:
+            combos = register_combos(self.register, self.id_column, self.qis, declared)
+            for array in (combos.leaves, combos.counts, combos.first_row, combos.combo_of_row):
+                array.flags.writeable = False  # shared by releases: no one may change it
+            self.combos_memo[key] = (self.register, combos)
         values = sorted(self.data[self.sensitive].astype(str).unique())
         try:
             return JointRelease.of(
@@ -176,6 +196,8 @@ class PublicReleases:
             of the key the signatures were verified against; None when nothing is signed.
         key_source: where that key came from, for a message (the ``--public-key`` file,
             the copy's ``keys/*.pub``, ``--key-fingerprint``, or the first signed release).
+        verified: how many releases the copy holds, all verified (``releases`` may hold
+            fewer: the ones asked for).
     """
 
     root: Path
@@ -185,6 +207,7 @@ class PublicReleases:
     has_register: bool
     key_fingerprint: str | None = None
     key_source: str = ""
+    verified: int = 0
 
     def release(self, number: int) -> PublishedRelease:
         """Release ``number``; raises InputError naming the releases there are."""
@@ -211,6 +234,8 @@ def open_releases(
     public_key: Path | None = None,
     id_column: str = "id",
     key_fingerprint: str | None = None,
+    cache_dir: Path | None = None,
+    releases: Sequence[int] | None = None,
 ) -> PublicReleases:
     """Open and verify a public copy or a workspace.
 
@@ -225,6 +250,16 @@ def open_releases(
         key_fingerprint: the publisher's key fingerprint (``SHA256:...``), obtained out of
             band: the copy must be signed by the series' key with it, whatever its
             ``keys/*.pub`` holds (docs/data-users.md, "Pinning the publisher's key").
+        cache_dir: the folder of verdicts (:mod:`serialpub.io.verdict_cache`; the command
+            line passes :func:`~serialpub.io.verdict_cache.user_cache_dir`): a copy whose
+            files, key and checking code are byte for byte those of a verdict there is not
+            verified again, and a copy verified here leaves its verdict there. None (the
+            default): verify every time, write nothing.
+        releases: the release numbers the caller reads (default: all). Every release is
+            verified all the same; on a verdict from the cache only these and the newest
+            are read and decoded (all of them when the copy has no hierarchy file of the
+            sensitive attribute, whose domain is then the published values), and the
+            result holds only those; on a full verification it holds every release.
 
     Returns:
         :class:`PublicReleases`.
@@ -236,9 +271,14 @@ def open_releases(
             name that is not a plain name (:mod:`serialpub.io.names`), a ``data.parquet``
             whose columns or records are not its manifest's or whose labels are no nodes of
             their hierarchies, a copy not signed by the key ``key_fingerprint`` names or a
-            ``public_key`` without that fingerprint: one line naming the folder or file.
+            ``public_key`` without that fingerprint, a release number in ``releases`` the
+            copy does not hold: one line naming the folder or file.
     """
     dataset, dirs = release_dirs(root, dataset)
+    wanted = None if releases is None else set(releases)
+    absent = sorted(wanted - {n for n, _ in dirs}) if wanted is not None else []
+    if absent:
+        raise InputError(f"{root}: no release {absent[0]}; this copy holds releases {dirs[0][0]}-{dirs[-1][0]}")
     source = "" if public_key is None else f"the given {public_key}"
     if public_key is None and key_fingerprint is None:
         # the copy's own key file vouches for nothing by itself: its fingerprint is printed
@@ -250,12 +290,22 @@ def open_releases(
         for name in ("manifest.json", "data.parquet"):
             if not (d / name).is_file():
                 raise InputError(f"{d / name}: file missing; this copy is incomplete, do not use it")
-    try:
-        integrity = check_store(dirs, key_text, pinned=pinned)
-    except InputError as exc:
-        raise InputError(f"{exc}; this copy is not what the publisher published, do not use it") from None
-    if integrity.findings:
-        raise _refuse(root, dirs, integrity.findings[0])
+    # every data.parquet is read once: the bytes hashed (for the manifest's sha256 and the
+    # cache key) are the bytes parsed, so no file swapped in between is read unchecked
+    contents = {n: (d / "data.parquet").read_bytes() for n, d in dirs}
+    state = _copy_state(root, dataset, dirs, contents, key_text, pinned, id_column) if cache_dir is not None else None
+    cached = verdict_cache.load_copy(cache_dir, state) if cache_dir is not None and state is not None else None
+    if cached is None:
+        try:
+            integrity = check_store(dirs, key_text, pinned=pinned)
+        except InputError as exc:
+            raise InputError(f"{exc}; this copy is not what the publisher published, do not use it") from None
+        if integrity.findings:
+            raise _refuse(root, dirs, integrity.findings[0])
+        notes = integrity.notes
+        fp = None if integrity.key is None else fingerprint(integrity.key)
+    else:
+        notes, fp = list(cached["notes"]), cached["key_fingerprint"]
     manifests: list[tuple[ParsedManifest, Path]] = []
     for n, d in dirs:
         mpath = d / "manifest.json"
@@ -263,7 +313,7 @@ def open_releases(
         if manifest.release != n:
             raise InputError(f"{d}: the folder name says release {n}, the manifest says {manifest.release}")
         expected = manifest.sha256.get("data.parquet")
-        if not isinstance(expected, str) or file_sha256(d / "data.parquet") != expected.lower():
+        if not isinstance(expected, str) or hashlib.sha256(contents[n]).hexdigest() != expected.lower():
             raise InputError(
                 f"{d / 'data.parquet'}: does not match the sha256 in its manifest (changed after publishing); "
                 "do not use this copy"
@@ -272,37 +322,103 @@ def open_releases(
     hierarchy_sets = read_release_hierarchies(root, manifests)
     has_register = (root / "register.csv").is_file() or (root / "registers").is_dir()
     registers = Registers(root, id_column, manifests) if has_register else None
-    releases = []
+    # the newest release always: its hierarchies name a cross-tab's cells; and every release
+    # when the sensitive domain is read from the published values (no hierarchy file of it)
+    newest = manifests[-1][0]
+    every = wanted is None or not (root / "hierarchies" / f"{newest.sensitive}.csv").is_file()
+    keep = {n for n, _ in dirs} if every else {*(wanted or ()), dirs[-1][0]}
+    opened = []
+    combos_memo: dict[tuple[object, ...], tuple[pd.DataFrame, Combos]] = {}
     for j, ((n, d), (m, _)) in enumerate(zip(dirs, manifests, strict=True)):
-        data = _read_data(d / "data.parquet", m)
+        if cached is not None and n not in keep:
+            continue  # verified before, and not asked for: not decoded
+        data = _read_data(d / "data.parquet", m, contents.pop(n))
         hs = hierarchy_sets[j]
         try:
             read_with = release_hierarchies(hs, m.numeric, data) if m.numeric else dict(hs)
         except ValueError as exc:
             raise InputError(f"{d / 'manifest.json'}: numeric_quasi_identifiers: {exc}") from None
         register = registers[j] if registers is not None else None
-        release = PublishedRelease(n, d, m, data, read_with, register, id_column)
-        _check_labels(release)
-        releases.append(release)
+        release = PublishedRelease(n, d, m, data, read_with, register, id_column, combos_memo)
+        if cached is None:
+            _check_labels(release)
+        opened.append(release)
     if pinned is not None:
         source = "pinned with --key-fingerprint"
-    elif not source and integrity.key is not None:
+    elif not source and fp is not None:
         source = "the key of the first signed release, pinned on first use"
-    fp = None if integrity.key is None else fingerprint(integrity.key)
-    return PublicReleases(root, dataset, releases, integrity.notes, has_register, fp, source)
+    if cache_dir is not None and cached is None and state is not None:
+        # written only when the files still hash as they did before verifying: a file
+        # changed while it was verified leaves no verdict for either of its states
+        again = _copy_state(root, dataset, dirs, None, key_text, pinned, id_column)
+        if again == state:
+            verdict_cache.save_copy(cache_dir, state, {"releases": len(dirs), "notes": notes, "key_fingerprint": fp})
+    return PublicReleases(root, dataset, opened, notes, has_register, fp, source, len(dirs))
 
 
-def _read_data(path: Path, m: ParsedManifest) -> pd.DataFrame:
+#: the files whose code decides a verdict: a change to any of them invalidates the cache
+_CODE_FILES = (
+    Path(__file__),
+    *sorted((Path(__file__).parent / "audit").glob("*.py")),
+    *(Path(verdict_cache.__file__).parent / f for f in ("manifest.py", "names.py", "verdict_cache.py")),
+    *(Path(anonymizer.__file__).parent / f for f in ("hierarchy.py", "intervals.py", "regions.py")),
+)
+
+
+@functools.cache
+def _code_digest() -> list[str]:
+    """The sha256 of each of :data:`_CODE_FILES`, read once per process: the code that runs
+    is the code imported, whatever happens to the files afterwards."""
+    return sorted(verdict_cache.files_digest(Path("/"), [p.resolve() for p in _CODE_FILES]).values())
+
+
+def _copy_state(
+    root: Path,
+    dataset: str,
+    dirs: list[tuple[int, Path]],
+    contents: dict[int, bytes] | None,
+    key_text: str | None,
+    pinned: str | None,
+    id_column: str,
+) -> str | None:
+    """The cache key of the copy's state (:func:`serialpub.io.verdict_cache.verdict_key`):
+    the key given (its text and a pinned fingerprint), the dataset, the id column, the sha256
+    of every file under ``releases/<dataset>/``, ``hierarchies/``, ``hierarchy-versions/``,
+    ``registers/``, ``keys/`` and of ``register.csv`` with their paths (so an added, removed
+    or renamed file changes it too), and of the verifying code (:data:`_CODE_FILES`).
+    ``contents``: the bytes of each release's ``data.parquet`` already read (hashed from
+    them, not read again). None when a file cannot be read (no cache then)."""
+    try:
+        files = [p for p in (root / "releases" / dataset).rglob("*") if p.is_file()]
+        for sub in ("hierarchies", "hierarchy-versions", "registers", "keys"):
+            if (root / sub).is_dir():
+                files += [p for p in (root / sub).rglob("*") if p.is_file()]
+        if (root / "register.csv").is_file():
+            files.append(root / "register.csv")
+        known = {(d / "data.parquet"): contents[n] for n, d in dirs} if contents is not None else {}
+        digests = verdict_cache.files_digest(root, [p for p in files if p not in known])
+        digests.update({p.relative_to(root).as_posix(): hashlib.sha256(b).hexdigest() for p, b in known.items()})
+        code = _code_digest()
+    except (OSError, ValueError):
+        return None
+    return verdict_cache.verdict_key(
+        kind="public copy", key=key_text, pinned=pinned, dataset=dataset, id_column=id_column,
+        files=sorted(digests.items()), code=code,
+    )  # fmt: skip
+
+
+def _read_data(path: Path, m: ParsedManifest, content: bytes | None = None) -> pd.DataFrame:
     """``data.parquet`` of release ``m`` with its QI and sensitive columns as text, after
     checking its shape against the manifest (:func:`serialpub.analysis.audit.manifest.data_problems`:
-    the audit's own check) and that no label is empty.
+    the audit's own check) and that no label is empty. ``content``: the file's bytes when
+    they were read already (parsed from them, not read again).
 
     Raises:
         InputError: unreadable, a column missing or not named by the manifest, a record
             count other than the manifest's, an empty label: one line naming the file.
     """
     try:
-        data = pd.read_parquet(path)
+        data = pd.read_parquet(path if content is None else io.BytesIO(content))
     except Exception as exc:  # pyarrow raises several unrelated types for a broken file
         raise InputError(f"{path}: not a readable Parquet file ({type(exc).__name__}: {exc})") from None
     problems, _ = data_problems(m, list(data.columns), len(data))

@@ -2,7 +2,10 @@
 
 Both open the copy with :func:`serialpub.analysis.reader.open_releases`, which verifies
 every signature, the manifest chain and every file's checksum first and refuses a tampered
-or incomplete copy with one line (exit 2).
+or incomplete copy with one line (exit 2). A copy verified once is not verified again while
+its files, the key and the checking code are byte for byte the same: its verdict waits in
+the user's cache folder (:mod:`serialpub.io.verdict_cache`; ``--no-cache`` verifies anyway,
+``--cache-dir`` or ``SERIALPUB_CACHE_DIR`` moves it).
 """
 
 from __future__ import annotations
@@ -33,11 +36,30 @@ _FINGERPRINT = typer.Option(
     "is refused, whatever its keys/*.pub holds",
 )
 
+_NO_CACHE = typer.Option(
+    "--no-cache", help="verify the whole copy even if it was verified before, and leave no verdict in the cache"
+)
+_CACHE_DIR = typer.Option(
+    "--cache-dir",
+    help="the folder of verification verdicts (default: $SERIALPUB_CACHE_DIR, else $XDG_CACHE_HOME/serialpub, "
+    "else ~/.cache/serialpub); never inside the copy",
+)
+
+
+def _cache(no_cache: bool, cache_dir: Path | None) -> Path | None:
+    """The verdict folder :func:`serialpub.analysis.reader.open_releases` reads and writes,
+    None with ``--no-cache``."""
+    from serialpub.io.verdict_cache import user_cache_dir
+
+    if no_cache:
+        return None
+    return cache_dir if cache_dir is not None else user_cache_dir()
+
 
 def _verified(releases: PublicReleases) -> str:
     """What was verified, naming the key: the line a data user compares with the
     publisher's fingerprint."""
-    n = len(releases.releases)
+    n = releases.verified or len(releases.releases)
     if releases.key_fingerprint is None:
         return f"Verified: {n} release(s), manifest chain; not signed, so nothing shows whose they are"
     return (
@@ -94,6 +116,8 @@ def query(
     dataset: Annotated[str | None, _DATASET] = None,
     public_key: Annotated[Path | None, _KEY] = None,
     key_fingerprint: Annotated[str | None, _FINGERPRINT] = None,
+    no_cache: Annotated[bool, _NO_CACHE] = False,
+    cache_dir: Annotated[Path | None, _CACHE_DIR] = None,
 ) -> None:
     """Count the records satisfying the conditions, per release: the register-joint
     estimate with its standard error and nominal 90 % interval, bounds the true count
@@ -106,7 +130,14 @@ def query(
     if queries is not None and (where or by is not None):
         raise InputError("--queries: write each line's conditions in the file; --where and --by do not combine with it")
     lines = query_lines(queries) if queries is not None else None
-    releases = open_releases(copy, dataset, public_key, key_fingerprint=key_fingerprint)
+    releases = open_releases(
+        copy,
+        dataset,
+        public_key,
+        key_fingerprint=key_fingerprint,
+        cache_dir=_cache(no_cache, cache_dir),
+        releases=numbers,
+    )
     values = None if sensitive is None else split_list(sensitive)
     if lines is not None and queries is not None:
         _batch(releases, queries, lines, values, numbers, as_json)
@@ -256,6 +287,8 @@ def expand(
     dataset: Annotated[str | None, _DATASET] = None,
     public_key: Annotated[Path | None, _KEY] = None,
     key_fingerprint: Annotated[str | None, _FINGERPRINT] = None,
+    no_cache: Annotated[bool, _NO_CACHE] = False,
+    cache_dir: Annotated[Path | None, _CACHE_DIR] = None,
 ) -> None:
     """Write each release as weighted microdata: one row per (register QI combination inside
     a published region, sensitive value) with its expected records ('weight'); SUM(weight)
@@ -264,7 +297,14 @@ def expand(
     from serialpub.analysis.reader import open_releases
 
     numbers = _releases(release)
-    releases = open_releases(copy, dataset, public_key, key_fingerprint=key_fingerprint)
+    releases = open_releases(
+        copy,
+        dataset,
+        public_key,
+        key_fingerprint=key_fingerprint,
+        cache_dir=_cache(no_cache, cache_dir),
+        releases=numbers,
+    )
     written = write_expanded(releases, out, numbers)
     console.print(f"{len(written)} table(s) written to {out}. {_verified(releases)}", soft_wrap=True)
     chosen = releases.releases if numbers is None else [releases.release(n) for n in numbers]

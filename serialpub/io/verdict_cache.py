@@ -15,12 +15,25 @@ the previous row count and the bounds). A failed suite is not cached: its messag
 made afresh. Like the register cache's, an entry carries the sha256 of its bytes in
 ``snapshot-<key>.sha256`` and is not read when they differ; the folder holds the latest
 entry only, and deleting it only costs time.
+
+The same module keeps the data user's verdicts: a public copy that
+:func:`serialpub.analysis.reader.open_releases` verified (signatures, manifest chain,
+checksums, register and hierarchy versions, labels) is not verified again while none of
+its bytes changed (docs/data-users.md, "The verification cache"). Those entries live
+outside the copy, in the user's cache folder (:func:`user_cache_dir`), since a copy could
+carry a forged verdict of its own; the key is the sha256 of the key the signatures are
+checked against, of every file the verification reads (path and sha256 of its bytes) and
+of the verifying code, so any changed, added or removed file, another key or another
+version of the checks is a miss and a full verification. An entry that is not intact,
+not JSON or not of the expected shape is a miss too, never trusted.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -62,3 +75,83 @@ def save(workspace_root: Path, key: str, record: dict[str, Any]) -> None:
     for stale in folder.glob(f"{_PREFIX}*"):
         if stale.stem != path.stem:
             stale.unlink(missing_ok=True)
+
+
+# -- the data user's verdicts on a public copy (serialpub.analysis.reader) ---------------
+
+#: the environment variable naming the folder of the data user's verdicts
+CACHE_ENV = "SERIALPUB_CACHE_DIR"
+_COPY_PREFIX = "copy-"
+#: entries kept; the oldest beyond are removed when one is written (one per copy state)
+KEEP = 64
+
+
+def user_cache_dir() -> Path:
+    """The folder of the data user's verdicts: ``$SERIALPUB_CACHE_DIR`` when set, else
+    ``$XDG_CACHE_HOME/serialpub``, else ``~/.cache/serialpub``."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base).expanduser() / "serialpub"
+
+
+def files_digest(root: Path, paths: Iterable[Path]) -> dict[str, str]:
+    """``{path relative to root: sha256 of its bytes}`` of ``paths`` (files), in path order.
+
+    Raises:
+        OSError: a file that cannot be read.
+    """
+    out = {}
+    for path in sorted(paths):
+        with path.open("rb") as f:
+            out[path.relative_to(root).as_posix()] = hashlib.file_digest(f, "sha256").hexdigest()
+    return out
+
+
+def _copy_entry(folder: Path, key: str) -> Path:
+    return folder / f"{_COPY_PREFIX}{key}.json"
+
+
+def load_copy(folder: Path, key: str) -> dict[str, Any] | None:
+    """The verdict of entry ``key`` in ``folder``: a dict holding ``key`` (the same),
+    ``releases`` (int), ``notes`` (list of str) and ``key_fingerprint`` (str or None); None
+    when there is no entry, or it is not intact (its ``.sha256``), not JSON, not of that
+    shape or not of that key: a miss, so the copy is verified afresh."""
+    try:
+        path = _copy_entry(folder, key)
+        if not intact(path):
+            return None
+        record = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    fp = record.get("key_fingerprint") if isinstance(record, dict) else None
+    notes = record.get("notes") if isinstance(record, dict) else None
+    ok = (
+        isinstance(record, dict)
+        and record.get("key") == key
+        and isinstance(record.get("releases"), int)
+        and isinstance(notes, list)
+        and all(isinstance(n, str) for n in notes)
+        and (fp is None or isinstance(fp, str))
+    )
+    return record if ok else None
+
+
+def save_copy(folder: Path, key: str, record: dict[str, Any]) -> bool:
+    """Write the verdict ``record`` of a verified copy as entry ``key`` (atomically, the
+    digest last; ``record["key"]`` is set to ``key``); beyond :data:`KEEP` entries the oldest
+    are removed. A folder that cannot be written only costs the next verification: returns
+    False then, True when written."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        path = _copy_entry(folder, key)
+        tmp = own_tmp(path)
+        tmp.write_bytes(json.dumps({**record, "key": key}, sort_keys=True).encode())
+        commit(tmp, path)
+        entries = sorted(folder.glob(f"{_COPY_PREFIX}*.json"), key=lambda p: p.stat().st_mtime_ns)
+        for stale in entries[:-KEEP]:
+            stale.unlink(missing_ok=True)
+            stale.with_suffix(".sha256").unlink(missing_ok=True)
+    except OSError:
+        return False
+    return True
