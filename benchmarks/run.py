@@ -44,6 +44,11 @@ BENCHMARKS: dict[str, Benchmark] = {
         "threat-model.md",
         "10 min",
     ),
+    "learner_guarantee": Benchmark(
+        "the learners against the guarantee on four demo series (other seeds, protected sets), with utility",
+        "threat-model.md",
+        "40 min",
+    ),
     "bench_changing_register": Benchmark(
         "time and storage of a register that changes between releases", "benchmarks.md", "15 min"
     ),
