@@ -2,7 +2,7 @@
 process, with the checkout on ``PYTHONPATH`` (any commit: it reads only what every commit
 since the scaling study has, the tree's own ``bench_scaling.py`` helpers, ``Publisher`` and
 ``serialpub.workflow.progress.listening``), and one JSON line: release 2's seconds per logged
-step, its draft and validation, both releases' totals, the peak resident memory, the
+step, its draft and validation, both releases' wall and CPU seconds, the peak resident memory, the
 sha256 of both releases' ``data.parquet``, and of their ``report.json`` less its nonce.
 
 Usage (``ab_release.sh`` calls it)::
@@ -35,6 +35,11 @@ class _Steps:
         self.seconds[name] += seconds
 
 
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def main() -> None:
     tree, root = Path(sys.argv[1]), Path(sys.argv[2])
     records = int(sys.argv[3]) if len(sys.argv) > 3 else 1_000_000
@@ -56,7 +61,7 @@ def main() -> None:
     out: dict[str, object] = {"tree": str(tree), "load_register_s": time.perf_counter() - t0}
     for i, path in enumerate(b.snapshot_pair(root, "diagnosis", records), start=1):
         steps = _Steps()
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), _cpu_seconds()
         with progress.listening(steps):
             staged = publisher.draft(path)
             t_draft = time.perf_counter() - t
@@ -65,6 +70,7 @@ def main() -> None:
             publisher.auto_approve(staged.seq)
             publisher.finish(staged.seq)
         out[f"release{i}_s"] = time.perf_counter() - t
+        out[f"release{i}_cpu_s"] = _cpu_seconds() - cpu  # every thread's: steadier than wall time under load
         if i == 2:
             out["steps"] = {"draft": t_draft, "validate+report": t_validate, **steps.seconds}
     out["peak_gib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # Linux: KiB
