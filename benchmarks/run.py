@@ -34,6 +34,11 @@ class Benchmark:
 #: every script of benchmarks/ but this runner and the machine_info helper; times are for
 #: the 2-core machine of docs/benchmarks.md, at the script's default arguments
 BENCHMARKS: dict[str, Benchmark] = {
+    "ab_steps": Benchmark(
+        "one run of ab_release.sh: release 2's seconds per step, peaks, data.parquet and report sha256",
+        "testing.md",
+        "5 min",
+    ),
     "bench_airflow_overhead": Benchmark(
         "what an Airflow run adds to one release over the command line", "benchmarks.md", "5 min"
     ),
