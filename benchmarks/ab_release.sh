@@ -62,9 +62,13 @@ def med(label, key):
     xs = [r["steps"].get(key) for r in by[label] if key in r["steps"]]
     return statistics.median(xs) if xs else float("nan")
 print(f"{'release 2, median s':<48} {'old':>8} {'new':>8} {'new/old':>8}")
-for s in ["release2_s", "release1_s", *steps]:
-    o = statistics.median(r[s] for r in by["old"]) if s.endswith("_s") else med("old", s)
-    n = statistics.median(r[s] for r in by["new"]) if s.endswith("_s") else med("new", s)
+def whole(label, key):  # a run of an older ab_steps.py has no CPU seconds
+    xs = [r[key] for r in by[label] if key in r]
+    return statistics.median(xs) if xs else float("nan")
+totals = ["release2_s", "release2_cpu_s", "release1_s", "release1_cpu_s"]
+for s in [*totals, *steps]:
+    o = whole("old", s) if s in totals else med("old", s)
+    n = whole("new", s) if s in totals else med("new", s)
     print(f"{s:<48} {o:8.2f} {n:8.2f} {n / o if o > 0 else float('nan'):8.2f}")
 for label in ("old", "new"):
     print(f"peak {label}: " + ", ".join(f"{r['peak_gib']:.2f}" for r in by[label]) + " GiB")
