@@ -44,6 +44,9 @@ BENCHMARKS: dict[str, Benchmark] = {
     ),
     "bench_anonymize": Benchmark("the anonymizing step of one large release, repeated", "benchmarks.md", "2 min"),
     "bench_audit": Benchmark("`serialpub audit` on the demo and the scale workspaces", "benchmarks.md", "5 min"),
+    "bench_floor": Benchmark(
+        "the floor of a release at 1M/5M: one vectorized pass over the register and the snapshot", "scaling.md", "3 min"
+    ),
     "bench_learners": Benchmark(
         "the learning adversary's audit: figures and time per learner; the learner stage on k times the cells",
         "threat-model.md",
