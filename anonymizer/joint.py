@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
+from scipy import sparse
 
 from anonymizer.arrays import CodedRows, factorize, row_keys
 from anonymizer.hierarchy import Hierarchy
@@ -75,6 +76,7 @@ __all__ = [
     "error_interval",
     "histogram_release",
     "joint_answers",
+    "joint_estimates",
     "joint_workload_error",
     "series_answers",
 ]
@@ -289,6 +291,21 @@ def joint_answers(release: JointRelease, ranges: QueryRanges) -> JointAnswers:
     Source: the module docstring; paper 001 (Xiao & Tao, SIGMOD 2006), section 5.2 for the
     uniform estimate.
     """
+    return _evaluate(release, ranges, bounds=True, with_uniform=True)
+
+
+def joint_estimates(release: JointRelease, ranges: QueryRanges, uniform: bool = False) -> tuple[FloatArray, FloatArray]:
+    """Only the register-joint estimates of :func:`joint_answers` (and, with ``uniform``,
+    paper 001's), the same float64 arrays (Q,) to the bit, without the bounds, the error
+    figure or the cut QIs: what the draft's utility figure and the plan read. Without
+    ``uniform`` the second array is all zeros. Arguments and errors as :func:`joint_answers`."""
+    a = _evaluate(release, ranges, bounds=False, with_uniform=uniform)
+    return a.estimate, a.uniform
+
+
+def _evaluate(release: JointRelease, ranges: QueryRanges, bounds: bool, with_uniform: bool) -> JointAnswers:
+    """:func:`joint_answers`; ``bounds`` False leaves ``lower``, ``upper``, ``variance`` and
+    ``generalized`` zero, ``with_uniform`` False the uniform estimate (callers that read neither)."""
     q = ranges.n_queries
     names = list(release.qis)
     for a, m in ranges.qi.items():
@@ -302,7 +319,10 @@ def joint_answers(release: JointRelease, ranges: QueryRanges) -> JointAnswers:
     s_mask = np.zeros((q, len(release.sensitive_values)), dtype=np.float64)
     held = pos >= 0
     s_mask[:, held] = ranges.sensitive[:, pos[held]]
-    c_s = s_mask @ release.counts.T.astype(np.float64)  # (Q, G): c_S(G), exact integers
+    # c_S(G) per chunk of queries from the sparse (group, value) counts: never a dense (Q, G)
+    # matrix nor a float copy of the (G, V) counts. Its entries are exact integers (sums of
+    # whole counts far below 2**53), so they do not depend on the order of summation
+    counts = _sparse_counts(release.counts)
     n_g = release.register_in_group.astype(np.float64)
     g = release.counts.shape[0]
     if (release.counts.sum(axis=1) > n_g).any():  # the bounds rest on one record per individual
@@ -342,26 +362,45 @@ def joint_answers(release: JointRelease, ranges: QueryRanges) -> JointAnswers:
         step = max(1, CHUNK_ELEMENTS // max(first.size, g, 1))
         for start in range(0, queries.size, step):
             chunk = queries[start : start + step]
+            c_s = _chunk_counts(counts, s_mask[chunk])  # (chunk, G): c_S(G)
             # a (query, group) pair with in_Q(G) = 0 adds nothing: not to the estimate or the
             # upper bound, nor to the lower bound, as c_S(G) <= n(G) (checked above)
             at, grp, in_q = _in_query(ranges, [names[k] for k in attrs], row_leaves, row_group, weight, chunk, n_g)
-            cs = c_s[chunk[at], grp]
+            cs = c_s[at, grp]
             estimate[chunk] = np.bincount(at, weights=cs * in_q * share_den[grp], minlength=chunk.size)
+            # paper 001: each group's records spread uniformly over the leaves of its nodes
+            fractions = [_overlap_fractions(ranges.qi[names[k]][chunk], spans[k]) for k in attrs] if (
+                with_uniform or bounds) else []  # fmt: skip
+            if with_uniform:
+                uniform[chunk] = _uniform(fractions, [release.group_nodes[:, k] for k in attrs], c_s)
+            if not bounds:
+                continue
             low = np.maximum(0.0, cs - (n_g[grp] - in_q))
             lower[chunk] = np.rint(np.bincount(at, weights=low, minlength=chunk.size)).astype(np.int64)
             high = np.minimum(cs, in_q)
             upper[chunk] = np.rint(np.bincount(at, weights=high, minlength=chunk.size)).astype(np.int64)
             var = allocation_variance(cs, in_q, n_g[grp])
             variance[chunk] = np.bincount(at, weights=var, minlength=chunk.size)
-            # paper 001: each group's records spread uniformly over the leaves of its nodes
-            fractions = [_overlap_fractions(ranges.qi[names[k]][chunk], spans[k]) for k in attrs]
-            uniform[chunk] = _uniform(fractions, [release.group_nodes[:, k] for k in attrs], c_s[chunk])
             uncertain = var > 0
             for f, k in zip(fractions, attrs, strict=True):  # one step per constrained QI
                 part = f[at, release.group_nodes[grp, k]]
                 cut = uncertain & (part > 0) & (part < 1)
                 generalized[chunk[at[cut]], k] = True
     return JointAnswers(estimate, lower, upper + release.suppressed, uniform, variance, generalized)
+
+
+def _sparse_counts(counts: IntArray) -> sparse.csr_matrix:
+    """The published counts c_s(G), int64 (G, V), as a sparse float64 (G, V) matrix: a group
+    holds few of the sensitive values."""
+    rows, cols = np.nonzero(counts)
+    return sparse.csr_matrix((counts[rows, cols].astype(np.float64), (rows, cols)), shape=counts.shape)
+
+
+def _chunk_counts(counts: sparse.csr_matrix, s_mask: FloatArray) -> FloatArray:
+    """c_S(G) = Σ_{s∈S} c_s(G) of a chunk of queries, float64 (chunk, G), from the sparse
+    counts (G, V) and the queries' value masks ``s_mask`` (chunk, V) of 0 and 1: whole
+    numbers, exact in float64."""
+    return np.asarray(counts @ np.ascontiguousarray(s_mask.T)).T
 
 
 def _in_query(
@@ -511,9 +550,9 @@ def joint_workload_error(workload: Workload, release: JointRelease, histogram: n
     """
     actual = workload.actual.astype(np.float64)
     ranges = workload.ranges
-    est = joint_answers(release, _as_text(ranges)).estimate
+    est = joint_estimates(release, _as_text(ranges))[0]
     base = histogram_release(release, [str(v) for v in ranges.sensitive_values], histogram)
-    base_est = joint_answers(base, _as_text(ranges)).estimate
+    base_est = joint_estimates(base, _as_text(ranges))[0]
     errors = np.abs(actual - est) / actual
     base_errors = np.abs(actual - base_est) / actual
     return JointWorkloadError(

@@ -34,11 +34,19 @@ class Benchmark:
 #: every script of benchmarks/ but this runner and the machine_info helper; times are for
 #: the 2-core machine of docs/benchmarks.md, at the script's default arguments
 BENCHMARKS: dict[str, Benchmark] = {
+    "ab_steps": Benchmark(
+        "one run of ab_release.sh: release 2's seconds per step, peaks, data.parquet and report sha256",
+        "testing.md",
+        "5 min",
+    ),
     "bench_airflow_overhead": Benchmark(
         "what an Airflow run adds to one release over the command line", "benchmarks.md", "5 min"
     ),
     "bench_anonymize": Benchmark("the anonymizing step of one large release, repeated", "benchmarks.md", "2 min"),
     "bench_audit": Benchmark("`serialpub audit` on the demo and the scale workspaces", "benchmarks.md", "5 min"),
+    "bench_floor": Benchmark(
+        "the floor of a release at 1M/5M: one vectorized pass over the register and the snapshot", "scaling.md", "3 min"
+    ),
     "bench_learners": Benchmark(
         "the learning adversary's audit: figures and time per learner; the learner stage on k times the cells",
         "threat-model.md",

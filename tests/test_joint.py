@@ -16,9 +16,10 @@ from hierarchy_oracle import ancestor_matrix
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import anonymizer.joint
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.intervals import interval_label, release_hierarchies
-from anonymizer.joint import JointRelease, joint_answers, series_answers
+from anonymizer.joint import JointRelease, joint_answers, joint_estimates, series_answers
 from anonymizer.workload import QueryRanges
 
 ZONES = {"a": "ab", "b": "ab", "c": "cd", "d": "cd", "e": "ef", "f": "ef"}
@@ -193,6 +194,10 @@ def test_the_vectorized_estimator_equals_a_brute_force_per_register_individual(
         np.testing.assert_array_equal(got.lower, low)
         np.testing.assert_array_equal(got.upper, up)
         np.testing.assert_allclose(got.uniform, uni, rtol=1e-9, atol=1e-9)
+        # the estimates alone (the draft's utility figure, the plan) are the same floats to the bit
+        only, only_uniform = joint_estimates(_joint(r), ranges, uniform=True)
+        np.testing.assert_array_equal(only, got.estimate)
+        np.testing.assert_array_equal(only_uniform, got.uniform)
 
 
 @settings(max_examples=30, deadline=None)
@@ -235,3 +240,15 @@ def test_an_unconstrained_query_returns_the_published_count_exactly() -> None:
     n = len(r.published)
     assert got.estimate[0] == pytest.approx(n) and got.uniform[0] == pytest.approx(n)
     assert got.lower[0] == n and got.upper[0] == n + r.suppressed
+
+
+def test_the_answers_do_not_depend_on_the_chunk_of_queries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """c_S(G) is computed per chunk of queries from the sparse counts: one query per chunk
+    gives every figure to the bit (a published figure must not move with the chunk size)."""
+    r = _series(11, "register", True, True, n_releases=1)[0]
+    ranges = _queries(np.random.default_rng(12), 40)
+    whole = joint_answers(_joint(r), ranges)
+    monkeypatch.setattr(anonymizer.joint, "CHUNK_ELEMENTS", 1)
+    one = joint_answers(_joint(r), ranges)
+    for name in ("estimate", "lower", "upper", "uniform", "variance", "generalized"):
+        np.testing.assert_array_equal(getattr(one, name), getattr(whole, name))

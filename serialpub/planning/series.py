@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from anonymizer.arrays import CodedRows
 from anonymizer.joint import JointRelease, joint_answers
 from anonymizer.noisy_split import noise_generator
 from anonymizer.queries import Workload, draw_workload
@@ -178,17 +179,19 @@ def candidate_params(candidate: Candidate, plan: PlanInputs) -> PrivacyParams:
 @dataclass
 class Measured:
     """What does not depend on the candidate, per snapshot: the query workload with its
-    exact answers, the register's leaf ids, and the baseline's errors."""
+    exact answers, the register's leaf ids (as coded rows: its cells), and the baseline's errors."""
 
     workloads: list[Workload]
     baseline: list[float]
-    leaves: npt.NDArray[np.int64]
+    leaves: CodedRows
 
 
 def measured(plan: PlanInputs, snapshots: list[Snapshot]) -> Measured:
     """The workload of every snapshot (as the draft draws it) and its baseline error."""
     cfg = plan.ws.config
-    leaves = np.asarray(plan.register.register.keys[:], dtype=np.int64)
+    # the register's cells as coded (distinct combinations and their counts), never an (N, d)
+    # matrix that every release would group again: JointRelease.of reads them as they are
+    leaves = plan.register.register.keys
     workloads, baseline = [], []
     hs = [plan.inputs.hierarchies[q] for q in plan.inputs.qis]
     for snap in snapshots:
