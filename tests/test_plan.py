@@ -599,8 +599,10 @@ def test_worker_processes_give_the_figures_of_one_process(tmp_path: Path) -> Non
     one, _ = run_plan(setup, cands, jobs=1)
     two, _ = run_plan(setup, cands, jobs=2, tick=lambda: ticks.append(1))
     def strip(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:  # all but the times
-        return [{**{k: v for k, v in r.items() if k != "seconds"},
-                 "learners": [{k: v for k, v in x.items() if k != "seconds"} for x in r["learners"]]} for r in rows]  # fmt: skip
+        def timeless(d: dict[str, Any]) -> dict[str, Any]:
+            return {k: v for k, v in d.items() if k != "seconds"}
+
+        return [{**timeless(r), "learners": [timeless(x) for x in r["learners"]]} for r in rows]
 
     assert strip(two) == strip(one) and any(r["learners"] for r in one)
     assert len(ticks) == len(cands) * 2  # the progress bar's candidates × releases
