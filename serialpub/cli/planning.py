@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -62,12 +63,22 @@ def plan(
         int | None,
         typer.Option("--max-candidates", help="the most candidates the grid may have (without it: 200)"),
     ] = None,
+    learners: Annotated[
+        str,
+        typer.Option(
+            "--learners",
+            help="learning adversaries run on every candidate's series: all, none, or names joined by commas "
+            "(nb, nb-em3, nb-em10, logistic-pairs)",
+        ),
+    ] = "nb",
 ) -> None:
     """Try candidate settings on the workspace's register and snapshots before release 1.
 
     Each candidate's series is published in memory with the real anonymizer (no state, no
     release store); the table ranks the candidates that last all rounds by their gain over
-    a release of the sensitive histogram alone.
+    a release of the sensitive histogram alone. Beside the largest breach probability (the
+    uniform charge), the learners' largest posterior (``--learners``, naive Bayes by default)
+    is shown and flagged when it comes within 5 % of 1/ℓ.
     """
     from serialpub.config import load_config
     from serialpub.planning.grid import MAX_CANDIDATES, build_grid, read_grid_file
@@ -89,11 +100,13 @@ def plan(
     # configuration are read: a bad file is refused without their start-up cost
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from serialpub.analysis.audit.learners import learner_names
     from serialpub.planning.page import advice, flag_texts, protected_setting, ranked, write_page
     from serialpub.planning.run import prepare, run_plan
     from serialpub.workflow.drafting import QUERY_COUNT, QUERY_DIMENSIONS, QUERY_SELECTIVITY
 
-    setup = prepare(ws, snapshots, simulate, rounds, seed)
+    names = learner_names(learners)
+    setup = replace(prepare(ws, snapshots, simulate, rounds, seed), learners=names)
     domain = list(setup.plan.inputs.sensitive_domain or [])
     candidates = build_grid(given, ws.config, domain, max_candidates or MAX_CANDIDATES)
     total = len(candidates) * rounds
@@ -122,6 +135,7 @@ def plan(
         },
         "seconds": seconds,
         "jobs": used_jobs,
+        "learners": list(names),
         "advice": lines,
         "candidates": order,
     }
@@ -154,12 +168,13 @@ def _table(rows: list[dict[str, Any]], rounds: int, flag_texts: Callable[[dict[s
             "pub: releases published before the first refusal; max p: largest breach probability; groups: mean a "
             "release; err: mean relative error of 5,000 range-count queries read with the register's joint "
             "distribution; base: the same for the sensitive histogram alone; gain = base − err; unif: paper 001's "
-            "uniform reading; linked: individuals per linked releases at the end; ! known breach (parts); flags: "
-            "refused, a release of 1 group, max p within 5 % of 1/ℓ"
+            "uniform reading; linked: individuals per linked releases at the end; ! known breach (parts); learned: the "
+            "learners' largest posterior P' (docs/threat-model.md); flags: refused, a release of 1 group, max p or "
+            "learned P' within 5 % of 1/ℓ"
         ),
         caption_justify="left",
     )
-    columns = ("#", "candidate", "flags", "pub", "refused", "max p", "groups", "err", "base", "gain", "unif",
+    columns = ("#", "candidate", "flags", "pub", "refused", "max p", "learned", "groups", "err", "base", "gain", "unif",
                "linked", "s")  # fmt: skip
     for col in columns:
         table.add_column(col, justify="left" if col in ("candidate", "flags", "linked") else "right")
@@ -173,6 +188,7 @@ def _table(rows: list[dict[str, Any]], rounds: int, flag_texts: Callable[[dict[s
             str(i), ("! " if r["known_breach"] else "") + r["candidate"],
             "; ".join(f for f in flag_texts(r) if f != "known breach"), str(r["published"]),
             "-" if r["refused_at"] is None else str(r["refused_at"]), f(r["max_breach"], ".4f"),
+            f(r["learners_max_posterior"], ".4f"),
             f(r["groups_mean"], ",.0f"), f(r["error"]), f(r["baseline"]), f(r["gain"]), f(r["uniform"]), linked,
             f(r["seconds"], ".1f"),
         )  # fmt: skip

@@ -52,9 +52,17 @@ def flag_texts(r: dict[str, Any]) -> list[str]:
         "collapsed": lambda: f"1 group in release{'s' if len(r['collapsed_releases']) > 1 else ''} "
         f"{_spans(r['collapsed_releases'])}",
         "near_bound": lambda: f"max p {r['max_breach']:.4f} within {1 - NEAR_BOUND:.0%} of 1/ℓ = {r['bound']:.4f}",
+        "learner_near_bound": lambda: _learned_text(r),
         "known_breach": lambda: "known breach",
     }
     return [words[f]() for f in r["flags"]]
+
+
+def _learned_text(r: dict[str, Any]) -> str:
+    """The learner flag's words: the strongest learner, its largest P', above 1/ℓ or near it."""
+    top = max(r["learners"], key=lambda x: x["max_p"])
+    where = "above" if top["max_p"] > r["bound"] else f"within {1 - NEAR_BOUND:.0%} of"
+    return f"learner {top['name']}: P' {top['max_p']:.4f} {where} 1/ℓ = {r['bound']:.4f}"
 
 
 def protected_setting(r: dict[str, Any]) -> str:
@@ -220,7 +228,8 @@ def frontier(rows: Sequence[dict[str, Any]], rounds: int) -> str:
 def write_page(path: Path, plan: dict[str, Any]) -> Path:
     """Write the plan's HTML page (``plan`` is the JSON document of ``serialpub plan``): the
     advice, the frontier and the ranked table with each candidate's flags, protected values
-    as serialpub.yaml spells them, and groups per release."""
+    as serialpub.yaml spells them, groups per release, and the learners' largest posterior
+    beside the largest breach probability (the column only when the plan ran learners)."""
     rows = plan["candidates"]
     # what the page shows beside each row's figures, the JSON document left as it is
     shown = [
@@ -228,11 +237,12 @@ def write_page(path: Path, plan: dict[str, Any]) -> Path:
              sparkline=sparkline(r["groups_per_release"], r["collapsed_releases"]))
         for r in rows
     ]  # fmt: skip
+    learners = plan.get("learners") or []
     text = (
         environment()
         .get_template(TEMPLATE)
         .render(plan=plan, rows=shown, frontier=frontier(rows, plan["rounds"]), version=__version__,
-                near=f"{1 - NEAR_BOUND:.0%}")
+                near=f"{1 - NEAR_BOUND:.0%}", learners=learners)
     )  # fmt: skip
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")

@@ -19,6 +19,7 @@ from serialpub.config import Workspace
 from serialpub.io.inputs import Snapshot
 from serialpub.planning.grid import Candidate
 from serialpub.planning.series import (
+    DEFAULT_LEARNERS,
     Measured,
     PlanInputs,
     measured,
@@ -31,12 +32,14 @@ from serialpub.planning.series import (
 @dataclass
 class PlanSetup:
     """A plan's checked inputs: the workspace's inputs and register, the snapshots and what is measured
-    on them independently of the candidates."""
+    on them independently of the candidates, and the learners run on every candidate's series
+    (names of :data:`serialpub.analysis.audit.learners.LEARNERS`; none when empty)."""
 
     plan: PlanInputs
     snapshots: list[Snapshot]
     measure: Measured
     source: str
+    learners: tuple[str, ...] = DEFAULT_LEARNERS
 
 
 def prepare(ws: Workspace, snapshots: Path | None, simulate: str | None, rounds: int, seed: int = 0) -> PlanSetup:
@@ -69,8 +72,10 @@ def prepare(ws: Workspace, snapshots: Path | None, simulate: str | None, rounds:
 _WORKER: dict[str, Any] = {}
 
 
-def _init_worker(ws: Workspace, snapshots: list[Snapshot], measure: Measured, ticks: Any) -> None:
-    _WORKER.update(plan=PlanInputs.read(ws), snapshots=snapshots, measure=measure, ticks=ticks)
+def _init_worker(
+    ws: Workspace, snapshots: list[Snapshot], measure: Measured, ticks: Any, learners: tuple[str, ...]
+) -> None:
+    _WORKER.update(plan=PlanInputs.read(ws), snapshots=snapshots, measure=measure, ticks=ticks, learners=learners)
 
 
 def _work(index: int, candidate: Candidate) -> tuple[int, dict[str, Any]]:
@@ -80,7 +85,8 @@ def _work(index: int, candidate: Candidate) -> tuple[int, dict[str, Any]]:
     # same bytes either way)
     with overlap.in_turn(True):
         result = run_candidate(
-            _WORKER["plan"], _WORKER["snapshots"], _WORKER["measure"], candidate, lambda: ticks.put(index)
+            _WORKER["plan"], _WORKER["snapshots"], _WORKER["measure"], candidate, lambda: ticks.put(index),
+            _WORKER["learners"],
         )
     return index, result.summary()
 
@@ -97,7 +103,10 @@ def run_plan(
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(candidates)))
     if jobs == 1:
         with overlap.in_turn(setup.plan.ws.config.sequential):
-            out = [run_candidate(setup.plan, setup.snapshots, setup.measure, c, tick).summary() for c in candidates]
+            out = [
+                run_candidate(setup.plan, setup.snapshots, setup.measure, c, tick, setup.learners).summary()
+                for c in candidates
+            ]
         return out, time.perf_counter() - started
     results: dict[int, dict[str, Any]] = {}
     # spawned workers: a fork would copy the parent's threads' locks (rich's live display)
@@ -106,7 +115,7 @@ def run_plan(
         ticks = manager.Queue()
         with ProcessPoolExecutor(
             max_workers=jobs, mp_context=mp, initializer=_init_worker,
-            initargs=(setup.plan.ws, setup.snapshots, setup.measure, ticks),
+            initargs=(setup.plan.ws, setup.snapshots, setup.measure, ticks, setup.learners),
         ) as pool:  # fmt: skip
             pending: set[Future[tuple[int, dict[str, Any]]]] = {
                 pool.submit(_work, i, c) for i, c in enumerate(candidates)

@@ -15,13 +15,19 @@ section 8) read with the register-joint estimator (:mod:`anonymizer.joint`); the
 **baseline** is the same estimator on a release publishing only the snapshot's sensitive
 histogram (one group, every QI ``*``), and the **gain** is baseline error − release error.
 Paper 001's uniform reading of the same release is kept beside it.
+
+Beside the uniform charge the plan runs the audit's learning adversary
+(:mod:`serialpub.analysis.audit.learners`, docs/threat-model.md "The learning adversary")
+on each candidate's series, fed the groups as the public copy would show them (the same
+:class:`~anonymizer.joint.JointRelease` the utility is read from): per learner its largest
+posterior P', the figure ``serialpub audit --learners`` reports on the series published for real.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -55,7 +61,10 @@ FloatArray = npt.NDArray[np.float64]
 NEAR_BOUND = 0.95
 #: the flags of a candidate (:meth:`CandidateResult.summary`'s ``flags``), in the order the
 #: plan shows them
-FLAGS = ("refused", "collapsed", "near_bound", "known_breach")
+FLAGS = ("refused", "collapsed", "near_bound", "learner_near_bound", "known_breach")
+#: the learners a plan runs unless told (``serialpub plan --learners``): naive Bayes in one
+#: pass, the cheapest; ``logistic-pairs`` costs a fit per candidate
+DEFAULT_LEARNERS = ("nb",)
 
 
 @dataclass(frozen=True)
@@ -231,6 +240,7 @@ class CandidateResult:
         linked: individuals per number of linked releases at the end (the most for any
             protected value), {k: individuals}.
         seconds: wall time of the candidate's series.
+        learners: per learner run on the series (:func:`learner_figures`), its figures.
     """
 
     candidate: Candidate
@@ -240,6 +250,7 @@ class CandidateResult:
     reason: str | None = None
     linked: dict[int, int] = field(default_factory=dict)
     seconds: float = 0.0
+    learners: list[dict[str, Any]] = field(default_factory=list)
     breach_exceeded: bool = False
     #: the workspace's suppression model is paper 004's (docs/threat-model.md: a known breach)
     paper_suppression: bool = False
@@ -248,8 +259,11 @@ class CandidateResult:
         """The figures of the table and the JSON. Beside the means: ``groups_per_release``
         (one count per published release), ``collapsed_releases`` (those of 1 group) and
         ``flags``, the raised ones of :data:`FLAGS`: ``refused`` before the last round,
-        ``collapsed``, ``near_bound`` (largest breach probability ≥ :data:`NEAR_BOUND`/ℓ)
-        and ``known_breach`` (docs/threat-model.md)."""
+        ``collapsed``, ``near_bound`` (largest breach probability ≥ :data:`NEAR_BOUND`/ℓ),
+        ``learner_near_bound`` (a learner's largest posterior P' ≥ :data:`NEAR_BOUND`/ℓ: above
+        1/ℓ or within 5 % of it) and ``known_breach`` (docs/threat-model.md).
+        ``learners_max_posterior``: the largest P' of the learners run (None: none run), with
+        ``learners`` the figures of each."""
         r = self.releases
 
         def mean(key: str) -> float | None:
@@ -258,10 +272,12 @@ class CandidateResult:
         max_breach = max((x["max_breach"] for x in r), default=0.0)
         collapsed = [x["release"] for x in r if x["groups"] == 1]
         known_breach = self.candidate.known_breach or self.paper_suppression
+        learned = max((x["max_p"] for x in self.learners), default=None)
         raised = {
             "refused": self.refused_at is not None,
             "collapsed": bool(collapsed),
             "near_bound": max_breach >= NEAR_BOUND / self.candidate.ell,
+            "learner_near_bound": learned is not None and learned >= NEAR_BOUND / self.candidate.ell,
             "known_breach": known_breach,
         }
         return {
@@ -285,6 +301,8 @@ class CandidateResult:
             "groups_mean": mean("groups"),
             "groups_min": min((x["groups"] for x in r), default=None),
             "groups_max": max((x["groups"] for x in r), default=None),
+            "learners_max_posterior": learned,
+            "learners": self.learners,
             "error": mean("error"),
             "baseline": mean("baseline"),
             "gain": mean("gain"),
@@ -301,12 +319,15 @@ def run_candidate(
     measure: Measured,
     candidate: Candidate,
     tick: Callable[[], None] | None = None,
+    learners: Sequence[str] = DEFAULT_LEARNERS,
 ) -> CandidateResult:
     """Publish the candidate's series in memory over ``snapshots`` and measure every release.
 
     The series stops at the first release the anonymizer refuses (``InfeasibleError``:
     no partition meets the requirement), with the draft path's message and advice.
     ``tick`` is called once per release attempted and once per release not attempted.
+    ``learners`` (names of :data:`serialpub.analysis.audit.learners.LEARNERS`) run on the
+    releases published (:func:`learner_figures`); none when empty.
     """
     started = time.perf_counter()
     cfg = plan.ws.config
@@ -318,6 +339,7 @@ def run_candidate(
     history = History.empty(np.full(len(plan.register.register.ids), float(candidate.ell)), len(protected))
     out = CandidateResult(candidate, protected, paper_suppression=params.suppression_model is SuppressionModel.PAPER)
     presence = cfg.dilution is Dilution.PRESENCE
+    joints: list[JointRelease] = []
     for seq, snap in enumerate(snapshots, start=1):
         codes, labels = snap.value_order
         record_set = index.get_indexer(pd.Index(labels.tolist())).astype(np.int64)[codes]
@@ -337,20 +359,26 @@ def run_candidate(
                     tick()
             break
         history = result.history
-        out.releases.append(_release_figures(plan, snap, result, hierarchies, measure, seq, protected))
+        figures, joint = _release_figures(plan, snap, result, hierarchies, measure, seq, protected)
+        out.releases.append(figures)
+        if learners:
+            joints.append(joint)
         if out.releases[-1]["max_breach"] > 1.0 / candidate.ell:
             out.breach_exceeded = True
         if tick:
             tick()
     out.linked = _linked_distribution(history)
+    if learners and joints:
+        out.learners = learner_figures(plan, measure, protected, candidate.ell, joints, learners)
     out.seconds = time.perf_counter() - started
     return out
 
 
 def _release_figures(
+def _release_figures(
     plan: PlanInputs, snap: Snapshot, result: ReleaseResult, hierarchies: list[Any], measure: Measured, seq: int,
     protected: list[str],
-) -> dict[str, Any]:  # fmt: skip
+) -> tuple[dict[str, Any], JointRelease]:  # fmt: skip
     cfg = plan.ws.config
     table = drafting.published_table(plan.inputs, snap, result, hierarchies)
     read = plan.inputs.read_hierarchies(table)
@@ -375,7 +403,59 @@ def _release_figures(
         "uniform": uniform,
         # per level of the top-down search, which requirement blocked the splits (docs/anonymization.md)
         **levels,
-    }
+    }, release
+
+
+def learner_figures(
+    plan: PlanInputs,
+    measure: Measured,
+    protected: list[str],
+    ell: float,
+    releases: Sequence[JointRelease],
+    names: Sequence[str],
+) -> list[dict[str, Any]]:
+    """The learning adversary on a series held in memory: per learner of ``names`` (in the
+    order of :data:`serialpub.analysis.audit.learners.LEARNERS`), its largest posterior P'
+    (``max_p``) with a pair attaining it (``max_individual``, ``max_value``) and that pair's
+    uniform charge (``max_uniform``), the pairs (register individual, protected value) above
+    1/ℓ (``above``), and its ``seconds``.
+
+    ``releases`` are the series' releases resolved against the register as the public copy
+    shows them (:class:`JointRelease`: regions, records per value); each group's candidates
+    are the register individuals of its region (or its records, if more) and the sensitive
+    domain is the protected values, then every other value published, as the audit reads
+    them (:func:`serialpub.analysis.audit.learners.learner_series`), so the figures are the
+    audit's on the same series published for real (tests/test_plan.py)."""
+    from anonymizer.arrays import factorize_rows
+    from serialpub.analysis.audit.learners import cell_series, learner_report
+
+    others = sorted({v for r in releases for v, n in zip(r.sensitive_values, r.counts.sum(axis=0), strict=True)
+                     if n > 0 and v not in protected})  # fmt: skip
+    domain = [*protected, *others]
+    column = {v: i for i, v in enumerate(domain)}
+    cells = releases[0]
+    per_release = []
+    for r in releases:
+        if r.cell_counts.size != cells.cell_counts.size:
+            raise ValueError("the releases of a plan are resolved against one register")
+        counts = np.zeros((r.counts.shape[0], len(domain)), dtype=np.int64)
+        for u, v in enumerate(r.sensitive_values):
+            if v in column:
+                counts[:, column[v]] = r.counts[:, u]
+        candidates = np.maximum(r.register_in_group, r.counts.sum(axis=1))
+        per_release.append((r.group_of_cell, candidates, counts))
+    hs = [plan.inputs.hierarchies[q] for q in plan.inputs.qis]
+    cell_of, _ = factorize_rows(measure.leaves, [h.n_leaves for h in hs])
+    series = cell_series(
+        list(plan.inputs.qis), [h.n_leaves for h in hs], cells.cell_leaves, cells.cell_counts, per_release, domain,
+        protected, ell, plan.register.register.ids, np.asarray(cell_of, dtype=np.int64),
+    )  # fmt: skip
+    report = learner_report(series, names)
+    return [
+        {"name": f.name, "max_p": f.max_p, "max_individual": f.max_individual, "max_value": f.max_value,
+         "max_uniform": f.max_uniform, "above": f.above, "seconds": f.seconds}
+        for f in report.learners if f.name != "uniform"
+    ]  # fmt: skip
 
 
 def _linked_distribution(history: History) -> dict[int, int]:

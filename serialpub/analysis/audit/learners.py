@@ -223,6 +223,61 @@ def learner_series(
     )
 
 
+def cell_series(
+    qis: list[str],
+    n_leaves: Sequence[int],
+    cell_leaves: IntArray,
+    cell_counts: IntArray,
+    releases: Sequence[tuple[IntArray, IntArray, IntArray]],
+    domain: list[str],
+    values: list[str],
+    ell: float,
+    ids: pd.Index,
+    cell_of: IntArray,
+) -> LearnerSeries:
+    """The learners' inputs from a series held in memory over one register (the planner's:
+    :mod:`serialpub.planning.series`), without files: the same :class:`LearnerSeries` that
+    :func:`learner_series` prepares from the audit's geometry of the same series.
+
+    Args:
+        qis: the quasi-identifiers; ``n_leaves[a]``: the leaves of QI a's hierarchy (the
+            features' vocabulary, leaf ids ``0..n_leaves[a]-1``).
+        cell_leaves, cell_counts: the register's cells, leaf id per QI (C, d), and the
+            individuals in each (C,).
+        releases: per release, the group whose region holds each cell, -1 for none (C,)
+            (regions that do not overlap), each group's |reg(G)| (or its records, if more)
+            (G,) and its records per value of ``domain`` (G, S).
+        domain: the sensitive values, the protected ``values`` first in their order.
+        ell: the guarantee's ℓ.
+        ids, cell_of: the register's individual ids (N,) and the cell of each (N,).
+
+    Raises:
+        ValueError: a domain that does not start with ``values``, or a release whose arrays
+            do not match the cells or the domain."""
+    if list(domain[: len(values)]) != list(values):
+        raise ValueError("the domain must list the protected values first, in their order")
+    n_cells = cell_counts.size
+    out = []
+    for group_of_cell, candidates, counts in releases:
+        if group_of_cell.shape != (n_cells,) or counts.shape != (candidates.size, len(domain)):
+            raise ValueError(
+                f"a release of {group_of_cell.size} cells and {counts.shape} counts for {n_cells} cells, "
+                f"{candidates.size} groups and {len(domain)} values"
+            )
+        inside = np.flatnonzero(group_of_cell >= 0).astype(np.int64)
+        out.append(
+            Release.of(0, inside, group_of_cell[inside].astype(np.int64), candidates.astype(np.int64),
+                       counts.astype(np.int64), np.arange(n_cells, dtype=np.int64))
+        )  # fmt: skip
+    first = np.full(n_cells, -1, dtype=np.int64)
+    first[cell_of[::-1]] = np.arange(cell_of.size - 1, -1, -1)  # lowest index wins, as the serial combos'
+    vocab = [[str(i) for i in range(n)] for n in n_leaves]
+    return LearnerSeries(
+        list(qis), vocab, list(domain), list(values), ell, [Version(cell_leaves.astype(np.int64), cell_counts)],
+        out, ids, np.asarray(cell_of, dtype=np.int64), first, cell_counts.astype(np.int64), None,
+    )  # fmt: skip
+
+
 def _per_row(index: IntArray, weights: FloatArray, n: int) -> FloatArray:
     """Column-wise sums of ``weights`` (P, S) by row ``index`` (P,): shape (n, S)."""
     columns = np.ascontiguousarray(weights.T)  # one contiguous pass per column
