@@ -375,7 +375,6 @@ def run_candidate(
 
 
 def _release_figures(
-def _release_figures(
     plan: PlanInputs, snap: Snapshot, result: ReleaseResult, hierarchies: list[Any], measure: Measured, seq: int,
     protected: list[str],
 ) -> tuple[dict[str, Any], JointRelease]:  # fmt: skip
