@@ -86,7 +86,7 @@ def plan(
 
     from serialpub.planning.page import advice, flag_texts, protected_setting, ranked, write_page
     from serialpub.planning.run import prepare, run_plan
-    from serialpub.workflow.drafting import QUERY_COUNT, QUERY_DIMENSIONS, QUERY_SELECTIVITY
+    from serialpub.workflow.measuring import QUERY_COUNT, QUERY_DIMENSIONS, QUERY_SELECTIVITY
 
     setup = prepare(ws, snapshots, simulate, rounds, seed)
     domain = list(setup.plan.inputs.sensitive_domain or [])

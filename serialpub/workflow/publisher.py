@@ -43,14 +43,9 @@ from serialpub.report.render import read_presence_shown
 from serialpub.workflow import drafting, input_checks, progress, publishing, sign_off, validating
 from serialpub.workflow.dataset_inputs import input_stamp, read_dataset_inputs
 from serialpub.workflow.dataset_series import DatasetSeries
-from serialpub.workflow.drafting import (
-    QUERY_COUNT,
-    QUERY_DIMENSIONS,
-    QUERY_SELECTIVITY,
-    ReleaseOutcome,
-    StagedRelease,
-)
+from serialpub.workflow.drafting import ReleaseOutcome, StagedRelease
 from serialpub.workflow.input_checks import InputChecks
+from serialpub.workflow.measuring import QUERY_COUNT, QUERY_DIMENSIONS, QUERY_SELECTIVITY
 from serialpub.workflow.register_reader import RegisterReader
 from serialpub.workflow.request import ReleaseRequest
 from serialpub.workflow.sign_off import AUTO_APPROVER, reject_release
