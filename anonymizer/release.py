@@ -315,6 +315,7 @@ def anonymize_history(
     *,
     budget: int = 0,
     seed: int = 0,
+    split_rule: str = topdown.DEFAULT_SPLIT_RULE,
 ) -> ReleaseResult:
     """Anonymize one snapshot and compute the state after publishing it.
 
@@ -331,6 +332,7 @@ def anonymize_history(
             model (``params.suppression_model``), where every group meets its requirement
             with all of its records and nothing is suppressed.
         seed: chooses which records of a violating (group, value) are suppressed.
+        split_rule: the top-down search's split rule (:data:`anonymizer.topdown.SPLIT_RULES`).
 
     Raises:
         anonymizer.search.InfeasibleError: no partition meets the requirement (within the
@@ -384,7 +386,7 @@ def anonymize_history(
         requirement=requirement,
     )
     if params.algorithm is Algorithm.TOPDOWN:
-        gen = topdown.partition(cells, hierarchies, presence, model=params.partition_model)
+        gen = topdown.partition(cells, hierarchies, presence, split_rule, model=params.partition_model)
     else:
         gen = generalize(cells, hierarchies, presence, budget)
     group_of_record = gen.group_of_cell[cell_of_record]
