@@ -12,7 +12,7 @@ and the suppressed records. The same snapshots are also replayed under the **loc
 guarantee** (per-release ℓ-diversity, ``guarantee="localized"``) for every ℓ of the run,
 and its max breach probability is recorded beside ours.
 
-Everything runs in memory like ``serialpub.report.series.localized_baseline``: round
+Everything runs in memory like ``serialpub.workflow.baseline.localized_baseline``: round
 after round ``anonymize_history`` carries the ``History``; the validation suites, the
 report, Parquet and the state database of the publishing pipeline are skipped. The
 workspace (register, hierarchies, ``serialpub.yaml``, snapshots) is written once per

@@ -41,6 +41,7 @@ from serialpub.io.inputs import Register, Snapshot
 from serialpub.io.statistics_file import StatisticsFile
 from serialpub.report.render import read_presence_shown
 from serialpub.workflow import drafting, input_checks, progress, publishing, sign_off, validating
+from serialpub.workflow.baseline import series_report as baseline_report
 from serialpub.workflow.dataset_inputs import input_stamp, read_dataset_inputs
 from serialpub.workflow.dataset_series import DatasetSeries
 from serialpub.workflow.drafting import ReleaseOutcome, StagedRelease
@@ -179,6 +180,10 @@ class Publisher:
         self.refresh_inputs()  # the register of this period may differ from the last one read
         return drafting.draft(self.series, self.inputs, self.register_reader, self.request, snapshot_path, period,
                               owner)  # fmt: skip
+
+    def series_report(self, baseline: bool = True, png_dir: Path | None = None) -> Path:
+        """:func:`serialpub.workflow.baseline.series_report` (arguments, errors)."""
+        return baseline_report(self.series, self.inputs, self.register_reader, baseline, png_dir)
 
     def validate(self, seq: int) -> list[SuiteResult]:
         """:func:`serialpub.workflow.validating.validate` (arguments, errors)."""
