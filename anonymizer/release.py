@@ -346,6 +346,7 @@ def anonymize_history(
     seed: int = 0,
     explain: bool = False,
     noise: np.random.Generator | None = None,
+    split_rule: str = topdown.DEFAULT_SPLIT_RULE,
 ) -> ReleaseResult:
     """Anonymize one snapshot and compute the state after publishing it.
 
@@ -366,6 +367,7 @@ def anonymize_history(
             (``result.generalization.levels``, :func:`anonymizer.topdown.level_report`).
         noise: the release's secret noise under ``partition_test: noisy``
             (:func:`anonymizer.noisy_split.noise_generator`); required then, ignored otherwise.
+        split_rule: the top-down search's split rule (:data:`anonymizer.topdown.SPLIT_RULES`).
 
     Raises:
         anonymizer.search.InfeasibleError: no partition meets the requirement (within the
@@ -425,8 +427,8 @@ def anonymize_history(
     )
     if params.algorithm is Algorithm.TOPDOWN:
         noisy = NoisyPartition(test, noise) if test is not None and noise is not None else None
-        gen = topdown.partition(cells, hierarchies, presence, model=params.partition_model, explain=explain,
-                                noisy=noisy)  # fmt: skip
+        gen = topdown.partition(cells, hierarchies, presence, split_rule, model=params.partition_model,
+                                explain=explain, noisy=noisy)  # fmt: skip
     else:
         gen = generalize(cells, hierarchies, presence, budget)
     group_of_record = gen.group_of_cell[cell_of_record]

@@ -75,6 +75,7 @@ BoolArray = npt.NDArray[np.bool_]
 #: largest split width (Mondrian's rule); ``"balanced"`` takes the split whose largest part
 #: holds the smallest share of the region's candidates.
 SPLIT_RULES = ("width_gain", "widest", "balanced")
+#: the rule of every release unless the caller passes another (a constant: nothing sets it)
 DEFAULT_SPLIT_RULE = "widest"
 
 
@@ -349,7 +350,7 @@ def _blocking(
 
 
 def partition(
-    cells: Cells, hierarchies: Sequence[Hierarchy], presence: bool, rule: str | None = None,
+    cells: Cells, hierarchies: Sequence[Hierarchy], presence: bool, rule: str = DEFAULT_SPLIT_RULE,
     model: PartitionModel = PartitionModel.PUBLISHED, explain: bool = False, noisy: NoisyPartition | None = None,
 ) -> Generalization:
     """Split the QI domain top-down into regions that each meet their requirement.
@@ -360,8 +361,8 @@ def partition(
         hierarchies: one per QI, in the column order of ``cells.keys``.
         presence: candidates are the present individuals (n = records), else the register
             individuals of the region (n = candidates).
-        rule: one of :data:`SPLIT_RULES`; None for :data:`DEFAULT_SPLIT_RULE` (read at call
-            time, so the benchmark of the rules can set it).
+        rule: one of :data:`SPLIT_RULES`, chosen by the caller (the benchmark of the rules
+            passes each in turn).
         model: what a split decision may read (docs/threat-model.md, "The partition as
             evidence").
             ``"published"``: a region's own counts only (sums of the final groups below it,
@@ -387,7 +388,6 @@ def partition(
         InfeasibleError: a region violates its requirement and cannot be split further.
         ValueError: an unknown rule.
     """
-    rule = DEFAULT_SPLIT_RULE if rule is None else rule
     if rule not in SPLIT_RULES:
         raise ValueError(f"split rule must be one of {SPLIT_RULES}, got {rule!r}")
     published = PartitionModel(model) is PartitionModel.PUBLISHED

@@ -30,7 +30,7 @@ from anonymizer import arrays, regions
 from anonymizer.release import SnapshotCodes, anonymize_history
 from serialpub.io import inputs
 from serialpub.io.inputs import read_csv, snapshot_from_table
-from serialpub.workflow import drafting
+from serialpub.workflow import release_record
 from serialpub.workflow.anonymizing import record_sets
 from state.store import table_to_bytes
 
@@ -70,7 +70,7 @@ def main() -> None:
     print_runs("published table", lambda: ctx.published_table(dataclasses.replace(snap), result), args.repeat)
 
     def stored_rows() -> list[Any]:  # before this pass, GroupRow objects the stage dumped
-        return [r if isinstance(r, dict) else r.model_dump() for r in drafting.release_group_rows(
+        return [r if isinstance(r, dict) else r.model_dump() for r in release_record.release_group_rows(
             ctx.search_hierarchies, result.group_nodes, result.group_candidates, result.group_records,
             result.group_counts, ctx.protected)]  # fmt: skip
 

@@ -1,6 +1,6 @@
 """The query workload of one large release: 5,000 range-count queries answered on
 the raw snapshot and on the release, with the paper's uniform and the register-weighted
-estimators, exactly as drafting runs them (``serialpub.workflow.drafting``): the queries and
+estimators, exactly as drafting runs them (``serialpub.workflow.measuring``): the queries and
 their answers on the snapshot (drawn while the snapshot is anonymized), then the estimates on
 the release.
 
@@ -25,7 +25,7 @@ import pandas as pd
 from anonymizer.queries import draw_workload, estimate_workload
 from serialpub.config import load_config
 from serialpub.io.inputs import read_csv
-from serialpub.workflow import drafting
+from serialpub.workflow import measuring
 from serialpub.workflow.publisher import Publisher
 
 DEFAULT = Path(__file__).resolve().parent / "out" / "scaling" / "N-5000000"
@@ -50,7 +50,7 @@ def main() -> None:
         t = time.perf_counter()
         workload = draw_workload(
             raw[[*ctx.qis, cfg.sensitive]], ctx.hierarchies, cfg.sensitive,
-            n_queries=drafting.QUERY_COUNT, qd=drafting.QUERY_DIMENSIONS, selectivity=drafting.QUERY_SELECTIVITY,
+            n_queries=measuring.QUERY_COUNT, qd=measuring.QUERY_DIMENSIONS, selectivity=measuring.QUERY_SELECTIVITY,
             seed=cfg.query_seed,
         )  # fmt: skip
         t_release = time.perf_counter()

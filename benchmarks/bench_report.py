@@ -37,8 +37,9 @@ from serialpub.io.manifest import Validation
 from serialpub.report.privacy import PrivacyInputs, privacy_figures
 from serialpub.report.render import measure_records, write_release_report
 from serialpub.report.utility import utility_measures
-from serialpub.workflow.drafting import new_manifest, query_settings, set_measures
+from serialpub.workflow.measuring import query_settings
 from serialpub.workflow.publisher import Publisher
+from serialpub.workflow.release_record import new_manifest, set_measures
 
 
 def _rss() -> float:

@@ -57,11 +57,10 @@ def main() -> int:
     for algorithm in args.algorithms:
         for model in args.models if algorithm == "topdown" else ["parts"]:
             for rule in args.rules if algorithm == "topdown" else ["-"]:
-                if algorithm == "topdown":
-                    topdown.DEFAULT_SPLIT_RULE = rule
                 for name, params in strategies.items():
                     params = PrivacyParams(**{**params.__dict__, "algorithm": algorithm, "partition_model": model})
-                    rows = ex.run_series(scenario, params, args.rounds, budget=0.0)
+                    rows = ex.run_series(scenario, params, args.rounds, budget=0.0,
+                                         split_rule=rule if algorithm == "topdown" else topdown.DEFAULT_SPLIT_RULE)
                     done = [r for r in rows if r["feasible"]]
                     if not done:
                         print(f"{algorithm:9} {model:9} {rule:9} {name:14} refused at release 1", flush=True)

@@ -12,7 +12,7 @@ and the suppressed records. The same snapshots are also replayed under the **loc
 guarantee** (per-release ℓ-diversity, ``guarantee="localized"``) for every ℓ of the run,
 and its max breach probability is recorded beside ours.
 
-Everything runs in memory like ``serialpub.report.series.localized_baseline``: round
+Everything runs in memory like ``serialpub.workflow.baseline.localized_baseline``: round
 after round ``anonymize_history`` carries the ``History``; the validation suites, the
 report, Parquet and the state database of the publishing pipeline are skipped. The
 workspace (register, hierarchies, ``serialpub.yaml``, snapshots) is written once per
@@ -78,6 +78,7 @@ from anonymizer.joint import JointRelease, joint_workload_error  # noqa: E402
 from anonymizer.queries import average_relative_error, draw_workload  # noqa: E402
 from anonymizer.release import History, PrivacyParams, SnapshotCodes, anonymize_history  # noqa: E402
 from anonymizer.search import InfeasibleError  # noqa: E402
+from anonymizer.topdown import DEFAULT_SPLIT_RULE  # noqa: E402
 from serialpub.config import Workspace  # noqa: E402
 from serialpub.io.inputs import Snapshot, read_csv, snapshot_from_table  # noqa: E402
 from serialpub.workflow.publisher import QUERY_COUNT, QUERY_DIMENSIONS, QUERY_SELECTIVITY, Publisher  # noqa: E402
@@ -219,6 +220,7 @@ def run_series(
     measure_queries: bool = True,
     progress: Callable[[str], None] | None = None,
     budget: float | None = None,
+    split_rule: str = DEFAULT_SPLIT_RULE,
 ) -> list[dict[str, Any]]:
     """Publish rounds 1..``rounds`` in memory and measure each.
 
@@ -232,6 +234,7 @@ def run_series(
         progress: called with one line per round.
         budget: suppression budget as a fraction of the snapshot's records, instead of
             the workspace's ``suppression_budget``.
+        split_rule: the top-down search's split rule (:data:`anonymizer.topdown.SPLIT_RULES`).
 
     Returns:
         one dict per attempted round: ``round``, ``feasible``, and for a feasible round
@@ -267,6 +270,7 @@ def run_series(
             result = anonymize_history(
                 pub.register.keys, SnapshotCodes(snap.individual, record_set, scenario.n_protected), history, params,
                 hierarchies, presence, budget=int(np.floor(fraction * len(snap.individual))), seed=seq,
+                split_rule=split_rule,
             )  # fmt: skip
         except InfeasibleError as exc:
             rows.append({"round": seq, "feasible": False, "reason": str(exc),

@@ -291,10 +291,9 @@ def refused_series(root: Path) -> Path:
     import pytest
 
     from serialpub.errors import InputError
-    from serialpub.report.series import write_series_report
     from serialpub.workflow.publisher import Publisher
 
     publisher = Publisher(load_config(root))
     with pytest.raises(InputError, match="cannot publish under ℓ = 2"):
         publisher.publish(snapshot(root, 2))
-    return write_series_report(publisher, baseline=False)
+    return publisher.series_report(baseline=False)

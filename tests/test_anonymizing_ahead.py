@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from helpers import make_workspace, snapshot, state_of
 
+from anonymizer import overlap
 from serialpub.config import load_config
 from serialpub.errors import InputChecksFailed
 from serialpub.workflow import anonymizing, drafting
@@ -62,25 +63,30 @@ def test_a_result_for_another_draft_is_not_taken(tmp_path: Path) -> None:
     publisher.publish(snapshot(root, 1))
     [first] = publisher.store.published("clinic")
     series, inputs, register = publisher.series, publisher.inputs, publisher.register_reader
-    checked = check_inputs(series, inputs, register, publisher.request, snapshot(root, 2), "0002",
-                           lambda coded, stop: anonymizing.ahead(series, inputs, register, coded, stop))  # fmt: skip
-    assert checked.ahead is not None
-    done = checked.ahead.result()
+    checked = check_inputs(series, inputs, register, publisher.request, snapshot(root, 2), "0002")
+    done = anonymizing.ahead(series, inputs, register, checked.snapshot, threading.Event())
     assert done is not None and (done.seq, done.basis) == (2, first.id)
 
     def opened(seq: int) -> OpenRelease:
         return OpenRelease(0, seq, "0002", "draft", "test", None, first.published_at, first.params)  # type: ignore[arg-type]
 
-    future = checked.ahead
-    assert anonymizing.take(series, future, opened(2)) is done
-    assert anonymizing.take(series, future, opened(3)) is None  # another release number
+    assert anonymizing.take(series, done, opened(2)) is done
+    assert anonymizing.take(series, done, opened(3)) is None  # another release number
     # the newest published release is another one than the state read: not taken
     publisher.publish(snapshot(root, 2))
-    assert anonymizing.take(series, future, opened(2)) is None
+    assert anonymizing.take(series, done, opened(2)) is None
     assert anonymizing.take(series, None, opened(2)) is None
+    stopped = threading.Event()
+    stopped.set()  # the snapshot failed its checks: nothing is computed
+    assert anonymizing.ahead(series, inputs, register, checked.snapshot, stopped) is None
 
 
-def test_a_failing_snapshot_is_reported_without_waiting_for_the_work_beside_it(tmp_path: Path) -> None:
+def test_a_failing_snapshot_is_reported_without_waiting_for_the_work_beside_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The draft runs the work ahead beside the snapshot suite (drafting.draft); a suite that
+    fails is reported at once, and the work ahead is told to stop."""
+    monkeypatch.delenv(overlap.SEQUENTIAL_ENV, raising=False)
     root = make_workspace(tmp_path / "ws")
     bad = root / "snapshots" / "snapshot-0001.csv"
     bad.write_text(bad.read_text(encoding="utf-8").replace(",M,", ",X,", 1), encoding="utf-8")
@@ -89,16 +95,20 @@ def test_a_failing_snapshot_is_reported_without_waiting_for_the_work_beside_it(t
     stopped = threading.Event()
     finished = threading.Event()
 
-    def beside(coded: object, stop: threading.Event) -> None:
+    def beside(*args: object) -> None:
+        stop = args[-1]
+        assert isinstance(stop, threading.Event)
         go_on.wait(timeout=60)  # held until the test has seen the failure (or a minute passed)
         if stop.is_set():
             stopped.set()
         finished.set()
 
+    # the coding would fail on the bad value too: it is left out, so that the work ahead runs
+    monkeypatch.setattr(drafting, "code_snapshot", lambda *args: object())
+    monkeypatch.setattr(drafting, "_ahead", beside)
     before = state_of(root)
     with pytest.raises(InputChecksFailed, match="snapshot"):
-        check_inputs(publisher.series, publisher.inputs, publisher.register_reader, publisher.request, bad, "0001",
-                     beside)  # fmt: skip
+        publisher.draft(bad, "0001")
     assert not finished.is_set()  # the failure did not wait for the work beside the suite
     go_on.set()
     assert finished.wait(timeout=60) and stopped.is_set()  # which was told the checks failed

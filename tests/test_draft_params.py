@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from anonymizer.settings import AfterKPrime, Algorithm, PartitionModel, Strategy, SuppressionModel
 from serialpub.config import load_config
-from serialpub.workflow import drafting
+from serialpub.workflow import release_record
 from serialpub.workflow.publisher import Publisher
 from state.params import DraftParams
 from state.store import StateStore, open_engine
@@ -50,7 +50,7 @@ def test_writing_refuses_an_unknown_key_or_a_wrong_value() -> None:
 def test_a_drafted_row_stores_what_drafting_gave_it(published_once: Path) -> None:
     ws = load_config(published_once)
     [row] = StateStore(open_engine(ws.database_url)).published("clinic")
-    settings = drafting.params_record(ws.config, Publisher(ws).inputs)
+    settings = release_record.params_record(ws.config, Publisher(ws).inputs)
     # every setting as the draft recorded it, a null one (alpha) included
     assert row.params.recorded_settings() == DraftParams(**settings).record()
     assert row.params.alpha is None and "alpha" in row.params.record()

@@ -165,7 +165,7 @@ def test_a_small_diagnosis_release_publishes_and_passes_validation(published: li
 def test_runner_figures_equal_the_published_series_and_the_series_report_baseline(
     small_ws: Path, published: list[dict]
 ) -> None:
-    from serialpub.report.series import localized_baseline
+    from serialpub.workflow.baseline import localized_baseline
 
     ex = _runner()
     ws = load_config(small_ws)
@@ -186,7 +186,9 @@ def test_runner_figures_equal_the_published_series_and_the_series_report_baselin
     # against a workspace published under the localized guarantee)
     local = ex.run_series(scenario, PrivacyParams(ell=cfg.ell, guarantee="localized"), ROUNDS, measure_queries=False)
     publisher = Publisher(ws)
-    expected = localized_baseline(publisher, publisher.store.published(cfg.dataset))
+    expected = localized_baseline(
+        publisher.series, publisher.inputs, publisher.register_reader, publisher.store.published(cfg.dataset)
+    )
     assert [r["max_p"] for r in local] == pytest.approx(expected.max_p, abs=1e-12)
 
 

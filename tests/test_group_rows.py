@@ -1,4 +1,4 @@
-"""The state's group rows of a draft (serialpub.workflow.drafting.release_group_rows), built from
+"""The state's group rows of a draft (serialpub.workflow.release_record.release_group_rows), built from
 whole columns: the rows the GroupRow contract gives, group by group."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from anonymizer.hierarchy import Hierarchy
 from serialpub.io.manifest import GroupRow
-from serialpub.workflow.drafting import release_group_rows
+from serialpub.workflow.release_record import release_group_rows
 
 
 def _hier(attribute: str, rows: list[list[str]]) -> Hierarchy:

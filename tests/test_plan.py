@@ -27,7 +27,7 @@ from serialpub.errors import InputError, quoted
 from serialpub.io.inputs import read_csv, snapshot_from_table
 from serialpub.planning.grid import MAX_CANDIDATES, SETTINGS, build_grid, read_grid_file
 from serialpub.planning.run import prepare, run_plan
-from serialpub.workflow.drafting import QUERY_COUNT, QUERY_DIMENSIONS, QUERY_SELECTIVITY
+from serialpub.workflow.measuring import QUERY_COUNT, QUERY_DIMENSIONS, QUERY_SELECTIVITY
 from serialpub.workflow.publisher import Publisher
 from tests.helpers import cli, make_workspace, nested_aliases, read_config, snapshot, write_config
 

@@ -23,7 +23,7 @@ from serialpub.cli.app import console, outcome_table
 from serialpub.config import load_config
 from serialpub.io import release_files
 from serialpub.report.render import read_presence_shown
-from serialpub.report.series import SERIES_HTML, SERIES_JSON, write_series_report
+from serialpub.report.series import SERIES_HTML, SERIES_JSON
 from serialpub.workflow.publisher import Publisher
 
 RELEASES = 3
@@ -79,7 +79,7 @@ def test_each_report_counts_what_its_release_shows_about_presence(series: Path) 
         assert f"{want.in_no_region:,} of 60 register individuals lie in no published region" in row
         assert f"{want.in_full_regions:,} lie in a region with as many records as register individuals" in row
     publisher = Publisher(load_config(series))
-    page = write_series_report(publisher, baseline=False)
+    page = publisher.series_report(baseline=False)
     rows = json.loads((page.parent / SERIES_JSON).read_text(encoding="utf-8"))["releases"]
     assert [(r["in_no_region"], r["in_full_regions"]) for r in rows] == [
         (e.in_no_region, e.in_full_regions) for e in expected

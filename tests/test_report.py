@@ -22,7 +22,7 @@ from anonymizer.measures.guarantee import BINS, breach_distribution, ratio_budge
 from serialpub.analysis.audit import audit_workspace
 from serialpub.config import load_config
 from serialpub.io import release_files
-from serialpub.report.series import SERIES_HTML, SERIES_JSON, write_series_report
+from serialpub.report.series import SERIES_HTML, SERIES_JSON
 from serialpub.workflow.publisher import Publisher
 
 # -- the guarantee's figures against the pairs written out one by one ---------------------
@@ -149,7 +149,7 @@ def test_report_pairs_and_budget_equal_the_state_after_publication(series: Path)
 def test_series_report_baseline_equals_a_workspace_published_under_the_localized_guarantee(
     series: Path, tmp_path: Path
 ) -> None:
-    out = write_series_report(Publisher(load_config(series)))
+    out = Publisher(load_config(series)).series_report()
     assert out.name == SERIES_HTML and out.is_file()
     record = json.loads((out.parent / SERIES_JSON).read_text(encoding="utf-8"))
     assert [r["release"] for r in record["releases"]] == [1, 2, 3]
@@ -301,7 +301,7 @@ def test_series_baseline_stops_at_an_imported_release(tmp_path: Path) -> None:
                    ["hiv", "cancer"], "register")  # fmt: skip
     publisher = Publisher(ws)
     publisher.publish(snapshot(target, 2))
-    record = json.loads((write_series_report(publisher).parent / SERIES_JSON).read_text(encoding="utf-8"))
+    record = json.loads((publisher.series_report().parent / SERIES_JSON).read_text(encoding="utf-8"))
     assert record["baseline"]["max_p"] == []
     assert record["baseline"]["note"] == (
         "no release replayed: release 1 was imported (its snapshot is not a release input)"
@@ -383,5 +383,5 @@ def test_a_refused_series_says_so_in_its_verdict(tmp_path: Path, published_works
 
 
 def test_a_series_that_goes_on_has_a_green_verdict(series: Path) -> None:
-    html = write_series_report(Publisher(load_config(series)), baseline=False).read_text(encoding="utf-8")
+    html = Publisher(load_config(series)).series_report(baseline=False).read_text(encoding="utf-8")
     assert '<div class="verdict" id="verdict">' in html and "Refused" not in html

@@ -21,7 +21,6 @@ from helpers import refused_series
 
 from serialpub.demo import create_workspace, snapshots
 from serialpub.io import release_files
-from serialpub.report.series import write_series_report
 from serialpub.workflow.publisher import Publisher
 
 #: the screenshots in the docs (docs/reports.md): written there when this names a folder
@@ -47,7 +46,7 @@ def demo_reports(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     publisher = Publisher(ws)
     publisher.publish(snapshots(ws)[0])
     page = ws.dataset_dir / release_files.release_name(1) / "report.html"
-    return page, write_series_report(publisher)
+    return page, publisher.series_report()
 
 
 def _render(chromium: str, page_file: Path, shot: Path) -> dict:

@@ -261,3 +261,24 @@ def test_a_history_of_other_individuals_is_refused() -> None:
     groups, n_j, counts = np.array([39_999, 0]), np.full(40_000, 2), np.ones((40_000, 1), dtype=np.int64)
     parent = release.advance_history(many, groups, n_j, counts)[1]
     assert parent.tolist() == [69_999, 0]
+
+
+def test_the_split_rule_is_the_callers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rule reaches the search as an argument of anonymize_history (no module constant to
+    overwrite): the rule the published-count model refuses is refused when passed."""
+    from anonymizer import topdown
+
+    keys = np.array([[a, s, z] for a in range(4) for s in range(2) for z in range(3)], dtype=np.int64)
+    sets = np.full(len(keys), -1)
+    sets[[0, 23]] = 0
+    codes = SnapshotCodes(np.arange(len(keys)), sets, 1)
+    history = History.empty(np.full(len(keys), 2.0), 1)
+    params = PrivacyParams(ell=2.0, strategy="constant", k_prime=2)
+    with pytest.raises(ValueError, match="width_gain"):
+        anonymize_history(keys, codes, history, params, HS, False, split_rule="width_gain")
+    rules: list[str] = []
+    real = topdown.partition
+    monkeypatch.setattr(topdown, "partition", lambda *args, **kw: rules.append(args[3]) or real(*args, **kw))
+    anonymize_history(keys, codes, history, params, HS, False, split_rule="balanced")
+    anonymize_history(keys, codes, history, params, HS, False)
+    assert rules == ["balanced", topdown.DEFAULT_SPLIT_RULE]

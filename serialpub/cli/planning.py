@@ -103,7 +103,7 @@ def plan(
     from serialpub.analysis.audit.learners import learner_names
     from serialpub.planning.page import advice, flag_texts, protected_setting, ranked, write_page
     from serialpub.planning.run import prepare, run_plan
-    from serialpub.workflow.drafting import QUERY_COUNT, QUERY_DIMENSIONS, QUERY_SELECTIVITY
+    from serialpub.workflow.measuring import QUERY_COUNT, QUERY_DIMENSIONS, QUERY_SELECTIVITY
 
     names = learner_names(learners)
     setup = replace(prepare(ws, snapshots, simulate, rounds, seed), learners=names)

@@ -182,7 +182,6 @@ def report(
     """Write the series report (every published release, with the localized baseline), or
     with --release print where that release's report is (written when it was validated)."""
     from serialpub.config import load_config
-    from serialpub.report.series import write_series_report
     from serialpub.workflow.publisher import Publisher
 
     ws = load_config(config)
@@ -190,7 +189,7 @@ def report(
     if release_no is not None:
         console.print(str(publisher.report_page(release_no)))
         return
-    console.print(f"series report: {write_series_report(publisher, baseline=baseline, png_dir=figures)}")
+    console.print(f"series report: {publisher.series_report(baseline, figures)}")
 
 
 @app.command()

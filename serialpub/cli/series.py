@@ -204,10 +204,8 @@ def demo(
 
     for model in ws.config.accept_known_breach:  # every release was approved automatically
         console.print(announcement(model, automatic=True), markup=False)
-    from serialpub.report.series import write_series_report
-
     with console.status("series report (replaying the localized baseline for comparison)"):
-        series = write_series_report(publisher)
+        series = publisher.series_report()
     console.print(f"releases in {ws.dataset_dir}, each with its report.html; series report: {series}")
     key = out / "keys" / "publisher.pub"
     console.print(f"check the releases independently with: serialpub audit {out} --public-key {key}")

@@ -51,7 +51,7 @@ from serialpub.planning.grid import RAREST, Candidate
 from serialpub.simulate import PRESETS, SeriesSpec, simulate_series
 from serialpub.workflow import drafting
 from serialpub.workflow.dataset_inputs import DatasetInputs, read_dataset_inputs
-from serialpub.workflow.drafting import QUERY_COUNT, QUERY_DIMENSIONS, QUERY_SELECTIVITY
+from serialpub.workflow.measuring import QUERY_COUNT, QUERY_DIMENSIONS, QUERY_SELECTIVITY
 from serialpub.workflow.register_reader import RegisterReader
 
 FloatArray = npt.NDArray[np.float64]

@@ -3,38 +3,29 @@ localized baseline (per-release ℓ-diversity, what other tools guarantee) repla
 same snapshots so that the reader sees what the global guarantee prevents.
 
 Figures per release come from its manifest and its ``report.json``; the baseline is
-recomputed in memory (nothing is published or stored) from the snapshot files the state
-recorded for each release. A release whose snapshot is gone (or that was imported) ends
-the baseline there, and the report says so.
+recomputed in memory by :func:`serialpub.workflow.baseline.localized_baseline` (nothing is
+published or stored) from the snapshot files the state recorded for each release, and
+rendered here. A release whose snapshot is gone (or that was imported) ends the baseline
+there, and the report says so.
 """
 
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import pandas as pd
-import pyarrow as pa
-
-from anonymizer.measures.guarantee import TIE_TOLERANCE
-from anonymizer.release import History, PrivacyParams, SnapshotCodes, anonymize_history
-from anonymizer.search import InfeasibleError, TableInfeasibleError
-from anonymizer.settings import AfterKPrime, Dilution, Guarantee, PartitionModel
 from serialpub import __version__
+from serialpub.config import Workspace
 from serialpub.errors import REFUSED, InputError
 from serialpub.io import release_files
-from serialpub.io.inputs import Register, load_register_version, read_csv, snapshot_from_table
 from serialpub.io.manifest import Manifest
-from serialpub.io.statistics_file import StatisticsFile
 from serialpub.known_breach import RISK, KnownBreach, release_span
 from serialpub.report import plots
 from serialpub.report.render import JSON_FILE, environment, write_text
 from serialpub.report.wording.utility import BASELINE_ERROR, JOINT_ERROR, QUERY_ERROR, WEIGHTED_ERROR
-from state.params import DraftParams
+from state.store import StateStore
 
 SERIES_HTML = "series-report.html"
 SERIES_JSON = "series-report.json"
@@ -55,115 +46,6 @@ class Baseline:
     individuals_above: int = 0
     note: str = ""
     seconds: float = 0.0
-
-
-def localized_baseline(publisher: Any, published: list[Any]) -> Baseline:
-    """Replay the published releases' snapshots under the localized guarantee, each with the
-    settings its release was made with (ℓ, strategy, k' or α, dilution, suppression budget,
-    protected values, recorded in the state) and the pipeline's seed (the release number).
-
-    Each release is replayed against the register it used (today's file or the version kept
-    under ``registers/``, docs/design.md section 10), histories following individuals by id
-    as the statistics file does. The replay stops at the first release it cannot reproduce:
-    an imported one, one whose snapshot file is gone or changed since (checksum), or one
-    whose register version is missing or was read with other hierarchies than today's.
-
-    Args:
-        publisher: a :class:`serialpub.workflow.publisher.Publisher` (register, hierarchies, values).
-        published: the :class:`state.store.PublishedRelease` rows, in publication order.
-    """
-    started = time.perf_counter()
-    cfg = publisher.ws.config
-    history: History | None = None
-    carried: tuple[pa.Table, pa.Table] | None = None  # the replayed statistics file, by id
-    domain = set(publisher.sensitive_domain) if publisher.sensitive_domain is not None else None
-    out = Baseline()
-    stopped = ""
-    for r in published:
-        register: Register | None = None
-        register_sha = ""
-        params: DraftParams = r.params
-        path = Path(params.snapshot) if params.snapshot else None
-        if params.imported:
-            stopped = f"release {r.seq} was imported (its snapshot is not a release input)"
-        elif path is None or not path.is_file():
-            stopped = f"the snapshot of release {r.seq} is not available"
-        elif params.snapshot_sha256 and release_files.sha256_file(path) != params.snapshot_sha256:
-            stopped = f"the snapshot of release {r.seq} changed since it was published ({path})"
-        if not stopped:
-            register, register_sha, stopped = _register_of(publisher, r)
-        if stopped:
-            break
-        assert path is not None and register is not None
-        protected = list(params.protected_values or publisher.protected)
-        statistics = StatisticsFile(register, protected, register_sha)
-        history = statistics.load(carried, np.full(len(register.ids), params.l))
-        # the baseline at equal settings; those a release made before a setting existed does
-        # not record are the ones it was made with (state.params)
-        pp = PrivacyParams(ell=params.l, strategy=params.strategy, k_prime=params.k_prime, alpha=params.alpha,
-                           guarantee=Guarantee.LOCALIZED, suppression_model=params.suppression_model,
-                           algorithm=params.algorithm,
-                           # null for a strategy without k': its default, never read
-                           after_k_prime=params.after_k_prime or AfterKPrime.STOP,
-                           partition_model=params.partition_model or PartitionModel.PARTS)  # fmt: skip
-        table = read_csv(path, "snapshot")
-        snap = snapshot_from_table(table, path, cfg.id_column, publisher.qis, cfg.sensitive, register,
-                                   publisher.hierarchies, domain)  # fmt: skip
-        record_set = pd.Index(protected).get_indexer(pd.Index(snap.value)).astype(np.int64)
-        try:
-            result = anonymize_history(
-                register.keys, SnapshotCodes(snap.individual, record_set, len(protected)), history, pp,
-                publisher.hierarchies_for_search(pp.algorithm, params.numeric_quasi_identifiers),
-                params.dilution is Dilution.PRESENCE,
-                budget=int(np.floor(float(params.suppression_budget or 0.0) * len(snap.individual))), seed=r.seq,
-            )  # fmt: skip
-        except InfeasibleError as exc:
-            why = str(exc)
-            if isinstance(exc, TableInfeasibleError):
-                why = exc.describe([repr(protected[v]) for v in exc.values])
-            stopped = f"release {r.seq} is infeasible under the baseline ({why})"
-            break
-        history = result.history
-        carried = statistics.tables(history)
-        out.max_p.append(_max_breach(carried))
-    done = len(out.max_p)
-    if stopped:
-        out.note = (f"replayed releases 1-{done}; stopped because {stopped}" if done
-                    else f"no release replayed: {stopped}")  # fmt: skip
-    else:
-        out.note = f"replayed all {done} releases"
-    if carried is not None and done:
-        members, classes = carried
-        survival = classes.column("survival").to_numpy()
-        above = np.unique(classes.column("class").to_numpy()[1.0 - survival > 1.0 / cfg.ell + TIE_TOLERANCE])
-        out.individuals_above = int(np.isin(members.column("class").to_numpy(), above).sum())  # bound allowed
-    out.seconds = time.perf_counter() - started
-    return out
-
-
-def _register_of(publisher: Any, r: Any) -> tuple[Register | None, str, str]:
-    """The register release ``r`` used and its sha256, or why it cannot be had (a sentence
-    for the note)."""
-    manifest = Manifest.read(Path(r.directory) / release_files.MANIFEST_FILE)
-    sha = manifest.sha256.register_file
-    if sha == publisher.register_reader.file_sums["register"]:
-        return publisher.register, sha, ""
-    if manifest.sha256.hierarchies != publisher.register_reader.file_sums["hierarchies"]:
-        return None, sha, f"release {r.seq} was made with other hierarchies than today's"
-    cfg = publisher.ws.config
-    try:
-        register = load_register_version(
-            publisher.ws.root, manifest.sha256.register_file, cfg.id_column, publisher.qis, publisher.hierarchies
-        )
-    except InputError as exc:
-        return None, sha, f"the register of release {r.seq} cannot be read ({exc})"
-    return register, sha, ""
-
-
-def _max_breach(stats: tuple[pa.Table, pa.Table]) -> float:
-    """Largest p over everyone in a statistics file, those who left the register included."""
-    survival = stats[1].column("survival").to_numpy()
-    return float(1.0 - survival.min()) if survival.size else 0.0
 
 
 def refusal(log: list[dict[str, Any]], last: int) -> dict[str, Any] | None:
@@ -237,12 +119,15 @@ def known_breaches(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def write_series_report(publisher: Any, baseline: bool = True, png_dir: Path | None = None) -> Path:
+def write_series_report(
+    ws: Workspace, store: StateStore, base: Baseline | None, png_dir: Path | None = None
+) -> Path:
     """Write ``series-report.html`` and ``.json`` next to the dataset's release folders.
 
     Args:
-        publisher: a :class:`serialpub.workflow.publisher.Publisher` of the workspace.
-        baseline: replay the localized baseline (about as long as publishing the series).
+        ws, store: the workspace and its state store.
+        base: the localized baseline replayed on the published releases' snapshots
+            (:func:`serialpub.workflow.baseline.localized_baseline`), or None to leave it out.
         png_dir: also write the figures there as ``series-breach.png`` and
             ``series-utility.png`` (for documents).
 
@@ -252,14 +137,10 @@ def write_series_report(publisher: Any, baseline: bool = True, png_dir: Path | N
     Raises:
         InputError: nothing is published yet.
     """
-    ws = publisher.ws
-    published = publisher.store.published(ws.config.dataset)
+    published = store.published(ws.config.dataset)
     if not published:
         raise InputError(f"dataset {ws.config.dataset!r}: nothing is published yet, so there is no series to report")
     rows = [_release_row(ws.dataset_dir / release_files.release_name(r.seq)) for r in published]
-    base = None
-    if baseline:
-        base = localized_baseline(publisher, published)
     ell = float(ws.config.ell)
     seqs = [r["release"] for r in rows]
     makers = {
@@ -275,7 +156,7 @@ def write_series_report(publisher: Any, baseline: bool = True, png_dir: Path | N
         for name, make in makers.items():
             (png_dir / f"series-{name}.png").write_bytes(plots.to_png(make()))
     breaches = known_breaches(rows)
-    refused = refusal(publisher.store.audit_log(ws.config.dataset), rows[-1]["release"])
+    refused = refusal(store.audit_log(ws.config.dataset), rows[-1]["release"])
     html = environment().get_template("series.html.j2").render(
         dataset=ws.config.dataset, rows=rows, baseline=base, figures=figures, ell=ell, version=__version__,
         config=ws.config, known_breach=breaches, refused=refused,

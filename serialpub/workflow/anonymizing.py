@@ -20,8 +20,7 @@ import os
 import secrets
 import threading
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -155,23 +154,21 @@ def newest_published(series: DatasetSeries) -> tuple[int | None, int]:
 
 
 def ahead(
-    series: DatasetSeries, inputs: DatasetInputs, register: RegisterReader, coded: Callable[[], Snapshot],
-    stop: threading.Event,
-) -> Anonymized | None:  # fmt: skip
-    """:func:`load_state` and :func:`anonymize_snapshot` of the snapshot ``coded()`` returns,
-    for the release the next draft will be, before the draft is opened. None on the
-    expected conditions under which the draft computes its own, in order: ``stop`` was set
-    (the snapshot failed its checks), a release was published while the state was read,
-    or no generalization fits the budget (the draft raises that with its advice,
+    series: DatasetSeries, inputs: DatasetInputs, register: RegisterReader, snap: Snapshot, stop: threading.Event
+) -> Anonymized | None:
+    """:func:`load_state` and :func:`anonymize_snapshot` of the coded snapshot ``snap``, for
+    the release the next draft will be, before the draft is opened. None on the expected
+    conditions under which the draft computes its own, in order: ``stop`` was set (the
+    snapshot failed its checks), a release was published while the state was read, or no
+    generalization fits the budget (the draft raises that with its advice,
     :func:`serialpub.workflow.drafting.infeasible_advice`). Any other error is raised to
-    the draft that takes the result (:func:`take`)."""
+    the draft that runs it."""
     basis, seq = newest_published(series)
     if stop.is_set():
         return None
     t0 = time.perf_counter()
     history = load_state(series, register)
     t_state = time.perf_counter() - t0
-    snap = coded()
     if stop.is_set():
         return None
     t1 = time.perf_counter()
@@ -185,12 +182,10 @@ def ahead(
     return done if newest_published(series) == (basis, seq) else None
 
 
-def take(series: DatasetSeries, pending: Future[Anonymized | None] | None, opened: OpenRelease) -> Anonymized | None:
-    """The result of :func:`ahead` if it was computed for the draft ``opened``: the same
-    release number and the same newest published release (read again now that the draft
-    is open, when no other release can be published). None otherwise. An error of
-    :func:`ahead` is raised here: the draft is then abandoned with it."""
-    done = pending.result() if pending is not None and not pending.cancelled() else None
+def take(series: DatasetSeries, done: Anonymized | None, opened: OpenRelease) -> Anonymized | None:
+    """``done``, the result of :func:`ahead`, if it was computed for the draft ``opened``:
+    the same release number and the same newest published release (read again now that
+    the draft is open, when no other release can be published). None otherwise."""
     if done is None or done.seq != opened.seq:
         return None
     return done if newest_published(series) == (done.basis, done.seq) else None

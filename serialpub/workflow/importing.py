@@ -43,7 +43,7 @@ from serialpub.errors import InputError, quoted
 from serialpub.io import release_files
 from serialpub.io.inputs import present_rows, read_csv
 from serialpub.io.manifest import Manifest
-from serialpub.workflow import drafting, identity, publishing
+from serialpub.workflow import identity, publishing, release_record
 from serialpub.workflow.dataset_inputs import DatasetInputs, read_dataset_inputs
 from serialpub.workflow.dataset_series import DatasetSeries
 from serialpub.workflow.drafting import ReleaseOutcome
@@ -253,12 +253,12 @@ def import_release(
     group_of_ind, n_j, present = _candidates(inputs, register, data_path, read, snapshot, mode)
     suppressed = int(present.size - len(read.table)) if present is not None else None
     source_sha, record = release_files.sha256_file(data_path), _record(ws, inputs, params, mode, suppressed, values)
-    draft = drafting.open_draft(series, period, record, imported=True, source=str(data_path.resolve()),
+    draft = release_record.open_draft(series, period, record, imported=True, source=str(data_path.resolve()),
                                 source_sha256=source_sha,
                                 **({"snapshot": str(snapshot.resolve())} if snapshot is not None else {}))  # fmt: skip
     try:
         new = advance_history(_history(series, register), group_of_ind, n_j, read.groups.counts)[0]
-        manifest = drafting.release_manifest(
+        manifest = release_record.release_manifest(
             ws.config, inputs, register.file_sums, draft.seq, period, published[-1].seq if published else None, record,
             records=len(read.table), groups=read.groups.records.size, suppressed=suppressed,
             max_breach_probability=new.max_breach(), imported=True, source_sha256=source_sha,
@@ -454,7 +454,7 @@ def _stage(
     out = pd.DataFrame({c: read.table[c].to_numpy(dtype=str) for c in [*qis, inputs.sensitive]})
     register.keep_input_versions()
     staging, _ = release_files.write_staging(series.ws.dataset_dir, draft.seq, draft.id, out, manifest)
-    rows = drafting.release_group_rows(read.hierarchies, groups.nodes, n_j, groups.records, groups.counts,
+    rows = release_record.release_group_rows(read.hierarchies, groups.nodes, n_j, groups.records, groups.counts,
                                        inputs.protected)  # fmt: skip
     figures = {"records": len(read.table), "groups": groups.records.size, "suppressed": manifest.suppressed,
                "max_breach": manifest.max_breach_probability, "data_sha256": manifest.sha256.data_parquet}  # fmt: skip

@@ -8,17 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import threading
-from collections.abc import Callable
-from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from anonymizer.overlap import Overlap, sequential
+from anonymizer.overlap import Overlap
 from checks.gx import SuiteResult
 from checks.input_suites import DatasetColumns, PeriodOrder, snapshot_suite
 from serialpub.config import Config, Workspace
@@ -42,13 +38,11 @@ PERIOD_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}"
 @dataclass(frozen=True)
 class InputChecks:
     """What :func:`check_inputs` found: the register and snapshot suites' results, the
-    checked snapshot and the snapshot file's sha256; and ``ahead``, the work given to run
-    beside the snapshot suite, when the suite ran."""
+    checked snapshot and the snapshot file's sha256."""
 
     suites: list[SuiteResult]
     snapshot: Snapshot
     sha256: str
-    ahead: Future[Any] | None = None
 
 
 def check_period_label(period: str) -> None:
@@ -158,27 +152,46 @@ def check_repeated_snapshot(
     return [r.seq for r in repeated]
 
 
+@dataclass(frozen=True)
+class SnapshotRead:
+    """A snapshot as read for its checks, before its suite runs and it is coded
+    (:func:`read_snapshot`).
+
+    Attributes:
+        source, period: where it was read from and the period it is for.
+        table: its rows as read, every column as text.
+        sha256: the sha256 of its bytes.
+        published: the dataset's published releases, the period checked against them.
+        order, verdict: where it stands in the series and the key of its suite's verdict
+            (:func:`_order_and_key`).
+        register_check: the register suite's result.
+    """
+
+    source: InputSource
+    period: str
+    table: pd.DataFrame
+    sha256: str
+    published: list[PublishedRelease]
+    order: PeriodOrder
+    verdict: str
+    register_check: SuiteResult
+
+
 def check_inputs(
     series: DatasetSeries, inputs: DatasetInputs, register: RegisterReader, request: ReleaseRequest,
     snapshot: str | Path | InputSource, period: str,
-    meanwhile: Callable[[Callable[[], Snapshot], threading.Event], Any] | None = None,
 ) -> InputChecks:  # fmt: skip
     """Every check of the inputs before a draft: the period, the register suite (run
-    once per reader), the snapshot suite and the snapshot's QIs against the register's.
-    The checks of the last snapshot checked against ``register`` are kept, keyed by its source
-    and by everything its suite's verdict depends on (the register cache's key, the
-    snapshot's sha256, the period order, the columns and the sensitive domain), so that
-    validating the draft with the same reader does not check it again (a later task's
-    reader reads the suite's verdict from the workspace, :mod:`serialpub.io.verdict_cache`).
+    once per reader), the snapshot suite and the snapshot's QIs against the register's:
+    :func:`read_snapshot`, then :func:`run_snapshot_suite` and :func:`code_snapshot`, then
+    :func:`keep_checks`. The checks of the last snapshot checked against ``register`` are
+    kept, keyed by its source and by everything its suite's verdict depends on (the
+    register cache's key, the snapshot's sha256, the period order, the columns and the
+    sensitive domain), so that validating the draft with the same reader does not check it
+    again (a later task's reader reads the suite's verdict from the workspace,
+    :mod:`serialpub.io.verdict_cache`).
 
     Args:
-        meanwhile: work to run on the second core beside the snapshot suite once the
-            snapshot is coded (:func:`serialpub.workflow.anonymizing.ahead`, on the same
-            thread after the coding, which holds the snapshot's memory until then); it is
-            given a function returning the coded snapshot (raising what the coding raised)
-            and an event set when the checks fail, after which nothing waits for it. Its
-            future is the result's ``ahead`` (None for the checks of a snapshot kept from
-            before, and when the steps run in turn, :func:`anonymizer.overlap.sequential`).
         request: what the operator allowed (a period gap, a repeated snapshot); a draft's
             validation passes the request it was drafted under (``ReleaseRequest.as_drafted``).
 
@@ -186,6 +199,32 @@ def check_inputs(
         InputError (``InputChecksFailed`` for a failed suite): nothing was changed.
         ValueError: ``register`` was made for other inputs than ``inputs`` (a programming
             error, :meth:`RegisterReader.check_reads`).
+    """
+    read = read_snapshot(series, inputs, register, request, snapshot, period)
+    if isinstance(read, InputChecks):
+        return read
+    # the coding (numpy and pandas work that releases the GIL) runs on the second core while
+    # the suite runs (Great Expectations' Python holds it); the suite's verdict is the one
+    # reported first
+    with Overlap(1, "serialpub-snapshot") as beside:
+        coding = beside.submit(code_snapshot, inputs, register, read)
+        suite = run_snapshot_suite(series, register, read)
+        with progress.step("checking the snapshot against the register"):
+            snap = coding.result()
+    return keep_checks(register, read, suite, snap)
+
+
+def read_snapshot(
+    series: DatasetSeries, inputs: DatasetInputs, register: RegisterReader, request: ReleaseRequest,
+    snapshot: str | Path | InputSource, period: str,
+) -> SnapshotRead | InputChecks:  # fmt: skip
+    """The first of the checks of :func:`check_inputs`: the register suite, the period, the
+    snapshot's bytes read and not a repeated snapshot; then the snapshot as read, or the
+    checks kept from before when this very snapshot was checked with ``register`` last.
+    The register is coded here, before the suite and the coding read its ids.
+
+    Raises:
+        InputError: as :func:`check_inputs`.
     """
     register.check_reads(inputs)
     cfg = series.ws.config
@@ -197,43 +236,50 @@ def check_inputs(
         sha = versions.sha256_bytes(content)
         check_repeated_snapshot(request, source.label, sha, published)
         order, verdict = _order_and_key(cfg, register, period, published, sha)
-        key = (source.record, verdict)
-        last = register.last_snapshot
-        if last is not None and last[0] == key:
-            return InputChecks([register_check, last[1]], last[2], sha)
+        kept = register.kept_checks((source.record, verdict))
+        if kept is not None:
+            return InputChecks([register_check, kept[0]], kept[1], sha)
         # another snapshot: the kept one is let go before this one is read, not after it
         # is checked (two large snapshots' tables and codes need not be held at once)
-        register.last_snapshot = last = None
+        register.forget_checks()
         table = read_csv(source.label, "snapshot", content)
         del content
-    coded_register = register.register  # coded before the suite, which reads its ids: the steps do not nest
-    _ = coded_register.id_lookup  # built here, not raced for by the two threads below
+    _ = register.register.id_lookup  # coded and its lookup built before two threads read them
+    return SnapshotRead(source, period, table, sha, published, order, verdict, register_check)
+
+
+def code_snapshot(inputs: DatasetInputs, register: RegisterReader, read: SnapshotRead) -> Snapshot:
+    """The snapshot coded against the register (:func:`serialpub.io.inputs.snapshot_from_table`).
+
+    Raises:
+        InputError: a QI value that is no leaf of its hierarchy, an id not in the register
+            (the suite reports these first when it runs).
+    """
     domain = set(inputs.sensitive_domain) if inputs.sensitive_domain is not None else None
-    # the check across the two files (numpy and pandas work that releases the GIL) runs on the
-    # second core while the suite runs (Great Expectations' Python holds it), then the work
-    # given to run meanwhile. The suite's verdict is still the one reported first: when it
-    # fails, the other results are not read, and nothing waits for them. Run in turn
-    # (anonymizer.overlap.sequential), nothing is done ahead: the draft computes it in order
-    stop = threading.Event()
-    with Overlap(1, "serialpub-snapshot") as beside:
-        try:
-            coded = beside.submit(
-                snapshot_from_table, table, source.label, cfg.id_column, inputs.qis, cfg.sensitive, coded_register,
-                inputs.hierarchies, domain,
-            )  # fmt: skip
-            ahead = None if meanwhile is None or sequential() else beside.submit(meanwhile, coded.result, stop)
-            with progress.step("snapshot suite"):
-                snapshot_check = check_snapshot(
-                    series.ws, register, table, source.label, period, published, sha, (order, verdict)
-                )
-            with progress.step("checking the snapshot against the register"):
-                snap = coded.result()
-        except BaseException:
-            stop.set()  # and the work not yet started is dropped
-            raise
-        beside.release()  # the work ahead goes on: the draft waits for it
-    register.last_snapshot = (key, snapshot_check, snap)
-    return InputChecks([register_check, snapshot_check], snap, sha, ahead)
+    return snapshot_from_table(
+        read.table, read.source.label, inputs.id_column, inputs.qis, inputs.sensitive, register.register,
+        inputs.hierarchies, domain,
+    )  # fmt: skip
+
+
+def run_snapshot_suite(series: DatasetSeries, register: RegisterReader, read: SnapshotRead) -> SuiteResult:
+    """The snapshot suite on the snapshot as read (:func:`check_snapshot`).
+
+    Raises:
+        InputChecksFailed: as :func:`check_snapshot`.
+    """
+    with progress.step("snapshot suite"):
+        return check_snapshot(
+            series.ws, register, read.table, read.source.label, read.period, read.published, read.sha256,
+            (read.order, read.verdict),
+        )  # fmt: skip
+
+
+def keep_checks(register: RegisterReader, read: SnapshotRead, suite: SuiteResult, snap: Snapshot) -> InputChecks:
+    """The checks of a snapshot that passed them, kept by ``register`` for the next check of
+    the same snapshot (:meth:`RegisterReader.keep_checks`)."""
+    register.keep_checks((read.source.record, read.verdict), suite, snap)
+    return InputChecks([read.register_check, suite], snap, read.sha256)
 
 
 def _order_and_key(

@@ -43,16 +43,12 @@ from serialpub.io.inputs import Register, Snapshot
 from serialpub.io.statistics_file import StatisticsFile
 from serialpub.report.render import read_presence_shown
 from serialpub.workflow import drafting, input_checks, progress, publishing, sign_off, validating
+from serialpub.workflow.baseline import series_report as baseline_report
 from serialpub.workflow.dataset_inputs import input_stamp, read_dataset_inputs
 from serialpub.workflow.dataset_series import DatasetSeries
-from serialpub.workflow.drafting import (
-    QUERY_COUNT,
-    QUERY_DIMENSIONS,
-    QUERY_SELECTIVITY,
-    ReleaseOutcome,
-    StagedRelease,
-)
+from serialpub.workflow.drafting import ReleaseOutcome, StagedRelease
 from serialpub.workflow.input_checks import InputChecks
+from serialpub.workflow.measuring import QUERY_COUNT, QUERY_DIMENSIONS, QUERY_SELECTIVITY
 from serialpub.workflow.register_reader import RegisterReader
 from serialpub.workflow.request import ReleaseRequest
 from serialpub.workflow.sign_off import AUTO_APPROVER, reject_release
@@ -206,6 +202,10 @@ class Publisher:
         self.refresh_inputs()  # the register of this period may differ from the last one read
         return drafting.draft(self.series, self.inputs, self.register_reader, self.request, snapshot_path, period,
                               owner)  # fmt: skip
+
+    def series_report(self, baseline: bool = True, png_dir: Path | None = None) -> Path:
+        """:func:`serialpub.workflow.baseline.series_report` (arguments, errors)."""
+        return baseline_report(self.series, self.inputs, self.register_reader, baseline, png_dir)
 
     @_as_configured
     def validate(self, seq: int) -> list[SuiteResult]:

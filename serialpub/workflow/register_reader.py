@@ -77,11 +77,28 @@ class RegisterReader:
         # its result is evidence of every release
         self._check: SuiteResult | None = None
         self._search_hierarchies: dict[tuple[str, tuple[str, ...]], list[Hierarchy]] = {}
-        #: the last snapshot checked against this register: its key (its source and suite
-        #: verdict key, serialpub.workflow.input_checks.check_inputs), its suite's result and
-        #: the coded snapshot; validating a draft with the reader that drafted it does not
-        #: check its snapshot again
-        self.last_snapshot: tuple[tuple[object, str], SuiteResult, Snapshot] | None = None
+        self._register: Register | None = None  # coded on first use (the register property)
+        # the last snapshot checked against this register: its key (its source and suite
+        # verdict key, serialpub.workflow.input_checks.read_snapshot), its suite's result and
+        # the coded snapshot; validating a draft with the reader that drafted it does not
+        # check its snapshot again (keep_checks, kept_checks)
+        self._last_snapshot: tuple[tuple[object, str], SuiteResult, Snapshot] | None = None
+
+    def keep_checks(self, key: tuple[object, str], suite: SuiteResult, snapshot: Snapshot) -> None:
+        """Keep the snapshot suite's result and the coded snapshot of the snapshot that
+        passed its checks under ``key`` (its source's record and its suite's verdict key),
+        in place of the one kept before."""
+        self._last_snapshot = (key, suite, snapshot)
+
+    def kept_checks(self, key: tuple[object, str]) -> tuple[SuiteResult, Snapshot] | None:
+        """The suite's result and the coded snapshot kept under ``key``, or None."""
+        last = self._last_snapshot
+        return (last[1], last[2]) if last is not None and last[0] == key else None
+
+    def forget_checks(self) -> None:
+        """Let the kept snapshot go (before another one is read: two large snapshots' tables
+        and codes need not be held at once)."""
+        self._last_snapshot = None
 
     def check_reads(self, inputs: DatasetInputs) -> None:
         """Raises ValueError unless this reader was made for ``inputs`` (the same read): a
@@ -96,7 +113,7 @@ class RegisterReader:
     @property
     def state(self) -> RegisterState:
         """How far the register has been read."""
-        if "register" in self.__dict__:
+        if self._register is not None:
             return RegisterState.CODED
         if self._table is not None:
             return RegisterState.PARSED
@@ -164,7 +181,7 @@ class RegisterReader:
     def _save_cache(self) -> None:
         """Cache the coded register with its passed suite (once both are built)."""
         check = self._check
-        if "register" in self.__dict__ and check is not None and check.success and self.cached_entry is None:
+        if self._register is not None and check is not None and check.success and self.cached_entry is None:
             suite = {"suite": check.suite, "success": True, "failures": [], "result": check.result,
                      "sha256": check.sha256}  # fmt: skip
             lookup = self.register.id_lookup
@@ -174,7 +191,7 @@ class RegisterReader:
                 None if lookup is None else (lookup.hashes, lookup.rows),
             )  # fmt: skip
 
-    @cached_property
+    @property
     def register(self) -> Register:
         """The population register, integer-coded (read on first use; from the register
         cache when this version was coded before).
@@ -183,6 +200,13 @@ class RegisterReader:
             InputChecksFailed: the register fails its input suite (every problem named).
             InputError: the register cannot be read or coded.
         """
+        if self._register is None:
+            self._register = self._code()
+        return self._register
+
+    def _code(self) -> Register:
+        """The register coded (:attr:`register`): from the cache entry, or parsed and coded,
+        then kept (before the cache entry is written, which reads it) and cached."""
         if self.cached_entry is not None:
             with progress.step("coding the register"):
                 lookup = self.cached_entry[3]
@@ -201,7 +225,7 @@ class RegisterReader:
             raise
         if self._check is not None:
             self._table = None
-        self.__dict__["register"] = register
+        self._register = register
         self._save_cache()
         return register
 
@@ -227,7 +251,7 @@ class RegisterReader:
             rows = self._rows()
             with progress.step("register suite"):
                 self._check = register_suite(by_file_line(rows), self.inputs.columns, row_label="line")
-            if "register" in self.__dict__:  # built already: the rows are no longer needed
+            if self._register is not None:  # built already: the rows are no longer needed
                 self._table = None
             self._save_cache()
         if not self._check.success:

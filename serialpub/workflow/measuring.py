@@ -1,0 +1,101 @@
+"""A draft's utility figures (docs/design.md section 8): the query workload drawn on the
+snapshot and estimated on the release table, and the utility measures
+(:mod:`serialpub.report.utility`), read from the draft in memory, not from its files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import replace
+from typing import Any
+
+import pandas as pd
+
+from anonymizer.joint import JointRelease, JointWorkloadError, joint_workload_error
+from anonymizer.overlap import Overlap
+from anonymizer.queries import QueryErrorResult, Workload, draw_workload, estimate_workload
+from anonymizer.release import ReleaseResult
+from serialpub.config import Config
+from serialpub.io.inputs import Snapshot
+from serialpub.report.measure import Measure
+from serialpub.report.utility import draft_measures, query_measures
+from serialpub.workflow import progress
+from serialpub.workflow.dataset_inputs import DatasetInputs
+from serialpub.workflow.register_reader import RegisterReader
+
+#: the query workload of every release (docs/design.md section 8)
+QUERY_COUNT = 5000
+QUERY_DIMENSIONS = 3
+QUERY_SELECTIVITY = 0.05
+
+def query_settings(cfg: Config) -> dict[str, Any]:
+    """The query workload's settings (docs/design.md section 8)."""
+    return {"queries": QUERY_COUNT, "qd": QUERY_DIMENSIONS, "selectivity": QUERY_SELECTIVITY,
+            "seed": cfg.query_seed}  # fmt: skip
+
+
+def snapshot_workload(cfg: Config, inputs: DatasetInputs, snap: Snapshot) -> Workload | None:
+    """The query workload's queries and their exact answers on the snapshot
+    (docs/design.md section 8), drawn with the declared hierarchies: a release is read with
+    the same leaves (:func:`anonymizer.queries.draw_workload`). None when the measure cannot
+    read the snapshot (the draft then has no query error, as :func:`_measures` says)."""
+    with progress.step("query workload on the snapshot"):
+        try:
+            return draw_workload(
+                snap.table[[*inputs.qis, cfg.sensitive]],
+                inputs.hierarchies,
+                cfg.sensitive,
+                n_queries=QUERY_COUNT,
+                qd=QUERY_DIMENSIONS,
+                selectivity=QUERY_SELECTIVITY,
+                seed=cfg.query_seed,
+            )
+        except ValueError:
+            return None
+
+
+def measure(
+    cfg: Config, inputs: DatasetInputs, register: RegisterReader, snap: Snapshot, result: ReleaseResult,
+    table: pd.DataFrame, workload: Workload | None,
+) -> tuple[QueryErrorResult | None, list[Measure]]:  # fmt: skip
+    """The query workload's errors and the utility measures of a draft whose release table
+    is ``table`` (:func:`published_table`), ``workload`` its :func:`snapshot_workload`."""
+    with progress.step("query workload and utility"):
+        return _measures(cfg, inputs, register, snap, result, table, workload)
+
+
+def _measures(
+    cfg: Config, inputs: DatasetInputs, register: RegisterReader, snap: Snapshot, result: ReleaseResult,
+    table: pd.DataFrame, workload: Workload | None,
+) -> tuple[QueryErrorResult | None, list[Measure]]:  # fmt: skip
+    sensitive_codes = snap.value_order[0]  # Π_tv and the entropies only compare values
+    leaf_keys = register.register.keys[snap.individual]
+    # the information-loss and then the channel figures, which do not depend on the query
+    # workload, on a second thread beside its estimates, while the main thread stages the
+    # draft (numpy and pandas release the GIL in their array work). Not each on a thread of
+    # its own: with the staging that is four threads on two cores, no faster, and their
+    # temporaries at once raise the peak (docs/scaling.md)
+    with Overlap(1, "serialpub-measures") as beside:
+        figures = beside.submit(draft_measures, result, leaf_keys, register.search_hierarchies(), sensitive_codes)
+        # None: a draft the measure cannot read fails the contract suite, which names the value
+        query = None
+        if workload is not None:
+            with contextlib.suppress(ValueError):
+                query = estimate_workload(workload, table, inputs.read_hierarchies(table), cfg.sensitive,
+                                          leaf_weights=register.register_leaf_counts)  # fmt: skip
+                query = replace(query, joint=_joint_error(inputs, register, snap, table, workload))
+        utility = [*query_measures(query, query_settings(cfg)), *figures.result()]
+    return query, utility
+
+
+def _joint_error(
+    inputs: DatasetInputs, register: RegisterReader, snap: Snapshot, table: pd.DataFrame, workload: Workload
+) -> JointWorkloadError:
+    """The workload under the register-joint estimator and its histogram-only baseline
+    (:mod:`anonymizer.joint`; docs/data-users.md), over the whole register: what a data
+    user with the public copy computes."""
+    hs, qis, sensitive = inputs.read_hierarchies(table), inputs.qis, inputs.sensitive
+    values = [str(v) for v in workload.ranges.sensitive_values]
+    release = JointRelease.of(table, qis, sensitive, [hs[q] for q in qis], register.register.keys, values, 0)
+    histogram = snap.table[sensitive].astype(str).value_counts().reindex(values, fill_value=0).to_numpy()
+    return joint_workload_error(workload, release, histogram)
