@@ -351,7 +351,7 @@ class Located:
     """Where the register's cells fall among one release's groups.
 
     Attributes:
-        group_of_combo: the group whose region holds each cell, -1 if none, shape (C,).
+        group_of_cell: the group whose region holds each cell, -1 if none, shape (C,).
             If regions overlap, the highest-numbered covering group (the release is
             invalid anyway).
         overlap_pairs: number of group pairs whose regions share a QI combination
@@ -360,7 +360,7 @@ class Located:
             (i, j) order, i < j.
     """
 
-    group_of_combo: IntArray
+    group_of_cell: IntArray
     overlap_pairs: int
     overlaps: list[tuple[int, int]] = field(default_factory=list)
 
@@ -385,6 +385,6 @@ def locate_groups(cell_leaves: IntArray, group_nodes: IntArray, spans: Sequence[
         lo[:, a], hi[:, a] = sp.lo[group_nodes[:, a]], sp.hi[group_nodes[:, a]]
     count, pairs = overlapping_pairs(lo, hi, MAX_LISTED_OVERLAPS)
     ci, gi = cover_pairs(group_nodes, cell_leaves, spans)
-    group_of_combo = np.full(cell_leaves.shape[0], -1, dtype=np.int64)
-    np.maximum.at(group_of_combo, ci, gi)
-    return Located(group_of_combo, count, [(int(i), int(j)) for i, j in pairs])
+    group_of_cell = np.full(cell_leaves.shape[0], -1, dtype=np.int64)
+    np.maximum.at(group_of_cell, ci, gi)
+    return Located(group_of_cell, count, [(int(i), int(j)) for i, j in pairs])

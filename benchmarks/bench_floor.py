@@ -44,12 +44,12 @@ def main() -> None:
     ids_as_text = pcsv.ConvertOptions(column_types={"id": pa.string()})
     register = pcsv.read_csv(root / "register.csv", convert_options=ids_as_text)
     ids = register.column("id").combine_chunks()
-    combos = pc.binary_join_element_wise(
+    joined = pc.binary_join_element_wise(
         *[pc.cast(register.column(c), pa.string()) for c in register.column_names[1:]], "|"
     )
-    codes = pc.dictionary_encode(combos).combine_chunks().indices.to_numpy().astype(np.int64)
+    codes = pc.dictionary_encode(joined).combine_chunks().indices.to_numpy().astype(np.int64)
     cells = int(codes.max()) + 1
-    del register, combos
+    del register, joined
     print(f"register {len(ids):,} individuals, {cells:,} cells; snapshot {snapshot.name}")
     for i in range(args.rounds):
         t, cpu = time.perf_counter(), _cpu_seconds()

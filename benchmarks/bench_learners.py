@@ -12,7 +12,7 @@ The learners' work is per register cell (distinct QI combination) and per candid
 so their time grows with the cells, not the individuals: the scale workspaces of
 ``bench_scaling.py`` resample Adult rows and keep Adult's cells at any register size.
 ``--tile k`` therefore also times the learner stage on the first workspace's series with
-every cell repeated k times (k times the cells, candidate pairs and serial combos; each
+every cell repeated k times (k times the cells, candidate pairs and serial cells; each
 region's individuals and records multiplied by k, so the charges stay the same), the
 cost of a register with k times as many distinct combinations.
 

@@ -336,13 +336,13 @@ def compute_breach(
     everyone = not presence or present_rows is None
     members = np.arange(n_ind, dtype=np.int64) if everyone else np.asarray(present_rows, dtype=np.int64)
     # everyone's keys as given: coded rows are grouped already
-    combos = RegisterCells.of(keys if everyone else keys[members], hs)
-    combo_of_member, first, combo_count = combos.of_individual, combos.first, combos.counts
-    pc, pg = cover_pairs(dg.nodes, combos.leaves, [h.index for h in hs])
-    in_region = np.bincount(pg, weights=combo_count[pc], minlength=g).astype(np.int64)
+    cells = RegisterCells.of(keys if everyone else keys[members], hs)
+    cell_of_member, first, cell_count = cells.of_individual, cells.first, cells.counts
+    pc, pg = cover_pairs(dg.nodes, cells.leaves, [h.index for h in hs])
+    in_region = np.bincount(pg, weights=cell_count[pc], minlength=g).astype(np.int64)
     counts, uncovered, excess = dg.counts, 0, 0
     if snapshot is not None:
-        counts, records_in, uncovered = _snapshot_counts(snap_rows, snap_value, members, combo_of_member, pc, pg, g, v)
+        counts, records_in, uncovered = _snapshot_counts(snap_rows, snap_value, members, cell_of_member, pc, pg, g, v)
         excess = int(np.maximum(dg.records - records_in, 0).sum() + np.maximum(dg.counts - counts, 0).sum())
         # every present individual of the region is a candidate, published or not
         n_j = in_region if presence else np.maximum(in_region, dg.records)
@@ -355,18 +355,18 @@ def compute_breach(
     )
     # over every register individual: under presence the members above are the present ones only
     shown = (
-        presence_shown(combos, dg.nodes, dg.records, hs, (pc, pg))
+        presence_shown(cells, dg.nodes, dg.records, hs, (pc, pg))
         if everyone
         else presence_shown(RegisterCells.of(keys, hs), dg.nodes, dg.records, hs)
     )
 
-    # (combo, group, value) rows for every protected value the group holds
+    # (cell, group, value) rows for every protected value the group holds
     nz_g, nz_v = np.nonzero(counts)  # row-major: sorted by group
     per_group = np.bincount(nz_g, minlength=g).astype(np.int64)
     gstart = np.zeros(g + 1, dtype=np.int64)
     np.cumsum(per_group, out=gstart[1:])
     rep, k = expand_csr(pg, gstart, np.arange(nz_g.size, dtype=np.int64))
-    row_combo, row_group, row_value = pc[rep], nz_g[k].astype(np.int64), nz_v[k].astype(np.int64)
+    row_cell, row_group, row_value = pc[rep], nz_g[k].astype(np.int64), nz_v[k].astype(np.int64)
 
     # units: members sharing a combination and a history (survival row and ℓ) share every
     # figure, so p and the exact verdict are computed once per unit and value
@@ -375,13 +375,13 @@ def compute_breach(
         extra = np.asarray(unit_classes, dtype=np.int64)[members]
         hist_class = factorize(hist_class * (int(extra.max(initial=0)) + 1) + extra)[0]
     n_class = int(hist_class.max()) + 1 if hist_class.size else 1
-    unit_of_member, unit_first = factorize(combo_of_member * n_class + hist_class)
+    unit_of_member, unit_first = factorize(cell_of_member * n_class + hist_class)
     unit_count = np.bincount(unit_of_member, minlength=unit_first.size).astype(np.int64)
-    unit_combo = combo_of_member[unit_first]
-    unit_order = np.argsort(unit_combo, kind="stable")
+    unit_cell = cell_of_member[unit_first]
+    unit_order = np.argsort(unit_cell, kind="stable")
     ustart = np.zeros(first.size + 1, dtype=np.int64)
-    np.cumsum(np.bincount(unit_combo, minlength=first.size), out=ustart[1:])
-    rep, unit = expand_csr(row_combo, ustart, unit_order)
+    np.cumsum(np.bincount(unit_cell, minlength=first.size), out=ustart[1:])
+    rep, unit = expand_csr(row_cell, ustart, unit_order)
     grp, val = row_group[rep], row_value[rep]
     nj, ns = n_j[grp], counts[grp, val]
     rep_member = members[unit_first[unit]]
@@ -439,7 +439,7 @@ def compute_breach(
 
 
 def _snapshot_counts(
-    rows: IntArray, value: IntArray, members: IntArray, combo_of_member: IntArray, pc: IntArray, pg: IntArray,
+    rows: IntArray, value: IntArray, members: IntArray, cell_of_member: IntArray, pc: IntArray, pg: IntArray,
     g: int, v: int,
 ) -> tuple[IntArray, IntArray, int]:
     """n*_{g,s}: snapshot records of every protected value per group whose region holds
@@ -448,12 +448,12 @@ def _snapshot_counts(
     no region covers."""
     position = np.full(int(members.max(initial=-1)) + 1, -1, dtype=np.int64)
     position[members] = np.arange(members.size, dtype=np.int64)
-    rec_combo = combo_of_member[position[rows]]
+    rec_cell = cell_of_member[position[rows]]
     order = np.argsort(pc, kind="stable")
-    cstart = np.zeros(int(combo_of_member.max(initial=-1)) + 2, dtype=np.int64)
+    cstart = np.zeros(int(cell_of_member.max(initial=-1)) + 2, dtype=np.int64)
     np.cumsum(np.bincount(pc, minlength=cstart.size - 1), out=cstart[1:])
-    per_record = cstart[rec_combo + 1] - cstart[rec_combo]
-    rep, grp = expand_csr(rec_combo, cstart, pg[order])
+    per_record = cstart[rec_cell + 1] - cstart[rec_cell]
+    rep, grp = expand_csr(rec_cell, cstart, pg[order])
     records = np.bincount(grp, minlength=g).astype(np.int64)
     hit = value[rep] >= 0
     counts = np.bincount(grp[hit] * v + value[rep][hit], minlength=g * v).reshape(g, v).astype(np.int64)

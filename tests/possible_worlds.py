@@ -91,12 +91,12 @@ def breach_probability(releases: Sequence[Release], individual: Hashable, value:
         outcomes.append([(True, hit), (False, total - hit)])
     worlds = 0
     linked = 0
-    for combo in itertools.product(*outcomes):
+    for cell in itertools.product(*outcomes):
         weight = 1
-        for _, count in combo:
+        for _, count in cell:
             weight *= count
         worlds += weight
-        if any(hit for hit, _ in combo):
+        if any(hit for hit, _ in cell):
             linked += weight
     return Fraction(linked, worlds) if worlds else Fraction(0)
 

@@ -526,7 +526,7 @@ def _random_boxes(rng: random.Random, mode: str) -> list[dict[str, str]]:
     qis = list(BF_H)
     if mode == "cut":
         cuts = {q: _random_cut(rng, q) for q in qis}
-        return [dict(zip(qis, combo, strict=True)) for combo in itertools.product(*cuts.values())]
+        return [dict(zip(qis, cell, strict=True)) for cell in itertools.product(*cuts.values())]
     if mode == "tiling":  # split on sex, then independent cuts per part: disjoint, not a cut
         boxes = []
         for sex in _random_cut(rng, "sex"):

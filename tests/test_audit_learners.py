@@ -138,7 +138,7 @@ class Brute:
 
 
 def module_posteriors(report: LearnerReport, names: tuple[str, ...]) -> dict[str, dict[Pair, float]]:
-    """The module's P' per (individual, protected value), from its serial combos."""
+    """The module's P' per (individual, protected value), from its serial cells."""
     series: LearnerSeries = report.inputs
     out = {}
     for name, p, _ in posteriors(series, names):
@@ -325,7 +325,7 @@ def test_the_calibration_is_a_count_of_the_true_pairs(tmp_path: Path, seed: int)
     report = audit_workspace(ws, snapshots=ws / "snapshots", learners=names).learners
     assert report is not None and report.calibrated
     got = module_posteriors(report, names)
-    # under presence the audit's combos are individuals here; the learners work on QI cells all the same
+    # under presence the audit's cells are individuals here; the learners work on QI cells all the same
     assert [v.counts.size for v in report.inputs.versions] == [len(register.drop_duplicates(QIS))]
     brute = Brute([register] * len(releases), releases)
     for name in ("uniform", *names):

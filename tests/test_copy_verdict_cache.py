@@ -245,19 +245,19 @@ def test_releases_of_one_register_version_resolve_it_once(fresh: Path, monkeypat
     """The register's QI combinations are computed once per register table, not per release,
     and each release's resolution is the one it gets alone."""
     calls: list[int] = []
-    combos = reader.register_combos
+    cells = reader.register_cells
 
     def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
         calls.append(1)
-        return combos(*args, **kwargs)
+        return cells(*args, **kwargs)
 
-    monkeypatch.setattr(reader, "register_combos", counted)
+    monkeypatch.setattr(reader, "register_cells", counted)
     copy = reader.open_releases(fresh)
     shared = [r.joint() for r in copy.releases]
     assert len(copy.releases) == 2 and len(calls) == 1
     alone = reader.open_releases(fresh)
     for r in alone.releases:
-        r.combos_memo = {}
+        r.cells_memo = {}
     for a, b in zip(shared, [r.joint() for r in alone.releases], strict=True):
         for name in ("group_nodes", "counts", "cell_leaves", "cell_counts", "group_of_cell"):
             np.testing.assert_array_equal(getattr(a, name), getattr(b, name))

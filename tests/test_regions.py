@@ -170,32 +170,32 @@ def test_group_release_against_pandas(seed: int) -> None:
 
 @SETTINGS
 @given(seeds())
-def test_register_combos(seed: int) -> None:
+def test_register_cells(seed: int) -> None:
     rng = np.random.default_rng(seed)
     hs = [random_hierarchy(rng, q) for q in "abc"]
     keys = np.stack([rng.integers(0, h.n_leaves, 50) for h in hs], axis=1)
-    combos = RegisterCells.of(keys, hs)
-    assert (combos.leaves[combos.of_individual] == keys).all()
-    assert len(np.unique(combos.leaves, axis=0)) == len(combos.leaves)
-    assert (keys[combos.first] == combos.leaves).all()
-    assert (combos.first == [int(np.flatnonzero(combos.of_individual == c)[0]) for c in range(len(combos.first))]).all()
-    assert combos.counts.sum() == 50 and (combos.counts == np.bincount(combos.of_individual)).all()
+    cells = RegisterCells.of(keys, hs)
+    assert (cells.leaves[cells.of_individual] == keys).all()
+    assert len(np.unique(cells.leaves, axis=0)) == len(cells.leaves)
+    assert (keys[cells.first] == cells.leaves).all()
+    assert (cells.first == [int(np.flatnonzero(cells.of_individual == c)[0]) for c in range(len(cells.first))]).all()
+    assert cells.counts.sum() == 50 and (cells.counts == np.bincount(cells.of_individual)).all()
 
 
 # --------------------------------------------------------------------------- locating and disjointness
 
 
 def brute_force(
-    hs: list[Hierarchy], group_nodes: np.ndarray, combo_leaves: np.ndarray
+    hs: list[Hierarchy], group_nodes: np.ndarray, cell_leaves: np.ndarray
 ) -> tuple[set[tuple[int, int]], list[tuple[int, int]]]:
-    """(combo, group) pairs whose region holds the combo, and overlapping group pairs (i < j),
+    """(cell, group) pairs whose region holds the cell, and overlapping group pairs (i < j),
     from the hierarchies' ancestor matrices."""
     anc = [ancestor_matrix(h) for h in hs]
     cover = {
         (c, g)
-        for c in range(len(combo_leaves))
+        for c in range(len(cell_leaves))
         for g in range(len(group_nodes))
-        if all(anc[a][combo_leaves[c, a], group_nodes[g, a]] for a in range(len(hs)))
+        if all(anc[a][cell_leaves[c, a], group_nodes[g, a]] for a in range(len(hs)))
     }
     overlaps = [
         (i, j)
@@ -221,20 +221,20 @@ def test_locate_groups_against_brute_force(seed: int, partition: bool) -> None:
     else:  # random boxes, possibly overlapping
         group_nodes = np.unique(np.stack([rng.integers(0, h.n_nodes, 12) for h in hs], axis=1), axis=0)
         group_nodes = group_nodes[rng.permutation(len(group_nodes))]
-    combo_leaves = np.unique(np.stack([rng.integers(0, h.n_leaves, 30) for h in hs], axis=1), axis=0)
+    cell_leaves = np.unique(np.stack([rng.integers(0, h.n_leaves, 30) for h in hs], axis=1), axis=0)
     spans = [h.index for h in hs]
 
-    cover, overlaps = brute_force(hs, group_nodes, combo_leaves)
-    ci, gi = cover_pairs(group_nodes, combo_leaves, spans)
+    cover, overlaps = brute_force(hs, group_nodes, cell_leaves)
+    ci, gi = cover_pairs(group_nodes, cell_leaves, spans)
     assert set(zip(ci.tolist(), gi.tolist(), strict=True)) == cover and len(ci) == len(cover)
     assert (np.diff(ci) >= 0).all()
 
-    located = locate_groups(combo_leaves, group_nodes, spans)
+    located = locate_groups(cell_leaves, group_nodes, spans)
     assert located.overlap_pairs == len(overlaps)
     assert located.overlaps == overlaps[:MAX_LISTED_OVERLAPS]
-    for c in range(len(combo_leaves)):
+    for c in range(len(cell_leaves)):
         holding = [g for cc, g in cover if cc == c]
-        assert located.group_of_combo[c] == (max(holding) if holding else -1)
+        assert located.group_of_cell[c] == (max(holding) if holding else -1)
     if partition:
         assert located.overlap_pairs == 0
 

@@ -363,15 +363,15 @@ def max_coverage(gc: GroupCounts, cats: SensitiveCategories, ell: int) -> FloatA
     keep = pm != 0
     pg, pm, cnt = pg[keep], pm[keep], cnt[keep]
     k = min(ell, n_sets)
-    n_combos = math.comb(n_sets, k)
-    if n_combos * max(pg.size, 1) > MAX_SUBSET_TESTS:
+    n_subsets = math.comb(n_sets, k)
+    if n_subsets * max(pg.size, 1) > MAX_SUBSET_TESTS:
         raise SizeLimitExceeded(
-            f"exact maximum coverage needs C({n_sets}, {k}) = {n_combos:,} subsets × {pg.size:,} "
+            f"exact maximum coverage needs C({n_sets}, {k}) = {n_subsets:,} subsets × {pg.size:,} "
             f"(group, category-mask) pairs, above the limit of {MAX_SUBSET_TESTS:,} tests"
         )
     best = np.zeros(gc.n_groups, dtype=np.float64)
-    for combo in combinations(range(n_sets), k):
-        t = np.int64(sum(1 << j for j in combo))
+    for subset in combinations(range(n_sets), k):
+        t = np.int64(sum(1 << j for j in subset))
         hit = (pm & t) != 0
         best = np.maximum(best, np.bincount(pg[hit], weights=cnt[hit], minlength=gc.n_groups))
     return best / gc.size

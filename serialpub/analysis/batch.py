@@ -136,7 +136,7 @@ def crosstab_queries(
     cells = pd.DataFrame(list(itertools.product(*leaves)), columns=names)
     counted = None if sensitive is None else tuple(sensitive)
     queries = [
-        Query((*where, *(Condition(b, v) for b, v in zip(names, combo, strict=True))), counted)
-        for combo in itertools.product(*leaves)
+        Query((*where, *(Condition(b, v) for b, v in zip(names, cell, strict=True))), counted)
+        for cell in itertools.product(*leaves)
     ]
     return cells, queries

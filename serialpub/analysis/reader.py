@@ -44,7 +44,7 @@ from anonymizer.hierarchy import Hierarchy
 from anonymizer.intervals import release_hierarchies
 from anonymizer.joint import JointRelease
 from anonymizer.regions import group_release, record_nodes
-from serialpub.analysis.audit.combos import Combos, register_combos
+from serialpub.analysis.audit.cells import Cells, register_cells
 from serialpub.analysis.audit.files import Registers, read_release_hierarchies, release_dirs
 from serialpub.analysis.audit.integrity import check_store, given_key
 from serialpub.analysis.audit.keys import fingerprint
@@ -83,7 +83,7 @@ class PublishedRelease:
     #: the register's QI combinations per (register table, QIs, leaves), shared by the
     #: releases of one :func:`open_releases`: releases published with the same register
     #: version resolve it once, not once each
-    combos_memo: dict[tuple[object, ...], tuple[pd.DataFrame, Combos]] = field(
+    cells_memo: dict[tuple[object, ...], tuple[pd.DataFrame, Cells]] = field(
         default_factory=dict, repr=False, compare=False
     )
 
@@ -160,19 +160,19 @@ class PublishedRelease:
             )
         declared = {q: self.hierarchies[q] for q in self.qis}
         key = (id(self.register), self.id_column, tuple(self.qis), tuple(h.leaves for h in declared.values()))
-        held = self.combos_memo.get(key)
+        held = self.cells_memo.get(key)
         if held is not None and held[0] is self.register:  # the very table: its id is not reused
-            combos = held[1]
+            cells = held[1]
         else:
-            combos = register_combos(self.register, self.id_column, self.qis, declared)
-            for array in (combos.leaves, combos.counts, combos.first_row, combos.combo_of_row):
+            cells = register_cells(self.register, self.id_column, self.qis, declared)
+            for array in (cells.leaves, cells.counts, cells.first_row, cells.cell_of_row):
                 array.flags.writeable = False  # shared by releases: no one may change it
-            self.combos_memo[key] = (self.register, combos)
+            self.cells_memo[key] = (self.register, cells)
         values = sorted(self.data[self.sensitive].astype(str).unique())
         try:
             return JointRelease.of(
-                self.data, self.qis, self.sensitive, [self.hierarchies[q] for q in self.qis], combos.leaves,
-                values, self.manifest.suppressed or 0, combos.counts,
+                self.data, self.qis, self.sensitive, [self.hierarchies[q] for q in self.qis], cells.leaves,
+                values, self.manifest.suppressed or 0, cells.counts,
             )  # fmt: skip
         except ValueError as exc:
             raise InputError(f"{self.folder / 'data.parquet'}: {exc}") from None
@@ -328,7 +328,7 @@ def open_releases(
     every = wanted is None or not (root / "hierarchies" / f"{newest.sensitive}.csv").is_file()
     keep = {n for n, _ in dirs} if every else {*(wanted or ()), dirs[-1][0]}
     opened = []
-    combos_memo: dict[tuple[object, ...], tuple[pd.DataFrame, Combos]] = {}
+    cells_memo: dict[tuple[object, ...], tuple[pd.DataFrame, Cells]] = {}
     for j, ((n, d), (m, _)) in enumerate(zip(dirs, manifests, strict=True)):
         if cached is not None and n not in keep:
             continue  # verified before, and not asked for: not decoded
@@ -339,7 +339,7 @@ def open_releases(
         except ValueError as exc:
             raise InputError(f"{d / 'manifest.json'}: numeric_quasi_identifiers: {exc}") from None
         register = registers[j] if registers is not None else None
-        release = PublishedRelease(n, d, m, data, read_with, register, id_column, combos_memo)
+        release = PublishedRelease(n, d, m, data, read_with, register, id_column, cells_memo)
         if cached is None:
             _check_labels(release)
         opened.append(release)

@@ -254,8 +254,8 @@ def save(
     folder = workspace_root / CACHE_DIR
     folder.mkdir(parents=True, exist_ok=True)
     d = len(qis)
-    combos = pa.FixedSizeListArray.from_arrays(pa.array(np.ascontiguousarray(keys.table).reshape(-1)), d)
-    leaf_ids = pa.DictionaryArray.from_arrays(pa.array(keys.codes), combos)  # no copy of the codes
+    cells = pa.FixedSizeListArray.from_arrays(pa.array(np.ascontiguousarray(keys.table).reshape(-1)), d)
+    leaf_ids = pa.DictionaryArray.from_arrays(pa.array(keys.codes), cells)  # no copy of the codes
     columns = [arrow_ids(ids), leaf_ids]
     fields = [pa.field("id", pa.string()), pa.field("leaf_ids", leaf_ids.type)]
     if lookup is not None:

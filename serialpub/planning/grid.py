@@ -260,8 +260,8 @@ def build_grid(
             f"publishes every round in memory); give fewer values, or --max-candidates {size} to run them all"
         )
     out: dict[Candidate, None] = {}
-    for combo in itertools.product(*axes.values()):
-        s = dict(zip(axes, combo, strict=True))
+    for values in itertools.product(*axes.values()):
+        s = dict(zip(axes, values, strict=True))
         constant = s["strategy"] == "constant"
         out.setdefault(
             Candidate(

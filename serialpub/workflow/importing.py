@@ -405,8 +405,8 @@ def _candidates(
         InputError: overlapping regions, or a group with more records than candidates.
     """
     qis, hierarchies, groups = inputs.qis, read.hierarchies, read.groups
-    combos = RegisterCells.of(register.register.keys, hierarchies)
-    located = locate_groups(combos.leaves, groups.nodes, [h.index for h in hierarchies])
+    cells = RegisterCells.of(register.register.keys, hierarchies)
+    located = locate_groups(cells.leaves, groups.nodes, [h.index for h in hierarchies])
     if located.overlap_pairs:
         i, j = located.overlaps[0]
         more = f" (and {located.overlap_pairs - 1} more pair(s))" if located.overlap_pairs > 1 else ""
@@ -415,7 +415,7 @@ def _candidates(
             f"{_show(_labels(hierarchies, qis, groups.nodes[j]))} overlap{more}; a release must cover every individual "
             "by at most one group (docs/design.md section 1), so this one cannot be imported"
         )
-    group_of_ind = located.group_of_combo[combos.of_individual]
+    group_of_ind = located.group_of_cell[cells.of_individual]
     n_groups = groups.records.size
     in_region = np.bincount(group_of_ind[group_of_ind >= 0], minlength=n_groups).astype(np.int64)
     _check_cover(

@@ -24,11 +24,11 @@ Candidates of a group G with region R (the box of its nodes' leaf sets):
   on the upper bound only, the verdict is NOT VERIFIABLE (docs/threat-model.md).
 
 Cost. Individuals with the same QI values share every factor, so all work is on the
-distinct register QI combinations ("combos", with their counts), never on individuals or
-records one by one: a release maps combos to groups by a sort-merge join on the nodes of
+distinct register QI combinations ("cells", with their counts), never on individuals or
+records one by one: a release maps cells to groups by a sort-merge join on the nodes of
 the attributes whose used nodes form a cut (the normal case: serialpub's anonymizer
 recodes globally), and tests containment only on the other attributes. Memory and time
-grow with (distinct combos) x (protected values) x (releases).
+grow with (distinct cells) x (protected values) x (releases).
 
 Independence. The audit keeps its own region geometry (:mod:`.geometry`) and imports
 neither the writer side's :mod:`anonymizer.regions` nor the search, the state, the
@@ -37,7 +37,7 @@ geometry cannot both make and pass a release (docs/design.md section 9; import-l
 contracts in ``pyproject.toml``).
 
 Modules: :mod:`.files` reads a workspace (:func:`audit_workspace`); :mod:`.manifest` the
-manifest keys; :mod:`.combos` the register and snapshots as QI combinations;
+manifest keys; :mod:`.cells` the register and snapshots as QI combinations;
 :mod:`.recompute` one release; :mod:`.series` the series and its figures
 (:func:`audit_releases`); :mod:`.result` the outcome, its typed :class:`Verdict` (PASS,
 PASS with an accepted known breach, NOT VERIFIABLE from the audited files, FAIL; each with
@@ -55,7 +55,7 @@ from serialpub.analysis.audit.result import (
     MAX_LISTED_OVERLAPS,
     AuditResult,
     Outcome,
-    Overlap,
+    RegionOverlap,
     Verdict,
     collapse_notes,
     format_report,
@@ -67,7 +67,7 @@ __all__ = [
     "MAX_LISTED_OVERLAPS",
     "AuditResult",
     "Outcome",
-    "Overlap",
+    "RegionOverlap",
     "Verdict",
     "audit_releases",
     "audit_workspace",

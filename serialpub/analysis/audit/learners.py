@@ -14,8 +14,8 @@ docs/threat-model.md ("The learning adversary") defines, on exactly what the aud
   (:func:`reweight`), reported for the protected values; EM passes recompute E = Σ_t p'_t.
 
 Cost. π depends only on an individual's QI leaves, so all work is per register cell (the
-audit's combos, with their multiplicities) and per group: the audit's own candidate pairs
-(:class:`.recompute.Geometry`) say which cell lies in which group, and its serial combos
+audit's cells, with their multiplicities) and per group: the audit's own candidate pairs
+(:class:`.recompute.Geometry`) say which cell lies in which group, and its serial cells
 (:mod:`.serial`) carry a cell's factors across register versions. Time and memory grow
 with (cells) × (sensitive values) × (releases) per pass.
 """
@@ -33,12 +33,12 @@ import pandas as pd
 from anonymizer.arrays import factorize
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.settings import Dilution
-from serialpub.analysis.audit.combos import Combos
+from serialpub.analysis.audit.cells import Cells
 from serialpub.analysis.audit.geometry import row_ids
 from serialpub.analysis.audit.learner_report import FloatArray, LearnerFigures, LearnerReport, bands
 from serialpub.analysis.audit.manifest import ParsedManifest
 from serialpub.analysis.audit.recompute import Geometry
-from serialpub.analysis.audit.serial import SerialCombos
+from serialpub.analysis.audit.serial import SerialCells
 from serialpub.analysis.audit.spellings import value_codes
 from serialpub.errors import InputError
 from serialpub.known_breach import release_span
@@ -84,7 +84,7 @@ class Release:
     """One release as the learners read it: its register version, its candidate pairs
     (cell ``cell[i]`` of that version in group ``group[i]``, both (P,)), each group's
     |reg(G)| (or its records, if more) (G,), its records per sensitive value of the domain
-    (G, S), and its column of the serial combos' cells (-1: not in this register). The
+    (G, S), and its column of the serial cells' indices (-1: not in this register). The
     pairs are sorted by group."""
 
     version: int
@@ -121,8 +121,8 @@ class LearnerSeries:
             every other published value); S = len(domain), P = len(values).
         versions, releases: see :class:`Version`, :class:`Release`.
         ids, code, first, counts: the register individuals of every version (U), their
-            serial combo (U,), one individual (U index) per serial combo and its size (K,).
-        truth: individuals of each serial combo who carry each protected value in at least
+            serial cell (U,), one individual (U index) per serial cell and its size (K,).
+        truth: individuals of each serial cell who carry each protected value in at least
             one release's snapshot (K, P), or None without the snapshots.
     """
 
@@ -148,15 +148,15 @@ def run_learners(
     qis: list[str],
     values: list[str],
     parsed: Sequence[ParsedManifest],
-    per_release: Sequence[tuple[Combos, dict[str, Hierarchy], Geometry]],
-    serial: SerialCombos,
+    per_release: Sequence[tuple[Cells, dict[str, Hierarchy], Geometry]],
+    serial: SerialCells,
     snapshots: Sequence[tuple[pd.DataFrame, str]] | None,
     id_column: str,
     names: Sequence[str],
 ) -> LearnerReport:
     """The learning adversary's report on a series the audit has just recomputed
     (:func:`.series.audit_releases`): its QIs and protected values, the releases' manifests,
-    per release the register combos, hierarchies and :class:`Geometry`, the serial combos,
+    per release the register cells, hierarchies and :class:`Geometry`, the serial cells,
     and the snapshots (for the calibration only) with the register's id column."""
     truth = None
     if snapshots is not None:
@@ -177,39 +177,39 @@ def learner_series(
     qis: list[str],
     values: list[str],
     ell: float,
-    per_release: Sequence[tuple[Combos, dict[str, Hierarchy], Geometry]],
-    serial: SerialCombos,
+    per_release: Sequence[tuple[Cells, dict[str, Hierarchy], Geometry]],
+    serial: SerialCells,
     truth: IntArray | None = None,
 ) -> LearnerSeries:
-    """The learners' inputs from what the audit computed: per release its register combos,
-    hierarchies and :class:`Geometry`; the serial combos (:mod:`.serial`); the protected
+    """The learners' inputs from what the audit computed: per release its register cells,
+    hierarchies and :class:`Geometry`; the serial cells (:mod:`.serial`); the protected
     ``values`` and the verdict's ℓ."""
     vocab: list[dict[str, int]] = [{} for _ in qis]
     versions: list[Version] = []
-    cells_of: dict[int, tuple[int, IntArray]] = {}  # per combos object: its version and each combo's cell
+    cells_of: dict[int, tuple[int, IntArray]] = {}  # per Cells object: its version and its cells' indices
     domain = {v: i for i, v in enumerate(values)}
     releases = []
-    for j, (combos, hs, geo) in enumerate(per_release):
-        if id(combos) not in cells_of:  # releases that share a register share its cells
-            # per-individual combos (the presence audit with snapshots) collapse to their QI cells
-            cell_of, first = row_ids(combos.leaves, [hs[q].n_leaves for q in qis])
+    for j, (cells, hs, geo) in enumerate(per_release):
+        if id(cells) not in cells_of:  # releases that share a register share its cells
+            # per-individual cells (the presence audit with snapshots) collapse to their QI cells
+            cell_of, first = row_ids(cells.leaves, [hs[q].n_leaves for q in qis])
             leaves = np.empty((first.size, len(qis)), dtype=np.int64)
             for a, q in enumerate(qis):
                 names = hs[q].labels[: hs[q].n_leaves]
                 lookup = np.array([vocab[a].setdefault(x, len(vocab[a])) for x in names], dtype=np.int64)
-                leaves[:, a] = lookup[combos.leaves[first, a]]
-            counts = np.bincount(cell_of, weights=combos.counts, minlength=first.size).astype(np.int64)
-            cells_of[id(combos)] = (len(versions), cell_of)
+                leaves[:, a] = lookup[cells.leaves[first, a]]
+            counts = np.bincount(cell_of, weights=cells.counts, minlength=first.size).astype(np.int64)
+            cells_of[id(cells)] = (len(versions), cell_of)
             versions.append(Version(leaves, counts))
-        k, cell_of = cells_of[id(combos)]
+        k, cell_of = cells_of[id(cells)]
         # a region holds every individual of a cell or none, so (cell, group) pairs are the candidates
-        _, first_pair = factorize(cell_of[geo.combo] * max(geo.records.size, 1) + geo.group)
+        _, first_pair = factorize(cell_of[geo.cell] * max(geo.records.size, 1) + geo.group)
         col = serial.local[:, j]
         protected = value_codes(values, geo.labels)  # another spelling of a protected value is that value
         column = [
             int(p) if p >= 0 else domain.setdefault(u, len(domain)) for u, p in zip(geo.labels, protected, strict=True)
         ]
-        cell, group = cell_of[geo.combo[first_pair]], geo.group[first_pair]
+        cell, group = cell_of[geo.cell[first_pair]], geo.group[first_pair]
         releases.append((k, cell, group, geo, column, np.where(col >= 0, cell_of[np.maximum(col, 0)], -1)))
     out = []
     for k, cell, group, geo, value_of, col in releases:  # the domain is complete only now
@@ -270,7 +270,7 @@ def cell_series(
                        counts.astype(np.int64), np.arange(n_cells, dtype=np.int64))
         )  # fmt: skip
     first = np.full(n_cells, -1, dtype=np.int64)
-    first[cell_of[::-1]] = np.arange(cell_of.size - 1, -1, -1)  # lowest index wins, as the serial combos'
+    first[cell_of[::-1]] = np.arange(cell_of.size - 1, -1, -1)  # lowest index wins, as the serial cells'
     vocab = [[str(i) for i in range(n)] for n in n_leaves]
     return LearnerSeries(
         list(qis), vocab, list(domain), list(values), ell, [Version(cell_leaves.astype(np.int64), cell_counts)],
@@ -339,7 +339,7 @@ def reweight(series: LearnerSeries, pi: list[FloatArray] | None) -> tuple[list[F
     """Every release re-weighted by π (per version cell (C, S); None: the uniform charge).
 
     Returns the next fitting weights, per version (C, S): m_c · Σ_t p'_t(c, s); and P'
-    per serial combo and protected value (K, P), P' = 1 − Π_t (1 − p'_t)."""
+    per serial cell and protected value (K, P), P' = 1 − Π_t (1 − p'_t)."""
     n_prot = len(series.values)
     weights = [np.zeros((v.counts.size, series.n_values)) for v in series.versions]
     log_survival = np.zeros((series.counts.size, n_prot))
@@ -436,10 +436,10 @@ def snapshot_truth(
     ids: pd.Index,
     code: IntArray,
 ) -> IntArray:
-    """Per serial combo and protected value (K, P): the individuals who carry the value in
+    """Per serial cell and protected value (K, P): the individuals who carry the value in
     at least one release's snapshot. ``snapshots``: per release, its table (id and
     sensitive columns as text) and where it was read from, already checked by the audit
-    (:func:`.combos.snapshot_records`); ``sensitive``: each release's sensitive column."""
+    (:func:`.cells.snapshot_records`); ``sensitive``: each release's sensitive column."""
     n_k = int(code.max(initial=-1)) + 1
     keys = []
     for (table, _), column in zip(snapshots, sensitive, strict=True):

@@ -1,7 +1,7 @@
 """One release recomputed: its checks, its groups and the history rows it adds.
 
 For a release j, the groups are the records' distinct QI node tuples; a group's
-candidates are the register combos inside its region (the box of its nodes' leaf sets,
+candidates are the register cells inside its region (the box of its nodes' leaf sets,
 :mod:`serialpub.analysis.audit.geometry`); every candidate of a group holding records of
 a protected value s gets the factor 1 - n_{j,s}/n_j (paper 004, Lemma 4; docs/design.md
 section 1). Attributes whose used nodes form a cut (the normal case) are matched by a
@@ -20,10 +20,10 @@ import pandas as pd
 
 from anonymizer.arrays import expand_ranges
 from anonymizer.settings import Dilution
-from serialpub.analysis.audit.combos import Combos, Snapshot
+from serialpub.analysis.audit.cells import Cells, Snapshot
 from serialpub.analysis.audit.geometry import JOIN_CHUNK, Tree, column_codes, distinct_sorted, equi_join, row_ids
 from serialpub.analysis.audit.manifest import ParsedManifest, data_problems, file_sha256
-from serialpub.analysis.audit.result import MAX_LISTED_OVERLAPS, AuditResult, Overlap
+from serialpub.analysis.audit.result import MAX_LISTED_OVERLAPS, AuditResult, RegionOverlap
 from serialpub.analysis.audit.spellings import spelling_findings, value_codes
 
 IntArray = npt.NDArray[np.int64]
@@ -32,9 +32,9 @@ BoolArray = npt.NDArray[np.bool_]
 
 @dataclass
 class History:
-    """Long-format history rows of one release: combo, value index, n_j, n_{j,s}."""
+    """Long-format history rows of one release: cell, value index, n_j, n_{j,s}."""
 
-    combo: IntArray
+    cell: IntArray
     value: IntArray
     n: IntArray
     n_s: IntArray
@@ -43,12 +43,12 @@ class History:
 @dataclass(frozen=True)
 class Geometry:
     """One release's groups as the learning adversary reads them (:mod:`.learners`): the
-    candidate pairs (register combo ``combo[i]`` lies in the region of group ``group[i]``,
+    candidate pairs (register cell ``cell[i]`` lies in the region of group ``group[i]``,
     both (P,)), the register individuals in each group's region and its records (both
     (G,)), and its records per published sensitive label, protected or not (G, L), with
     the labels (L,)."""
 
-    combo: IntArray
+    cell: IntArray
     group: IntArray
     region: IntArray
     records: IntArray
@@ -72,7 +72,7 @@ class ReleaseRows:
 @dataclass(frozen=True)
 class ReleaseInputs:
     """What the audit of one release reads: its directory, its manifest view and published
-    rows, the series' QIs with their hierarchy trees, the register's combos, the protected
+    rows, the series' QIs with their hierarchy trees, the register's cells, the protected
     values and, for the mechanism-aware model, the release's snapshot."""
 
     directory: Path
@@ -80,7 +80,7 @@ class ReleaseInputs:
     data: pd.DataFrame
     qis: list[str]
     trees: dict[str, Tree]
-    combos: Combos
+    cells: Cells
     values: list[str]
     snapshot: Snapshot | None = None
 
@@ -127,7 +127,7 @@ def audit_release(inp: ReleaseInputs, result: AuditResult) -> ReleaseRows:
     cuts = _cuts(inp, classes)
     _find_overlaps(inp, classes, cuts, result)
     pc, pg = _candidates(inp, classes, cuts)
-    in_region = np.bincount(pg, weights=inp.combos.counts[pc], minlength=classes.records.size).astype(np.int64)
+    in_region = np.bincount(pg, weights=inp.cells.counts[pc], minlength=classes.records.size).astype(np.int64)
     short = np.flatnonzero(in_region < classes.records)
     if short.size:
         s0 = int(short[0])
@@ -139,8 +139,8 @@ def audit_release(inp: ReleaseInputs, result: AuditResult) -> ReleaseRows:
     presence = inp.manifest.dilution is not Dilution.REGISTER
     present: BoolArray | None = None
     if inp.snapshot is not None:
-        present = np.zeros(inp.combos.counts.size, dtype=bool)
-        present[inp.snapshot.combo] = True
+        present = np.zeros(inp.cells.counts.size, dtype=bool)
+        present[inp.snapshot.cell] = True
     # published-count model: n_j from the register (dilution) or the published records
     # (presence); under presence, without the snapshot, every register individual of the
     # region is taken as linked (an upper bound), with it only the present ones
@@ -279,7 +279,7 @@ def _find_overlaps(inp: ReleaseInputs, classes: _Classes, cuts: _Cuts, result: A
         result.overlap_pairs += hits.size
         for h_i in hits[: max(0, MAX_LISTED_OVERLAPS - listed)]:
             result.overlaps.append(
-                Overlap(
+                RegionOverlap(
                     inp.manifest.release, _labels_of(inp, classes, int(i[h_i])), _labels_of(inp, classes, int(j[h_i]))
                 )
             )
@@ -287,11 +287,11 @@ def _find_overlaps(inp: ReleaseInputs, classes: _Classes, cuts: _Cuts, result: A
 
 
 def _candidates(inp: ReleaseInputs, classes: _Classes, cuts: _Cuts) -> tuple[IntArray, IntArray]:
-    """Candidates: the (combo, group) pairs whose region holds the combo."""
-    combos, group_nodes, g = inp.combos, classes.nodes, classes.nodes.shape[0]
-    c_nodes = np.empty((combos.counts.size, len(cuts.attrs)), dtype=np.int64)
+    """Candidates: the (cell, group) pairs whose region holds the cell."""
+    cells, group_nodes, g = inp.cells, classes.nodes, classes.nodes.shape[0]
+    c_nodes = np.empty((cells.counts.size, len(cuts.attrs)), dtype=np.int64)
     for k, (a, lookup) in enumerate(zip(cuts.attrs, cuts.lookups, strict=True)):
-        c_nodes[:, k] = lookup[combos.leaves[:, a]]
+        c_nodes[:, k] = lookup[cells.leaves[:, a]]
     covered = np.flatnonzero((c_nodes >= 0).all(axis=1))
     cut_radices = [classes.radices[a] for a in cuts.attrs]
     both = row_ids(np.vstack([group_nodes[:, cuts.attrs], c_nodes[covered]]), cut_radices)[0]
@@ -299,11 +299,11 @@ def _candidates(inp: ReleaseInputs, classes: _Classes, cuts: _Cuts) -> tuple[Int
     pair_c: list[IntArray] = []
     pair_g: list[IntArray] = []
     for ci, gi in equi_join(c_part, g_part):
-        combo = covered[ci]
+        cell = covered[ci]
         keep = np.ones(ci.size, dtype=bool)
         for a in cuts.others:
-            keep &= inp.trees[inp.qis[a]].contains(group_nodes[gi, a], combos.leaves[combo, a])
-        pair_c.append(combo[keep])
+            keep &= inp.trees[inp.qis[a]].contains(group_nodes[gi, a], cells.leaves[cell, a])
+        pair_c.append(cell[keep])
         pair_g.append(gi[keep])
     pc = np.concatenate(pair_c) if pair_c else np.empty(0, dtype=np.int64)
     pg = np.concatenate(pair_g) if pair_g else np.empty(0, dtype=np.int64)
@@ -322,12 +322,12 @@ def _mechanism_aware(
     """Mechanism-aware model: every snapshot record of s in the region counts, published or
     not; under presence every present individual of the region is a candidate."""
     assert inp.snapshot is not None
-    snapshot, combos, values, where = inp.snapshot, inp.combos, inp.values, inp.where
+    snapshot, cells, values, where = inp.snapshot, inp.cells, inp.values, inp.where
     g, n_s = classes.records.size, classes.n_s
     presence = inp.manifest.dilution is not Dilution.REGISTER
-    group_of_combo = np.full(combos.counts.size, -1, dtype=np.int64)
-    group_of_combo[pc] = pg  # disjoint regions: at most one group per combo (overlaps are findings)
-    rec_group = group_of_combo[snapshot.combo]
+    group_of_cell = np.full(cells.counts.size, -1, dtype=np.int64)
+    group_of_cell[pc] = pg  # disjoint regions: at most one group per cell (overlaps are findings)
+    rec_group = group_of_cell[snapshot.cell]
     uncovered = int((rec_group < 0).sum())
     if uncovered:
         result.findings.append(
@@ -345,14 +345,14 @@ def _mechanism_aware(
             f"their region, e.g. {_labels_of(inp, classes, int(over[0]))}; this is not the snapshot the release "
             "was made from"
         )
-    present_in = np.bincount(pg[present[pc]], weights=combos.counts[pc[present[pc]]], minlength=g).astype(np.int64)
+    present_in = np.bincount(pg[present[pc]], weights=cells.counts[pc[present[pc]]], minlength=g).astype(np.int64)
     n_j_star = present_in if presence else n_j
     linked = present[pc] if presence else pg >= 0
     return _history_rows(pc[linked], pg[linked], n_j_star, n_star)
 
 
 def _history_rows(pc: IntArray, pg: IntArray, n_j: IntArray, n_s: IntArray) -> History:
-    """History rows: every candidate combo (``pc``, in group ``pg``) x every protected
+    """History rows: every candidate cell (``pc``, in group ``pg``) x every protected
     value its group holds (``n_s[g, v] > 0``), with the group's n_j and n_{j,s}."""
     g = n_s.shape[0]
     nz_g, nz_v = np.nonzero(n_s)  # row-major: sorted by group

@@ -1,5 +1,5 @@
 """What an audit finds and how the command line shows it: :class:`AuditResult`, its
-:class:`Verdict`, :class:`Overlap` and :func:`format_report` (docs/design.md section 9;
+:class:`Verdict`, :class:`RegionOverlap` and :func:`format_report` (docs/design.md section 9;
 the verdicts and their exit statuses: docs/commands.md, "Exit codes")."""
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ class Verdict:
 
 
 @dataclass(frozen=True)
-class Overlap:
+class RegionOverlap:
     """Two groups of one release whose regions share at least one QI combination.
 
     Attributes:
@@ -153,7 +153,7 @@ class AuditResult:
     max_p_individuals: int = 0
     violations: int = 0
     violating_individuals: int = 0
-    overlaps: list[Overlap] = field(default_factory=list)
+    overlaps: list[RegionOverlap] = field(default_factory=list)
     overlap_pairs: int = 0
     findings: list[str] = field(default_factory=list)
     max_p_by_release: list[float] = field(default_factory=list)

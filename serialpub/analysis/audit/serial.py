@@ -1,10 +1,10 @@
 """Register individuals across a series whose register changes (docs/design.md section 10).
 
 Each release is audited against the register of its period, on that register's distinct QI
-combinations (:mod:`.combos`). Two individuals share every factor of p (paper 004, Lemma 4)
+combinations (:mod:`.cells`). Two individuals share every factor of p (paper 004, Lemma 4)
 only if they share a combination in *every* release, and the same presence in every
-release's register; those sequences are the *serial combos*. When the register never
-changes they are the combos of the one register, one to one.
+release's register; those sequences are the *serial cells*. When the register never
+changes they are the cells of the one register, one to one.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ IntArray = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True)
-class SerialCombos:
-    """Individuals of every register version (U), their serial combo (U,), the first
-    individual of every serial combo (S,), its size (S,), and its combo in each release's
+class SerialCells:
+    """Individuals of every register version (U), their serial cell (U,), the first
+    individual of every serial cell (S,), its size (S,), and its cell in each release's
     register, -1 where the individual was not in it (S, J)."""
 
     ids: pd.Index
@@ -36,15 +36,15 @@ class SerialCombos:
 
 
 class SerialBuilder:
-    """Serial combos, built one release at a time (:meth:`add`, then :meth:`done`)."""
+    """Serial cells, built one release at a time (:meth:`add`, then :meth:`done`)."""
 
     def __init__(self) -> None:
         self._ids = pd.Index(np.empty(0, dtype=object))
         self._code = np.empty(0, dtype=np.int64)
         self._local = np.empty((0, 0), dtype=np.int64)
 
-    def add(self, ids: pd.Index, combo_of_row: IntArray) -> None:
-        """Release j's register: its ids (N_j,) and the combo of each of its rows (N_j,)."""
+    def add(self, ids: pd.Index, cell_of_row: IntArray) -> None:
+        """Release j's register: its ids (N_j,) and the cell of each of its rows (N_j,)."""
         pos = np.asarray(self._ids.get_indexer(ids), dtype=np.int64)
         new = pos < 0
         if new.any():
@@ -52,7 +52,7 @@ class SerialBuilder:
             self._ids = self._ids.append(ids[new])
         previous = np.concatenate([self._code, np.full(len(self._ids) - self._code.size, -1, dtype=np.int64)])
         local = np.full(len(self._ids), -1, dtype=np.int64)
-        local[pos] = combo_of_row
+        local[pos] = cell_of_row
         code, first = factorize((previous + 1) * (int(local.max(initial=-1)) + 2) + (local + 1))
         before = previous[first]
         history = np.full((first.size, self._local.shape[1] + 1), -1, dtype=np.int64)
@@ -62,23 +62,23 @@ class SerialBuilder:
         self._code, self._local = code, history
 
     def repeat(self) -> None:
-        """The next release has the same register (and combos) as the one before."""
+        """The next release has the same register (and cells) as the one before."""
         self._local = np.concatenate([self._local, self._local[:, -1:]], axis=1)
 
-    def done(self) -> SerialCombos:
+    def done(self) -> SerialCells:
         counts = np.bincount(self._code, minlength=self._local.shape[0]).astype(np.int64)
         first = np.full(self._local.shape[0], -1, dtype=np.int64)
         first[self._code[::-1]] = np.arange(self._code.size - 1, -1, -1)  # lowest index wins
-        return SerialCombos(self._ids, self._code, first, counts, self._local)
+        return SerialCells(self._ids, self._code, first, counts, self._local)
 
 
 def to_serial(rows: History, local: IntArray) -> History:
-    """History rows over one release's combos, as rows over the serial combos that had
-    that combo in that release (``local``: the release's column of ``SerialCombos.local``)."""
+    """History rows over one release's cells, as rows over the serial cells that had
+    that cell in that release (``local``: the release's column of ``SerialCells.local``)."""
     order = np.argsort(local, kind="stable")
     ranked = local[order]
-    lo = np.searchsorted(ranked, rows.combo, side="left").astype(np.int64)
-    hi = np.searchsorted(ranked, rows.combo, side="right").astype(np.int64)
+    lo = np.searchsorted(ranked, rows.cell, side="left").astype(np.int64)
+    hi = np.searchsorted(ranked, rows.cell, side="right").astype(np.int64)
     parts = list(expand_ranges(lo, hi, JOIN_CHUNK))
     if not parts:
         return History(*(np.empty(0, dtype=np.int64) for _ in range(4)))

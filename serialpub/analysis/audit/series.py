@@ -24,7 +24,7 @@ from anonymizer.intervals import release_hierarchies
 from anonymizer.noisy_split import MAX_EPSILON
 from anonymizer.privacy import exceeds_threshold, survival_factor, survival_products
 from anonymizer.settings import Dilution, Guarantee, PartitionTest
-from serialpub.analysis.audit.combos import Combos, IntArray, register_combos, snapshot_records
+from serialpub.analysis.audit.cells import Cells, IntArray, register_cells, snapshot_records
 from serialpub.analysis.audit.geometry import Tree, distinct_sorted
 from serialpub.analysis.audit.learners import run_learners
 from serialpub.analysis.audit.manifest import ParsedManifest, marginal_findings, parse_manifest
@@ -105,29 +105,29 @@ def audit_releases(
     published_local: list[History] = []
     proven_local: list[History] = []
     mechanism_local: list[History] = []
-    previous: tuple[object, object, Combos] | None = None
+    previous: tuple[object, object, Cells] | None = None
     sharing: list[ParsedManifest] = []  # the releases read with the register of ``previous``
     tree_of: dict[int, Tree] = {}  # per hierarchy object (the sets share them)
-    learned: list[tuple[Combos, dict[str, Hierarchy], Geometry]] = []
+    learned: list[tuple[Cells, dict[str, Hierarchy], Geometry]] = []
     for j, ((directory, _, data), pm) in enumerate(zip(releases, parsed, strict=True)):
         reg, hs = registers[j], hierarchy_sets[j]
         missing = [q for q in qis if q not in hs]
         if missing:
             raise InputError(f"no hierarchy for quasi-identifier(s) {', '.join(missing)}; add hierarchies/<qi>.csv")
         if previous is not None and previous[0] is reg and previous[1] is hs:
-            combos = previous[2]  # the same register and hierarchies as the release before
+            cells = previous[2]  # the same register and hierarchies as the release before
             serial.repeat()
         else:
             if previous is not None:
                 result.findings.extend(marginal_findings(previous[0], sharing))
-            combos = register_combos(reg, id_column, qis, hs, per_individual)
-            previous, sharing = (reg, hs, combos), []
-            serial.add(pd.Index(reg[id_column].astype(str).to_numpy()), combos.combo_of_row)
+            cells = register_cells(reg, id_column, qis, hs, per_individual)
+            previous, sharing = (reg, hs, cells), []
+            serial.add(pd.Index(reg[id_column].astype(str).to_numpy()), cells.cell_of_row)
         sharing.append(pm)
         snap = None
         if snapshots is not None:
             table, where = snapshots[j]
-            snap = snapshot_records(table, reg, id_column, pm.sensitive, values, combos, where)
+            snap = snapshot_records(table, reg, id_column, pm.sensitive, values, cells, where)
         for q in qis:
             if id(hs[q]) not in tree_of:  # the hierarchy objects live as long as hierarchy_sets
                 tree_of[id(hs[q])] = Tree.of(hs[q])
@@ -138,9 +138,9 @@ def audit_releases(
             except ValueError as exc:
                 raise InputError(f"{directory / 'manifest.json'}: numeric_quasi_identifiers: {exc}") from None
             trees |= {q: Tree.of(extended[q]) for q in pm.numeric if q in data.columns}
-        rows = audit_release(ReleaseInputs(directory, pm, data, qis, trees, combos, values, snap), result)
+        rows = audit_release(ReleaseInputs(directory, pm, data, qis, trees, cells, values, snap), result)
         if learners:
-            learned.append((combos, hs, rows.geometry))
+            learned.append((cells, hs, rows.geometry))
         published_local.append(rows.published)
         proven_local.append(rows.proven)
         if rows.mechanism is not None:
@@ -148,34 +148,34 @@ def audit_releases(
 
     if previous is not None:
         result.findings.extend(marginal_findings(previous[0], sharing))
-    combos_all = serial.done()
+    cells_all = serial.done()
     if learners:
-        result.learners = run_learners(qis, values, parsed, learned, combos_all, snapshots, id_column, learners)
-    published = [to_serial(h, combos_all.local[:, j]) for j, h in enumerate(published_local)]
-    pub_summary = _summarize(published, combos_all.counts, values, latest.ell)
+        result.learners = run_learners(qis, values, parsed, learned, cells_all, snapshots, id_column, learners)
+    published = [to_serial(h, cells_all.local[:, j]) for j, h in enumerate(published_local)]
+    pub_summary = _summarize(published, cells_all.counts, values, latest.ell)
     result.published_count_max_p = pub_summary.max_p
     decided = proven = pub_summary
     if snapshots is not None:
-        mechanism = [to_serial(h, combos_all.local[:, j]) for j, h in enumerate(mechanism_local)]
-        decided = proven = _summarize(mechanism, combos_all.counts, values, latest.ell)
+        mechanism = [to_serial(h, cells_all.local[:, j]) for j, h in enumerate(mechanism_local)]
+        decided = proven = _summarize(mechanism, cells_all.counts, values, latest.ell)
         result.mechanism_max_p = decided.max_p
     else:
         _bound_notes(parsed, result)
         if result.bound_releases and pub_summary.violations:
             # what the published files prove: only the links they show (a lower bound on p)
-            links = [to_serial(h, combos_all.local[:, j]) for j, h in enumerate(proven_local)]
-            proven = _summarize(links, combos_all.counts, values, latest.ell)
+            links = [to_serial(h, cells_all.local[:, j]) for j, h in enumerate(proven_local)]
+            proven = _summarize(links, cells_all.counts, values, latest.ell)
     result.proven_violations = proven.violations
     result.proven_violating_individuals = proven.violating_individuals
     result.max_p_by_release = decided.by_release
     if decided.best is None:
         return result
-    best_combo, best_value, best_linked = decided.best
+    best_cell, best_value, best_linked = decided.best
     result.max_p = decided.max_p
-    result.max_p_individual = str(combos_all.ids[int(combos_all.first[best_combo])])
+    result.max_p_individual = str(cells_all.ids[int(cells_all.first[best_cell])])
     result.max_p_value = values[best_value]
     result.max_p_releases = best_linked
-    result.max_p_individuals = int(combos_all.counts[best_combo])
+    result.max_p_individuals = int(cells_all.counts[best_cell])
     result.violations = decided.violations
     result.violating_individuals = decided.violating_individuals
     return result
@@ -284,7 +284,7 @@ def _span(numbers: list[int]) -> str:
 
 @dataclass(frozen=True)
 class _Summary:
-    """Max p, its pair (combo, value index, linked releases), the violations and the max
+    """Max p, its pair (cell, value index, linked releases), the violations and the max
     after each release, of one set of history rows."""
 
     max_p: float
@@ -295,27 +295,27 @@ class _Summary:
 
 
 def _summarize(hist: list[History], counts: IntArray, values: list[str], ell: float) -> _Summary:
-    """p per (combo, protected value) over the releases' history rows (paper 004, Lemma 4),
+    """p per (cell, protected value) over the releases' history rows (paper 004, Lemma 4),
     the exact verdict p > 1/ℓ (:func:`anonymizer.privacy.exceeds_threshold`)."""
-    combo = np.concatenate([h.combo for h in hist])
+    cell = np.concatenate([h.cell for h in hist])
     value = np.concatenate([h.value for h in hist])
     n = np.concatenate([h.n for h in hist])
     n_s = np.concatenate([h.n_s for h in hist])
-    release_of = np.repeat(np.arange(len(hist)), [h.combo.size for h in hist])
-    if combo.size == 0:
+    release_of = np.repeat(np.arange(len(hist)), [h.cell.size for h in hist])
+    if cell.size == 0:
         return _Summary(0.0, None, 0, 0, [0.0] * len(hist))
 
-    pair_key = combo * len(values) + value
+    pair_key = cell * len(values) + value
     pair, pair_first = factorize(pair_key)
     pair_keys = pair_key[pair_first]
     n_pairs = pair_keys.size
-    pair_combo, pair_value = pair_keys // len(values), pair_keys % len(values)
+    pair_cell, pair_value = pair_keys // len(values), pair_keys % len(values)
 
     # max p after each release (rows are in release order): running survival products;
     # the reported max p and the verdict below come from privacy's own functions
     factor = survival_factor(n, n_s)
     running = np.ones(n_pairs)
-    bounds = np.cumsum([0, *(h.combo.size for h in hist)])
+    bounds = np.cumsum([0, *(h.cell.size for h in hist)])
     by_release = []
     for lo, hi in itertools.pairwise(bounds):
         np.multiply.at(running, pair[lo:hi], factor[lo:hi])
@@ -327,8 +327,8 @@ def _summarize(hist: list[History], counts: IntArray, values: list[str], ell: fl
     breach = exceeds_threshold(pair, n, n_s, n_pairs, ell)
     return _Summary(
         max_p=float(p[best]),
-        best=(int(pair_combo[best]), int(pair_value[best]), int(linked[best])),
-        violations=int(counts[pair_combo[breach]].sum()),
-        violating_individuals=int(counts[distinct_sorted(pair_combo[breach])].sum()),
+        best=(int(pair_cell[best]), int(pair_value[best]), int(linked[best])),
+        violations=int(counts[pair_cell[breach]].sum()),
+        violating_individuals=int(counts[distinct_sorted(pair_cell[breach])].sum()),
         by_release=by_release,
     )

@@ -49,7 +49,7 @@ class ReleaseInputs:
     register: Register
     hierarchies: dict[str, Hierarchy]
     spans: list[HierarchyIndex]
-    combos: RegisterCells
+    cells: RegisterCells
     in_series: IntArray
 
 

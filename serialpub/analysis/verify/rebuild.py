@@ -130,7 +130,7 @@ def rebuild_release(
     value[~np.isin(sens, pm.protected_values)] = -1  # only the values this release protected link
     groups = group_release(nodes[known], value, len(values), [hs[q] for q in ctx.qis])
     g = groups.records.size
-    located = locate_groups(inp.combos.leaves, groups.nodes, spans)
+    located = locate_groups(inp.cells.leaves, groups.nodes, spans)
     if located.overlap_pairs:
         i, j = located.overlaps[0]
         report.add(
@@ -138,7 +138,7 @@ def rebuild_release(
             f"{where}: {located.overlap_pairs} pair(s) of groups overlap, e.g. "
             f"{_show(ctx, hs, groups.nodes[i])} and {_show(ctx, hs, groups.nodes[j])}",
         )
-    group_of_ind = located.group_of_combo[inp.combos.of_individual]
+    group_of_ind = located.group_of_cell[inp.cells.of_individual]
     in_region = np.bincount(group_of_ind[group_of_ind >= 0], minlength=g).astype(np.int64)
     short = np.flatnonzero(groups.records > in_region)
     if short.size:

@@ -1,8 +1,8 @@
 """The register and the snapshots as the audit counts them: distinct QI combinations.
 
 Individuals with the same QI values share every factor of p (paper 004, Lemma 4), so the
-audit works on the register's distinct QI combinations ("combos") with their counts, and
-reads a snapshot as the combo and protected value of every record.
+audit works on the register's distinct QI combinations ("cells") with their counts, and
+reads a snapshot as the cell and protected value of every record.
 """
 
 from __future__ import annotations
@@ -22,25 +22,25 @@ IntArray = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True)
-class Combos:
+class Cells:
     """Distinct register QI combinations: leaves (C, d), counts (C,), a representative row,
-    and the combo of every register row (N,). With ``per_individual`` every individual is
-    a combo of its own (the presence audit with snapshots, where individuals with equal QI
+    and the cell of every register row (N,). With ``per_individual`` every individual is
+    a cell of its own (the presence audit with snapshots, where individuals with equal QI
     values differ in presence)."""
 
     leaves: IntArray
     counts: IntArray
     first_row: IntArray
-    combo_of_row: IntArray
+    cell_of_row: IntArray
 
 
-def register_combos(
+def register_cells(
     register: pd.DataFrame,
     id_column: str,
     qis: list[str],
     hierarchies: dict[str, Hierarchy],
     per_individual: bool = False,
-) -> Combos:
+) -> Cells:
     missing = [c for c in [id_column, *qis] if c not in register.columns]
     if missing:
         raise InputError(
@@ -75,18 +75,18 @@ def register_combos(
         leaves[:, a] = mapped[codes]
     if per_individual:
         rows = np.arange(n, dtype=np.int64)
-        return Combos(leaves.astype(np.int64), np.ones(n, dtype=np.int64), rows, rows)
+        return Cells(leaves.astype(np.int64), np.ones(n, dtype=np.int64), rows, rows)
     codes, first = row_ids(leaves, [hierarchies[q].n_leaves for q in qis])
     counts = np.bincount(codes, minlength=first.size).astype(np.int64)
-    return Combos(leaves[first].astype(np.int64), counts, first, codes)
+    return Cells(leaves[first].astype(np.int64), counts, first, codes)
 
 
 @dataclass(frozen=True)
 class Snapshot:
-    """One release's snapshot as the data holder's audit reads it: the combo of every
+    """One release's snapshot as the data holder's audit reads it: the cell of every
     record and the index of its protected value (-1 for none), both shape (R,)."""
 
-    combo: IntArray
+    cell: IntArray
     value: IntArray
 
 
@@ -96,10 +96,10 @@ def snapshot_records(
     id_column: str,
     sensitive: str,
     values: list[str],
-    combos: Combos,
+    cells: Cells,
     where: str,
 ) -> Snapshot:
-    """The records of one snapshot (id and sensitive columns as text) as combos and
+    """The records of one snapshot (id and sensitive columns as text) as cells and
     protected-value indexes; ids must be unique and in the register."""
     for col in (id_column, sensitive):
         if col not in table.columns:
@@ -116,4 +116,4 @@ def snapshot_records(
     # a value spelled another way is the protected value it spells (serialpub.io.spelling)
     codes, labels = pd.factorize(table[sensitive].astype(str))
     value = value_codes(values, list(labels))[codes]
-    return Snapshot(combo=combos.combo_of_row[rows], value=value)
+    return Snapshot(cell=cells.cell_of_row[rows], value=value)
