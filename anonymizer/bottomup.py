@@ -66,8 +66,13 @@ class _Sums:
 
 
 def _candidate_sums(
-    groups: Groups, selections: dict[int, npt.NDArray[np.bool_]], parents: Sequence[IntArray],
-    leaves: Sequence[IntArray], radix: Sequence[int], row_need: IntArray, n_of: Callable[[Groups], IntArray],
+    groups: Groups,
+    selections: dict[int, npt.NDArray[np.bool_]],
+    parents: Sequence[IntArray],
+    leaves: Sequence[IntArray],
+    radix: Sequence[int],
+    row_need: IntArray,
+    n_of: Callable[[Groups], IntArray],
     presence: bool,
 ) -> dict[int, _Sums]:
     """:class:`_Sums` of several attributes at once, each over the group rows selected for
@@ -97,8 +102,10 @@ def _candidate_sums(
     records = groups.records[source]
     # merged groups without records cannot need suppression: find the rows of the others
     # by lookup, so the many rows of record-less merges are never sorted
-    member = np.isin(code, code[records > 0]) if code.size < 20_000 else np.asarray(
-        pd.Index(code).isin(code[records > 0]), dtype=bool
+    member = (
+        np.isin(code, code[records > 0])
+        if code.size < 20_000
+        else np.asarray(pd.Index(code).isin(code[records > 0]), dtype=bool)
     )
     sel = np.flatnonzero(member)
     if sel.size:
@@ -119,7 +126,8 @@ def _candidate_sums(
         v_all = parent_node[mine]
         rows = source[mine]
         loss = np.bincount(
-            v_all, weights=groups.records[rows] * (leaves[a][v_all] - leaves[a][groups.keys[rows, a]]),
+            v_all,
+            weights=groups.records[rows] * (leaves[a][v_all] - leaves[a][groups.keys[rows, a]]),
             minlength=radix[a],
         )
         kept = mine & member
@@ -227,8 +235,14 @@ def generalize(cells: Cells, hierarchies: Sequence[Hierarchy], presence: bool, b
         par = parents[a]
         touched_before = par[groups.keys[:, a]] == v
         old_part = _candidate_sums(
-            groups, {b: candidate_rows(groups, b, touched_before) for b in range(d) if b != a},
-            parents, leaves, radix, row_need, n_of, presence,
+            groups,
+            {b: candidate_rows(groups, b, touched_before) for b in range(d) if b != a},
+            parents,
+            leaves,
+            radix,
+            row_need,
+            n_of,
+            presence,
         )
         node_of_leaf[a] = np.where(par[node_of_leaf[a]] == v, v, node_of_leaf[a])
         in_cut[a][par == v] = False

@@ -192,9 +192,16 @@ class JointRelease:
         group_of_cell = np.full(cells.counts.size, -1, dtype=np.int64)
         group_of_cell[ci] = gi
         out = cls(
-            tuple(qis), tuple(hierarchies), values, groups.nodes, groups.counts, cells.leaves, cells.counts,
-            group_of_cell, int(suppressed),
-        )  # fmt: skip
+            tuple(qis),
+            tuple(hierarchies),
+            values,
+            groups.nodes,
+            groups.counts,
+            cells.leaves,
+            cells.counts,
+            group_of_cell,
+            int(suppressed),
+        )
         short = np.flatnonzero(out.register_in_group < groups.records)
         if short.size:
             raise ValueError(
@@ -504,9 +511,15 @@ def histogram_release(release: JointRelease, values: Sequence[str], counts: npt.
     roots = np.array([[h.root for h in release.hierarchies]], dtype=np.int64)
     hist = np.asarray(counts, dtype=np.int64).reshape(1, -1)
     return JointRelease(
-        release.qis, release.hierarchies, tuple(values), roots, hist, release.cell_leaves, release.cell_counts,
+        release.qis,
+        release.hierarchies,
+        tuple(values),
+        roots,
+        hist,
+        release.cell_leaves,
+        release.cell_counts,
         np.zeros(release.cell_counts.size, dtype=np.int64),
-    )  # fmt: skip
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -556,9 +569,14 @@ def joint_workload_error(workload: Workload, release: JointRelease, histogram: n
     errors = np.abs(actual - est) / actual
     base_errors = np.abs(actual - base_est) / actual
     return JointWorkloadError(
-        float(errors.mean()), float(np.median(errors)), float(np.percentile(errors, 85)), float(base_errors.mean()),
-        est, errors, base_errors,
-    )  # fmt: skip
+        float(errors.mean()),
+        float(np.median(errors)),
+        float(np.percentile(errors, 85)),
+        float(base_errors.mean()),
+        est,
+        errors,
+        base_errors,
+    )
 
 
 def _as_text(ranges: QueryRanges) -> QueryRanges:

@@ -78,10 +78,12 @@ class ValueCounts:
         else:
             req_row, table = np.zeros(n_cells, dtype=np.int64), np.empty((min(n_cells, 1), 0))
         return cls(
-            cell=cell.astype(np.int64), value=value.astype(np.int64),
+            cell=cell.astype(np.int64),
+            value=value.astype(np.int64),
             count=np.asarray(counts[cell, value], dtype=np.int64),
-            req_row=np.asarray(req_row, dtype=np.int64).ravel(), table=table,
-        )  # fmt: skip
+            req_row=np.asarray(req_row, dtype=np.int64).ravel(),
+            table=table,
+        )
 
     @property
     def n_values(self) -> int:
@@ -92,9 +94,12 @@ class ValueCounts:
         new_index = np.cumsum(keep) - 1
         entry = keep[self.cell]
         return ValueCounts(
-            cell=new_index[self.cell[entry]], value=self.value[entry], count=self.count[entry],
-            req_row=self.req_row[keep], table=self.table,
-        )  # fmt: skip
+            cell=new_index[self.cell[entry]],
+            value=self.value[entry],
+            count=self.count[entry],
+            req_row=self.req_row[keep],
+            table=self.table,
+        )
 
     def regions(self, region_of_cell: IntArray, n_regions: int) -> RegionCounts:
         """Counts per (region, value), every cell in the region ``region_of_cell`` gives it."""
@@ -105,15 +110,20 @@ class ValueCounts:
         """Counts per (part, value) and the requirement rows per part; ``part_of_cell``
         shape (C,), -1 for a cell in no part; every part in [0, n_parts) holds a cell."""
         in_part = part_of_cell[self.cell] >= 0
-        part, value, count = _sum_by(part_of_cell[self.cell[in_part]], self.value[in_part], self.count[in_part],
-                                     self.n_values)  # fmt: skip
+        part, value, count = _sum_by(
+            part_of_cell[self.cell[in_part]], self.value[in_part], self.count[in_part], self.n_values
+        )
         cells = np.flatnonzero(part_of_cell >= 0)
         n_rows = np.int64(self.table.shape[0])
         pair = np.unique(part_of_cell[cells] * n_rows + self.req_row[cells])  # distinct (part, row)
         return PartCounts(
-            part=part, value=value, count=count,
-            req_start=_csr_start(pair // n_rows, n_parts), req_rows=pair % n_rows, table=self.table,
-        )  # fmt: skip
+            part=part,
+            value=value,
+            count=count,
+            req_start=_csr_start(pair // n_rows, n_parts),
+            req_rows=pair % n_rows,
+            table=self.table,
+        )
 
 
 @dataclass(frozen=True)

@@ -63,8 +63,15 @@ if TYPE_CHECKING:
     from anonymizer.joint import JointWorkloadError
 
 __all__ = [
-    "QueryErrorResult", "QueryRanges", "WeightedEstimate", "Workload", "average_relative_error", "draw_queries",
-    "draw_workload", "estimate_workload", "evaluate_queries",
+    "QueryErrorResult",
+    "QueryRanges",
+    "WeightedEstimate",
+    "Workload",
+    "average_relative_error",
+    "draw_queries",
+    "draw_workload",
+    "estimate_workload",
+    "evaluate_queries",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -414,13 +421,13 @@ def _answers(
     by_group = np.argsort(group_of, kind="stable")
     bounds = np.searchsorted(group_of[by_group], np.arange(len(patterns) + 1))
     for g, pattern in enumerate(patterns):
-        queries = by_group[bounds[g]:bounds[g + 1]]
+        queries = by_group[bounds[g] : bounds[g + 1]]
         attrs = tuple(np.flatnonzero(pattern).tolist())
         qi_rows, by_value = table.factor(attrs, [hierarchies[names[i]].n_nodes for i in attrs], n_sens)
         width = max(len(qi_rows[0]) if attrs else 1, *(hierarchies[names[i]].n_nodes for i in attrs), n_sens)
         step = max(1, CHUNK_ELEMENTS // width)
         for start in range(0, len(queries), step):
-            chunk = queries[start:start + step]
+            chunk = queries[start : start + step]
             # F[q, r]: the share of distinct QI row r inside query q's ranges (Π_i F_i)
             shares = np.ones((len(chunk), len(qi_rows[0]) if attrs else 1), dtype=np.float64)
             for i, col in zip(attrs, qi_rows, strict=True):
@@ -472,7 +479,6 @@ def evaluate_queries(
     weights = _leaf_weights(hierarchies, leaf_weights)
     actual = np.rint(_answers(raw_t, hierarchies, spans, ranges)).astype(np.int64)
     return actual, _answers(pub_t, hierarchies, spans, ranges, weights)
-
 
 
 # --------------------------------------------------------------------------------------
@@ -637,9 +643,13 @@ def draw_workload(
 
 
 def _check_arguments(
-    raw: pd.DataFrame, hierarchies: Mapping[str, Hierarchy], sensitive: str, n_queries: int, qd: int,
+    raw: pd.DataFrame,
+    hierarchies: Mapping[str, Hierarchy],
+    sensitive: str,
+    n_queries: int,
+    qd: int,
     selectivity: float,
-) -> None:  # fmt: skip
+) -> None:
     if n_queries < 1:
         raise ValueError(f"n_queries must be >= 1, got {n_queries}")
     check_parameters(n_queries, qd, selectivity)

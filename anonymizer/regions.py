@@ -127,6 +127,7 @@ class RegisterCells:
         leaves = np.asarray(keys[first], dtype=np.int64).reshape(-1, keys.shape[1])
         return cls(codes, leaves, first, np.bincount(codes, minlength=first.size).astype(np.int64))
 
+
 @dataclass(frozen=True)
 class ReleaseGroups:
     """The groups of one release as published.
@@ -238,7 +239,10 @@ class PresenceShown:
 
 
 def presence_shown(
-    cells: RegisterCells, group_nodes: IntArray, group_records: IntArray, hierarchies: Sequence[Hierarchy],
+    cells: RegisterCells,
+    group_nodes: IntArray,
+    group_records: IntArray,
+    hierarchies: Sequence[Hierarchy],
     cover: tuple[IntArray, IntArray] | None = None,
 ) -> PresenceShown:
     """:class:`PresenceShown` of one release, from the register's cells and the groups'

@@ -90,9 +90,15 @@ class PrivacyParams:
 
     def __post_init__(self) -> None:
         # a setting given by its spelling becomes its enumeration member; any other is refused here
-        for name, kind in (("strategy", Strategy), ("guarantee", Guarantee), ("suppression_model", SuppressionModel),
-                           ("after_k_prime", AfterKPrime), ("algorithm", Algorithm),
-                           ("partition_model", PartitionModel), ("partition_test", PartitionTest)):  # fmt: skip
+        for name, kind in (
+            ("strategy", Strategy),
+            ("guarantee", Guarantee),
+            ("suppression_model", SuppressionModel),
+            ("after_k_prime", AfterKPrime),
+            ("algorithm", Algorithm),
+            ("partition_model", PartitionModel),
+            ("partition_test", PartitionTest),
+        ):
             value = getattr(self, name)
             if value not in set(kind):
                 raise ValueError(f"{name} must be one of {tuple(m.value for m in kind)}, got {value!r}")
@@ -106,8 +112,9 @@ class PrivacyParams:
         if self.partition_test is PartitionTest.NOISY:
             eps = self.partition_epsilon
             if eps is None or not (0 < eps <= MAX_EPSILON * (1 + 1e-12)):
-                raise ValueError(f"partition_test noisy needs partition_epsilon in (0, ln 2 = {MAX_EPSILON:.4f}], "
-                                 f"got {eps!r}")  # fmt: skip
+                raise ValueError(
+                    f"partition_test noisy needs partition_epsilon in (0, ln 2 = {MAX_EPSILON:.4f}], got {eps!r}"
+                )
             if self.algorithm is not Algorithm.TOPDOWN or self.partition_model is not PartitionModel.PUBLISHED:
                 raise ValueError("partition_test noisy needs algorithm topdown and partition_model published")
 
@@ -427,8 +434,9 @@ def anonymize_history(
     )
     if params.algorithm is Algorithm.TOPDOWN:
         noisy = NoisyPartition(test, noise) if test is not None and noise is not None else None
-        gen = topdown.partition(cells, hierarchies, presence, split_rule, model=params.partition_model,
-                                explain=explain, noisy=noisy)  # fmt: skip
+        gen = topdown.partition(
+            cells, hierarchies, presence, split_rule, model=params.partition_model, explain=explain, noisy=noisy
+        )
     else:
         gen = generalize(cells, hierarchies, presence, budget)
     group_of_record = gen.group_of_cell[cell_of_record]
@@ -448,9 +456,9 @@ def anonymize_history(
         group_of_ind = np.full(n_ind, -1, dtype=np.int64)
         group_of_ind[members] = member_group
     # group_of_ind is this call's own array: the update may write its keys into it
-    new_history = advance_history(
-        history, group_of_ind, n_j, np.where(live[:, None], kept_counts, 0), overwrite=True
-    )[0]
+    new_history = advance_history(history, group_of_ind, n_j, np.where(live[:, None], kept_counts, 0), overwrite=True)[
+        0
+    ]
     return ReleaseResult(
         published=published,
         group_of_record=np.where(published, renumber[group_of_record], -1),

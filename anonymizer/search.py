@@ -120,9 +120,15 @@ class RequirementInfeasibleError(ValueInfeasibleError):
     """
 
     def __init__(
-        self, value: int, qi_values: str, individuals: int, requirement: float, records: int, candidates: int,
+        self,
+        value: int,
+        qi_values: str,
+        individuals: int,
+        requirement: float,
+        records: int,
+        candidates: int,
         stuck: int,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.values, self.qi_values, self.individuals = [value], qi_values, individuals
         self.requirement, self.records, self.candidates, self.stuck = requirement, records, candidates, stuck
         super().__init__(self.describe([f"protected value {value}"]))

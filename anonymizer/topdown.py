@@ -40,6 +40,7 @@ the hierarchies' depths) and QIs.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -159,9 +160,14 @@ def _stuck_failure(n: IntArray, cells: Cells, hierarchies: Sequence[Hierarchy], 
     v = int(np.argmax(short))
     holders = req[:, v] == high[v]
     return RequirementInfeasibleError(
-        v, qi_values(int(np.flatnonzero(holders)[0])), int(n[holders].sum()), float(high[v]), int(records[v]), total,
+        v,
+        qi_values(int(np.flatnonzero(holders)[0])),
+        int(n[holders].sum()),
+        float(high[v]),
+        int(records[v]),
+        total,
         stuck,
-    )  # fmt: skip
+    )
 
 
 def _segments(sorted_keys: IntArray) -> IntArray:
@@ -232,11 +238,41 @@ class _OpenCells:
     values: ValueCounts
 
 
+def _split_on(
+    a: int,
+    *,
+    trees: Sequence[_Tree],
+    region: IntArray,
+    n_open: int,
+    open_nodes: IntArray,
+    cells: _OpenCells,
+    presence: bool,
+    rule: str,
+    forced: bool,
+    region_counts: RegionCounts | None,
+    explain: bool,
+    noisy: bool,
+) -> _Split:
+    """:func:`_split` on QI ``a``, with its tree and its column of the open regions' nodes."""
+    return _split(
+        a, trees[a], region, n_open, open_nodes[:, a], cells, presence, rule, forced, region_counts, explain, noisy
+    )
+
+
 def _split(
-    a: int, tree: _Tree, region: IntArray, n_open: int, node: IntArray, cells: _OpenCells, presence: bool,
-    rule: str, forced: bool, region_counts: RegionCounts | None = None, explain: bool = False,
+    a: int,
+    tree: _Tree,
+    region: IntArray,
+    n_open: int,
+    node: IntArray,
+    cells: _OpenCells,
+    presence: bool,
+    rule: str,
+    forced: bool,
+    region_counts: RegionCounts | None = None,
+    explain: bool = False,
     noisy: bool = False,
-) -> _Split:  # fmt: skip
+) -> _Split:
     """Aggregate the split of every open region on QI ``a`` (``node``: its node per region).
     ``forced``: some open region breaks its requirement, so the parts' suppression need,
     which only such regions use to choose their split, is computed (0 otherwise).
@@ -318,14 +354,22 @@ def _split(
             margin = np.where(np.isfinite(req), part_n[parts.part] - req * parts.count, -np.inf)
         own_slack = np.full(n_open, np.inf)
         np.minimum.at(own_slack, part_region[parts.part], margin)
-    return _Split(part_of_cell, part_region, part_valid, splittable & all_valid, splittable, need, score, block,
-                  own_slack)  # fmt: skip
+    return _Split(
+        part_of_cell, part_region, part_valid, splittable & all_valid, splittable, need, score, block, own_slack
+    )
 
 
 def _blocking(
-    n_open: int, part_region: IntArray, part_child: IntArray, part_n: IntArray, entry_part: IntArray,
-    entry_value: IntArray, entry_count: IntArray, entry_req: FloatArray, ok: BoolArray,
-) -> _Block:  # fmt: skip
+    n_open: int,
+    part_region: IntArray,
+    part_child: IntArray,
+    part_n: IntArray,
+    entry_part: IntArray,
+    entry_value: IntArray,
+    entry_count: IntArray,
+    entry_req: FloatArray,
+    ok: BoolArray,
+) -> _Block:
     """Per region, the failing admission entry with the least slack (:class:`_Block`): one
     sort of the failing entries by (region, slack), no loop."""
     fail = np.flatnonzero(~ok)
@@ -350,8 +394,13 @@ def _blocking(
 
 
 def partition(
-    cells: Cells, hierarchies: Sequence[Hierarchy], presence: bool, rule: str = DEFAULT_SPLIT_RULE,
-    model: PartitionModel = PartitionModel.PUBLISHED, explain: bool = False, noisy: NoisyPartition | None = None,
+    cells: Cells,
+    hierarchies: Sequence[Hierarchy],
+    presence: bool,
+    rule: str = DEFAULT_SPLIT_RULE,
+    model: PartitionModel = PartitionModel.PUBLISHED,
+    explain: bool = False,
+    noisy: NoisyPartition | None = None,
 ) -> Generalization:
     """Split the QI domain top-down into regions that each meet their requirement.
 
@@ -419,12 +468,22 @@ def partition(
             forced = not open_valid.all()
             # the QIs' splits are independent array work (numpy releases the GIL in it): two at a
             # time on the machine's cores; the list keeps the QI order, so the result is the same.
-            # (map() returns a list before the loop's variables change: B023 does not apply)
-            splits = splitters.map(
-                lambda a: _split(a, trees[a], region_of_cell, n_open, open_nodes[:, a], sub, presence, rule,  # noqa: B023
-                                 forced, region_counts, explain, noisy is not None),  # noqa: B023
-                range(d),
-            )  # fmt: skip
+            # (the level's values are bound here, not read by a closure from the loop)
+            split_on = functools.partial(
+                _split_on,
+                trees=trees,
+                region=region_of_cell,
+                n_open=n_open,
+                open_nodes=open_nodes,
+                cells=sub,
+                presence=presence,
+                rule=rule,
+                forced=forced,
+                region_counts=region_counts,
+                explain=explain,
+                noisy=noisy is not None,
+            )
+            splits = splitters.map(split_on, range(d))
             # choose per region: the best admissible split; an invalid region takes the least need
             admissible = np.stack([s.admissible for s in splits], axis=1)  # (R, d)
             splittable = np.stack([s.splittable for s in splits], axis=1)
@@ -453,8 +512,11 @@ def partition(
             if explain:
                 region_n = np.bincount(region_of_cell, weights=sub.n, minlength=n_open).astype(np.int64)
                 valid_now, ok_now = np.asarray(open_valid, dtype=bool), np.asarray(has_ok, dtype=bool)
-                levels.append(level_report(len(levels) + 1, valid_now, ok_now, splittable, region_n,
-                                           [s.block for s in splits], hierarchies))  # fmt: skip
+                levels.append(
+                    level_report(
+                        len(levels) + 1, valid_now, ok_now, splittable, region_n, [s.block for s in splits], hierarchies
+                    )
+                )
                 if noisy is not None:
                     levels[-1]["noisy_taken"] = int(noisy_taken.sum())
             final_region = choice < 0
@@ -479,7 +541,11 @@ def partition(
             open_nodes = _narrow(leaves[open_cells], region_of_cell, first.size, trees)
             open_valid = np.concatenate([s.part_valid for s in splits])[global_part[first]]
         groups, group_of_cell = aggregate(
-            final_node_of_cell, [h.n_nodes for h in hierarchies], cells.candidates, cells.records, cells.counts,
+            final_node_of_cell,
+            [h.n_nodes for h in hierarchies],
+            cells.candidates,
+            cells.records,
+            cells.counts,
             cells.requirement,
         )
     return Generalization(
@@ -497,9 +563,14 @@ TOP_BLOCKS = 5
 
 
 def level_report(
-    level: int, valid: BoolArray, has_ok: BoolArray, splittable: BoolArray, region_n: IntArray,
-    blocks: Sequence[_Block | None], hierarchies: Sequence[Hierarchy],
-) -> dict[str, object]:  # fmt: skip
+    level: int,
+    valid: BoolArray,
+    has_ok: BoolArray,
+    splittable: BoolArray,
+    region_n: IntArray,
+    blocks: Sequence[_Block | None],
+    hierarchies: Sequence[Hierarchy],
+) -> dict[str, object]:
     """What one level of the search did, and why the regions that stayed whole did.
 
     A region is *blocked* when it meets its requirement and some QI could split it, but no
@@ -545,16 +616,22 @@ def level_report(
         r, a = int(rows[r_i]), int(qi[r_i])
         b = blocks[a]
         assert b is not None
-        found.append({
-            "qi": hierarchies[a].attribute, "value": int(b.value[r]), "regions": int(members.size),
-            "candidates": int(cand[k]),
-            "example": {
-                "region_candidates": int(region_n[r]), "part": hierarchies[a].labels[int(b.part_child[r])],
-                "part_n": int(b.part_n[r]), "n_s": int(b.count[r]),
-                "ratio": round(float(b.part_n[r]) / max(int(b.count[r]), 1), 3),
-                "target": round(float(b.requirement[r]), 3),
-            },
-        })  # fmt: skip
+        found.append(
+            {
+                "qi": hierarchies[a].attribute,
+                "value": int(b.value[r]),
+                "regions": int(members.size),
+                "candidates": int(cand[k]),
+                "example": {
+                    "region_candidates": int(region_n[r]),
+                    "part": hierarchies[a].labels[int(b.part_child[r])],
+                    "part_n": int(b.part_n[r]),
+                    "n_s": int(b.count[r]),
+                    "ratio": round(float(b.part_n[r]) / max(int(b.count[r]), 1), 3),
+                    "target": round(float(b.requirement[r]), 3),
+                },
+            }
+        )
     out["blocks"] = found
     return out
 

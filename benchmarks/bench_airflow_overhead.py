@@ -46,9 +46,13 @@ def airflow_env(home: Path, workspace: Path) -> dict[str, str]:
     """An Airflow process on ``home`` with the repository's DAGs and one workspace."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "SERIALPUB_"))}
     env.update(
-        AIRFLOW_HOME=str(home), AIRFLOW__CORE__LOAD_EXAMPLES="False", AIRFLOW__CORE__DAGS_FOLDER=str(ROOT / "dags"),
-        AIRFLOW__CORE__UNIT_TEST_MODE="False", SERIALPUB_WORKSPACES=str(workspace), GX_ANALYTICS_ENABLED="False",
-    )  # fmt: skip
+        AIRFLOW_HOME=str(home),
+        AIRFLOW__CORE__LOAD_EXAMPLES="False",
+        AIRFLOW__CORE__DAGS_FOLDER=str(ROOT / "dags"),
+        AIRFLOW__CORE__UNIT_TEST_MODE="False",
+        SERIALPUB_WORKSPACES=str(workspace),
+        GX_ANALYTICS_ENABLED="False",
+    )
     return env
 
 
@@ -77,8 +81,13 @@ def timed(args: list[str], env: dict[str, str] | None = None, log: Path | None =
         # the process's start and end, its first line (Airflow imported), the DAG filled and
         # the run created, and each task's first API call: where the time before the first
         # task and after the last one goes
-        marks = ("serialpub.progress", "[DAG TEST] end task", "Filling up the DagBag", "Created dag run",
-                 "Task started")  # fmt: skip
+        marks = (
+            "serialpub.progress",
+            "[DAG TEST] end task",
+            "Filling up the DagBag",
+            "Created dag run",
+            "Task started",
+        )
         kept = [
             f"{started.isoformat()} process started", *lines[:1],
             *(x for x in lines[1:] if any(m in x for m in marks)), f"{ended.isoformat()} process ended",
@@ -111,8 +120,13 @@ def main() -> None:
         cli_s = timed(cli)
         reset(root)
         dag_s = timed(dag, airflow_env(home, root), OUT / "airflow_overhead_tasks.log")
-        runs.append({"cli_seconds": round(cli_s, 1), "airflow_seconds": round(dag_s, 1),
-                     "overhead_seconds": round(dag_s - cli_s, 1)})  # fmt: skip
+        runs.append(
+            {
+                "cli_seconds": round(cli_s, 1),
+                "airflow_seconds": round(dag_s, 1),
+                "overhead_seconds": round(dag_s - cli_s, 1),
+            }
+        )
         print(f"command line {cli_s:.1f} s, Airflow {dag_s:.1f} s: +{dag_s - cli_s:.1f} s")
     reset(root)
     out = {"machine": machine(), "register": args.register, "records": args.records, "runs": runs}

@@ -43,10 +43,15 @@ def main() -> None:
     for _ in range(args.repeat):
         t = time.perf_counter()
         result = anonymize_history(
-            ctx.register.keys, codes, history, ctx.params, ctx.search_hierarchies,
-            cfg.dilution is Dilution.PRESENCE, budget=int(np.floor(cfg.suppression_budget * len(snap.individual))),
+            ctx.register.keys,
+            codes,
+            history,
+            ctx.params,
+            ctx.search_hierarchies,
+            cfg.dilution is Dilution.PRESENCE,
+            budget=int(np.floor(cfg.suppression_budget * len(snap.individual))),
             seed=1,
-        )  # fmt: skip
+        )
         seconds = time.perf_counter() - t
         best = min(best, seconds)
         print(f"{result.group_candidates.size} groups, largest breach {result.max_breach!r}: {seconds:.2f} s")

@@ -58,8 +58,11 @@ def main() -> None:
 
     print(f"release contract suite on release 2 ({len(table):,} records)")
     print_runs("on the rows", lambda: run_suite("contract", table, contract()), args.repeat)
-    print_runs("on distinct values", lambda: distinct.run_suite_on_distinct_values(
-        "contract", table, contract(), [*ctx.qis, cfg.sensitive]), args.repeat)  # fmt: skip
+    print_runs(
+        "on distinct values",
+        lambda: distinct.run_suite_on_distinct_values("contract", table, contract(), [*ctx.qis, cfg.sensitive]),
+        args.repeat,
+    )
 
     hs = list(ctx.search_hierarchies)
     rng = np.random.default_rng(0)
@@ -74,8 +77,9 @@ def main() -> None:
     content = path.read_bytes()
     print(f"register parse, {args.register:,} individuals ({len(content) / 1e9:.2f} GB)")
     print_runs("as text", lambda: read_csv(path, "register", content), args.repeat)
-    print_runs("QI columns as dictionaries", lambda: read_csv(path, "register", content, dictionary=ctx.qis),
-               args.repeat)  # fmt: skip
+    print_runs(
+        "QI columns as dictionaries", lambda: read_csv(path, "register", content, dictionary=ctx.qis), args.repeat
+    )
 
 
 if __name__ == "__main__":

@@ -80,31 +80,60 @@ def main() -> int:
     parser.add_argument(
         "--no-intervals", action="store_true", help="age along its hierarchy file (a workspace without numeric: [age])"
     )
-    parser.add_argument("--noisy", type=float, metavar="EPSILON",
-                        help="partition_test: noisy at this ε (noise seeded by --noise-seed, not a secret here)")
+    parser.add_argument(
+        "--noisy",
+        type=float,
+        metavar="EPSILON",
+        help="partition_test: noisy at this ε (noise seeded by --noise-seed, not a secret here)",
+    )
     parser.add_argument("--noise-seed", default="bench")
     args = parser.parse_args()
     inputs = scale_inputs(args.register, args.records, args.protect, intervals=not args.no_intervals)
     print(json.dumps(machine()))
     protected: list[str] = inputs["protected"]  # type: ignore[assignment]
     noisy = args.noisy is not None
-    params = PrivacyParams(ell=2.0, strategy="constant", k_prime=20, partition_model=args.model,
-                           partition_test="noisy" if noisy else "sound", partition_epsilon=args.noisy)  # fmt: skip
+    params = PrivacyParams(
+        ell=2.0,
+        strategy="constant",
+        k_prime=20,
+        partition_model=args.model,
+        partition_test="noisy" if noisy else "sound",
+        partition_epsilon=args.noisy,
+    )
     noise = noise_generator(args.noise_seed.encode(), "adult", 1) if noisy else None
     history = History.empty(np.full(args.register, 2.0), len(protected))
     snapshot = SnapshotCodes(inputs["present"], inputs["value_set"], len(protected))  # type: ignore[arg-type]
     started = time.perf_counter()
-    result = anonymize_history(inputs["keys"], snapshot, history, params, inputs["hierarchies"], False,  # type: ignore[arg-type]
-                               seed=1, explain=True, noise=noise)  # fmt: skip
+    result = anonymize_history(
+        inputs["keys"],
+        snapshot,
+        history,
+        params,
+        inputs["hierarchies"],
+        False,  # type: ignore[arg-type]
+        seed=1,
+        explain=True,
+        noise=noise,
+    )
     test = params.noisy_test()
     charge = float((result.group_counts / result.group_candidates[:, None]).max()) if result.group_counts.size else 0.0
-    print(json.dumps({"protected": protected, "records_per_value": np.bincount(
-        inputs["value_set"][inputs["value_set"] >= 0], minlength=len(protected)).tolist(),  # type: ignore[index]
-        "groups": int(result.group_nodes.shape[0]), "max_p": round(result.max_breach, 4),
-        "max_charge": round(charge, 4), "epsilon": None if test is None else round(test.epsilon, 4),
-        "posterior_bound": round(charge * (math.exp(test.epsilon) if test else 1.0), 4),
-        "noisy_taken": sum(int(lv.get("noisy_taken", 0)) for lv in result.generalization.levels or []),  # type: ignore[call-overload]
-        "seconds": round(time.perf_counter() - started, 2)}))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "protected": protected,
+                "records_per_value": np.bincount(
+                    inputs["value_set"][inputs["value_set"] >= 0], minlength=len(protected)
+                ).tolist(),  # type: ignore[index]
+                "groups": int(result.group_nodes.shape[0]),
+                "max_p": round(result.max_breach, 4),
+                "max_charge": round(charge, 4),
+                "epsilon": None if test is None else round(test.epsilon, 4),
+                "posterior_bound": round(charge * (math.exp(test.epsilon) if test else 1.0), 4),
+                "noisy_taken": sum(int(lv.get("noisy_taken", 0)) for lv in result.generalization.levels or []),  # type: ignore[call-overload]
+                "seconds": round(time.perf_counter() - started, 2),
+            }
+        )
+    )
     for level in name_values(result.generalization.levels or [], protected):
         print(json.dumps(level))
     return 0

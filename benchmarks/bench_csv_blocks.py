@@ -30,9 +30,10 @@ def main() -> None:
     for block in (1 << 20, 16 << 20):
         t0 = time.perf_counter()
         table = pa_csv.read_csv(
-            pa.BufferReader(content), read_options=pa_csv.ReadOptions(block_size=block),
+            pa.BufferReader(content),
+            read_options=pa_csv.ReadOptions(block_size=block),
             convert_options=pa_csv.ConvertOptions(column_types=types, strings_can_be_null=False),
-        )  # fmt: skip
+        )
         t1 = time.perf_counter()
         table = table.unify_dictionaries()
         t2 = time.perf_counter()
@@ -40,8 +41,10 @@ def main() -> None:
         t3 = time.perf_counter()
         pa.table(columns, names=table.column_names).to_pandas()
         t4 = time.perf_counter()
-        print(f"{block >> 20} MB blocks, {table.column(1).num_chunks} chunks a column: parse {t1 - t0:.1f} s, "
-              f"unify {t2 - t1:.1f} s, combine {t3 - t2:.1f} s, to pandas {t4 - t3:.1f} s")  # fmt: skip
+        print(
+            f"{block >> 20} MB blocks, {table.column(1).num_chunks} chunks a column: parse {t1 - t0:.1f} s, "
+            f"unify {t2 - t1:.1f} s, combine {t3 - t2:.1f} s, to pandas {t4 - t3:.1f} s"
+        )
         del table, columns
 
 

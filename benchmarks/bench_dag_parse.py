@@ -52,8 +52,10 @@ def main() -> int:
     loaded = sorted({m.split(".")[0] for m in set(sys.modules) - before - LIGHT} & set(HEAVY))
     dags = sorted(k for k in namespace if k.startswith("serialpub_release_"))
     print(machine())
-    print(f"DAG file parsed in {seconds:.2f} s; DAGs: {', '.join(dags)}; heavy libraries imported by the parse: "
-          f"{', '.join(loaded) or 'none'}")  # fmt: skip
+    print(
+        f"DAG file parsed in {seconds:.2f} s; DAGs: {', '.join(dags)}; heavy libraries imported by the parse: "
+        f"{', '.join(loaded) or 'none'}"
+    )
     return 0
 
 

@@ -100,8 +100,10 @@ def prepare(n_register: int, n_records: int, variant: str = "all") -> Path:
         marker.unlink(missing_ok=True)
         subprocess.run(
             [sys.executable, str(HERE / "bench_release.py"), "_scale_one", "--root", str(snapshot)],
-            check=True, capture_output=True, text=True,
-        )  # fmt: skip
+            check=True,
+            capture_output=True,
+            text=True,
+        )
         marker.write_text(snapshot.name)
     return snapshot
 
@@ -126,9 +128,14 @@ def measure_open_and_queries(snapshot: Path) -> dict[str, float]:
     raw = read_csv(snapshot, "snapshot")
     sensitive = release.sensitive
     workload = draw_workload(
-        raw[[*release.qis, sensitive]], {q: release.hierarchies[q] for q in release.qis}, sensitive,
-        n_queries=QUERIES, qd=3, selectivity=0.05, seed=0,
-    )  # fmt: skip
+        raw[[*release.qis, sensitive]],
+        {q: release.hierarchies[q] for q in release.qis},
+        sensitive,
+        n_queries=QUERIES,
+        qd=3,
+        selectivity=0.05,
+        seed=0,
+    )
     ranges = workload.ranges
     text = QueryRanges(ranges.qi, tuple(str(v) for v in ranges.sensitive_values), ranges.sensitive)
     t_q = time.perf_counter()
@@ -176,9 +183,11 @@ def main() -> None:
     ap.add_argument("--register", type=int, default=5_000_000)
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument(
-        "--variant", choices=["all", "rarest5", "localized"], default="localized",
+        "--variant",
+        choices=["all", "rarest5", "localized"],
+        default="localized",
         help="the release's settings (see variant_workspace); localized has the most groups",
-    )  # fmt: skip
+    )
     ap.add_argument("--part", choices=["queries", "expand"], help=argparse.SUPPRESS)
     ap.add_argument("--snapshot", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -196,8 +205,10 @@ def main() -> None:
     for part in ("queries", "expand"):  # each in its own process: its own peak memory
         proc = subprocess.run(
             [sys.executable, __file__, "--part", part, "--snapshot", str(snapshot)],
-            check=True, capture_output=True, text=True,
-        )  # fmt: skip
+            check=True,
+            capture_output=True,
+            text=True,
+        )
         result.update(json.loads(proc.stdout.strip().splitlines()[-1]))
     (OUT / f"data_user-{args.variant}.json").write_text(json.dumps(result, indent=2))
     for k, v in result.items():

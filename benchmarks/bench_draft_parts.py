@@ -51,8 +51,9 @@ def main() -> None:
     def coding() -> None:
         if hasattr(arrays, "_FIND_KEPT"):  # a new snapshot: nothing looked up yet
             arrays._FIND_KEPT = None
-        snapshot_from_table(table, path, cfg.id_column, ctx.qis, cfg.sensitive, register, ctx.hierarchies,
-                            ctx.sensitive_domain)  # fmt: skip
+        snapshot_from_table(
+            table, path, cfg.id_column, ctx.qis, cfg.sensitive, register, ctx.hierarchies, ctx.sensitive_domain
+        )
         lookup = register.id_lookup
         assert lookup is not None
         lookup.find(register.ids, table[cfg.id_column])  # the snapshot suite's ids-in-register expectation
@@ -87,12 +88,18 @@ def main() -> None:
 
     print(f"  cut check of {result.group_nodes.shape[0]:,} groups on every QI")
     print_runs("cut columns, on interval rows (np.unique axis=0)", cut_on_rows, args.repeat)
-    print_runs("cut columns, on int64 keys (regions._is_cut)", lambda: [regions._is_cut(lo, hi) for lo, hi in bounds],
-               args.repeat)  # fmt: skip
+    print_runs(
+        "cut columns, on int64 keys (regions._is_cut)",
+        lambda: [regions._is_cut(lo, hi) for lo, hi in bounds],
+        args.repeat,
+    )
     assert cut_on_rows() == [regions._is_cut(lo, hi) for lo, hi in bounds]
     members, classes = ctx.statistics.tables(result.history)
-    print_runs(f"statistics file written ({members.num_rows:,} members)",
-          lambda: (table_to_bytes(members), table_to_bytes(classes)), args.repeat)  # fmt: skip
+    print_runs(
+        f"statistics file written ({members.num_rows:,} members)",
+        lambda: (table_to_bytes(members), table_to_bytes(classes)),
+        args.repeat,
+    )
     print(f"  statistics file: {len(table_to_bytes(members)) + len(table_to_bytes(classes)):,} bytes")
 
 

@@ -76,10 +76,12 @@ def main() -> int:
                 ell=2.0, strategy=strategy, k_prime=20 if strategy == "constant" else None, alpha=2.0
             )
             done = [r for r in ex.run_series(scenario, params, args.rounds, budget=0.0) if r["feasible"]]
-            print(f"{width:8} {strategy:10} {statistics.median(r['query_error'] for r in done):10.3f} "
-                  f"{statistics.median(r['query_error_weighted'] for r in done):9.3f} "
-                  f"{statistics.median(r['groups'] for r in done):7.0f} {len(done):8d} {done[-1]['max_p']:7.4f}",
-                  flush=True)  # fmt: skip
+            print(
+                f"{width:8} {strategy:10} {statistics.median(r['query_error'] for r in done):10.3f} "
+                f"{statistics.median(r['query_error_weighted'] for r in done):9.3f} "
+                f"{statistics.median(r['groups'] for r in done):7.0f} {len(done):8d} {done[-1]['max_p']:7.4f}",
+                flush=True,
+            )
     topdown._Tree.of = staticmethod(original)  # type: ignore[method-assign]
     return 0
 

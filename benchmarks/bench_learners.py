@@ -61,9 +61,19 @@ def tiled(series: LearnerSeries, k: int) -> LearnerSeries:
         releases.append(Release.of(r.version, cell, np.tile(r.group, k), r.candidates * k, r.counts * k, serial))
     n = series.counts.size * k
     return LearnerSeries(
-        series.qis, series.vocab, series.domain, series.values, series.ell, versions, releases,
-        pd.Index(np.arange(n).astype(str)), np.arange(n), np.arange(n), np.tile(series.counts, k), None,
-    )  # fmt: skip
+        series.qis,
+        series.vocab,
+        series.domain,
+        series.values,
+        series.ell,
+        versions,
+        releases,
+        pd.Index(np.arange(n).astype(str)),
+        np.arange(n),
+        np.arange(n),
+        np.tile(series.counts, k),
+        None,
+    )
 
 
 def main() -> None:

@@ -60,8 +60,10 @@ def main() -> None:
     cold = best(lambda: pd.Index(text, dtype=object).get_indexer(pd.Index(wanted)), args.repeat)
     built = best(lambda: IdLookup.of(text), args.repeat)
     found = best(lambda: lookup.find(text, wanted.to_numpy(dtype=object)), args.repeat)
-    print(f"ids: pandas hash table, built and used {cold:.2f} s; lookup built {built:.2f} s (once per register "
-          f"version, kept in the cache), used {found:.2f} s")
+    print(
+        f"ids: pandas hash table, built and used {cold:.2f} s; lookup built {built:.2f} s (once per register "
+        f"version, kept in the cache), used {found:.2f} s"
+    )
 
     import great_expectations as gx
 
@@ -77,8 +79,10 @@ def main() -> None:
         else:
             context.suites.add(gx.ExpectationSuite(name="s", expectations=exps))
 
-    print(f"suite of 30: add_expectation {best(lambda: suite(True), args.repeat):.3f} s, "
-          f"constructor {best(lambda: suite(False), args.repeat):.3f} s")
+    print(
+        f"suite of 30: add_expectation {best(lambda: suite(True), args.repeat):.3f} s, "
+        f"constructor {best(lambda: suite(False), args.repeat):.3f} s"
+    )
     ids = pd.Index(text, dtype=object)
     first = best(lambda: input_suites._fingerprint(ids), 1)
     input_suites.reference_key("r", ids)
@@ -92,9 +96,11 @@ def main() -> None:
         table = pa_csv.read_csv(snapshots[0], convert_options=pa_csv.ConvertOptions(strings_can_be_null=False))
         chunked, whole = table.to_pandas(), table.combine_chunks().to_pandas()
         none = np.zeros(len(whole), dtype=bool)
-        print(f"filtering {len(whole):,} rows: {table.column(0).num_chunks} chunks per column "
-              f"{best(lambda: chunked[none], 10 * args.repeat) * 1000:.2f} ms, one chunk "
-              f"{best(lambda: whole[none], 10 * args.repeat) * 1000:.2f} ms")
+        print(
+            f"filtering {len(whole):,} rows: {table.column(0).num_chunks} chunks per column "
+            f"{best(lambda: chunked[none], 10 * args.repeat) * 1000:.2f} ms, one chunk "
+            f"{best(lambda: whole[none], 10 * args.repeat) * 1000:.2f} ms"
+        )
 
 
 if __name__ == "__main__":

@@ -51,8 +51,10 @@ def main() -> None:
         traced = time.perf_counter() - t
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
-        print(f"table_utility {seconds:.2f} s (utility {utility!r}); "
-              f"draft_measures {traced:.2f} s under tracemalloc, traced peak {peak / 2**20:.0f} MiB")  # fmt: skip
+        print(
+            f"table_utility {seconds:.2f} s (utility {utility!r}); "
+            f"draft_measures {traced:.2f} s under tracemalloc, traced peak {peak / 2**20:.0f} MiB"
+        )
 
 
 if __name__ == "__main__":

@@ -66,8 +66,11 @@ def main() -> None:
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--protected", default="all", help="the candidate's protected set: all, rarest:m, or values")
-    ap.add_argument("--partition-epsilon", default="sound",
-                    help="sound, and/or ε of the noisy split test, comma-separated (one candidate each)")
+    ap.add_argument(
+        "--partition-epsilon",
+        default="sound",
+        help="sound, and/or ε of the noisy split test, comma-separated (one candidate each)",
+    )
     args = ap.parse_args()
     OUT.mkdir(exist_ok=True)
     root = snapshots(args.register, args.records, args.rounds)
@@ -95,8 +98,10 @@ def main() -> None:
     }
     name = f"plan-{args.protected.replace(':', '')}-{args.partition_epsilon.replace(',', '_')}.json"
     RESULT.with_name(name).write_text(json.dumps(result, indent=2))
-    print(f"one candidate, {args.rounds} releases of {args.records:,} records over {args.register:,}: "
-          f"{wall:.1f} s, peak RSS {result['peak_rss_gib']:.2f} GiB")  # fmt: skip
+    print(
+        f"one candidate, {args.rounds} releases of {args.records:,} records over {args.register:,}: "
+        f"{wall:.1f} s, peak RSS {result['peak_rss_gib']:.2f} GiB"
+    )
     plan = result["plan"]
     print(pd.json_normalize(plan["candidates"] if isinstance(plan, dict) else plan).T.to_string())
 

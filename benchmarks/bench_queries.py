@@ -26,8 +26,10 @@ def measure(raw_path: Path, release_dir: Path) -> None:
     published = pd.read_parquet(release_dir / "data.parquet")
     t = time.perf_counter()
     result = average_relative_error(raw, published, hierarchies, adult.SENSITIVE, seed=0)
-    print(f"{len(raw):>9} raw / {len(published):>9} published records: mean error {result.mean:.3f}, "
-          f"{time.perf_counter() - t:.2f} s")
+    print(
+        f"{len(raw):>9} raw / {len(published):>9} published records: mean error {result.mean:.3f}, "
+        f"{time.perf_counter() - t:.2f} s"
+    )
 
 
 def main() -> None:

@@ -77,8 +77,9 @@ def demo_copy() -> Path:
         shutil.rmtree(copy, ignore_errors=True)
         subprocess.run(
             [*CLI, "public-copy", "--config", str(base / "demo"), "--out", str(copy), "--with-register"],
-            check=True, capture_output=True,
-        )  # fmt: skip
+            check=True,
+            capture_output=True,
+        )
     return copy
 
 
@@ -154,8 +155,11 @@ def main() -> None:
         measure("cross-tab 14 x 2, 20 releases", [*CLI, "query", ".", "--queries", str(table)], copy, demo, args.repeat)
         measure(
             "cross-tab 14 x 2, 20 releases, --json",
-            [*CLI, "query", ".", "--queries", str(table), "--json"], copy, demo, args.repeat,
-        )  # fmt: skip
+            [*CLI, "query", ".", "--queries", str(table), "--json"],
+            copy,
+            demo,
+            args.repeat,
+        )
     if args.scale is not None:
         scale: dict[str, object] = result["scale"]  # type: ignore[assignment]
         public = OUT / "query-targets" / "scale-copy"
@@ -163,8 +167,9 @@ def main() -> None:
             t = time.perf_counter()
             subprocess.run(
                 [*CLI, "public-copy", "--config", str(args.scale), "--out", str(public), "--with-register"],
-                check=True, capture_output=True,
-            )  # fmt: skip
+                check=True,
+                capture_output=True,
+            )
             print(f"public copy of {args.scale}: {time.perf_counter() - t:.1f} s")
         queries = random_queries(public, 5_000)
         argv = [*CLI, "query", ".", "--queries", str(queries), "--release", "1", "--json"]

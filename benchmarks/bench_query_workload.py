@@ -49,20 +49,27 @@ def main() -> None:
     for _ in range(args.repeat):
         t = time.perf_counter()
         workload = draw_workload(
-            raw[[*ctx.qis, cfg.sensitive]], ctx.hierarchies, cfg.sensitive,
-            n_queries=measuring.QUERY_COUNT, qd=measuring.QUERY_DIMENSIONS, selectivity=measuring.QUERY_SELECTIVITY,
+            raw[[*ctx.qis, cfg.sensitive]],
+            ctx.hierarchies,
+            cfg.sensitive,
+            n_queries=measuring.QUERY_COUNT,
+            qd=measuring.QUERY_DIMENSIONS,
+            selectivity=measuring.QUERY_SELECTIVITY,
             seed=cfg.query_seed,
-        )  # fmt: skip
+        )
         t_release = time.perf_counter()
         query = estimate_workload(workload, table, ctx.read_hierarchies(table), cfg.sensitive, leaf_weights=weights)
         end = time.perf_counter()
         seconds = end - t
         best = min(best, seconds)
         weighted = query.weighted.mean if query.weighted else float("nan")
-        print(f"{len(table):,} records: mean error {query.mean!r}, register-weighted {weighted!r}; {seconds:.2f} s "
-              f"(snapshot {t_release - t:.2f} s, release {end - t_release:.2f} s)")  # fmt: skip
+        print(
+            f"{len(table):,} records: mean error {query.mean!r}, register-weighted {weighted!r}; {seconds:.2f} s "
+            f"(snapshot {t_release - t:.2f} s, release {end - t_release:.2f} s)"
+        )
     if args.repeat > 1:
         print(f"fastest of {args.repeat}: {best:.2f} s")
+
 
 if __name__ == "__main__":
     main()

@@ -82,8 +82,9 @@ def _imports(python: Path, args: list[str], cwd: Path) -> tuple[float, list[str]
 def measure(venv: Path, spec: str, copy: Path, repeat: int) -> dict[str, object]:
     installed = _install(venv, spec)
     python, serialpub = venv / "bin" / "python", venv / "bin" / "serialpub"
-    frozen = subprocess.run([str(venv / "bin" / "pip"), "list", "--format=freeze"], check=True, capture_output=True,
-                            text=True).stdout.split()  # fmt: skip
+    frozen = subprocess.run(
+        [str(venv / "bin" / "pip"), "list", "--format=freeze"], check=True, capture_output=True, text=True
+    ).stdout.split()
     packages = [p for p in frozen if p.split("==")[0].lower() not in {"pip", "setuptools", "serialpub"}]
     cli_imports = [_imports(python, ["-c", "import serialpub.cli"], copy)[0] for _ in range(repeat)]
     _, query_publisher = _imports(python, ["-m", "serialpub.cli", "query", ".", "--json"], copy)

@@ -36,8 +36,9 @@ HERE = Path(__file__).resolve().parent
 def _run(root: Path, records: int) -> dict[str, object]:
     proc = subprocess.run(
         [sys.executable, str(HERE / "bench_scaling.py"), "--_one", str(root), "diagnosis", "register", str(records)],
-        capture_output=True, text=True,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0:  # e.g. killed for lack of memory: a result too
         return {"failed": f"exit code {proc.returncode}: {proc.stderr.strip()[-300:]}"}
     run = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -87,8 +88,10 @@ def main() -> None:
     if len(ok) >= 2:
         n = [float(r["register"]) for r in ok]  # type: ignore[arg-type]
         fits: dict[str, object] = {}
-        print(f"\n{'register':>12} {'fresh, cold':>12} {'fresh, warm':>12} {'release 2':>10} {'peak cold':>10} "
-              f"{'peak warm':>10} {'B/indiv. warm':>14}")  # fmt: skip
+        print(
+            f"\n{'register':>12} {'fresh, cold':>12} {'fresh, warm':>12} {'release 2':>10} {'peak cold':>10} "
+            f"{'peak warm':>10} {'B/indiv. warm':>14}"
+        )
         for r in ok:
             c, w = r["cold"], r["warm"]
             per = w["peak_gib"] * 2**30 / r["register"]  # type: ignore[index,operator]

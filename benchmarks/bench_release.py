@@ -43,10 +43,15 @@ def run_demo() -> dict[str, object]:
     rows = []
     for snap in demo.snapshots(ws):
         o = publisher.publish(snap)
-        rows.append({
-            "release": o.seq, "records": o.records, "anonymize_s": o.seconds_anonymize,
-            "state_s": o.seconds_state, "total_s": o.seconds,
-        })
+        rows.append(
+            {
+                "release": o.seq,
+                "records": o.records,
+                "anonymize_s": o.seconds_anonymize,
+                "state_s": o.seconds_state,
+                "total_s": o.seconds,
+            }
+        )
     core = [r["anonymize_s"] + r["state_s"] for r in rows]  # type: ignore[operator]
     return {
         "rows": rows,
@@ -85,9 +90,13 @@ def make_scale_workspace(n_register: int, n_records: int, seed: int = 0) -> Path
     # bands, one small band blocks every split of age, and release 1 of the five rarest protected is
     # 4 groups instead of 750 (docs/anonymization.md, "At scale")
     config = Config(
-        dataset="adult", quasi_identifiers=adult.QUASI_IDENTIFIERS, sensitive=adult.SENSITIVE, l=2,
-        numeric=list(adult.NUMERIC), sign_off=SignOffSettings(auto_approve=True),
-    )  # fmt: skip
+        dataset="adult",
+        quasi_identifiers=adult.QUASI_IDENTIFIERS,
+        sensitive=adult.SENSITIVE,
+        l=2,
+        numeric=list(adult.NUMERIC),
+        sign_off=SignOffSettings(auto_approve=True),
+    )
     (root / CONFIG_NAME).write_text(render_config(config, {"sign_off.auto_approve": "A benchmark workspace."}))
     return snapshot
 
@@ -109,9 +118,14 @@ def scale_one(snapshot: Path) -> dict[str, object]:
     t_load = time.perf_counter() - t0
     o = publisher.publish(snapshot)
     return {
-        "records": o.records, "groups": o.groups, "suppressed": o.suppressed,
-        "load_register_s": t_load, "publish_s": o.seconds, "anonymize_s": o.seconds_anonymize,
-        "state_s": o.seconds_state, "wall_s": time.perf_counter() - t0,
+        "records": o.records,
+        "groups": o.groups,
+        "suppressed": o.suppressed,
+        "load_register_s": t_load,
+        "publish_s": o.seconds,
+        "anonymize_s": o.seconds_anonymize,
+        "state_s": o.seconds_state,
+        "wall_s": time.perf_counter() - t0,
         "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
     }
 
@@ -130,8 +144,10 @@ def main() -> None:
     if args.what == "demo":
         result = run_demo()
         print(pd.DataFrame(result["rows"]).to_string(index=False, float_format="%.3f"))  # type: ignore[arg-type]
-        print(f"median anonymize+state: {result['median_anonymize_plus_state_s']:.3f} s; "
-              f"median whole publication: {result['median_total_s']:.3f} s")
+        print(
+            f"median anonymize+state: {result['median_anonymize_plus_state_s']:.3f} s; "
+            f"median whole publication: {result['median_total_s']:.3f} s"
+        )
     else:
         runs = []
         for n_rec in args.records:
@@ -140,7 +156,9 @@ def main() -> None:
             made = time.perf_counter() - t
             proc = subprocess.run(
                 [sys.executable, __file__, "_scale_one", "--root", str(snapshot)],
-                check=True, capture_output=True, text=True,
+                check=True,
+                capture_output=True,
+                text=True,
             )
             run = {"register": args.register, "generate_s": made, **json.loads(proc.stdout.strip().splitlines()[-1])}
             runs.append(run)

@@ -105,10 +105,16 @@ def main() -> None:
         with progress.listening(steps):
             publisher.publish(path, period=f"{i:04d}")
         total, cpu = time.perf_counter() - t, _cpu_seconds() - cpu
-        out["releases"].append({"release": i, "seconds": round(total, 2),  # type: ignore[attr-defined]
-                                "cpu_seconds": round(cpu, 2),
-                                "steps": {k: round(v, 2) for k, v in steps.seconds.items()},
-                                "peak_gib_after": steps.peak, "rss_gib_after": steps.rss})  # fmt: skip
+        out["releases"].append(
+            {
+                "release": i,
+                "seconds": round(total, 2),  # type: ignore[attr-defined]
+                "cpu_seconds": round(cpu, 2),
+                "steps": {k: round(v, 2) for k, v in steps.seconds.items()},
+                "peak_gib_after": steps.peak,
+                "rss_gib_after": steps.rss,
+            }
+        )
         start = f" (process start {time.perf_counter() - t0:.1f} s)" if i == 1 else ""
         print(f"release {i}: {total:.1f} s, {cpu:.1f} CPU s{start}")
         for name, s in steps.seconds.items():

@@ -71,10 +71,12 @@ def main() -> None:
 
     t = time.perf_counter()
     results = release_suite(
-        d, computed, ell,
+        d,
+        computed,
+        ell,
         {"max_suppression_rate": 0.05, "max_avg_group_size": None, "max_group_size": None},
         metrics={"suppression_rate": manifest["suppressed"] / (manifest["records"] + manifest["suppressed"])},
-    )  # fmt: skip
+    )
     total = time.perf_counter() - t
     for r in results:
         print(f"  {r.suite}: {'PASS' if r.success else 'FAIL'} {r.failures}")

@@ -67,27 +67,43 @@ def main() -> None:
     result = anonymize_history(pub.register.keys, snapshot, history, pub.params, hs, False, seed=1)
     table = pub.published_table(snap, result)
     setup = time.perf_counter() - t
-    print(f"setup (register, snapshot, anonymize): {setup:.1f} s; {len(table):,} records in "
-          f"{result.group_nodes.shape[0]:,} groups over {n_ind:,} register individuals")  # fmt: skip
+    print(
+        f"setup (register, snapshot, anonymize): {setup:.1f} s; {len(table):,} records in "
+        f"{result.group_nodes.shape[0]:,} groups over {n_ind:,} register individuals"
+    )
 
     timings: dict[str, float] = {}
     t = time.perf_counter()
-    utility = utility_measures(result, pub.register.keys[snap.individual], hs, None, query_settings(cfg),
-                               pd.factorize(snap.value)[0].astype(np.int64))
+    utility = utility_measures(
+        result,
+        pub.register.keys[snap.individual],
+        hs,
+        None,
+        query_settings(cfg),
+        pd.factorize(snap.value)[0].astype(np.int64),
+    )
     timings["utility"] = time.perf_counter() - t
 
     t = time.perf_counter()
     draft = Draft(table, pub.qis, cfg.sensitive, pub.read_hierarchies(table))
     breach = compute_breach(  # shared with the guarantee suite in the pipeline (serialpub.workflow.validating)
-        draft, Population(pub.register.keys, pub.register.ids.to_numpy()),
-        PriorState(pub.protected, history.survival, cfg.ell, history.class_of), per_unit=True,
+        draft,
+        Population(pub.register.keys, pub.register.ids.to_numpy()),
+        PriorState(pub.protected, history.survival, cfg.ell, history.class_of),
+        per_unit=True,
         unit_classes=history.class_of,
-    )  # fmt: skip
+    )
     timings["breach"] = time.perf_counter() - t
     t = time.perf_counter()
     inputs = PrivacyInputs(
-        draft=draft, breach=breach, history=history, params=pub.params, presence=False, protected=pub.protected,
-        sensitive_hierarchy=pub.inputs.sensitive_hierarchy, sensitive_domain=pub.sensitive_domain or [],
+        draft=draft,
+        breach=breach,
+        history=history,
+        params=pub.params,
+        presence=False,
+        protected=pub.protected,
+        sensitive_hierarchy=pub.inputs.sensitive_hierarchy,
+        sensitive_domain=pub.sensitive_domain or [],
     )
     figures = privacy_figures(inputs, ReportConfig())
     timings["privacy"] = time.perf_counter() - t

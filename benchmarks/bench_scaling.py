@@ -146,9 +146,14 @@ def write_config(root: Path, scenario: str, dilution: str) -> None:
             f"SYNTHETIC diagnoses: the {len(protected)} least frequent codes (10 %) of this register."
         )
     config = Config(
-        dataset=scenario, quasi_identifiers=adult.QUASI_IDENTIFIERS, sensitive=SENSITIVE[scenario], l=2,
-        protected_values=protected, dilution=Dilution(dilution), sign_off=SignOffSettings(auto_approve=True),
-    )  # fmt: skip
+        dataset=scenario,
+        quasi_identifiers=adult.QUASI_IDENTIFIERS,
+        sensitive=SENSITIVE[scenario],
+        l=2,
+        protected_values=protected,
+        dilution=Dilution(dilution),
+        sign_off=SignOffSettings(auto_approve=True),
+    )
     (root / CONFIG_NAME).write_text(render_config(config, notes), encoding="utf-8")
 
 
@@ -191,11 +196,20 @@ def run_case(root: Path, scenario: str, dilution: str, snapshots: list[Path]) ->
         publisher.auto_approve(staged.seq)
         publisher.finish(staged.seq)
         o = staged.outcome
-        releases.append({
-            "release": o.seq, "published": o.records, "groups": o.groups, "suppressed": o.suppressed,
-            "max_breach": o.max_breach, "anonymize_s": o.seconds_anonymize, "state_s": o.seconds_state,
-            "draft_s": t_draft, "validate_report_s": t_validate, "total_s": time.perf_counter() - t,
-        })  # fmt: skip
+        releases.append(
+            {
+                "release": o.seq,
+                "published": o.records,
+                "groups": o.groups,
+                "suppressed": o.suppressed,
+                "max_breach": o.max_breach,
+                "anonymize_s": o.seconds_anonymize,
+                "state_s": o.seconds_state,
+                "draft_s": t_draft,
+                "validate_report_s": t_validate,
+                "total_s": time.perf_counter() - t,
+            }
+        )
     return {
         "load_register_s": load_s,
         "releases": releases,
@@ -216,31 +230,46 @@ def tables(runs: list[dict[str, object]]) -> tuple[pd.DataFrame, list[dict[str, 
             continue
         second = r["releases"][-1]  # type: ignore[index]
         first = r["releases"][0]  # type: ignore[index]
-        flat.append({
-            "case": r["case"], "sweep": r["sweep"], "register": r["register"], "records": r["records"],
-            "published": second["published"], "groups": second["groups"], "suppressed": second["suppressed"],
-            "max_breach": second["max_breach"], "load_register_s": r["load_register_s"],
-            "release1_s": first["total_s"], "fresh_process_s": r["load_register_s"] + first["total_s"],
-            "anonymize_s": second["anonymize_s"], "state_s": second["state_s"],
-            "draft_s": second["draft_s"], "validate_report_s": second["validate_report_s"],
-            "release2_s": second["total_s"], "peak_rss_gib": r["peak_rss_gib"],
-        })  # fmt: skip
+        flat.append(
+            {
+                "case": r["case"],
+                "sweep": r["sweep"],
+                "register": r["register"],
+                "records": r["records"],
+                "published": second["published"],
+                "groups": second["groups"],
+                "suppressed": second["suppressed"],
+                "max_breach": second["max_breach"],
+                "load_register_s": r["load_register_s"],
+                "release1_s": first["total_s"],
+                "fresh_process_s": r["load_register_s"] + first["total_s"],
+                "anonymize_s": second["anonymize_s"],
+                "state_s": second["state_s"],
+                "draft_s": second["draft_s"],
+                "validate_report_s": second["validate_report_s"],
+                "release2_s": second["total_s"],
+                "peak_rss_gib": r["peak_rss_gib"],
+            }
+        )
     df = pd.DataFrame(flat)
     rates: list[dict[str, object]] = []
     for (case, sweep), rows in df.groupby(["case", "sweep"], sort=False):
         size = "records" if sweep == "records" else "register"
         if rows[size].nunique() < 2:
             continue
-        rates.append({
-            "case": case, "sweep": sweep,
-            "sizes": f"{rows[size].min():,}-{rows[size].max():,}",
-            "release_time_exponent": round(growth(rows, size, "release2_s"), 2),
-            # over the three largest sizes, where the per-record work outweighs fixed costs
-            "release_time_exponent_top3": round(growth(rows.nlargest(3, size), size, "release2_s"), 2),
-            "fresh_process_time_exponent": round(growth(rows, size, "fresh_process_s"), 2),
-            "anonymize_exponent": round(growth(rows, size, "anonymize_s"), 2),
-            "peak_rss_exponent": round(growth(rows, size, "peak_rss_gib"), 2),
-        })  # fmt: skip
+        rates.append(
+            {
+                "case": case,
+                "sweep": sweep,
+                "sizes": f"{rows[size].min():,}-{rows[size].max():,}",
+                "release_time_exponent": round(growth(rows, size, "release2_s"), 2),
+                # over the three largest sizes, where the per-record work outweighs fixed costs
+                "release_time_exponent_top3": round(growth(rows.nlargest(3, size), size, "release2_s"), 2),
+                "fresh_process_time_exponent": round(growth(rows, size, "fresh_process_s"), 2),
+                "anonymize_exponent": round(growth(rows, size, "anonymize_s"), 2),
+                "peak_rss_exponent": round(growth(rows, size, "peak_rss_gib"), 2),
+            }
+        )
     return df, rates
 
 
@@ -258,8 +287,14 @@ def plot(df: pd.DataFrame) -> None:
             rows = rows.sort_values(size)
             color = f"C{i}"
             axes[0][col].loglog(rows[size], rows["release2_s"], "o-", color=color, label=f"{case}, release 2")
-            axes[0][col].loglog(rows[size], rows["fresh_process_s"], "s--", color=color, alpha=0.6,
-                                label=f"{case}, fresh process: register read + release 1")  # fmt: skip
+            axes[0][col].loglog(
+                rows[size],
+                rows["fresh_process_s"],
+                "s--",
+                color=color,
+                alpha=0.6,
+                label=f"{case}, fresh process: register read + release 1",
+            )
             axes[1][col].loglog(rows[size], rows["peak_rss_gib"], "o-", color=color, label=str(case))
         at = f"{part[fixed].iloc[0]:,}" if len(part) else "?"
         axes[0][col].set_title(f"time per release vs {size} ({fixed} = {at})")
@@ -340,8 +375,9 @@ def main() -> None:
                 snapshot_pair(root, scenario, n_records)
                 proc = subprocess.run(
                     [sys.executable, __file__, "--_one", str(root), scenario, dilution, str(n_records)],
-                    capture_output=True, text=True,
-                )  # fmt: skip
+                    capture_output=True,
+                    text=True,
+                )
                 if proc.returncode == 0:
                     done[key] = json.loads(proc.stdout.strip().splitlines()[-1])
                 else:  # e.g. killed for lack of memory: a result too, the study goes on

@@ -72,12 +72,21 @@ def main() -> int:
             result = anonymize_history(keys, snapshot, history, params, searched, False, seed=seq)
             seconds = time.perf_counter() - started
             history = result.history
-            print(json.dumps({
-                "algorithm": algorithm, "release": seq, "register": args.register, "records": args.records,
-                "groups": int(result.group_nodes.shape[0]), "seconds": round(seconds, 2),
-                "max_p": round(history.max_breach(), 4),
-                "peak_rss_gib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2),
-            }), flush=True)
+            print(
+                json.dumps(
+                    {
+                        "algorithm": algorithm,
+                        "release": seq,
+                        "register": args.register,
+                        "records": args.records,
+                        "groups": int(result.group_nodes.shape[0]),
+                        "seconds": round(seconds, 2),
+                        "max_p": round(history.max_breach(), 4),
+                        "peak_rss_gib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2),
+                    }
+                ),
+                flush=True,
+            )
     return 0
 
 

@@ -70,8 +70,10 @@ def main() -> None:
             t = time.perf_counter()
             read_csv(source.label, "register", content)
             best_parse = min(best_parse, time.perf_counter() - t)
-        print(f"{source.kind:8s} canonical form {len(content) / 1e6:7.1f} MB: read {best_read:5.2f} s, "
-              f"parse {best_parse:5.2f} s")  # fmt: skip
+        print(
+            f"{source.kind:8s} canonical form {len(content) / 1e6:7.1f} MB: read {best_read:5.2f} s, "
+            f"parse {best_parse:5.2f} s"
+        )
 
 
 if __name__ == "__main__":

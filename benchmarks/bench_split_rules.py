@@ -48,8 +48,10 @@ def main() -> int:
     ws, paths = ex.build_workspace("adult")
     scenario = ex.Scenario.from_workspace("adult", ws, paths)
     print(machine())
-    print(f"{'algorithm':9} {'model':9} {'rule':9} {'strategy':14} {'median err':>10} {'mean err':>9} "
-          f"{'median w':>10} {'groups':>7} {'max p':>7} {'releases':>8} {'s/release':>9}")
+    print(
+        f"{'algorithm':9} {'model':9} {'rule':9} {'strategy':14} {'median err':>10} {'mean err':>9} "
+        f"{'median w':>10} {'groups':>7} {'max p':>7} {'releases':>8} {'s/release':>9}"
+    )
     strategies = {
         "constant k'=20": PrivacyParams(ell=2.0, strategy="constant", k_prime=20),
         "geometric α=2": PrivacyParams(ell=2.0, strategy="geometric", k_prime=None, alpha=2.0),
@@ -59,19 +61,27 @@ def main() -> int:
             for rule in args.rules if algorithm == "topdown" else ["-"]:
                 for name, params in strategies.items():
                     params = PrivacyParams(**{**params.__dict__, "algorithm": algorithm, "partition_model": model})
-                    rows = ex.run_series(scenario, params, args.rounds, budget=0.0,
-                                         split_rule=rule if algorithm == "topdown" else topdown.DEFAULT_SPLIT_RULE)
+                    rows = ex.run_series(
+                        scenario,
+                        params,
+                        args.rounds,
+                        budget=0.0,
+                        split_rule=rule if algorithm == "topdown" else topdown.DEFAULT_SPLIT_RULE,
+                    )
                     done = [r for r in rows if r["feasible"]]
                     if not done:
                         print(f"{algorithm:9} {model:9} {rule:9} {name:14} refused at release 1", flush=True)
                         continue
                     errs = [r["query_error"] for r in done]
                     weighted = statistics.median(r["query_error_weighted"] for r in done)
-                    print(f"{algorithm:9} {model:9} {rule:9} {name:14} {statistics.median(errs):10.3f} "
-                          f"{statistics.mean(errs):9.3f} {weighted:10.3f} "
-                          f"{statistics.median(r['groups'] for r in done):7.0f} "
-                          f"{done[-1]['max_p']:7.4f} {len(done):8d} "
-                          f"{statistics.mean(r['seconds_anonymize'] for r in done):9.2f}", flush=True)
+                    print(
+                        f"{algorithm:9} {model:9} {rule:9} {name:14} {statistics.median(errs):10.3f} "
+                        f"{statistics.mean(errs):9.3f} {weighted:10.3f} "
+                        f"{statistics.median(r['groups'] for r in done):7.0f} "
+                        f"{done[-1]['max_p']:7.4f} {len(done):8d} "
+                        f"{statistics.mean(r['seconds_anonymize'] for r in done):9.2f}",
+                        flush=True,
+                    )
     return 0
 
 

@@ -45,15 +45,25 @@ def build(root: Path, n_register: int, rounds: int) -> None:
     rows = np.random.default_rng(1).integers(0, len(base), size=n_register)
     table = base.iloc[rows][[*adult.QUASI_IDENTIFIERS, adult.SENSITIVE]].reset_index(drop=True)
     table.insert(0, "id", pd.Series(np.arange(1, n_register + 1)).astype(str))
-    write_series(root, table, "id", adult.QUASI_IDENTIFIERS, adult.SENSITIVE,
-                 SeriesSpec(rounds=rounds, carry_over=0.2, redraw=0.2, seed=0), "Adult resampled")
+    write_series(
+        root,
+        table,
+        "id",
+        adult.QUASI_IDENTIFIERS,
+        adult.SENSITIVE,
+        SeriesSpec(rounds=rounds, carry_over=0.2, redraw=0.2, seed=0),
+        "Adult resampled",
+    )
     (root / "hierarchies").mkdir(exist_ok=True)
     for col in [*adult.QUASI_IDENTIFIERS, adult.SENSITIVE]:
         shutil.copyfile(adult.hierarchy_dir() / f"{col}.csv", root / "hierarchies" / f"{col}.csv")
     config = Config(
-        dataset="adult", quasi_identifiers=adult.QUASI_IDENTIFIERS, sensitive=adult.SENSITIVE, l=2,
+        dataset="adult",
+        quasi_identifiers=adult.QUASI_IDENTIFIERS,
+        sensitive=adult.SENSITIVE,
+        l=2,
         sign_off=SignOffSettings(auto_approve=True),
-    )  # fmt: skip
+    )
     (root / CONFIG_NAME).write_text(render_config(config, {"sign_off.auto_approve": "A benchmark workspace."}))
 
 
@@ -88,8 +98,12 @@ def main() -> None:
         stats = publisher.store.latest_statistics(ws.config.dataset)
         assert stats is not None
         row = {
-            "release": o.seq, "records": o.records, "groups": o.groups, "state_s": round(o.seconds_state, 2),
-            "anonymize_s": round(o.seconds_anonymize, 2), "publish_s": round(o.seconds, 2),
+            "release": o.seq,
+            "records": o.records,
+            "groups": o.groups,
+            "state_s": round(o.seconds_state, 2),
+            "anonymize_s": round(o.seconds_anonymize, 2),
+            "publish_s": round(o.seconds, 2),
             "history_classes": stats[1].column("class").to_numpy().max() + 1 if stats[1].num_rows else 0,
             "max_p": round(o.max_breach, 4),
         }

@@ -46,8 +46,10 @@ def main() -> int:
         t = time.perf_counter()
         _ = publisher.register, publisher.register_reader.file_sums, publisher.statistics
         register = time.perf_counter() - t
-        print(f"run {attempt}: Publisher() {construct:.2f} s (approve, publish, close); register, sha256 and "
-              f"statistics codec {register:.2f} s more (draft, validate; every step before)")  # fmt: skip
+        print(
+            f"run {attempt}: Publisher() {construct:.2f} s (approve, publish, close); register, sha256 and "
+            f"statistics codec {register:.2f} s more (draft, validate; every step before)"
+        )
     return 0
 
 

@@ -54,9 +54,14 @@ def release_rows(workspace: Path, r: PublishedRelease, n_queries: int, qd: int, 
     snapshot = pd.read_csv(workspace / "snapshots" / f"snapshot-{r.manifest.period}.csv", dtype=str)
     qis = r.qis
     work = draw_workload(
-        snapshot[[*qis, r.sensitive]], {q: r.hierarchies[q] for q in qis}, r.sensitive, n_queries, qd, SELECTIVITY,
+        snapshot[[*qis, r.sensitive]],
+        {q: r.hierarchies[q] for q in qis},
+        r.sensitive,
+        n_queries,
+        qd,
+        SELECTIVITY,
         seed + r.number,
-    )  # fmt: skip
+    )
     ranges = work.ranges
     text = QueryRanges(ranges.qi, tuple(str(v) for v in ranges.sensitive_values), ranges.sensitive)
     a = joint_answers(r.joint(), text)
@@ -65,13 +70,21 @@ def release_rows(workspace: Path, r: PublishedRelease, n_queries: int, qd: int, 
     truth = work.actual.astype(np.float64)
     constrained = np.stack([~ranges.qi[q].all(axis=1) for q in qis], axis=1)
     on = [",".join(q for q, c in zip(qis, row, strict=True) if c) for row in constrained]
-    return pd.DataFrame({
-        "on": on,
-        "release": r.number, "qd": qd, "truth": truth, "estimate": a.estimate, "se": a.se,
-        "in_bounds": (truth >= a.lower) & (truth <= a.upper),
-        "in90": (truth >= lo90) & (truth <= hi90), "in95": (truth >= lo95) & (truth <= hi95),
-        "above90": truth > hi90, "generalized": a.generalized.any(axis=1),
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "on": on,
+            "release": r.number,
+            "qd": qd,
+            "truth": truth,
+            "estimate": a.estimate,
+            "se": a.se,
+            "in_bounds": (truth >= a.lower) & (truth <= a.upper),
+            "in90": (truth >= lo90) & (truth <= hi90),
+            "in95": (truth >= lo95) & (truth <= hi95),
+            "above90": truth > hi90,
+            "generalized": a.generalized.any(axis=1),
+        }
+    )
 
 
 def summary(rows: pd.DataFrame) -> dict[str, float]:

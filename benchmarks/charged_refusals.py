@@ -207,8 +207,9 @@ def measure(n_series: int, seed: int) -> dict[str, Any]:
                for name in SEARCHES}  # fmt: skip
     for _ in range(n_series):
         inst, observed = random_instance(rng)
-        space = SimpleNamespace(presence=inst.presence, keys=np.zeros((len(inst.age), 2)), domain=inst.domain,
-                                protected=inst.protected)  # fmt: skip
+        space = SimpleNamespace(
+            presence=inst.presence, keys=np.zeros((len(inst.age), 2)), domain=inst.domain, protected=inst.protected
+        )
         for name, search in SEARCHES.items():
             f = figures[name]
             leaves = search(inst, observed)

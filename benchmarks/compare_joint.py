@@ -68,15 +68,27 @@ def main() -> None:
     snapshot = sorted((args.workspace / "snapshots").glob("*.csv"))[args.release - 1]
     raw = read_csv(snapshot, "snapshot")
     w = draw_workload(
-        raw[[*release.qis, release.sensitive]], {q: release.hierarchies[q] for q in release.qis}, release.sensitive,
-        n_queries=5000, qd=3, selectivity=0.05, seed=0,
-    )  # fmt: skip
+        raw[[*release.qis, release.sensitive]],
+        {q: release.hierarchies[q] for q in release.qis},
+        release.sensitive,
+        n_queries=5000,
+        qd=3,
+        selectivity=0.05,
+        seed=0,
+    )
     ranges = QueryRanges(w.ranges.qi, tuple(str(v) for v in w.ranges.sensitive_values), w.ranges.sensitive)
     j = release.joint()
     old = before.JointRelease(
-        j.qis, j.hierarchies, j.sensitive_values, j.group_nodes, j.counts, j.cell_leaves, j.cell_counts,
-        j.group_of_cell, j.suppressed,
-    )  # fmt: skip
+        j.qis,
+        j.hierarchies,
+        j.sensitive_values,
+        j.group_nodes,
+        j.counts,
+        j.cell_leaves,
+        j.cell_counts,
+        j.group_of_cell,
+        j.suppressed,
+    )
     print(f"release {args.release}: {j.counts.shape[0]:,} groups, {j.cell_counts.size:,} register cells")
     answers = {}
     for _ in range(args.repeat):
@@ -88,8 +100,11 @@ def main() -> None:
     bounds = np.array_equal(a.lower, b.lower) and np.array_equal(a.upper, b.upper)
     rel = {k: float(np.max(np.abs(getattr(a, k) - getattr(b, k)) / np.maximum(np.abs(getattr(a, k)), 1e-300)))
            for k in ("estimate", "uniform")}  # fmt: skip
-    print(f"bounds identical: {bounds}; largest relative difference: estimate {rel['estimate']:.2g}, "
-          f"uniform {rel['uniform']:.2g}")
+    print(
+        f"bounds identical: {bounds}; largest relative difference: estimate {rel['estimate']:.2g}, "
+        f"uniform {rel['uniform']:.2g}"
+    )
+
 
 if __name__ == "__main__":
     main()

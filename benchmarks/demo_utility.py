@@ -40,18 +40,20 @@ def measure(root: Path) -> dict[str, object]:
     for folder in releases:
         manifest = json.loads((folder / "manifest.json").read_text())
         utility = {m["name"]: m["value"] for m in json.loads((folder / "report.json").read_text())["utility"]}
-        rows.append({
-            "groups": manifest["groups"],
-            "error": utility["average relative error of range-count queries"],
-            # absent from releases made before the register-weighted estimator existed
-            "weighted": utility.get("average relative error of range-count queries, register-weighted"),
-            # absent from releases made before the register-joint estimator existed
-            "joint": utility.get("average relative error of range-count queries, register-joint"),
-            "baseline": utility.get("average relative error of range-count queries, histogram-only baseline"),
-            "gain": utility.get("gain over the histogram-only baseline"),
-            "cdm": utility["discernibility metric C_DM"],
-            "ncp": utility["normalized certainty penalty NCP"],
-        })
+        rows.append(
+            {
+                "groups": manifest["groups"],
+                "error": utility["average relative error of range-count queries"],
+                # absent from releases made before the register-weighted estimator existed
+                "weighted": utility.get("average relative error of range-count queries, register-weighted"),
+                # absent from releases made before the register-joint estimator existed
+                "joint": utility.get("average relative error of range-count queries, register-joint"),
+                "baseline": utility.get("average relative error of range-count queries, histogram-only baseline"),
+                "gain": utility.get("gain over the histogram-only baseline"),
+                "cdm": utility["discernibility metric C_DM"],
+                "ncp": utility["normalized certainty penalty NCP"],
+            }
+        )
     publisher = Publisher(ws)
     history = publisher.statistics.load(
         publisher.store.latest_statistics(ws.config.dataset), np.full(len(publisher.register.ids), ws.config.ell)

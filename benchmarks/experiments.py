@@ -268,13 +268,25 @@ def run_series(
         started = time.perf_counter()
         try:
             result = anonymize_history(
-                pub.register.keys, SnapshotCodes(snap.individual, record_set, scenario.n_protected), history, params,
-                hierarchies, presence, budget=int(np.floor(fraction * len(snap.individual))), seed=seq,
+                pub.register.keys,
+                SnapshotCodes(snap.individual, record_set, scenario.n_protected),
+                history,
+                params,
+                hierarchies,
+                presence,
+                budget=int(np.floor(fraction * len(snap.individual))),
+                seed=seq,
                 split_rule=split_rule,
-            )  # fmt: skip
+            )
         except InfeasibleError as exc:
-            rows.append({"round": seq, "feasible": False, "reason": str(exc),
-                         "seconds_anonymize": time.perf_counter() - started})  # fmt: skip
+            rows.append(
+                {
+                    "round": seq,
+                    "feasible": False,
+                    "reason": str(exc),
+                    "seconds_anonymize": time.perf_counter() - started,
+                }
+            )
             if progress:
                 progress(f"  round {seq:2d}: infeasible ({exc})")
             break
@@ -310,22 +322,34 @@ def run_series(
             t_q = time.perf_counter()
             table = pub.published_table(snap, result, hierarchies)
             query = average_relative_error(
-                snap.table[[*pub.qis, cfg.sensitive]], table, pub.read_hierarchies(table),
-                cfg.sensitive, n_queries=QUERY_COUNT, qd=QUERY_DIMENSIONS, selectivity=QUERY_SELECTIVITY,
-                seed=cfg.query_seed, leaf_weights=pub.register_reader.register_leaf_counts,
-            )  # fmt: skip
+                snap.table[[*pub.qis, cfg.sensitive]],
+                table,
+                pub.read_hierarchies(table),
+                cfg.sensitive,
+                n_queries=QUERY_COUNT,
+                qd=QUERY_DIMENSIONS,
+                selectivity=QUERY_SELECTIVITY,
+                seed=cfg.query_seed,
+                leaf_weights=pub.register_reader.register_leaf_counts,
+            )
             joint = _joint_error(pub, snap, table, result.suppressed)
-            row.update(query_error=query.mean, query_error_median=query.median,
-                       query_error_weighted=query.weighted.mean if query.weighted else None,
-                       query_error_joint=joint.mean, query_error_baseline=joint.baseline_mean,
-                       seconds_query=time.perf_counter() - t_q)  # fmt: skip
+            row.update(
+                query_error=query.mean,
+                query_error_median=query.median,
+                query_error_weighted=query.weighted.mean if query.weighted else None,
+                query_error_joint=joint.mean,
+                query_error_baseline=joint.baseline_mean,
+                seconds_query=time.perf_counter() - t_q,
+            )
         rows.append(row)
         if progress:
             err = "-" if row["query_error"] is None else f"{row['query_error']:.3f}"
-            progress(f"  round {seq:2d}: {row['records']:5d} rec {row['groups']:5d} groups "
-                     f"n_j avg {row['avg_candidates']:8.1f} max {row['max_candidates']:6d} | "
-                     f"rec/group {row['avg_records']:6.1f} | p {row['max_p']:.4f} | err {err} | "
-                     f"{t_anon:.2f} s")  # fmt: skip
+            progress(
+                f"  round {seq:2d}: {row['records']:5d} rec {row['groups']:5d} groups "
+                f"n_j avg {row['avg_candidates']:8.1f} max {row['max_candidates']:6d} | "
+                f"rec/group {row['avg_records']:6.1f} | p {row['max_p']:.4f} | err {err} | "
+                f"{t_anon:.2f} s"
+            )
     return rows
 
 
@@ -335,22 +359,30 @@ def _joint_error(pub: Publisher, snap: Snapshot, table: pd.DataFrame, suppressed
     cfg = pub.ws.config
     raw = snap.table[[*pub.qis, cfg.sensitive]]
     workload = draw_workload(
-        raw, pub.hierarchies, cfg.sensitive, n_queries=QUERY_COUNT, qd=QUERY_DIMENSIONS,
-        selectivity=QUERY_SELECTIVITY, seed=cfg.query_seed,
-    )  # fmt: skip
+        raw,
+        pub.hierarchies,
+        cfg.sensitive,
+        n_queries=QUERY_COUNT,
+        qd=QUERY_DIMENSIONS,
+        selectivity=QUERY_SELECTIVITY,
+        seed=cfg.query_seed,
+    )
     values = [str(v) for v in workload.ranges.sensitive_values]
     read = pub.read_hierarchies(table)
     release = JointRelease.of(
-        table, pub.qis, cfg.sensitive, [read[q] for q in pub.qis], np.asarray(pub.register.keys[:], dtype=np.int64),
-        values, suppressed,
-    )  # fmt: skip
+        table,
+        pub.qis,
+        cfg.sensitive,
+        [read[q] for q in pub.qis],
+        np.asarray(pub.register.keys[:], dtype=np.int64),
+        values,
+        suppressed,
+    )
     histogram = raw[cfg.sensitive].astype(str).value_counts().reindex(values, fill_value=0).to_numpy()
     return joint_workload_error(workload, release, histogram)
 
 
-def params_for(
-    spec: FigureSpec, value: float, fixed: dict[str, float], algorithm: str = "topdown"
-) -> PrivacyParams:
+def params_for(spec: FigureSpec, value: float, fixed: dict[str, float], algorithm: str = "topdown") -> PrivacyParams:
     """The privacy parameters of one point of a figure (global guarantee, ``algorithm``'s
     search; :func:`run_series` runs the bottom-up search whenever a budget is given)."""
     p = {**fixed, spec.vary: value}
@@ -473,22 +505,30 @@ def run_figure(
         started = time.perf_counter()
         rows = run_series(scenario, params, rounds, progress=log, budget=budget)
         infeasible = next((r for r in rows if not r["feasible"]), None)
-        record["runs"].append({
-            "value": value,
-            "params": {"ell": params.ell, "strategy": params.strategy, "k_prime": params.k_prime,
-                       "alpha": params.alpha, "guarantee": params.guarantee},
-            "status": "complete" if infeasible is None else f"infeasible at round {infeasible['round']}",
-            "seconds": time.perf_counter() - started,
-            "rounds": rows,
-        })  # fmt: skip
+        record["runs"].append(
+            {
+                "value": value,
+                "params": {
+                    "ell": params.ell,
+                    "strategy": params.strategy,
+                    "k_prime": params.k_prime,
+                    "alpha": params.alpha,
+                    "guarantee": params.guarantee,
+                },
+                "status": "complete" if infeasible is None else f"infeasible at round {infeasible['round']}",
+                "seconds": time.perf_counter() - started,
+                "rounds": rows,
+            }
+        )
     if baseline:
         ells = sorted({float(r["params"]["ell"]) for r in record["runs"]})
         for ell in ells:
             cache = {} if baseline_cache is None else baseline_cache
             if ell not in cache:
                 log(f"[{scenario.name} {spec.name}] localized baseline, ℓ = {ell:g}")
-                params = PrivacyParams(ell=ell, strategy="constant", k_prime=20, guarantee="localized",
-                                       algorithm=algorithm)  # ℓ and the search only
+                params = PrivacyParams(
+                    ell=ell, strategy="constant", k_prime=20, guarantee="localized", algorithm=algorithm
+                )  # ℓ and the search only
                 cache[ell] = run_series(scenario, params, rounds, progress=log, budget=budget)
             record["baseline"][f"{ell:g}"] = cache[ell]
     return record
@@ -557,11 +597,13 @@ def panels_figure(record: dict[str, Any]) -> Any:
             bad = [r["round"] for r in rows if not r["feasible"]]
             if bad:
                 ax.plot(bad, [0] * len(bad), marker="x", ms=7, mew=2, color=color, ls="none", clip_on=False)
-    titles = ("(a) average relative error",
-              "(b) average group size\n(solid: candidates n_j; dashed: records;\n"
-              "dotted: n_j of groups with a protected value)",
-              "(c) largest group size\n(solid: candidates n_j; dashed: records)",
-              "(d) anonymization time (s)")  # fmt: skip
+    titles = (
+        "(a) average relative error",
+        "(b) average group size\n(solid: candidates n_j; dashed: records;\n"
+        "dotted: n_j of groups with a protected value)",
+        "(c) largest group size\n(solid: candidates n_j; dashed: records)",
+        "(d) anonymization time (s)",
+    )
     for ax, panel_title in zip(axes, titles, strict=True):
         ax.set_title(panel_title, fontsize=8.5)
         ax.set_xlabel("round (release)")
@@ -572,11 +614,13 @@ def panels_figure(record: dict[str, Any]) -> Any:
         ax.set_yscale("symlog", linthresh=10)
         ax.set_ylim(bottom=0)
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, frameon=False, fontsize=8, loc="lower center", ncol=len(labels),
-               bbox_to_anchor=(0.5, -0.06))  # fmt: skip
-    fig.suptitle(title
-                 + (" (× = infeasible round)" if any(r["status"] != "complete" for r in record["runs"]) else ""),
-                 fontsize=10)  # fmt: skip
+    fig.legend(
+        handles, labels, frameon=False, fontsize=8, loc="lower center", ncol=len(labels), bbox_to_anchor=(0.5, -0.06)
+    )
+    fig.suptitle(
+        title + (" (× = infeasible round)" if any(r["status"] != "complete" for r in record["runs"]) else ""),
+        fontsize=10,
+    )
     fig.tight_layout()
     return fig
 
@@ -603,8 +647,9 @@ def breach_figure(record: dict[str, Any]) -> Any:
             x, y = _series(base, "max_p")
             ax.plot(x, y, marker="s", ms=3, ls=":", color=bcolor, label=f"localized baseline, ℓ = {ell:g}")
         ax.axhline(1.0 / ell, color=plots.BOUND_COLOR, lw=1.0, ls="--", alpha=0.4 + 0.6 / (j + 1))
-        ax.text(record["setup"]["rounds"] + 0.6, 1.0 / ell, f"1/{ell:g}", va="center", fontsize=7,
-                color=plots.BOUND_COLOR)  # fmt: skip
+        ax.text(
+            record["setup"]["rounds"] + 0.6, 1.0 / ell, f"1/{ell:g}", va="center", fontsize=7, color=plots.BOUND_COLOR
+        )
     ax.set_ylim(0, 1.02)
     ax.set_xlim(0.5, record["setup"]["rounds"] + 1.5)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -640,9 +685,11 @@ def summary(record: dict[str, Any]) -> str:
     for ell, rows in record["baseline"].items():
         ok = [r for r in rows if r["feasible"]]
         if ok:
-            lines.append(f"  localized ℓ = {ell}: max p after round {ok[-1]['round']} = {ok[-1]['max_p']:.4f}, "
-                         f"err mean {np.mean([r['query_error'] for r in ok]):.3f}, "
-                         f"rec/grp {np.mean([r['avg_records'] for r in ok]):.1f}")  # fmt: skip
+            lines.append(
+                f"  localized ℓ = {ell}: max p after round {ok[-1]['round']} = {ok[-1]['max_p']:.4f}, "
+                f"err mean {np.mean([r['query_error'] for r in ok]):.3f}, "
+                f"rec/grp {np.mean([r['avg_records'] for r in ok]):.1f}"
+            )
     return "\n".join(lines)
 
 
@@ -667,8 +714,10 @@ def _run_rows(
 def key_numbers(records: Sequence[tuple[str, dict[str, Any]]]) -> str:
     """The Markdown table of docs/experiments.md ("Key numbers"): one row per run of every
     (file stem, JSON record), figures averaged over the rounds published."""
-    head = ("| run | value | rounds published | query error: mean (min-max) | avg n_j | max n_j | avg records/group "
-            "| n_j prot. | suppressed/round | max p | localized max p | anonymize s/round |")  # fmt: skip
+    head = (
+        "| run | value | rounds published | query error: mean (min-max) | avg n_j | max n_j | avg records/group "
+        "| n_j prot. | suppressed/round | max p | localized max p | anonymize s/round |"
+    )
     lines = [head, "|" + "---|" * 12]
     for start, ok, run, record in _run_rows(records, 12):
         if not ok:
@@ -693,8 +742,10 @@ def estimator_numbers(records: Sequence[tuple[str, dict[str, Any]]]) -> str:
     the mean over the rounds published of each round's mean relative query error under the
     register-joint, register-marginal and uniform (paper 001) estimators, the
     histogram-only baseline and the gain (baseline − joint)."""
-    head = ("| run | value | rounds published | groups (mean) | joint | marginal | uniform (paper 001) "
-            "| baseline | gain | max p |")  # fmt: skip
+    head = (
+        "| run | value | rounds published | groups (mean) | joint | marginal | uniform (paper 001) "
+        "| baseline | gain | max p |"
+    )
     lines = [head, "|" + "---|" * 10]
     for start, ok, _, _ in _run_rows(records, 10, lambda r: r.get("query_error_joint") is not None):
         if not ok:
@@ -730,23 +781,26 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--alpha", type=float, help="override the fixed α (fig 7)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the series (and of the diagnoses)")
     parser.add_argument(
-        "--budget", type=float,
+        "--budget",
+        type=float,
         help="suppression budget, fraction of records; above 0 runs the paper's model (default: the workspace's, 0)",
-    )  # fmt: skip
+    )
     parser.add_argument("--no-baseline", action="store_true", help="skip the localized baseline")
     parser.add_argument(
-        "--algorithm", choices=["topdown", "bottomup"],
+        "--algorithm",
+        choices=["topdown", "bottomup"],
         help="the search, for the series and the localized baseline alike (default topdown; a budget above 0 "
-             "always runs bottomup, the only search that suppresses)",
-    )  # fmt: skip
+        "always runs bottomup, the only search that suppresses)",
+    )
     parser.add_argument("--plot-only", action="store_true", help="redraw the PNGs from the JSON files")
     parser.add_argument(
         "--table", action="store_true", help="print the Markdown key-number table of the JSON files (runs nothing)"
     )
     parser.add_argument(
-        "--estimators", action="store_true",
+        "--estimators",
+        action="store_true",
         help="with --table: the three query-error estimators, baseline and gain instead of the key numbers",
-    )  # fmt: skip
+    )
     parser.add_argument("--images", type=Path, default=IMAGES, help="where the PNGs go")
     args = parser.parse_args(argv)
     args.overrides = {k: v for k, v in (("ell", args.ell), ("k_prime", args.k_prime), ("alpha", args.alpha))
@@ -769,7 +823,14 @@ def outputs(args: argparse.Namespace) -> list[tuple[str, FigureSpec, dict[str, f
         for spec in args.specs:
             fixed = {**spec.fixed, **{k: v for k, v in args.overrides.items() if k in spec.fixed}}
             name = stem(
-                spec, scenario_name, fixed, args.budget, args.seed, args.rounds, args.values, not args.no_baseline,
+                spec,
+                scenario_name,
+                fixed,
+                args.budget,
+                args.seed,
+                args.rounds,
+                args.values,
+                not args.no_baseline,
                 args.algorithm,
             )
             planned.append((name, spec, fixed))

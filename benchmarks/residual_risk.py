@@ -134,8 +134,12 @@ def main() -> None:
     parser.add_argument("--series", type=int, default=300)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--algorithm", choices=["topdown", "bottomup"], default="topdown")
-    parser.add_argument("--model", choices=list(PartitionModel), default=PartitionModel.PUBLISHED,
-                        help="the top-down search's partition_model")
+    parser.add_argument(
+        "--model",
+        choices=list(PartitionModel),
+        default=PartitionModel.PUBLISHED,
+        help="the top-down search's partition_model",
+    )
     args = parser.parse_args()
     print(json.dumps(measure(args.series, args.seed, args.algorithm, args.model), indent=2))
 

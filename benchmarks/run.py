@@ -87,12 +87,14 @@ BENCHMARKS: dict[str, Benchmark] = {
     ),
     "bench_query_targets": Benchmark(
         "`serialpub query` answer times: first and cached second query, the 14 x 2 cross-tab, 5,000 queries at 1M/5M",
-        "benchmarks.md, data-users.md", "3 min",
+        "benchmarks.md, data-users.md",
+        "3 min",
     ),
     "bench_queries": Benchmark("the 5,000-query utility measure, raw against release", "benchmarks.md", "1 min"),
     "bench_query_workload": Benchmark("the query workload of one large release", "benchmarks.md", "2 min"),
     "bench_reader_install": Benchmark(
-        "size, packages, import and query time of the reader's install against the publisher's", "benchmarks.md",
+        "size, packages, import and query time of the reader's install against the publisher's",
+        "benchmarks.md",
         "5 min",
     ),
     "bench_register_growth": Benchmark(
@@ -110,7 +112,8 @@ BENCHMARKS: dict[str, Benchmark] = {
     ),
     "bench_collapse": Benchmark(
         "why a 1M/5M release stays coarse: the search's blocked splits per level; the noisy split test's groups",
-        "anonymization.md", "1 min",
+        "anonymization.md",
+        "1 min",
     ),
     "bench_search": Benchmark(
         "search time and groups of one release at scale", "anonymization.md, benchmarks.md", "2 min"

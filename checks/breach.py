@@ -407,9 +407,15 @@ def compute_breach(
             copy=False,
         )
         return BreachComputation(
-            table=table, groups=groups, unknown_records=dg.unknown_records, uncovered_records=uncovered,
-            excess_records=excess, mechanism_aware=snapshot is not None, per_unit=True,
-            group_of_record=dg.group_of_record, presence_shown=shown,
+            table=table,
+            groups=groups,
+            unknown_records=dg.unknown_records,
+            uncovered_records=uncovered,
+            excess_records=excess,
+            mechanism_aware=snapshot is not None,
+            per_unit=True,
+            group_of_record=dg.group_of_record,
+            presence_shown=shown,
         )
 
     id_type = pd.CategoricalDtype(ids)  # raises ValueError on duplicate ids
@@ -432,15 +438,26 @@ def compute_breach(
         copy=False,
     )
     return BreachComputation(
-        table=table, groups=groups, unknown_records=dg.unknown_records, uncovered_records=uncovered,
-        excess_records=excess, mechanism_aware=snapshot is not None, group_of_record=dg.group_of_record,
+        table=table,
+        groups=groups,
+        unknown_records=dg.unknown_records,
+        uncovered_records=uncovered,
+        excess_records=excess,
+        mechanism_aware=snapshot is not None,
+        group_of_record=dg.group_of_record,
         presence_shown=shown,
     )
 
 
 def _snapshot_counts(
-    rows: IntArray, value: IntArray, members: IntArray, cell_of_member: IntArray, pc: IntArray, pg: IntArray,
-    g: int, v: int,
+    rows: IntArray,
+    value: IntArray,
+    members: IntArray,
+    cell_of_member: IntArray,
+    pc: IntArray,
+    pg: IntArray,
+    g: int,
+    v: int,
 ) -> tuple[IntArray, IntArray, int]:
     """n*_{g,s}: snapshot records of every protected value per group whose region holds
     them (all groups covering a record, should regions overlap), shape (G, V); the

@@ -103,9 +103,12 @@ def as_text(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def run_suite_on_distinct_values(
-    name: str, table: pd.DataFrame, expectations: list[Expectation], distinct_columns: Collection[str],
+    name: str,
+    table: pd.DataFrame,
+    expectations: list[Expectation],
+    distinct_columns: Collection[str],
     row_label: str = "row",
-) -> SuiteResult:  # fmt: skip
+) -> SuiteResult:
     """The verdict of :func:`checks.gx.run_suite` ``(name, table, expectations, row_label)``,
     with the per-value expectations on ``distinct_columns`` run on those columns' distinct
     values (module docstring). On a failure the returned result is the row-level run's.
@@ -151,9 +154,13 @@ def reported_order(expectations: list[Expectation]) -> list[int]:
 
 
 def _merged(
-    name: str, expectations: list[Expectation], parts: dict[bool, list[int]], rows: SuiteResult,
-    values: SuiteResult, reduced: list[str],
-) -> SuiteResult | None:  # fmt: skip
+    name: str,
+    expectations: list[Expectation],
+    parts: dict[bool, list[int]],
+    rows: SuiteResult,
+    values: SuiteResult,
+    reduced: list[str],
+) -> SuiteResult | None:
     """One passed result of the two runs: their results in the order one run would report
     them, the statistics of both, the rows run's meta with ``evaluated_on``. None when a
     result does not belong where the order puts it (a Great Expectations that orders its

@@ -73,8 +73,9 @@ def _rows(result: dict[str, Any]) -> list[dict[str, Any]]:
         what = cfg.get("description") or cfg.get("type", "")
         if "column" in kwargs:
             what = f"{what} (column {kwargs['column']})"
-        rows.append({"type": cfg.get("type", ""), "description": what, "success": bool(r.get("success")),
-                     "observed": observed})
+        rows.append(
+            {"type": cfg.get("type", ""), "description": what, "success": bool(r.get("success")), "observed": observed}
+        )
     return rows
 
 
@@ -110,14 +111,18 @@ def write_evidence(folder: Path, title: str, results: list[SuiteResult]) -> str:
         {"suite": r.suite, "success": r.success, "sha256": r.sha256, "failures": r.failures, "rows": rows}
         for r, rows in zip(results, row_lists, strict=True)
     ]
-    html = Environment(autoescape=select_autoescape(default=True)).from_string(_TEMPLATE).render(
-        title=title,
-        created=created,
-        success=payload["success"],
-        suites=suites,
-        n_expectations=sum(len(rows) for rows in row_lists),
-        n_failed=sum(not row["success"] for rows in row_lists for row in rows),
-        nonce=payload["nonce"],
+    html = (
+        Environment(autoescape=select_autoescape(default=True))
+        .from_string(_TEMPLATE)
+        .render(
+            title=title,
+            created=created,
+            success=payload["success"],
+            suites=suites,
+            n_expectations=sum(len(rows) for rows in row_lists),
+            n_failed=sum(not row["success"] for rows in row_lists for row in rows),
+            nonce=payload["nonce"],
+        )
     )
     (folder / HTML_FILE).write_text(html, encoding="utf-8")
     return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -102,9 +102,7 @@ def _describe(r: Any, row_label: str = "row") -> str:
     return f"{description}{where}{detail}"
 
 
-def run_suite(
-    name: str, table: pd.DataFrame, expectations: list[Expectation], row_label: str = "row"
-) -> SuiteResult:
+def run_suite(name: str, table: pd.DataFrame, expectations: list[Expectation], row_label: str = "row") -> SuiteResult:
     """Validate ``table`` against ``expectations`` in an ephemeral context.
 
     Args:

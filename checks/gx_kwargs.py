@@ -75,12 +75,14 @@ def _get_runtime_kwargs(self: Expectation, runtime_configuration: dict[str, Any]
     return runtime_kwargs
 
 
-_PATCHED: Mapping[str, Any] = MappingProxyType({
-    "_get_success_kwarg": _get_success_kwarg,
-    "_get_domain_kwargs": _get_domain_kwargs,
-    "_get_success_kwargs": _get_success_kwargs,
-    "_get_runtime_kwargs": _get_runtime_kwargs,
-})
+_PATCHED: Mapping[str, Any] = MappingProxyType(
+    {
+        "_get_success_kwarg": _get_success_kwarg,
+        "_get_domain_kwargs": _get_domain_kwargs,
+        "_get_success_kwargs": _get_success_kwargs,
+        "_get_runtime_kwargs": _get_runtime_kwargs,
+    }
+)
 
 #: GX's own methods, for the tests that compare both
 ORIGINAL: Mapping[str, Any] = MappingProxyType({name: getattr(Expectation, name) for name in _PATCHED})

@@ -180,6 +180,7 @@ class ExpectPeriodToFollow(BatchExpectation):
 # ---------------------------------------------------------------------------------------
 # the suites
 
+
 def _stable(outcome: SuiteResult) -> SuiteResult:
     """``outcome`` with every failure line prefixed with its expectation's type (the lines
     follow the order of the failed results). Run-dependent fields are already dropped by

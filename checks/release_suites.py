@@ -47,12 +47,14 @@ from checks.expectations import (
 from checks.gx import SuiteResult, run_suite
 
 #: Utility figure -> threshold key of ``thresholds``.
-UTILITY_THRESHOLDS: Mapping[str, str] = MappingProxyType({
-    "suppression_rate": "max_suppression_rate",
-    "query_error": "max_query_error",
-    "avg_group_size": "max_avg_group_size",
-    "max_group_size": "max_group_size",
-})
+UTILITY_THRESHOLDS: Mapping[str, str] = MappingProxyType(
+    {
+        "suppression_rate": "max_suppression_rate",
+        "query_error": "max_query_error",
+        "avg_group_size": "max_avg_group_size",
+        "max_group_size": "max_group_size",
+    }
+)
 #: Utility figure -> threshold key of a lower bound (the release's gain over the
 #: histogram-only baseline, docs/configuration.md).
 UTILITY_MINIMA: Mapping[str, str] = MappingProxyType({"query_gain": "min_gain"})
@@ -131,7 +133,10 @@ def name_breaches(result: SuiteResult, table: pd.DataFrame, ell: float, examples
         f"1/{ell:g}, largest first: {pairs}"
     )
     return SuiteResult(
-        suite=result.suite, success=False, failures=[*result.failures, line], result=result.result,
+        suite=result.suite,
+        success=False,
+        failures=[*result.failures, line],
+        result=result.result,
         sha256=result.sha256,
     )
 

@@ -109,9 +109,13 @@ class SignOffGate(ApprovalOperator):
         user = answer.get("responded_by_user") or {}
         approved = (answer.get("chosen_options") or [None])[0] == self.APPROVE
         recorded = _steps().decide(
-            self.workspace, facts["release"], approved, str(user.get("name") or user.get("id") or "unknown"),
-            str((answer.get("params_input") or {}).get("comment", "")), facts["report_sha256"],
-        )  # fmt: skip
+            self.workspace,
+            facts["release"],
+            approved,
+            str(user.get("name") or user.get("id") or "unknown"),
+            str((answer.get("params_input") or {}).get("comment", "")),
+            facts["report_sha256"],
+        )
         # read by finalize: a rejected release ends the run as failed, so that nobody reads
         # a green run as a publication
         context["ti"].xcom_push(key="decision", value=recorded)
@@ -188,7 +192,6 @@ def build_release_dag(root: str) -> Any:
             return _steps().report(root, validated["seq"], base_url)
 
         if ws.config.sign_off.auto_approve:
-
             # one XCom, as the gate's: a dict return would otherwise be split into one XCom
             # per key, and finalize would read the key "decision" as the string "approved"
             @task(task_id="sign_off", multiple_outputs=False)
@@ -207,18 +210,20 @@ def build_release_dag(root: str) -> Any:
             gates = []
             for n, gate_id in enumerate(gate_ids(required), start=1):
                 which = "" if required == 1 else f" (approval {n} of {required}, each by a different approver)"
-                gates.append(SignOffGate(
-                    workspace=root,
-                    task_id=gate_id,
-                    subject=f"Sign off release of {dataset}, period "
-                            f"{{{{ ti.xcom_pull(task_ids='ingest')['period'] }}}}{which}",
-                    body="{{ ti.xcom_pull(task_ids='report')['markdown'] }}",
-                    params={"comment": Param("", type="string", description="recorded with the decision")},
-                    response_timeout=timeout,
-                    # only the approvers may answer (Airflow checks the user's id, which is the
-                    # user name under the simple auth manager); serialpub checks again on record
-                    assigned_users=[{"id": a, "name": a} for a in ws.config.sign_off.approvers] or None,
-                ))  # fmt: skip
+                gates.append(
+                    SignOffGate(
+                        workspace=root,
+                        task_id=gate_id,
+                        subject=f"Sign off release of {dataset}, period "
+                        f"{{{{ ti.xcom_pull(task_ids='ingest')['period'] }}}}{which}",
+                        body="{{ ti.xcom_pull(task_ids='report')['markdown'] }}",
+                        params={"comment": Param("", type="string", description="recorded with the decision")},
+                        response_timeout=timeout,
+                        # only the approvers may answer (Airflow checks the user's id, which is the
+                        # user name under the simple auth manager); serialpub checks again on record
+                        assigned_users=[{"id": a, "name": a} for a in ws.config.sign_off.approvers] or None,
+                    )
+                )
             gate = gates[-1]
 
         @task(retries=2, retry_delay=timedelta(seconds=30))

@@ -37,29 +37,35 @@ class ValidationThresholds(BaseModel):
     model_config = STRICT
 
     min_snapshot_rows_ratio: float | None = Field(
-        default=0.5, ge=0, le=1,
+        default=0.5,
+        ge=0,
+        le=1,
         description="a snapshot must have at least this multiple of the previous snapshot's rows (a sudden "
         "halving is more often an extract failure than reality)",
-    )  # fmt: skip
+    )
     max_snapshot_rows_ratio: float | None = Field(
         default=2.0, ge=1, description="... and at most this multiple of the previous snapshot's rows"
     )
     max_suppression_rate: float | None = Field(
-        default=None, ge=0, le=1, description="largest suppressed / snapshot records",
+        default=None,
+        ge=0,
+        le=1,
+        description="largest suppressed / snapshot records",
         json_schema_extra=documented(default="null (the demo writes its `suppression_budget`)"),
-    )  # fmt: skip
+    )
     max_query_error: float | None = Field(
-        default=None, gt=0,
+        default=None,
+        gt=0,
         description="largest average relative error of the query workload under the register-joint estimator, "
         "the primary utility figure ([data users](data-users.md); paper 001's uniform estimator for a release "
         "made before it)",
-    )  # fmt: skip
+    )
     min_gain: float | None = Field(
         default=None,
         description="smallest gain over the histogram-only baseline (baseline error − release error, "
         "[data users](data-users.md)): refuses a release that tells users little beyond the sensitive histogram",
         json_schema_extra=documented("any number"),
-    )  # fmt: skip
+    )
     max_avg_group_size: float | None = Field(default=None, gt=0, description="largest average group size in records")
     max_group_size: int | None = Field(default=None, gt=0, description="largest group size in records")
 
@@ -74,13 +80,14 @@ class SignOffSettings(BaseModel):
     auto_approve: bool = Field(
         default=False,
         description="approve every validated release automatically: **test and demo environments only**; each "
-        "release's manifest records `\"automatic\": true`. `serialpub demo` sets it to `true`",
-    )  # fmt: skip
+        'release\'s manifest records `"automatic": true`. `serialpub demo` sets it to `true`',
+    )
     timeout_hours: float = Field(
-        default=72.0, gt=0,
+        default=72.0,
+        gt=0,
         description="hours an approver has to decide in Airflow before the run fails (and the release with it); "
         "the command line waits for `serialpub approve` or `serialpub reject` without a limit",
-    )  # fmt: skip
+    )
     approvers: list[str] = Field(
         default=[],
         description="who may approve or reject: operating-system accounts (`serialpub approve` / `reject` record "
@@ -90,18 +97,19 @@ class SignOffSettings(BaseModel):
             "names are NFKC-normalized; one holding an invisible or control character is refused when a sign-off "
             "is attempted"
         ),
-    )  # fmt: skip
+    )
     four_eyes: bool = Field(
         default=True,
         description="the account that prepared a release (`prepared_by`) cannot approve it (four-eyes rule)",
     )
     required_approvals: int = Field(
-        default=1, ge=1,
+        default=1,
+        ge=1,
         description="distinct approvers a release needs before it is published (2: two approvers, each other than "
         "the preparer under `four_eyes`); in Airflow, one gate per approval (`sign_off`, `sign_off_2`, ...); one "
         "rejection ends the release ([several approvals](compliance.md#who-may-sign-off))",
         json_schema_extra=documented("at most the number of `approvers`"),
-    )  # fmt: skip
+    )
 
     @model_validator(mode="after")
     def _enough_approvers(self) -> SignOffSettings:
@@ -121,17 +129,20 @@ class ReportConfig(BaseModel):
     model_config = STRICT
 
     near_bound_fraction: float = Field(
-        default=0.9, gt=0, le=1,
+        default=0.9,
+        gt=0,
+        le=1,
         description="a pair counts as near the bound when its breach probability is at least this × 1/ℓ",
-    )  # fmt: skip
+    )
     recursive_c: float = Field(
         default=3.0, gt=0, description="c of recursive (c, ℓ)-diversity (Machanavajjhala et al.)"
     )
     guarding_levels_up: int = Field(
-        default=0, ge=0,
+        default=0,
+        ge=0,
         description="personalized breach probability (Xiao & Tao): each record's guarding node is its value's "
         "ancestor this many levels up the sensitive attribute's hierarchy (0: the value itself)",
-    )  # fmt: skip
+    )
     categories: dict[str, list[str]] | None = Field(
         default=None,
         description="sensitive categories for the thesis's categorical diversity measures, name → values (they "
@@ -142,7 +153,7 @@ class ReportConfig(BaseModel):
             example="{cancer: [C34, C50], infectious: [A15, B20]}",
             type="mapping of name → list of strings, or null",
         ),
-    )  # fmt: skip
+    )
 
 
 class WorkspaceFiles(BaseModel):
@@ -155,9 +166,11 @@ class WorkspaceFiles(BaseModel):
         pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
         description="name of the dataset; releases go to `<release_store>/<dataset>/release-NNNN/`; the Airflow "
         "DAG is `serialpub_release_<dataset>`",
-    )  # fmt: skip
+    )
     register_file: str = Field(
-        default="register.csv", alias="register", min_length=1,
+        default="register.csv",
+        alias="register",
+        min_length=1,
         description="where the population register of the period being released is read from "
         "([inputs](#inputs-files-and-databases)): a `.csv` or `.parquet` file, or `sql:TABLE` / `sql:SELECT ...` "
         "in `input_database_url`; snapshots may be given the same ways. It holds the id column and every "
@@ -168,16 +181,17 @@ class WorkspaceFiles(BaseModel):
         json_schema_extra=documented(
             "file checked by the `register` input suite ([validation](validation.md))", type="source"
         ),
-    )  # fmt: skip
+    )
     input_database_url: str | None = Field(
         default=None,
         description="the database a `sql:` register or snapshot is read from (a SQLAlchemy URL); only read, never "
         "written",
         json_schema_extra=documented(
             "required when `register` (or a `--snapshot`) starts with `sql:`",
-            example="postgresql+psycopg://user@127.0.0.1:5432/statistics", type="SQLAlchemy URL or null",
+            example="postgresql+psycopg://user@127.0.0.1:5432/statistics",
+            type="SQLAlchemy URL or null",
         ),
-    )  # fmt: skip
+    )
     hierarchies: Path = Field(
         default=Path("hierarchies"),
         description="one ARX-convention hierarchy per quasi-identifier, `<folder>/<column>.csv`; optionally "
@@ -186,17 +200,17 @@ class WorkspaceFiles(BaseModel):
             "each file checked when read (missing, not UTF-8, malformed: exit 2 with file and line)",
             type="path (folder)",
         ),
-    )  # fmt: skip
+    )
     release_store: Path = Field(
         default=Path("releases"),
         description="where releases are written: `<release_store>/<dataset>/release-NNNN/`",
         json_schema_extra=documented(type="path (folder)"),
-    )  # fmt: skip
+    )
     landing_zone: Path = Field(
         default=Path("landing"),
         description="where an upstream extract drops `snapshot-<period>.csv` for the Airflow release DAG",
         json_schema_extra=documented("used by the DAG only", type="path (folder)"),
-    )  # fmt: skip
+    )
     database_url: str | None = Field(
         default=None,
         description=f"the state database (a SQLAlchemy URL); `{DATABASE_ENV}` in the environment overrides it; "
@@ -204,14 +218,15 @@ class WorkspaceFiles(BaseModel):
         json_schema_extra=documented(
             example="postgresql+psycopg://user@127.0.0.1:5432/serialpub", type="SQLAlchemy URL or null"
         ),
-    )  # fmt: skip
+    )
     id_column: str = Field(
         default="id",
         description="the column holding the individual's id, in the register and the snapshots; never published",
         json_schema_extra=documented("must not be a quasi-identifier"),
-    )  # fmt: skip
+    )
     sensitive_domain_file: Path | None = Field(
-        default=None, alias="sensitive_domain",
+        default=None,
+        alias="sensitive_domain",
         description="a text file with every value of the sensitive attribute, one per line, spelled exactly as in "
         "the snapshots; used when `<hierarchies>/<sensitive>.csv` does not exist",
         json_schema_extra=documented(
@@ -219,7 +234,7 @@ class WorkspaceFiles(BaseModel):
             "([spelling](#spelling-of-sensitive-values))",
             example="domain.txt",
         ),
-    )  # fmt: skip
+    )
 
 
 class Config(ReleaseSettings, WorkspaceFiles):
@@ -242,14 +257,14 @@ class Config(ReleaseSettings, WorkspaceFiles):
         "`snapshot-<period>.csv`. Every format but `free` knows the next period, so a release that skips one is "
         "refused unless `serialpub release --skip-periods REASON` records why",
         json_schema_extra=documented("a period in another format is refused (exit 2), naming the format"),
-    )  # fmt: skip
+    )
     sequential: bool = Field(
         default=False,
         description="run every step of a release in turn on one thread instead of overlapping independent steps "
         "(reading the snapshot beside the register, the top-down search's two halves, the measures beside the "
         f"files): the same bytes either way, slower; for debugging and for machines with one core. `{SEQUENTIAL_ENV}` "
         "in the environment overrides it (`1`: in turn; `0`: overlapped) ([scaling](scaling.md#anonymizing-ahead))",
-    )  # fmt: skip
+    )
     validation: ValidationThresholds = Field(default_factory=ValidationThresholds)
     sign_off: SignOffSettings = Field(default_factory=SignOffSettings)
     signing_key: Path | None = Field(
@@ -265,7 +280,7 @@ class Config(ReleaseSettings, WorkspaceFiles):
             "key stops it (exit 2) before anything is drafted",
             default="null (the demo writes `keys/publisher.key`)",
         ),
-    )  # fmt: skip
+    )
     report: ReportConfig = Field(default_factory=ReportConfig)
 
     @model_validator(mode="after")
@@ -300,9 +315,11 @@ class Workspace(BaseModel):
                 set, or a file that is neither .csv nor .parquet.
         """
         return parse_source(
-            self.config.register_file, self.root, self.config.input_database_url,
+            self.config.register_file,
+            self.root,
+            self.config.input_database_url,
             f"{self.root / 'serialpub.yaml'}: setting 'register'",
-        )  # fmt: skip
+        )
 
     @property
     def register_path(self) -> Path:
@@ -355,9 +372,11 @@ def load_config(path: Path) -> Workspace:
     if path.is_dir():
         path = path / CONFIG_NAME
     raw = read_yaml(
-        path, what="configuration file", max_bytes=MAX_CONFIG_BYTES,
+        path,
+        what="configuration file",
+        max_bytes=MAX_CONFIG_BYTES,
         if_missing="create one with 'serialpub demo' as a model",
-    )  # fmt: skip
+    )
     if not isinstance(raw, dict):
         raise InputError(f"{path}: expected a mapping of settings, e.g. 'dataset: adult'")
     return Workspace(root=path.parent.resolve(), config=config_of(raw, str(path)))

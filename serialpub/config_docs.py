@@ -44,9 +44,11 @@ def _type(annotation: object) -> str:
         return " or ".join(f"`{a}`" for a in args)
     if origin is list:
         (item,) = args
-        return f"list of {_enum_values(item, ', ')}" if isinstance(item, type) and issubclass(item, Enum) else (
-            f"list of {_type(item)}s"
-        )  # fmt: skip
+        return (
+            f"list of {_enum_values(item, ', ')}"
+            if isinstance(item, type) and issubclass(item, Enum)
+            else (f"list of {_type(item)}s")
+        )
     if origin is dict or (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
         return "mapping"
     if isinstance(annotation, type) and issubclass(annotation, Enum):

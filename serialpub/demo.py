@@ -100,22 +100,37 @@ def create_workspace(
     # validated before any file is written, so that a bad option leaves no workspace behind
     config = config_of(
         {
-            "dataset": "adult", "quasi_identifiers": adult.QUASI_IDENTIFIERS, "sensitive": adult.SENSITIVE,
-            "numeric": adult.NUMERIC, "protected_values": "all" if protected is None else list(protected),
-            "l": ell, "strategy": strategy, "k_prime": k_prime, "after_k_prime": after_k_prime, "alpha": alpha,
-            "guarantee": guarantee, "dilution": dilution, "suppression_model": suppression_model,
+            "dataset": "adult",
+            "quasi_identifiers": adult.QUASI_IDENTIFIERS,
+            "sensitive": adult.SENSITIVE,
+            "numeric": adult.NUMERIC,
+            "protected_values": "all" if protected is None else list(protected),
+            "l": ell,
+            "strategy": strategy,
+            "k_prime": k_prime,
+            "after_k_prime": after_k_prime,
+            "alpha": alpha,
+            "guarantee": guarantee,
+            "dilution": dilution,
+            "suppression_model": suppression_model,
             "algorithm": algorithm,
             "partition_model": partition_model or ("parts" if algorithm == "bottomup" else "published"),
             # choosing a breachable model on the command line is its acknowledgement: the
             # file says so, and every release of the demo then states the risk
             "accept_known_breach": known_breach.taken(suppression_model, algorithm, partition_model),
-            "suppression_budget": budget, "validation": {"max_suppression_rate": budget},
-            "sign_off": {"auto_approve": True}, "signing_key": DEMO_KEY,
+            "suppression_budget": budget,
+            "validation": {"max_suppression_rate": budget},
+            "sign_off": {"auto_approve": True},
+            "signing_key": DEMO_KEY,
         },
         "serialpub demo",
-    )  # fmt: skip
-    replace_generated_folder(out, MARKER, "made by 'serialpub demo'; the next demo run replaces this folder",
-                             "a serialpub demo workspace; choose an empty or new --out")  # fmt: skip
+    )
+    replace_generated_folder(
+        out,
+        MARKER,
+        "made by 'serialpub demo'; the next demo run replaces this folder",
+        "a serialpub demo workspace; choose an empty or new --out",
+    )
     spec = SeriesSpec(
         rounds=rounds, carry_over=PRESETS["paper"]["carry_over"], redraw=PRESETS["paper"]["redraw"], seed=seed
     )
@@ -151,5 +166,6 @@ def _adult_evolution() -> Evolution:
     """Adult's evolving register: ages within its hierarchy's leaves (17-90), moves as a
     change of marital status or work class (Adult has no residence)."""
     ages = [int(a) for a in read_hierarchy(adult.hierarchy_dir() / "age.csv", "age").leaves]
-    return Evolution(age_column="age", min_age=min(ages), max_age=max(ages),
-                     move_columns=["marital-status", "workclass"])  # fmt: skip
+    return Evolution(
+        age_column="age", min_age=min(ages), max_age=max(ages), move_columns=["marital-status", "workclass"]
+    )

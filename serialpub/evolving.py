@@ -102,15 +102,24 @@ def _isin(values: pd.Series | pd.Index, among: pd.Series | pd.Index) -> np.ndarr
 
 
 def _one_period(
-    population: pd.DataFrame, phase: pd.Series, sens_of: pd.Series, base: pd.DataFrame, id_column: str,
-    qis: list[str], sensitive: str, ev: Evolution, r: int, n0: int, rng: np.random.Generator,
-) -> tuple[pd.DataFrame, pd.Series, pd.Series]:  # fmt: skip
+    population: pd.DataFrame,
+    phase: pd.Series,
+    sens_of: pd.Series,
+    base: pd.DataFrame,
+    id_column: str,
+    qis: list[str],
+    sensitive: str,
+    ev: Evolution,
+    r: int,
+    n0: int,
+    rng: np.random.Generator,
+) -> tuple[pd.DataFrame, pd.Series, pd.Series]:
     """The register one period later (ageing, deaths, leavers, joiners, moves), the birthday
     phase and the sensitive value by id, both grown by the joiners."""
     pop = population.copy()
     per = ev.periods_per_year
     if ev.age_column is not None:
-        birthday = (phase.reindex(pop[id_column]).to_numpy() == r % per)
+        birthday = phase.reindex(pop[id_column]).to_numpy() == r % per
         age = pop[ev.age_column].astype(int).to_numpy() + birthday
         pop[ev.age_column] = age.astype(str)
         pop = pop[age <= ev.max_age]  # past the hierarchy's oldest age: died

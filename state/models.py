@@ -33,16 +33,26 @@ class ReleaseStatus(StrEnum):
 OPEN_STATUSES = (ReleaseStatus.DRAFT, ReleaseStatus.VALIDATED, ReleaseStatus.APPROVED)
 FINAL_STATUSES = (ReleaseStatus.PUBLISHED, ReleaseStatus.REJECTED, ReleaseStatus.FAILED)
 #: allowed status changes; validated and approved are the validation and sign-off steps
-TRANSITIONS: Mapping[str, tuple[ReleaseStatus, ...]] = MappingProxyType({
-    ReleaseStatus.DRAFT: (ReleaseStatus.VALIDATED, ReleaseStatus.PUBLISHED, ReleaseStatus.REJECTED,
-                          ReleaseStatus.FAILED),
-    ReleaseStatus.VALIDATED: (ReleaseStatus.APPROVED, ReleaseStatus.PUBLISHED, ReleaseStatus.REJECTED,
-                              ReleaseStatus.FAILED),
-    ReleaseStatus.APPROVED: (ReleaseStatus.PUBLISHED, ReleaseStatus.REJECTED, ReleaseStatus.FAILED),
-    ReleaseStatus.PUBLISHED: (),
-    ReleaseStatus.REJECTED: (),
-    ReleaseStatus.FAILED: (),
-})  # fmt: skip
+TRANSITIONS: Mapping[str, tuple[ReleaseStatus, ...]] = MappingProxyType(
+    {
+        ReleaseStatus.DRAFT: (
+            ReleaseStatus.VALIDATED,
+            ReleaseStatus.PUBLISHED,
+            ReleaseStatus.REJECTED,
+            ReleaseStatus.FAILED,
+        ),
+        ReleaseStatus.VALIDATED: (
+            ReleaseStatus.APPROVED,
+            ReleaseStatus.PUBLISHED,
+            ReleaseStatus.REJECTED,
+            ReleaseStatus.FAILED,
+        ),
+        ReleaseStatus.APPROVED: (ReleaseStatus.PUBLISHED, ReleaseStatus.REJECTED, ReleaseStatus.FAILED),
+        ReleaseStatus.PUBLISHED: (),
+        ReleaseStatus.REJECTED: (),
+        ReleaseStatus.FAILED: (),
+    }
+)
 
 
 class Base(DeclarativeBase):

@@ -28,10 +28,22 @@ from anonymizer.settings import (
 
 #: the privacy settings, named as the manifest names them; a row records them under the same keys
 SETTINGS = (
-    "quasi_identifiers", "sensitive", "l", "strategy", "k_prime", "after_k_prime", "alpha", "guarantee", "dilution",
-    "suppression_model", "algorithm", "partition_model", "numeric_quasi_identifiers", "suppression_budget",
+    "quasi_identifiers",
+    "sensitive",
+    "l",
+    "strategy",
+    "k_prime",
+    "after_k_prime",
+    "alpha",
+    "guarantee",
+    "dilution",
+    "suppression_model",
+    "algorithm",
+    "partition_model",
+    "numeric_quasi_identifiers",
+    "suppression_budget",
     "protected_values",
-)  # fmt: skip
+)
 
 
 class DraftParams(BaseModel):

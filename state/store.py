@@ -80,8 +80,9 @@ DICTIONARY_COLUMNS = ("class", "ell", "value")
 
 def table_to_bytes(table: pa.Table) -> bytes:
     buf = io.BytesIO()
-    pq.write_table(table, buf, compression="zstd",
-                   use_dictionary=[c for c in DICTIONARY_COLUMNS if c in table.column_names])  # fmt: skip
+    pq.write_table(
+        table, buf, compression="zstd", use_dictionary=[c for c in DICTIONARY_COLUMNS if c in table.column_names]
+    )
     return buf.getvalue()
 
 
@@ -164,9 +165,20 @@ class StateStore:
             ).all()
             return [
                 PublishedRelease(
-                    r.id, r.seq, r.period, DraftParams.read(r.params), r.records or 0, r.groups or 0, r.suppressed or 0,
-                    r.max_breach or 0.0, r.directory or "", r.staging or "", r.published_at or r.updated, r.imported,
-                    r.data_sha256, r.manifest_sha256,
+                    r.id,
+                    r.seq,
+                    r.period,
+                    DraftParams.read(r.params),
+                    r.records or 0,
+                    r.groups or 0,
+                    r.suppressed or 0,
+                    r.max_breach or 0.0,
+                    r.directory or "",
+                    r.staging or "",
+                    r.published_at or r.updated,
+                    r.imported,
+                    r.data_sha256,
+                    r.manifest_sha256,
                 )
                 for r in rows
             ]
@@ -181,9 +193,16 @@ class StateStore:
             if r is None:
                 return None
             return OpenRelease(
-                r.id, r.seq, r.period, ReleaseStatus(r.status), r.owner, r.staging, r.created,
-                DraftParams.read(r.params), r.data_sha256,
-            )  # fmt: skip
+                r.id,
+                r.seq,
+                r.period,
+                ReleaseStatus(r.status),
+                r.owner,
+                r.staging,
+                r.created,
+                DraftParams.read(r.params),
+                r.data_sha256,
+            )
 
     def latest_statistics(self, dataset: str) -> tuple[pa.Table, pa.Table] | None:
         """The statistics file (members, classes) after the newest published release, or
@@ -218,9 +237,7 @@ class StateStore:
             if head is None or head.sha256 == known:
                 return (None if head is None else head.sha256), None
             row = s.execute(
-                select(Statistics.members_data, Statistics.classes_data).where(
-                    Statistics.release_id == head.release_id
-                )
+                select(Statistics.members_data, Statistics.classes_data).where(Statistics.release_id == head.release_id)
             ).one()
             if _digest(row.members_data, row.classes_data) != head.sha256:
                 raise StateError(f"the statistics file of dataset {dataset!r} fails its checksum")
@@ -236,8 +253,9 @@ class StateStore:
 
     # -- changing -------------------------------------------------------------------------
     def _log(self, s: Session, dataset: str, seq: int | None, actor: str, action: str, **detail: Any) -> None:
-        s.add(AuditLog(at=datetime.now(UTC), dataset=dataset, release_seq=seq, actor=actor, action=action,
-                       detail=detail))
+        s.add(
+            AuditLog(at=datetime.now(UTC), dataset=dataset, release_seq=seq, actor=actor, action=action, detail=detail)
+        )
 
     def begin_draft(self, dataset: str, period: str, params: DraftParams, owner: str) -> OpenRelease:
         """Open release k = last published + 1 as a draft.
@@ -260,8 +278,10 @@ class StateStore:
                 if current is not None:
                     raise StateError(_busy_message(dataset, current))
                 last = s.scalar(
-                    select(Release).where(Release.dataset_id == ds.id, Release.status == ReleaseStatus.PUBLISHED)
-                    .order_by(Release.seq.desc()).limit(1)
+                    select(Release)
+                    .where(Release.dataset_id == ds.id, Release.status == ReleaseStatus.PUBLISHED)
+                    .order_by(Release.seq.desc())
+                    .limit(1)
                 )
                 if last is not None and period <= last.period:
                     raise StateError(
@@ -270,15 +290,30 @@ class StateStore:
                     )
                 seq = (last.seq if last else 0) + 1
                 rel = Release(
-                    dataset_id=ds.id, seq=seq, period=period, status=ReleaseStatus.DRAFT, owner=owner, imported=False,
-                    params=params.record(), created=now, updated=now,
+                    dataset_id=ds.id,
+                    seq=seq,
+                    period=period,
+                    status=ReleaseStatus.DRAFT,
+                    owner=owner,
+                    imported=False,
+                    params=params.record(),
+                    created=now,
+                    updated=now,
                 )
                 s.add(rel)
                 s.flush()
                 # who prepared it and under which four-eyes rule, in the append-only log too:
                 # a prepared_by rewritten in the row no longer agrees with it
-                self._log(s, dataset, seq, owner, "draft", period=period, prepared_by=params.prepared_by,
-                          four_eyes=params.four_eyes)  # fmt: skip
+                self._log(
+                    s,
+                    dataset,
+                    seq,
+                    owner,
+                    "draft",
+                    period=period,
+                    prepared_by=params.prepared_by,
+                    four_eyes=params.four_eyes,
+                )
                 return OpenRelease(rel.id, seq, period, ReleaseStatus.DRAFT, owner, None, now, params)
         except IntegrityError:
             # the partial unique index caught a race the lock did not (it should not happen)
@@ -302,8 +337,9 @@ class StateStore:
 
     def set_staging(self, release_id: int, staging: str) -> None:
         with Session(self.engine) as s, s.begin():
-            s.execute(update(Release).where(Release.id == release_id).values(staging=staging,
-                                                                              updated=datetime.now(UTC)))
+            s.execute(
+                update(Release).where(Release.id == release_id).values(staging=staging, updated=datetime.now(UTC))
+            )
 
     def _transition(self, s: Session, release_id: int, to: ReleaseStatus) -> Release:
         rel = s.get(Release, release_id, with_for_update=True)
@@ -383,8 +419,16 @@ class StateStore:
             rel.imported = imported
             rel.directory = directory
             rel.published_at = rel.updated
-            self._log(s, dataset.name, rel.seq, actor, "imported" if imported else "published", records=rel.records,
-                      groups=rel.groups, data_sha256=rel.data_sha256)
+            self._log(
+                s,
+                dataset.name,
+                rel.seq,
+                actor,
+                "imported" if imported else "published",
+                records=rel.records,
+                groups=rel.groups,
+                data_sha256=rel.data_sha256,
+            )
 
     def approve(
         self, dataset: str, seq: int, approver: str, comment: str, report_sha256: str | None, required: int = 1
@@ -402,8 +446,9 @@ class StateStore:
         """
         with Session(self.engine) as s, s.begin():
             rel = self._open(s, dataset, seq, "approve")
-            earlier = s.scalars(select(SignOff).where(SignOff.release_id == rel.id, SignOff.decision == "approved")
-                                .order_by(SignOff.id)).all()  # fmt: skip
+            earlier = s.scalars(
+                select(SignOff).where(SignOff.release_id == rel.id, SignOff.decision == "approved").order_by(SignOff.id)
+            ).all()
             if rel.status == ReleaseStatus.APPROVED:
                 assert earlier
                 if (earlier[-1].approver, earlier[-1].comment) != (approver, comment):
@@ -420,28 +465,48 @@ class StateStore:
                 )
             if len(earlier) + 1 >= required:
                 self._transition(s, rel.id, ReleaseStatus.APPROVED)
-            row = SignOff(release_id=rel.id, approver=approver, decision="approved", comment=comment,
-                          report_sha256=report_sha256, decided_at=datetime.now(UTC))
+            row = SignOff(
+                release_id=rel.id,
+                approver=approver,
+                decision="approved",
+                comment=comment,
+                report_sha256=report_sha256,
+                decided_at=datetime.now(UTC),
+            )
             s.add(row)
-            self._log(s, dataset, seq, approver, "approved", comment=comment, report_sha256=report_sha256,
-                      approval=len(earlier) + 1, required=required)
+            self._log(
+                s,
+                dataset,
+                seq,
+                approver,
+                "approved",
+                comment=comment,
+                report_sha256=report_sha256,
+                approval=len(earlier) + 1,
+                required=required,
+            )
             s.flush()
             return _sign_off_record(row)
 
     def approvals(self, release_id: int) -> list[SignOffRecord]:
         """The approving sign-offs of one attempt at a release (its row id), oldest first."""
         with Session(self.engine) as s:
-            rows = s.scalars(select(SignOff).where(SignOff.release_id == release_id, SignOff.decision == "approved")
-                             .order_by(SignOff.id)).all()  # fmt: skip
+            rows = s.scalars(
+                select(SignOff)
+                .where(SignOff.release_id == release_id, SignOff.decision == "approved")
+                .order_by(SignOff.id)
+            ).all()
             return [_sign_off_record(r) for r in rows]
 
     def sign_offs(self, dataset: str, seq: int) -> list[SignOffRecord]:
         """Every sign-off decision recorded for attempts at release ``seq``, oldest first."""
         with Session(self.engine) as s:
             rows = s.scalars(
-                select(SignOff).join(Release, Release.id == SignOff.release_id)
+                select(SignOff)
+                .join(Release, Release.id == SignOff.release_id)
                 .join(Dataset, Dataset.id == Release.dataset_id)
-                .where(Dataset.name == dataset, Release.seq == seq).order_by(SignOff.id)
+                .where(Dataset.name == dataset, Release.seq == seq)
+                .order_by(SignOff.id)
             ).all()
             return [_sign_off_record(r) for r in rows]
 
@@ -450,9 +515,11 @@ class StateStore:
         oldest first: :meth:`sign_offs` of every release, in one query."""
         with Session(self.engine) as s:
             rows = s.execute(
-                select(Release.seq, SignOff).join(Release, Release.id == SignOff.release_id)
+                select(Release.seq, SignOff)
+                .join(Release, Release.id == SignOff.release_id)
                 .join(Dataset, Dataset.id == Release.dataset_id)
-                .where(Dataset.name == dataset).order_by(SignOff.id)
+                .where(Dataset.name == dataset)
+                .order_by(SignOff.id)
             ).all()
             found: dict[int, list[SignOffRecord]] = {}
             for seq, row in rows:
@@ -461,9 +528,14 @@ class StateStore:
 
     def _open(self, s: Session, dataset: str, seq: int, verb: str) -> Release:
         ds = self._dataset(s, dataset, create=False)
-        rel = None if ds is None else s.scalar(
-            select(Release).where(Release.dataset_id == ds.id, Release.seq == seq,
-                                  Release.status.in_(OPEN_STATUSES)).with_for_update()
+        rel = (
+            None
+            if ds is None
+            else s.scalar(
+                select(Release)
+                .where(Release.dataset_id == ds.id, Release.seq == seq, Release.status.in_(OPEN_STATUSES))
+                .with_for_update()
+            )
         )
         if rel is None:
             raise StateError(f"dataset {dataset!r} has no open release {seq} to {verb}")
@@ -509,8 +581,14 @@ class StateStore:
                 ValidationResult(release_id=rel.id, suite=name, success=ok, result=result, sha256=sha, created=now)
                 for name, ok, result, sha in results
             )
-            self._log(s, dataset.name, rel.seq, actor, "validated" if passed else "failed",
-                      suites={name: ok for name, ok, _, _ in results})
+            self._log(
+                s,
+                dataset.name,
+                rel.seq,
+                actor,
+                "validated" if passed else "failed",
+                suites={name: ok for name, ok, _, _ in results},
+            )
         return passed
 
     def validation_results(self, dataset: str, seq: int) -> list[dict[str, Any]]:
@@ -548,11 +626,27 @@ class StateStore:
             self._transition(s, rel.id, ReleaseStatus.REJECTED)
             self._drop_staged(s, rel.id)
             now = datetime.now(UTC)
-            s.add(SignOff(release_id=rel.id, approver=approver, decision="rejected", comment=comment,
-                          report_sha256=report_sha256, decided_at=now))
+            s.add(
+                SignOff(
+                    release_id=rel.id,
+                    approver=approver,
+                    decision="rejected",
+                    comment=comment,
+                    report_sha256=report_sha256,
+                    decided_at=now,
+                )
+            )
             self._log(s, dataset, seq, approver, "rejected", comment=comment)
-            return OpenRelease(rel.id, rel.seq, rel.period, ReleaseStatus.REJECTED, rel.owner, rel.staging, rel.created,
-                               DraftParams.read(rel.params))
+            return OpenRelease(
+                rel.id,
+                rel.seq,
+                rel.period,
+                ReleaseStatus.REJECTED,
+                rel.owner,
+                rel.staging,
+                rel.created,
+                DraftParams.read(rel.params),
+            )
 
 
 def _store_figures(
@@ -565,10 +659,16 @@ def _store_figures(
     rel.data_sha256 = summary["data_sha256"]
     if groups:  # one executemany, not an ORM object per group (a release has thousands)
         s.execute(insert(ReleaseGroup), [{"release_id": rel.id, "group_no": i, **g} for i, g in enumerate(groups)])
-    s.add(Statistics(
-        release_id=rel.id, individuals=stats[0].num_rows, classes=stats[1].num_rows,
-        sha256=_digest(members, classes), members_data=members, classes_data=classes,
-    ))
+    s.add(
+        Statistics(
+            release_id=rel.id,
+            individuals=stats[0].num_rows,
+            classes=stats[1].num_rows,
+            sha256=_digest(members, classes),
+            members_data=members,
+            classes_data=classes,
+        )
+    )
 
 
 @dataclass(frozen=True)

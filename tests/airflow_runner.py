@@ -102,6 +102,7 @@ def main() -> None:
     answered: dict[str, Any] = {}
     started = timezone.utcnow()
     if args.respond:
+
         def answer() -> None:
             try:
                 for n, chosen in enumerate(args.respond):

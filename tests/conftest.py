@@ -156,8 +156,12 @@ def state_ws(tmp_path: Path, state_url: str, monkeypatch: pytest.MonkeyPatch) ->
 def run_cli(*args: str | Path, url: str, cwd: Path, crash_at: str | None = None) -> subprocess.CompletedProcess[str]:
     """``python -m serialpub.cli ARGS`` in a fresh process on the state database ``url``."""
     return subprocess.run(
-        [sys.executable, "-m", "serialpub.cli", *map(str, args)], capture_output=True, text=True, cwd=cwd,
-        env=cli_env(url, crash_at), timeout=600,
+        [sys.executable, "-m", "serialpub.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=cli_env(url, crash_at),
+        timeout=600,
     )
 
 
@@ -332,7 +336,6 @@ LONGEST_FIRST = (
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: each module keeps its order
-
 
 
 #: an unmarked test longer than this is named at the end of the run: the inner loop

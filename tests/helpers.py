@@ -151,8 +151,14 @@ CONTRACT_KEYS = {
 
 
 #: the params of a release row a test opens by hand (the clinic workspace's settings)
-CLINIC_PARAMS = DraftParams(l=2.0, strategy=Strategy.CONSTANT, k_prime=3, guarantee=Guarantee.GLOBAL,
-                            dilution=Dilution.REGISTER, protected_values=["hiv", "cancer"])  # fmt: skip
+CLINIC_PARAMS = DraftParams(
+    l=2.0,
+    strategy=Strategy.CONSTANT,
+    k_prime=3,
+    guarantee=Guarantee.GLOBAL,
+    dilution=Dilution.REGISTER,
+    protected_values=["hiv", "cancer"],
+)
 
 
 def make_workspace(root: Path, seed: int = 0, n: int = 60, periods: int = 3, **overrides: Any) -> Path:
@@ -258,8 +264,9 @@ def airflow_workspace(template: Path, where: Path, dataset: str, **settings: Any
     shutil.copytree(template, root)
     config = yaml.safe_load((root / "serialpub.yaml").read_text())
     approvers = ["alice", "bob", "carol", "dana", "olga"]  # Airflow users of the tests
-    config.update(dataset=dataset, sign_off={"auto_approve": False, "timeout_hours": 1, "approvers": approvers},
-                  **settings)  # fmt: skip
+    config.update(
+        dataset=dataset, sign_off={"auto_approve": False, "timeout_hours": 1, "approvers": approvers}, **settings
+    )
     (root / "serialpub.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     return root
 

@@ -111,9 +111,7 @@ def whole_output(inst: Instance, history: History, world: World, seed: int) -> H
     return _canonical(keys, values, result.suppressed)
 
 
-def fixed_partition_output(
-    inst: Instance, history: History, world: World, seed: int, regions: np.ndarray
-) -> Hashable:
+def fixed_partition_output(inst: Instance, history: History, world: World, seed: int, regions: np.ndarray) -> Hashable:
     """The output with the partition held fixed: ``regions`` (G, d) are the node tuples of
     every region of the observed partition (``result.generalization.groups.keys``, those
     without records included), whatever the search (a cut or top-down boxes). Then only

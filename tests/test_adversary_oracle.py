@@ -148,9 +148,14 @@ def test_the_mechanism_aware_model_refuses_what_the_paper_model_suppresses() -> 
     3/4 is never reached through a release)."""
     inst, observed, ell = _counterexample()
     default = mo.Instance(
-        inst.keys, inst.hierarchies, inst.domain, inst.protected,
-        PrivacyParams(ell=2.0, strategy="constant", k_prime=1), inst.presence, budget=0,
-    )  # fmt: skip
+        inst.keys,
+        inst.hierarchies,
+        inst.domain,
+        inst.protected,
+        PrivacyParams(ell=2.0, strategy="constant", k_prime=1),
+        inst.presence,
+        budget=0,
+    )
     with pytest.raises(InfeasibleError):
         mo.anonymize(default, History.empty(np.full(4, ell), 1), observed, 1)
 
@@ -158,9 +163,14 @@ def test_the_mechanism_aware_model_refuses_what_the_paper_model_suppresses() -> 
 def test_a_positive_budget_is_refused_under_the_mechanism_aware_model() -> None:
     inst, observed, ell = _counterexample()
     default = mo.Instance(
-        inst.keys, inst.hierarchies, inst.domain, inst.protected,
-        PrivacyParams(ell=2.0, strategy="constant", k_prime=1), inst.presence, budget=2,
-    )  # fmt: skip
+        inst.keys,
+        inst.hierarchies,
+        inst.domain,
+        inst.protected,
+        PrivacyParams(ell=2.0, strategy="constant", k_prime=1),
+        inst.presence,
+        budget=2,
+    )
     with pytest.raises(ValueError, match="mechanism-aware"):
         mo.anonymize(default, History.empty(np.full(4, ell), 1), observed, 1)
 

@@ -187,18 +187,19 @@ def _parked_gate(rest: Rest, dag_id: str, log: Path) -> tuple[dict[str, Any], st
     marker = f"task_id=sign_off, run_id={run_id}"
     rest.wait(
         "the scheduler to process the parked gate's workload",
-        lambda: any(
-            "TaskInstance Finished:" in line and marker in line and "state=awaiting_input" in line
-            for line in log.read_text(errors="replace").splitlines()
-        ) or rest.call("GET", f"{run_path}/taskInstances/sign_off")["state"] == "deferred",
+        lambda: (
+            any(
+                "TaskInstance Finished:" in line and marker in line and "state=awaiting_input" in line
+                for line in log.read_text(errors="replace").splitlines()
+            )
+            or rest.call("GET", f"{run_path}/taskInstances/sign_off")["state"] == "deferred"
+        ),
         300,
     )
     return detail, run_path
 
 
-def test_standalone_airflow_publishes_after_rest_approval(
-    tmp_path: Path, adult_template: Path
-) -> None:
+def test_standalone_airflow_publishes_after_rest_approval(tmp_path: Path, adult_template: Path) -> None:
     root = airflow_workspace(adult_template, tmp_path, "adult_live")
     ws = load_config(root)
     # a second dataset whose sign-off nobody answers, with a timeout of a few seconds (only a
@@ -238,14 +239,18 @@ def test_standalone_airflow_publishes_after_rest_approval(
         AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=f"sqlite:///{home / 'airflow.db'}?timeout=60",
         PATH=os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]),  # standalone runs `airflow`
     )
-    migrate = subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], env=env, capture_output=True,
-                             text=True, timeout=300)  # fmt: skip
+    migrate = subprocess.run(
+        [sys.executable, "-m", "airflow", "db", "migrate"], env=env, capture_output=True, text=True, timeout=300
+    )
     assert migrate.returncode == 0, migrate.stderr[-3000:]
     log = (tmp_path / "standalone.log").open("w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "airflow", "standalone"], env=env, stdout=log, stderr=subprocess.STDOUT,
+        [sys.executable, "-m", "airflow", "standalone"],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
         start_new_session=True,
-    )  # fmt: skip
+    )
     dag_id = "serialpub_release_adult_live"
     try:
         rest = Rest(f"http://localhost:{port}")
@@ -267,8 +272,11 @@ def test_standalone_airflow_publishes_after_rest_approval(
         shutil.copyfile(pending / snapshot.name, snapshot)
         assets = rest.call("GET", "/api/v2/assets", query={"name_pattern": "serialpub_snapshot_landed_adult_live"})
         [asset] = assets["assets"]
-        rest.call("POST", "/api/v2/assets/events",
-                  {"asset_id": asset["id"], "extra": {"snapshot": str(snapshot), "period": "2024-H1"}})  # fmt: skip
+        rest.call(
+            "POST",
+            "/api/v2/assets/events",
+            {"asset_id": asset["id"], "extra": {"snapshot": str(snapshot), "period": "2024-H1"}},
+        )
 
         detail, run_path = _parked_gate(rest, dag_id, tmp_path / "standalone.log")
         run_id = detail["task_instance"]["dag_run_id"]
@@ -320,6 +328,7 @@ def test_standalone_airflow_publishes_after_rest_approval(
         bf_id = "serialpub_release_adult_backfill"
         rest.wait("the backfill DAG parsed", lambda: rest.call("GET", f"/api/v2/dags/{bf_id}"), 180)
         rest.call("PATCH", f"/api/v2/dags/{bf_id}", {"is_paused": False})
+
         # `airflow backfill create` opens its own connection to the SQLite metadata database; a
         # lock the scheduler holds beyond the ``timeout`` wait fails it outright ("database is
         # locked") with nothing created (one transaction), so it is run again; whether it
@@ -330,10 +339,26 @@ def test_standalone_airflow_publishes_after_rest_approval(
             if listed:
                 return listed[0]
             created = subprocess.run(
-                [sys.executable, "-m", "airflow", "backfill", "create", "--dag-id", bf_id, "--from-date", "2024-07-01",
-                 "--to-date", "2026-01-01", "--max-active-runs", "1"],
-                env=env, capture_output=True, text=True, timeout=300,
-            )  # fmt: skip
+                [
+                    sys.executable,
+                    "-m",
+                    "airflow",
+                    "backfill",
+                    "create",
+                    "--dag-id",
+                    bf_id,
+                    "--from-date",
+                    "2024-07-01",
+                    "--to-date",
+                    "2026-01-01",
+                    "--max-active-runs",
+                    "1",
+                ],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
             assert created.returncode == 0 or "database is locked" in created.stderr, created.stderr[-3000:]
             return None
 
@@ -342,8 +367,11 @@ def test_standalone_airflow_publishes_after_rest_approval(
         for n, period in enumerate(BACKFILLED, start=1):
             detail, bf_path = _parked_gate(rest, bf_id, tmp_path / "standalone.log")
             assert f"adult_backfill release {n}" in detail["body"], detail["body"][:500]
-            rest.call("PATCH", f"{bf_path}/taskInstances/sign_off/-1/hitlDetails",
-                      {"chosen_options": ["Approve"], "params_input": {"comment": f"backfill {period}"}})  # fmt: skip
+            rest.call(
+                "PATCH",
+                f"{bf_path}/taskInstances/sign_off/-1/hitlDetails",
+                {"chosen_options": ["Approve"], "params_input": {"comment": f"backfill {period}"}},
+            )
 
             def bf_ended(path: str = bf_path) -> Any:
                 found = rest.call("GET", path)

@@ -24,9 +24,7 @@ def _series(root: Path) -> list[bytes]:
     publisher = Publisher(load_config(root))
     for t in (1, 2, 3):
         publisher.publish(snapshot(root, t))
-    return [
-        (root / "releases" / "clinic" / f"release-{t:04d}" / "data.parquet").read_bytes() for t in (1, 2, 3)
-    ]
+    return [(root / "releases" / "clinic" / f"release-{t:04d}" / "data.parquet").read_bytes() for t in (1, 2, 3)]
 
 
 @pytest.mark.slow

@@ -73,9 +73,11 @@ def test_coded_rows_from_storage_are_checked() -> None:
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(st.integers(0, 3), min_size=24, max_size=80)  # few distinct values: blocks to the end
-    | st.lists(st.integers(-3, 9), max_size=60) | st.lists(st.integers(0, 2**40), max_size=40),
-    st.integers(1, 5), st.sampled_from([np.int64, np.int32, np.uint16]),
-)  # fmt: skip
+    | st.lists(st.integers(-3, 9), max_size=60)
+    | st.lists(st.integers(0, 2**40), max_size=40),
+    st.integers(1, 5),
+    st.sampled_from([np.int64, np.int32, np.uint16]),
+)
 def test_factorize_by_blocks_is_factorize_in_one_piece(values: list[int], block: int, dtype: type) -> None:
     """Blocks of 1-5 values (the register's are 4M): the same codes, numbered by first
     appearance, and the same first positions as pandas' factorize of the whole, whether

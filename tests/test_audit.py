@@ -314,12 +314,15 @@ AGE_REGISTER = pd.DataFrame(
 def test_overlapping_regions_are_reported(tmp_path: Path) -> None:
     data = table(
         [
-            ("M", "[30, 39]", "flu"), ("M", "[30, 39]", "hiv"),
-            ("M", "[30, 34]", "flu"), ("M", "[30, 34]", "flu"),
-            ("F", "[30, 34]", "flu"), ("F", "[30, 34]", "hiv"),
+            ("M", "[30, 39]", "flu"),
+            ("M", "[30, 39]", "hiv"),
+            ("M", "[30, 34]", "flu"),
+            ("M", "[30, 34]", "flu"),
+            ("F", "[30, 34]", "flu"),
+            ("F", "[30, 34]", "hiv"),
         ],
         AGE_COLS,
-    )  # fmt: skip
+    )
     rel = [{"data": data, "l": 2, "protected": ["hiv"], "dilution": "register"}]
     result = audit_workspace(write_workspace(tmp_path / "ws", AGE_REGISTER, AGE_H, rel))
     assert result.overlap_pairs == 1
@@ -335,11 +338,14 @@ def test_disjoint_boxes_that_are_not_a_cut_pass(tmp_path: Path) -> None:
     # age nodes [30, 39] and [30, 34] both used, but with different sexes: disjoint regions
     data = table(
         [
-            ("M", "[30, 39]", "flu"), ("M", "[30, 39]", "hiv"), ("M", "[30, 39]", "flu"),
-            ("F", "[30, 34]", "flu"), ("F", "[35, 39]", "hiv"),
+            ("M", "[30, 39]", "flu"),
+            ("M", "[30, 39]", "hiv"),
+            ("M", "[30, 39]", "flu"),
+            ("F", "[30, 34]", "flu"),
+            ("F", "[35, 39]", "hiv"),
         ],
         AGE_COLS,
-    )  # fmt: skip
+    )
     rel = [{"data": data, "l": 2, "protected": ["hiv"], "dilution": "register"}]
     result = audit_workspace(write_workspace(tmp_path / "ws", AGE_REGISTER, AGE_H, rel))
     assert result.overlap_pairs == 0
@@ -354,12 +360,14 @@ def test_numeric_intervals_are_regions(tmp_path: Path) -> None:
     women. One hiv record in a region of two: p = 1/2 for both its members."""
     data = table(
         [
-            ("M", "[31, 32]", "flu"), ("M", "[31, 32]", "hiv"),
+            ("M", "[31, 32]", "flu"),
+            ("M", "[31, 32]", "hiv"),
             ("M", "[33, 38]", "flu"),
-            ("F", "*", "flu"), ("F", "*", "flu"),
+            ("F", "*", "flu"),
+            ("F", "*", "flu"),
         ],
         AGE_COLS,
-    )  # fmt: skip
+    )
     rel = [{"data": data, "l": 2, "protected": ["hiv"], "dilution": "register", "numeric": ["age"]}]
     result = audit_workspace(write_workspace(tmp_path / "ws", AGE_REGISTER, AGE_H, rel))
     assert result.ok, format_report(result)

@@ -129,8 +129,11 @@ def _qi_differs(root: Path) -> Path:
 
 SNAPSHOT_FILE_CASES: dict[str, tuple[Callable[[Path], Path], str | None, list[str]]] = {
     "QI differs from the register's": (_qi_differs, "0002", ["line 2", "column 'sex'", "differs from the register"]),
-    "not UTF-8": (_write("id,sex,zipcode,age,disease\np001,M,65001,2\xb0,flu\n".encode("latin-1")), "0002",
-                  ["not UTF-8"]),
+    "not UTF-8": (
+        _write("id,sex,zipcode,age,disease\np001,M,65001,2\xb0,flu\n".encode("latin-1")),
+        "0002",
+        ["not UTF-8"],
+    ),
     "header only": (_write(b"id,sex,zipcode,age,disease\n"), "0002", ["header but no rows"]),
     "column named twice": (_write(b"id,sex,sex,age,disease\np001,M,M,21,flu\n"), "0002", ["line 1", "twice"]),
     "file missing": (lambda root: root / "snapshots" / "snapshot-0002-lost.csv", "0002", ["file not found"]),
@@ -295,9 +298,7 @@ RELEASE_CASES: dict[str, tuple[Callable[[pd.DataFrame], pd.DataFrame], str, list
 
 @pytest.mark.slow
 @pytest.mark.parametrize("case", list(RELEASE_CASES))
-def test_damaged_release_fails_validation(
-    published_once: Path, monkeypatch: pytest.MonkeyPatch, case: str
-) -> None:
+def test_damaged_release_fails_validation(published_once: Path, monkeypatch: pytest.MonkeyPatch, case: str) -> None:
     damage, suite, expected = RELEASE_CASES[case]
     original = drafting.published_table
     monkeypatch.setattr(drafting, "published_table", lambda *args: damage(original(*args)))
@@ -341,7 +342,14 @@ def test_release_evidence_holds_the_input_suites(published_once: Path) -> None:
     stored = Publisher(ws).store.validation_results("clinic", 1)
     suites = [r["suite"] for r in stored]
     assert suites == [
-        "register", "snapshot", "contract", "disjointness", "guarantee", "coverage", "localized", "utility"
+        "register",
+        "snapshot",
+        "contract",
+        "disjointness",
+        "guarantee",
+        "coverage",
+        "localized",
+        "utility",
     ]
     assert all(r["success"] for r in stored)
 

@@ -49,9 +49,13 @@ def _changes(register: pd.DataFrame, first: pd.DataFrame, t: int, rng: random.Ra
     reg = register.copy()
     if t == 2:  # ten newcomers
         new = pd.DataFrame(
-            {"id": [f"n{i:03d}" for i in range(10)], "sex": rng.choices("MF", k=10),
-             "zipcode": rng.choices(sorted(reg["zipcode"].unique()), k=10), "age": ["20"] * 10}
-        )  # fmt: skip
+            {
+                "id": [f"n{i:03d}" for i in range(10)],
+                "sex": rng.choices("MF", k=10),
+                "zipcode": rng.choices(sorted(reg["zipcode"].unique()), k=10),
+                "age": ["20"] * 10,
+            }
+        )
         reg = pd.concat([reg, new], ignore_index=True)
     if t == 3:  # ten leave, ten others age by a year
         reg = reg[~reg["id"].isin([f"p{i:03d}" for i in range(10)])]
@@ -60,7 +64,6 @@ def _changes(register: pd.DataFrame, first: pd.DataFrame, t: int, rng: random.Ra
     if t == 4:  # five of the leavers come back, with the QIs they had
         reg = pd.concat([reg, first[first["id"].isin([f"p{i:03d}" for i in range(5)])]], ignore_index=True)
     return reg.reset_index(drop=True)
-
 
 
 @pytest.fixture(scope="module")
@@ -115,9 +118,7 @@ def _state(root: Path) -> dict[tuple[str, str], float]:
     by_class: dict[int, dict[str, float]] = {}
     for row in classes.to_pylist():
         by_class.setdefault(row["class"], {})[row["value"]] = row["survival"]
-    return {
-        (m["individual"], s): v for m in members.to_pylist() for s, v in by_class.get(m["class"], {}).items()
-    }
+    return {(m["individual"], s): v for m in members.to_pylist() for s, v in by_class.get(m["class"], {}).items()}
 
 
 @pytest.mark.slow
@@ -189,8 +190,9 @@ def test_a_regrouped_hierarchy_is_versioned(tmp_path: Path) -> None:
     lines[0] = ";".join([first[0], second[1], "*"])  # the first zip joins the last one's district
     path.write_text("\n".join(lines) + "\n")
     publisher.publish(snapshot(root, 2))
-    m1, m2 = (json.loads((root / "releases" / "clinic" / f"release-{j:04d}" / "manifest.json").read_text())
-              for j in (1, 2))  # fmt: skip
+    m1, m2 = (
+        json.loads((root / "releases" / "clinic" / f"release-{j:04d}" / "manifest.json").read_text()) for j in (1, 2)
+    )
     sha_old = m1["sha256"]["hierarchies"]["zipcode"]
     assert sha_old != m2["sha256"]["hierarchies"]["zipcode"]
     assert hierarchy_version(root, "zipcode", sha_old).read_bytes() == old

@@ -80,10 +80,17 @@ def test_any_such_configuration_reads_back(
     '#' or '*'), strings with line breaks (in a section too) and floats of any size are
     written so that they read back as they are."""
     config = config_of(
-        {**BASE, "protected_values": protected, "l": ell, "query_seed": seed, "register": register,
-         "sign_off": {"approvers": approvers}, "validation": {"min_snapshot_rows_ratio": ratio}},
+        {
+            **BASE,
+            "protected_values": protected,
+            "l": ell,
+            "query_seed": seed,
+            "register": register,
+            "sign_off": {"approvers": approvers},
+            "validation": {"min_snapshot_rows_ratio": ratio},
+        },
         "hypothesis",
-    )  # fmt: skip
+    )
     assert _read_back(tmp_path, render_config(config)) == config
 
 

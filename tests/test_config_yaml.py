@@ -176,9 +176,13 @@ def test_nested_aliases_in_the_configuration_stop_a_command(tmp_path: Path, dept
 
 @pytest.mark.parametrize(
     ("written", "tag"),
-    [("!!bool yes", "tag:yaml.org,2002:bool"), ("!!bool true", "tag:yaml.org,2002:bool"),
-     ("!!str x", "tag:yaml.org,2002:str"), ("! true", "!")],
-)  # fmt: skip
+    [
+        ("!!bool yes", "tag:yaml.org,2002:bool"),
+        ("!!bool true", "tag:yaml.org,2002:bool"),
+        ("!!str x", "tag:yaml.org,2002:str"),
+        ("! true", "!"),
+    ],
+)
 def test_a_tag_is_refused(tmp_path: Path, written: str, tag: str) -> None:
     """``!!bool yes`` is true to YAML 1.1 even where plain ``yes`` is refused: a tag brings
     back every coercion the loader leaves out."""
@@ -205,21 +209,39 @@ LONG = "v" * 5000
 @pytest.mark.parametrize(
     ("old", "new", "says"),
     [
-        ("auto_approve: true", f"auto_approve: true\n  {'k' * 1000}: 1",
-         f"setting {quoted('sign_off.' + 'k' * 1000)}: Extra inputs are not permitted"),
-        ("dilution: register", f"dilution: register\nnumeric: [{LONG}]",
-         f"numeric lists {quoted(LONG)}, which is not a quasi-identifier"),
-        ("dilution: register", f"dilution: register\nregister: sql:{LONG}",
-         f"register {quoted('sql:' + LONG)} reads the input database"),
-        ("auto_approve: true", f"auto_approve: {LONG}",
-         f"setting 'sign_off.auto_approve': {quoted(LONG)} is not a boolean"),
-        ("dilution: register", f"dilution: register\nx: &{LONG} [1]\ny: *{LONG}",
-         f"alias {quoted('*' + LONG)} is not allowed"),
-        ("dilution: register", f"dilution: register\n{'d' * 1000}: 1\n{'d' * 1000}: 2",
-         f"setting {quoted('d' * 1000)} is given twice; keep one"),
+        (
+            "auto_approve: true",
+            f"auto_approve: true\n  {'k' * 1000}: 1",
+            f"setting {quoted('sign_off.' + 'k' * 1000)}: Extra inputs are not permitted",
+        ),
+        (
+            "dilution: register",
+            f"dilution: register\nnumeric: [{LONG}]",
+            f"numeric lists {quoted(LONG)}, which is not a quasi-identifier",
+        ),
+        (
+            "dilution: register",
+            f"dilution: register\nregister: sql:{LONG}",
+            f"register {quoted('sql:' + LONG)} reads the input database",
+        ),
+        (
+            "auto_approve: true",
+            f"auto_approve: {LONG}",
+            f"setting 'sign_off.auto_approve': {quoted(LONG)} is not a boolean",
+        ),
+        (
+            "dilution: register",
+            f"dilution: register\nx: &{LONG} [1]\ny: *{LONG}",
+            f"alias {quoted('*' + LONG)} is not allowed",
+        ),
+        (
+            "dilution: register",
+            f"dilution: register\n{'d' * 1000}: 1\n{'d' * 1000}: 2",
+            f"setting {quoted('d' * 1000)} is given twice; keep one",
+        ),
         ("dilution: register", f"dilution: !{LONG}!x register", "found undefined tag handle"),
     ],
-)  # fmt: skip
+)
 def test_a_long_value_is_quoted_short(tmp_path: Path, old: str, new: str, says: str) -> None:
     """Every message about a setting quotes at most the start and end of what was written."""
     root = _with(make_workspace(tmp_path / "ws"), old, new)
@@ -231,12 +253,18 @@ def test_a_long_value_is_quoted_short(tmp_path: Path, old: str, new: str, says: 
     ("old", "new", "says"),
     [
         ("- cancer", f"- cancer\n- {LONG}", f"setting 'protected_values': {quoted(LONG)} not in the domain"),
-        ("dilution: register", f"dilution: register\nreport:\n  categories:\n    chronic: [{LONG}]",
-         f"report.categories.chronic names {quoted(LONG)}, not value(s)"),
-        ("dilution: register", f"dilution: register\nreport:\n  categories:\n    {'c' * 1000}: [hiv, {LONG}]",
-         f"report.categories.{quoted('c' * 1000)[1:-1]} names {quoted(LONG)}, not value(s)"),
+        (
+            "dilution: register",
+            f"dilution: register\nreport:\n  categories:\n    chronic: [{LONG}]",
+            f"report.categories.chronic names {quoted(LONG)}, not value(s)",
+        ),
+        (
+            "dilution: register",
+            f"dilution: register\nreport:\n  categories:\n    {'c' * 1000}: [hiv, {LONG}]",
+            f"report.categories.{quoted('c' * 1000)[1:-1]} names {quoted(LONG)}, not value(s)",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_long_value_checked_against_the_domain_is_quoted_short(tmp_path: Path, old: str, new: str, says: str) -> None:
     root = _with(make_workspace(tmp_path / "ws"), old, new)
     with pytest.raises(InputError) as err:

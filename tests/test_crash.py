@@ -89,9 +89,21 @@ def _crash(crash: Crash) -> Crash:
     runs = [("after_commit", 2), ("during_recovery", 3)] if crash.point == "during_recovery" else [(crash.point, 2)]
     for point, k in runs:
         with subprocess.Popen(
-            [sys.executable, "-m", "serialpub.cli", "release", "--config", str(crash.root),
-             "--snapshot", str(snapshot(crash.root, k))],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=crash.root, env=cli_env(crash.url, point),
+            [
+                sys.executable,
+                "-m",
+                "serialpub.cli",
+                "release",
+                "--config",
+                str(crash.root),
+                "--snapshot",
+                str(snapshot(crash.root, k)),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=crash.root,
+            env=cli_env(crash.url, point),
         ) as proc:
             _, err = proc.communicate(timeout=600)
         crash.returncodes.append(proc.returncode)
@@ -101,8 +113,9 @@ def _crash(crash: Crash) -> Crash:
 
 
 @pytest.fixture(scope="module", params=ENGINES)
-def crashes(request: pytest.FixtureRequest, state_databases: StateDatabases,
-            tmp_path_factory: pytest.TempPathFactory) -> dict[str, Crash]:
+def crashes(
+    request: pytest.FixtureRequest, state_databases: StateDatabases, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Crash]:
     """Per failpoint: a workspace with release 1 published, then killed while publishing 2."""
     kind = request.param
     base = tmp_path_factory.mktemp(f"crash-{kind}")
@@ -258,8 +271,13 @@ def test_recovery_rewrites_the_checkpoint_a_crash_left_behind(
     env = {k: v for k, v in os.environ.items() if k != DATABASE_ENV}
     done = subprocess.run(
         [sys.executable, "-m", "serialpub.cli", "release", "--config", str(root), "--snapshot", str(snapshot(root, 2))],
-        capture_output=True, text=True, cwd=root, env={**env, faults.ENV: point}, timeout=600, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env={**env, faults.ENV: point},
+        timeout=600,
+        check=False,
+    )
     assert done.returncode == -signal.SIGKILL, done.stderr
     ws = load_config(root)
     store = StateStore(open_engine(ws.database_url))

@@ -36,16 +36,25 @@ pytestmark = pytest.mark.slow
 def airflow_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     home = tmp_path_factory.mktemp("airflow")
     proc = subprocess.run(
-        [sys.executable, "-m", "airflow", "db", "migrate"], env=airflow_env(home, []), capture_output=True, text=True,
+        [sys.executable, "-m", "airflow", "db", "migrate"],
+        env=airflow_env(home, []),
+        capture_output=True,
+        text=True,
         timeout=300,
-    )  # fmt: skip
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return home
 
 
 def run_dag(
-    home: Path, root: Path, conf: dict[str, Any], respond: str | None = None, by: str = "alice",
-    comment: str = "", logical_date: str | None = None, more: tuple[tuple[str, str, str], ...] = (),
+    home: Path,
+    root: Path,
+    conf: dict[str, Any],
+    respond: str | None = None,
+    by: str = "alice",
+    comment: str = "",
+    logical_date: str | None = None,
+    more: tuple[tuple[str, str, str], ...] = (),
 ) -> tuple[dict[str, Any], str]:
     """Run the workspace's release DAG once; returns the runner's result and its log.
     ``more``: (answer, approver, comment) of the next gates (``sign_off_2``, ...)."""
@@ -59,7 +68,7 @@ def run_dag(
     log = proc.stdout + proc.stderr
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     assert proc.returncode == 0 and lines, log[-5000:]
-    return json.loads(lines[-1][len("RESULT "):]), log
+    return json.loads(lines[-1][len("RESULT ") :]), log
 
 
 def _store(root: Path) -> StateStore:
@@ -74,8 +83,9 @@ def test_release_dag_publishes_in_period_order_with_sign_off(
     store = _store(root)
 
     # a calendar run on 1 July 2024 publishes the half year before, after alice approves
-    result, log = run_dag(airflow_home, root, {}, respond="Approve", comment="checked the page",
-                          logical_date="2024-07-01T00:00:00+00:00")  # fmt: skip
+    result, log = run_dag(
+        airflow_home, root, {}, respond="Approve", comment="checked the page", logical_date="2024-07-01T00:00:00+00:00"
+    )
     assert result["state"] == "success", log[-5000:]
     assert set(result["tasks"].values()) == {"success"}, result["tasks"]
     [published] = store.published(ws.config.dataset)
@@ -84,7 +94,10 @@ def test_release_dag_publishes_in_period_order_with_sign_off(
     assert manifest["period"] == "2024-H1" and manifest["validation"]["success"] is True
     sign_off = manifest["sign_off"]
     assert (sign_off["decision"], sign_off["approver"], sign_off["comment"], sign_off["automatic"]) == (
-        "approved", "alice", "checked the page", False,
+        "approved",
+        "alice",
+        "checked the page",
+        False,
     )
     assert sign_off["report_sha256"] == sha256_file(folder / "report.html")
     [stored] = store.sign_offs(ws.config.dataset, 1)
@@ -125,8 +138,9 @@ def test_rejected_sign_off_publishes_nothing(airflow_home: Path, adult_template:
     root = airflow_workspace(adult_template, tmp_path, "adult_rejected")
     ws = load_config(root)
     store = _store(root)
-    result, log = run_dag(airflow_home, root, {"period": "2024-H1"}, respond="Reject", by="dana",
-                          comment="query error too high")  # fmt: skip
+    result, log = run_dag(
+        airflow_home, root, {"period": "2024-H1"}, respond="Reject", by="dana", comment="query error too high"
+    )
     assert result["tasks"]["sign_off"] == "success" and result["tasks"]["publish"] == "skipped", result["tasks"]
     # a rejection ends the run failed, so that a green run always means published
     assert result["state"] == "failed" and result["tasks"]["finalize"] == "failed" and result["events"] == []
@@ -166,8 +180,15 @@ def test_two_required_approvals_are_two_gates_by_two_approvers(
     config["sign_off"].update(approvers=["alice", "bob"], required_approvals=2)
     (root / "serialpub.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     ws = load_config(root)
-    result, log = run_dag(airflow_home, root, {"period": "2024-H1"}, respond="Approve", by="alice", comment="one",
-                          more=(("Approve", "bob", "two"),))  # fmt: skip
+    result, log = run_dag(
+        airflow_home,
+        root,
+        {"period": "2024-H1"},
+        respond="Approve",
+        by="alice",
+        comment="one",
+        more=(("Approve", "bob", "two"),),
+    )
     assert result["state"] == "success", log[-5000:]
     assert result["tasks"]["sign_off"] == result["tasks"]["sign_off_2"] == "success", result["tasks"]
     manifest = json.loads((ws.dataset_dir / "release-0001" / "manifest.json").read_text())
@@ -238,13 +259,13 @@ def test_parsing_the_dag_file_imports_no_pipeline_library(adult_template: Path, 
     )
     env = airflow_env(tmp_path / "home", [adult_template])
     dag_file = Path(__file__).resolve().parent.parent / "dags" / "serialpub_release.py"
-    proc = subprocess.run([sys.executable, "-c", code, str(dag_file)], env=env, capture_output=True, text=True,
-                          timeout=300)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(dag_file)], env=env, capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     dags, heavy = proc.stdout.strip().splitlines()[-2:]
     assert dags == f"['serialpub_release_{load_config(adult_template).config.dataset}']"
     assert heavy == "[]", heavy
-
 
 
 def test_one_bad_workspace_does_not_take_the_dag_file_down(tmp_path: Path) -> None:
@@ -260,8 +281,9 @@ def test_one_bad_workspace_does_not_take_the_dag_file_down(tmp_path: Path) -> No
     )
     env = airflow_env(tmp_path / "home", [bad, good])
     dag_file = Path(__file__).resolve().parent.parent / "dags" / "serialpub_release.py"
-    proc = subprocess.run([sys.executable, "-c", code, str(dag_file)], env=env, capture_output=True, text=True,
-                          timeout=300)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(dag_file)], env=env, capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip().splitlines()[-1] == "['serialpub_release_clinic']"
     log = proc.stdout + proc.stderr

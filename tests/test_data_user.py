@@ -20,9 +20,17 @@ def test_a_data_user_verifies_queries_and_expands_a_public_copy(fresh: Path) -> 
     audited = cli("audit", ".", "--public-key", "keys/publisher.pub", cwd=fresh)
     assert audited.returncode == 0, audited.stdout + audited.stderr
     asked = cli(
-        "query", ".", "--where", "zipcode=6500*", "--where", "age=[20, 24]", "--sensitive", "flu,cold", "--json",
+        "query",
+        ".",
+        "--where",
+        "zipcode=6500*",
+        "--where",
+        "age=[20, 24]",
+        "--sensitive",
+        "flu,cold",
+        "--json",
         cwd=fresh,
-    )  # fmt: skip
+    )
     assert asked.returncode == 0, asked.stderr
     answers = json.loads(asked.stdout)["answers"]
     assert [a["release"] for a in answers] == [1, 2]
@@ -188,10 +196,22 @@ def test_the_sign_off_prompt_and_the_demo_table_lead_with_the_joint_figure() -> 
     assert older == "Average relative query error (paper 001's uniform estimator): 7.670."
 
     outcome = SimpleNamespace(
-        seq=1, records=10, groups=2, suppressed=0, avg_candidates=5.0, max_candidates=6, avg_records=5.0,
-        max_records=6, max_breach=0.1, query_error=7.67, query_error_weighted=0.7, query_error_joint=0.27,
-        query_error_baseline=0.32, seconds=1.0, shown_absent=3,
-    )  # fmt: skip
+        seq=1,
+        records=10,
+        groups=2,
+        suppressed=0,
+        avg_candidates=5.0,
+        max_candidates=6,
+        avg_records=5.0,
+        max_records=6,
+        max_breach=0.1,
+        query_error=7.67,
+        query_error_weighted=0.7,
+        query_error_joint=0.27,
+        query_error_baseline=0.32,
+        seconds=1.0,
+        shown_absent=3,
+    )
     console = Console(width=200, record=True)
     console.print(outcome_table([outcome], 2.0))
     text = console.export_text()

@@ -35,9 +35,7 @@ def _disk_full(name: str) -> None:
 
 
 @pytest.mark.slow
-def test_a_full_disk_is_one_line_and_the_rerun_publishes(
-    published_once: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_full_disk_is_one_line_and_the_rerun_publishes(published_once: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     before = state_of(published_once)
     with monkeypatch.context() as patch:
         patch.setattr(release_files, "checkpoint", _disk_full)
@@ -57,7 +55,13 @@ def test_a_read_only_state_database_is_one_line(published_once: Path) -> None:
     database = published_once / "state.sqlite"
     read_only = f"sqlite:///file:{database}?mode=ro&uri=true"
     result = cli(
-        "release", "--config", published_once, "--snapshot", snapshot(published_once, 2), "--period", "0002",
+        "release",
+        "--config",
+        published_once,
+        "--snapshot",
+        snapshot(published_once, 2),
+        "--period",
+        "0002",
         env={"SERIALPUB_DATABASE_URL": read_only},
     )
     assert result.returncode == 4, result.stderr
@@ -90,8 +94,14 @@ def test_serialpub_debug_in_the_environment_also_shows_the_traceback(
 ) -> None:
     monkeypatch.setattr(drafting, "published_table", _broken)
     with pytest.raises(RuntimeError, match="a bug"):
-        cli("release", "--config", published_once, "--snapshot", snapshot(published_once, 2),
-            env={"SERIALPUB_DEBUG": "1"})  # fmt: skip
+        cli(
+            "release",
+            "--config",
+            published_once,
+            "--snapshot",
+            snapshot(published_once, 2),
+            env={"SERIALPUB_DEBUG": "1"},
+        )
 
 
 #: ``serialpub ARGS`` in a new process whose state server goes away (``ROLE`` loses LOGIN and
@@ -143,8 +153,13 @@ def test_postgresql_lost_mid_run_is_one_line_and_the_rerun_publishes(tmp_path: P
 
     def release_2(*prefix: str) -> subprocess.CompletedProcess[str]:
         args = ["release", "--config", str(root), "--snapshot", str(snapshot(root, 2)), "--period", "0002"]
-        return subprocess.run([*prefix, *args], env={**os.environ, "SERIALPUB_DATABASE_URL": url},
-                              capture_output=True, text=True, timeout=600)  # fmt: skip
+        return subprocess.run(
+            [*prefix, *args],
+            env={**os.environ, "SERIALPUB_DATABASE_URL": url},
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
 
     as_admin(f'CREATE ROLE "{role}" LOGIN')
     as_admin(f'GRANT USAGE, CREATE ON SCHEMA "{role}" TO "{role}"')

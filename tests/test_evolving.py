@@ -43,7 +43,7 @@ def test_the_register_changes_at_the_stated_rates(base: pd.DataFrame) -> None:
         older = cur.loc[stayed, "age"].astype(int) - prev.loc[stayed, "age"].astype(int)
         assert set(older.unique()) <= {0, 1}
         assert 0.4 < older.mean() < 0.6  # half have their birthday in a period of two
-        moved = (cur.loc[stayed, ["marital-status", "workclass"]] != prev.loc[stayed, ["marital-status", "workclass"]])
+        moved = cur.loc[stayed, ["marital-status", "workclass"]] != prev.loc[stayed, ["marital-status", "workclass"]]
         assert 0 < moved.any(axis=1).mean() < 0.1
         unchanged = [q for q in QIS if q not in ("age", "marital-status", "workclass")]
         assert (cur.loc[stayed, unchanged] == prev.loc[stayed, unchanged]).all().all()

@@ -235,8 +235,11 @@ def test_runner_records_an_infeasible_point_and_writes_json_and_plots(
         "(d) anonymization time (s)",
     ]  # fmt: skip
     breach = ex.breach_figure({**record, "setup": {**record["setup"], "suppression_budget": 0.05}})
-    assert breach.axes[0].get_title().startswith("small: Effect of k' (constant-ratio strategy), ℓ = 2, "
-                                                  "suppression budget 0.05:")  # fmt: skip
+    assert (
+        breach.axes[0]
+        .get_title()
+        .startswith("small: Effect of k' (constant-ratio strategy), ℓ = 2, suppression budget 0.05:")
+    )
 
 
 def _doc_commands() -> list[str]:

@@ -44,7 +44,8 @@ def test_group_rows_are_the_contract_rows(n_groups: int, seed: int) -> None:
         ).model_dump()
         for g in range(n_groups)
     ]
-    got = release_group_rows(hierarchies, result.group_nodes, result.group_candidates, result.group_records,
-                             result.group_counts, protected)  # fmt: skip
+    got = release_group_rows(
+        hierarchies, result.group_nodes, result.group_candidates, result.group_records, result.group_counts, protected
+    )
     assert got == expected
     assert [list(r["counts"]) for r in got] == [list(r["counts"]) for r in expected]  # key order too

@@ -89,8 +89,13 @@ def test_runtime_kwargs_match_on_every_key(monkeypatch: pytest.MonkeyPatch) -> N
     assert len(frame) == 1
     for e in expectations:
         for runtime in (None, {}, {"result_format": "COMPLETE"}, {"catch_exceptions": False}):
-            patched, original = _both_ways(monkeypatch, lambda e=e, r=runtime: (
-                e._get_runtime_kwargs(r), e._get_success_kwargs(), e._get_domain_kwargs(),
-                [e._get_success_kwarg(k, "absent") for k in (*e.success_keys, *e.runtime_keys, "no_such_key")],
-            ))  # fmt: skip
+            patched, original = _both_ways(
+                monkeypatch,
+                lambda e=e, r=runtime: (
+                    e._get_runtime_kwargs(r),
+                    e._get_success_kwargs(),
+                    e._get_domain_kwargs(),
+                    [e._get_success_kwarg(k, "absent") for k in (*e.success_keys, *e.runtime_keys, "no_such_key")],
+                ),
+            )
             assert patched == original

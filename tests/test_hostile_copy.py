@@ -27,8 +27,6 @@ Edit = Callable[[int, dict[str, Any]], None]
 TRAVERSAL = "../../../../etc/passwd"
 
 
-
-
 def _store(copy: Path) -> Path:
     return copy / "releases" / "clinic"
 
@@ -155,9 +153,17 @@ def test_a_register_version_whose_parent_is_a_path_is_refused(fresh: Path) -> No
 
 @pytest.mark.parametrize(
     ("name", "problem"),
-    [("a/b", "path separator"), ("a\\b", "path separator"), ("..", "relative folder"), ("C:x", "drive"),
-     ("/x", "path separator"), ("x\x00", "control character"), ("", "is empty"), ("x" * 256, "longer than")],
-)  # fmt: skip
+    [
+        ("a/b", "path separator"),
+        ("a\\b", "path separator"),
+        ("..", "relative folder"),
+        ("C:x", "drive"),
+        ("/x", "path separator"),
+        ("x\x00", "control character"),
+        ("", "is empty"),
+        ("x" * 256, "longer than"),
+    ],
+)
 def test_one_checker_refuses_what_is_not_a_plain_name(name: str, problem: str) -> None:
     from serialpub.io.names import check_name, name_problem
 

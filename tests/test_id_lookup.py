@@ -61,8 +61,11 @@ def test_a_wrong_lookup_never_gives_a_wrong_row(dtype: object) -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(texts, unique=True, max_size=30), st.lists(texts, max_size=30),
-       st.sampled_from([(object, "str"), ("str", "str"), ("str", object)]))  # fmt: skip
+@given(
+    st.lists(texts, unique=True, max_size=30),
+    st.lists(texts, max_size=30),
+    st.sampled_from([(object, "str"), ("str", "str"), ("str", object)]),
+)
 def test_arrow_strings_find_pandas_rows(
     register_ids: list[str], wanted: list[str], dtypes: tuple[object, object]
 ) -> None:
@@ -172,8 +175,7 @@ def test_repeated_ids_found_by_register_rows_as_by_text(snapshot_ids: list[str])
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.sampled_from(["flu", "cold", "Flu", "é", "b", "a b", "10", "9"]), max_size=30),
-       st.booleans())  # fmt: skip
+@given(st.lists(st.sampled_from(["flu", "cold", "Flu", "é", "b", "a b", "10", "9"]), max_size=30), st.booleans())
 def test_snapshot_value_order_sorts_as_the_values(values: list[str], from_column: bool) -> None:
     """A snapshot's sorted value codes: labels[codes] is the values, codes sort as the
     values do (the published table is ordered by them instead of by 1M texts), from the
@@ -188,10 +190,13 @@ def test_snapshot_value_order_sorts_as_the_values(values: list[str], from_column
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.one_of(st.none(), st.sampled_from(["flu", "", "Flu", "é", "ü b", "10", "a" * 12])), max_size=30),
-       st.sampled_from(["str", "object", "string[pyarrow]"]))  # fmt: skip
-def test_sensitive_texts_per_distinct_value_equal_the_per_record_conversion(values: list[str | None],
-                                                                           dtype: str) -> None:  # fmt: skip
+@given(
+    st.lists(st.one_of(st.none(), st.sampled_from(["flu", "", "Flu", "é", "ü b", "10", "a" * 12])), max_size=30),
+    st.sampled_from(["str", "object", "string[pyarrow]"]),
+)
+def test_sensitive_texts_per_distinct_value_equal_the_per_record_conversion(
+    values: list[str | None], dtype: str
+) -> None:
     column = pd.Series(values, dtype=dtype)
     codes, distinct, texts = inputs.as_text(column)
     expected = column.to_numpy(dtype=str)

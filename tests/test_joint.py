@@ -48,12 +48,14 @@ class _Release:
 
 
 def _register(rng: np.random.Generator, n: int, start: int = 0) -> pd.DataFrame:
-    return pd.DataFrame({
-        "id": [f"p{start + i}" for i in range(n)],
-        "zone": rng.choice(list(ZONES), n),
-        "age": rng.choice(AGES, n),
-        "sex": rng.choice(["M", "F"], n),
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "id": [f"p{start + i}" for i in range(n)],
+            "zone": rng.choice(list(ZONES), n),
+            "age": rng.choice(AGES, n),
+            "sex": rng.choice(["M", "F"], n),
+        }
+    )
 
 
 def _change(rng: np.random.Generator, reg: pd.DataFrame, next_id: int) -> pd.DataFrame:
@@ -215,10 +217,16 @@ def test_the_true_count_lies_within_the_bounds_on_every_query(
     table = series_answers([_joint(r) for r in releases], ranges)
     for j, r in enumerate(releases):
         rows = table[table["release"] == j + 1]
-        true = np.array([
-            int((_satisfies(r.snapshot, ranges, i) & r.snapshot["s"].isin(np.array(VALUES)[ranges.sensitive[i]])).sum())
-            for i in range(ranges.n_queries)
-        ])  # fmt: skip
+        true = np.array(
+            [
+                int(
+                    (
+                        _satisfies(r.snapshot, ranges, i) & r.snapshot["s"].isin(np.array(VALUES)[ranges.sensitive[i]])
+                    ).sum()
+                )
+                for i in range(ranges.n_queries)
+            ]
+        )
         assert (rows["lower"].to_numpy() <= true).all() and (true <= rows["upper"].to_numpy()).all()
         assert (rows["lower"].to_numpy() <= rows["estimate"].to_numpy() + 1e-9).all()
         assert (rows["estimate"].to_numpy() <= rows["upper"].to_numpy() + 1e-9).all()

@@ -85,9 +85,11 @@ def test_the_demo_flags_write_the_acknowledgement(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_a_parts_release_states_its_risk_in_the_manifest_report_prompt_and_audit(tmp_path: Path) -> None:
     root = make_workspace(
-        tmp_path / "ws", partition_model="parts", accept_known_breach=["parts"],
+        tmp_path / "ws",
+        partition_model="parts",
+        accept_known_breach=["parts"],
         sign_off={"auto_approve": False, "approvers": ["erin"]},
-    )  # fmt: skip
+    )
     proc = cli("release", "--config", root, "--snapshot", snapshot(root, 1))
     assert proc.returncode == 0, proc.stderr
     assert "known breach, accepted in the configuration (accept_known_breach: parts)" in proc.stdout
@@ -173,10 +175,12 @@ def test_a_refusal_names_the_table_when_the_whole_table_fails(tmp_path: Path) ->
 
 def _cells(keys: list[list[int]], counts: list[int], candidates: list[int], requirement: list[float]) -> Cells:
     return Cells(
-        keys=np.array(keys, dtype=np.int64), candidates=np.array(candidates, dtype=np.int64),
-        records=np.array(counts, dtype=np.int64), counts=np.array([[c] for c in counts], dtype=np.int64),
+        keys=np.array(keys, dtype=np.int64),
+        candidates=np.array(candidates, dtype=np.int64),
+        records=np.array(counts, dtype=np.int64),
+        counts=np.array([[c] for c in counts], dtype=np.int64),
         requirement=np.array([[r] for r in requirement]),
-    )  # fmt: skip
+    )
 
 
 def test_the_search_tells_a_failing_table_from_a_failing_cell() -> None:

@@ -41,8 +41,14 @@ PUBLISHED: dict[str, Any] = {
     "suppressed": 0,
     "max_breach_probability": 0.09761295822676896,
     "constant_ratio_target": 29.356788873216473,
-    "utility": {"average_relative_error": 0.9690316963492587, "register_weighted_error": 0.2261, "queries": 5000,
-                "qd": 3, "selectivity": 0.05, "seed": 0},
+    "utility": {
+        "average_relative_error": 0.9690316963492587,
+        "register_weighted_error": 0.2261,
+        "queries": 5000,
+        "qd": 3,
+        "selectivity": 0.05,
+        "seed": 0,
+    },
     "register_marginals": {"age": {"17": 395, "18": 0}, "sex": {"Female": 14695, "Male": 30527}},
     "measures": [
         {"name": "suppression rate", "value": 0.0, "unit": "fraction", "source": "s", "note": "n", "family": "utility"},
@@ -133,8 +139,10 @@ def test_keys_added_after_parsing_are_written_in_the_contracts_order() -> None:
         (lambda m: m["sha256"].pop("register"), r"key 'sha256\.register' is missing"),
         (lambda m: m.update(records=True), r"'records' input should be a valid integer"),
         (lambda m: m.update(quasi_identifiers=[]), r"'quasi_identifiers' list should have at least 1 item"),
-        (lambda m: m["register_marginals"]["sex"].update(Male="30527"),
-         r"'register_marginals\.sex\.Male' input should be a valid integer"),
+        (
+            lambda m: m["register_marginals"]["sex"].update(Male="30527"),
+            r"'register_marginals\.sex\.Male' input should be a valid integer",
+        ),
     ],
 )
 def test_a_manifest_that_breaks_the_contract_is_refused_with_one_line(change: Any, message: str) -> None:

@@ -17,7 +17,6 @@ from serialpub.analysis.reader import PublicReleases, open_releases
 _FIGURES = ["estimate", "se", "low90", "high90", "low95", "high95", "lower", "upper", "uniform"]
 
 
-
 @pytest.fixture(scope="module")
 def opened(public_copy: Path) -> PublicReleases:
     return open_releases(public_copy)

@@ -61,9 +61,15 @@ def test_paper_model_is_recorded_and_the_audit_charges_what_it_suppressed(tmp_pa
     """The paper's model suppresses value-selectively; the published counts miss those
     records, the snapshots show them, and the audit without snapshots says so."""
     root = make_workspace(
-        tmp_path / "ws", dilution="presence", suppression_model="paper", suppression_budget=0.5, algorithm="bottomup",
-        protected_values=["flu", "cold"], k_prime=4, accept_known_breach=["parts", "paper"],
-    )  # fmt: skip
+        tmp_path / "ws",
+        dilution="presence",
+        suppression_model="paper",
+        suppression_budget=0.5,
+        algorithm="bottomup",
+        protected_values=["flu", "cold"],
+        k_prime=4,
+        accept_known_breach=["parts", "paper"],
+    )
     manifests = _publish(root, releases=2)
     assert all(m["suppression_model"] == "paper" for m in manifests)
     assert sum(m["suppressed"] for m in manifests) > 0
@@ -85,13 +91,26 @@ def test_a_suppression_budget_under_the_default_model_is_refused(tmp_path: Path)
 def test_a_suppression_budget_with_the_top_down_search_is_refused(tmp_path: Path) -> None:
     """The paper model's suppression needs the bottom-up search: the top-down one never
     suppresses, so a budget there would be a setting that silently does nothing."""
-    root = make_workspace(tmp_path / "ws", suppression_model="paper", suppression_budget=0.05, algorithm="topdown",
-                          accept_known_breach=["paper"])
-    with pytest.raises(InputError, match=r"serialpub\.yaml: .*suppression_budget 0\.05 with algorithm 'topdown'.*"
-                                         r"algorithm: bottomup"):
+    root = make_workspace(
+        tmp_path / "ws",
+        suppression_model="paper",
+        suppression_budget=0.05,
+        algorithm="topdown",
+        accept_known_breach=["paper"],
+    )
+    with pytest.raises(
+        InputError,
+        match=r"serialpub\.yaml: .*suppression_budget 0\.05 with algorithm 'topdown'.*"
+        r"algorithm: bottomup",
+    ):
         load_config(root)
-    ok = make_workspace(tmp_path / "ok", suppression_model="paper", suppression_budget=0.05, algorithm="bottomup",
-                        accept_known_breach=["parts", "paper"])
+    ok = make_workspace(
+        tmp_path / "ok",
+        suppression_model="paper",
+        suppression_budget=0.05,
+        algorithm="bottomup",
+        accept_known_breach=["parts", "paper"],
+    )
     assert load_config(ok).config.algorithm == "bottomup"
 
 

@@ -52,9 +52,28 @@ def test_the_audit_finds_a_noisy_release_without_a_sound_epsilon() -> None:
 
     def pm(release: int, test: str | None, eps: float | None) -> ParsedManifest:
         return ParsedManifest(
-            release, "d", ["a"], "s", 2.0, ["x"], "register", {}, None, 1, 1, "global", "p", 0, "mechanism",  # type: ignore[arg-type]
-            [], None, [], 0.3, test, eps,
-        )  # fmt: skip
+            release,
+            "d",
+            ["a"],
+            "s",
+            2.0,
+            ["x"],
+            "register",
+            {},
+            None,
+            1,
+            1,
+            "global",
+            "p",
+            0,
+            "mechanism",  # type: ignore[arg-type]
+            [],
+            None,
+            [],
+            0.3,
+            test,
+            eps,
+        )
 
     result = AuditResult.__new__(AuditResult)
     result.findings, result.notes = [], []
@@ -78,16 +97,26 @@ def test_a_sound_series_records_no_partition_test(tmp_path: Path) -> None:
     assert not (root / "keys" / NOISE_SEED).exists()
 
 
-@pytest.mark.parametrize(("settings", "says"), [
-    ({"partition_test": "noisy"}, "needs partition_epsilon in (0, 0.6931]"),
-    ({"partition_test": "noisy", "partition_epsilon": 0.7}, "needs partition_epsilon in (0, 0.6931]"),
-    ({"partition_test": "noisy", "partition_epsilon": 0.0}, "needs partition_epsilon in (0, 0.6931]"),
-    ({"partition_epsilon": 0.5}, "partition_epsilon is set but partition_test is 'sound'"),
-    ({"partition_test": "noisy", "partition_epsilon": 0.5, "signing_key": None}, "needs a signing_key"),
-    ({"partition_test": "noisy", "partition_epsilon": 0.5, "dilution": "presence"}, "needs dilution: register"),
-    ({"partition_test": "noisy", "partition_epsilon": 0.5, "partition_model": "parts",
-      "accept_known_breach": ["parts"]}, "needs algorithm: topdown and partition_model: published"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("settings", "says"),
+    [
+        ({"partition_test": "noisy"}, "needs partition_epsilon in (0, 0.6931]"),
+        ({"partition_test": "noisy", "partition_epsilon": 0.7}, "needs partition_epsilon in (0, 0.6931]"),
+        ({"partition_test": "noisy", "partition_epsilon": 0.0}, "needs partition_epsilon in (0, 0.6931]"),
+        ({"partition_epsilon": 0.5}, "partition_epsilon is set but partition_test is 'sound'"),
+        ({"partition_test": "noisy", "partition_epsilon": 0.5, "signing_key": None}, "needs a signing_key"),
+        ({"partition_test": "noisy", "partition_epsilon": 0.5, "dilution": "presence"}, "needs dilution: register"),
+        (
+            {
+                "partition_test": "noisy",
+                "partition_epsilon": 0.5,
+                "partition_model": "parts",
+                "accept_known_breach": ["parts"],
+            },
+            "needs algorithm: topdown and partition_model: published",
+        ),
+    ],
+)
 def test_noisy_settings_that_cannot_hold_are_refused_in_one_line(
     tmp_path: Path, settings: dict[str, object], says: str
 ) -> None:
@@ -107,8 +136,9 @@ def test_a_noisy_partition_meets_every_requirement_and_needs_its_noise() -> None
     keys = np.stack([rng.integers(0, h.n_leaves, 400) for h in HS], axis=1)
     present = np.sort(rng.choice(400, 200, replace=False))
     sets = rng.choice([-1, -1, -1, 0, 1], present.size)
-    params = PrivacyParams(ell=2.0, strategy="constant", k_prime=3, partition_test="noisy",
-                           partition_epsilon=MAX_EPSILON)  # fmt: skip
+    params = PrivacyParams(
+        ell=2.0, strategy="constant", k_prime=3, partition_test="noisy", partition_epsilon=MAX_EPSILON
+    )
     history = History.empty(np.full(400, 2.0), 2)
     snap = SnapshotCodes(present, sets, 2)
     results = [anonymize_history(keys, snap, history, params, HS, False, seed=1,
@@ -128,8 +158,21 @@ def test_the_plan_tries_the_noisy_test_and_shows_its_epsilon_and_bound(tmp_path:
 
     root = make_workspace(tmp_path / "ws", n=120, periods=2)
     out = tmp_path / "plan.json"
-    proc = cli("plan", "--config", root, "--rounds", "2", "--protected", "rarest:2", "--partition-epsilon",
-               "sound,0.69", "--jobs", "1", "--json", out)  # fmt: skip
+    proc = cli(
+        "plan",
+        "--config",
+        root,
+        "--rounds",
+        "2",
+        "--protected",
+        "rarest:2",
+        "--partition-epsilon",
+        "sound,0.69",
+        "--jobs",
+        "1",
+        "--json",
+        out,
+    )
     assert proc.returncode == 0, proc.stderr
     by = {c["settings"].get("partition_epsilon"): c for c in json.loads(out.read_text())["candidates"]}
     assert set(by) == {None, 0.69}

@@ -25,8 +25,9 @@ def open_cells(draw: st.DrawFn) -> dict:  # type: ignore[type-arg]
     c = draw(st.integers(1, 24))
     v = draw(st.integers(0, 4))
     keys = np.array([[draw(st.integers(0, h.n_leaves - 1)) for h in HS] for _ in range(c)], dtype=np.int64)
-    counts = np.array([[draw(st.sampled_from([0, 0, 0, 1, 2, 5])) for _ in range(v)] for _ in range(c)],
-                      dtype=np.int64).reshape(c, v)  # fmt: skip
+    counts = np.array(
+        [[draw(st.sampled_from([0, 0, 0, 1, 2, 5])) for _ in range(v)] for _ in range(c)], dtype=np.int64
+    ).reshape(c, v)
     pool = [[draw(st.sampled_from(REQUIREMENTS)) for _ in range(v)] for _ in range(draw(st.integers(1, 3)))]
     requirement = np.array([pool[draw(st.integers(0, len(pool) - 1))] for _ in range(c)]).reshape(c, v)
     raw_region = np.array([draw(st.integers(0, 3)) for _ in range(c)])
@@ -51,8 +52,9 @@ def test_every_verdict_of_a_split_equals_the_dense_one(case: dict) -> None:  # t
     cells = _OpenCells(keys, n, counts.sum(axis=1), values)
     region_counts = values.regions(region, n_open) if case["published"] else None
     a = case["a"]
-    split = _split(a, TREES[a], region, n_open, nodes[:, a], cells, case["presence"], case["rule"], case["forced"],
-                   region_counts)  # fmt: skip
+    split = _split(
+        a, TREES[a], region, n_open, nodes[:, a], cells, case["presence"], case["rule"], case["forced"], region_counts
+    )
     # the dense computation on the parts the split found
     p = split.part_region.size
     need = np.zeros(n_open)

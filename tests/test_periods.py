@@ -75,7 +75,9 @@ def test_a_skipped_period_is_refused_then_recorded_when_explicit(published_once:
     ws = load_config(published_once)
     last = StateStore(open_engine(ws.database_url)).published("clinic")[-1]
     assert (last.period, last.params.skipped_periods, last.params.skip_reason) == (
-        "0003", ["0002"], "0002 extract lost"
+        "0003",
+        ["0002"],
+        "0002 extract lost",
     )
 
 

@@ -58,7 +58,12 @@ def test_three_releases_follow_the_contract_and_pass_the_audit(ws_root: Path) ->
         directory = dataset_dir / f"release-{t:04d}"
         assert outcome.directory == directory and outcome.seq == t and outcome.period == f"{t:04d}"
         assert sorted(p.name for p in directory.iterdir()) == [
-            "data.parquet", "manifest.json", "manifest.sig", "report.html", "report.json", "validation.html",
+            "data.parquet",
+            "manifest.json",
+            "manifest.sig",
+            "report.html",
+            "report.json",
+            "validation.html",
             "validation.json",
         ]
         data = pd.read_parquet(directory / "data.parquet")

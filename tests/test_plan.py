@@ -71,21 +71,37 @@ def _real_series(root: Path, settings: dict[str, Any], protected: list[str]) -> 
         table = pd.read_parquet(folder / "data.parquet")
         domain = set(ctx.sensitive_domain or [])
         table_t = read_csv(snapshot(root, t), "snapshot")
-        snap = snapshot_from_table(table_t, snapshot(root, t), "id", ctx.qis, "disease", ctx.register,
-                                   ctx.hierarchies, domain)  # fmt: skip
-        w = draw_workload(snap.table[[*ctx.qis, "disease"]], ctx.hierarchies, "disease", n_queries=QUERY_COUNT,
-                          qd=QUERY_DIMENSIONS, selectivity=QUERY_SELECTIVITY, seed=0)  # fmt: skip
+        snap = snapshot_from_table(
+            table_t, snapshot(root, t), "id", ctx.qis, "disease", ctx.register, ctx.hierarchies, domain
+        )
+        w = draw_workload(
+            snap.table[[*ctx.qis, "disease"]],
+            ctx.hierarchies,
+            "disease",
+            n_queries=QUERY_COUNT,
+            qd=QUERY_DIMENSIONS,
+            selectivity=QUERY_SELECTIVITY,
+            seed=0,
+        )
         read = ctx.read_hierarchies(table)
-        release = JointRelease.of(table, ctx.qis, "disease", [read[q] for q in ctx.qis],
-                                  np.asarray(ctx.register.keys[:]), w.ranges.sensitive_values)  # fmt: skip
+        release = JointRelease.of(
+            table,
+            ctx.qis,
+            "disease",
+            [read[q] for q in ctx.qis],
+            np.asarray(ctx.register.keys[:]),
+            w.ranges.sensitive_values,
+        )
         a = joint_answers(release, w.ranges)
-        out.append({
-            "groups": manifest["groups"],
-            "records": manifest["records"],
-            "max_breach": manifest["max_breach_probability"],
-            "error": float((np.abs(w.actual - a.estimate) / w.actual).mean()),
-            "uniform": float((np.abs(w.actual - a.uniform) / w.actual).mean()),
-        })  # fmt: skip
+        out.append(
+            {
+                "groups": manifest["groups"],
+                "records": manifest["records"],
+                "max_breach": manifest["max_breach_probability"],
+                "error": float((np.abs(w.actual - a.estimate) / w.actual).mean()),
+                "uniform": float((np.abs(w.actual - a.uniform) / w.actual).mean()),
+            }
+        )
     return out
 
 
@@ -145,16 +161,33 @@ def test_the_baseline_is_the_histogram_alone(tmp_path: Path) -> None:
     table = pd.DataFrame({q: "*" for q in setup.plan.inputs.qis}, index=range(len(snap.individual)))
     table["disease"] = snap.value
     hs = [setup.plan.inputs.hierarchies[q] for q in setup.plan.inputs.qis]
-    a = joint_answers(JointRelease.of(table, setup.plan.inputs.qis, "disease", hs, setup.measure.leaves,
-                                      w.ranges.sensitive_values), w.ranges)  # fmt: skip
+    a = joint_answers(
+        JointRelease.of(table, setup.plan.inputs.qis, "disease", hs, setup.measure.leaves, w.ranges.sensitive_values),
+        w.ranges,
+    )
     assert setup.measure.baseline[0] == pytest.approx(float((np.abs(w.actual - a.estimate) / w.actual).mean()))
 
 
 def test_plan_command_writes_json_and_page_and_ranks_lasting_candidates(tmp_path: Path) -> None:
     root = make_workspace(tmp_path / "ws", periods=2)
     before = _files(root)
-    proc = cli("plan", "--config", root, "--rounds", "2", "--l", "2,3", "--protected", "all,rarest:1",
-               "--jobs", "1", "--json", tmp_path / "p.json", "--html", tmp_path / "p.html")  # fmt: skip
+    proc = cli(
+        "plan",
+        "--config",
+        root,
+        "--rounds",
+        "2",
+        "--l",
+        "2,3",
+        "--protected",
+        "all,rarest:1",
+        "--jobs",
+        "1",
+        "--json",
+        tmp_path / "p.json",
+        "--html",
+        tmp_path / "p.html",
+    )
     assert proc.returncode == 0, proc.stderr
     assert _files(root) == before
     doc = json.loads((tmp_path / "p.json").read_text())
@@ -170,8 +203,19 @@ def test_plan_command_writes_json_and_page_and_ranks_lasting_candidates(tmp_path
 
 def test_parts_candidates_are_flagged_as_a_known_breach(tmp_path: Path) -> None:
     root = make_workspace(tmp_path / "ws", periods=1)
-    proc = cli("plan", "--config", root, "--rounds", "1", "--partition-model", "published,parts", "--jobs", "1",
-               "--json", tmp_path / "p.json")  # fmt: skip
+    proc = cli(
+        "plan",
+        "--config",
+        root,
+        "--rounds",
+        "1",
+        "--partition-model",
+        "published,parts",
+        "--jobs",
+        "1",
+        "--json",
+        tmp_path / "p.json",
+    )
     assert proc.returncode == 0, proc.stderr
     rows = json.loads((tmp_path / "p.json").read_text())["candidates"]
     assert {r["settings"]["partition_model"]: r["known_breach"] for r in rows} == {"published": False, "parts": True}
@@ -313,7 +357,7 @@ _PROTECTED = "all, rarest:m, or values of the domain"
         ("protected: [hiv, true]\n", f"setting --protected: true is a boolean; write {_PROTECTED}"),
         ("protected: [[hiv, true]]\n", f"setting --protected: true is a boolean; write {_PROTECTED}"),
     ],
-)  # fmt: skip
+)
 def test_a_boolean_in_a_grid_is_refused(tmp_path: Path, planned: Path, text: str, says: str) -> None:
     """Python counts true as 1: ``k_prime: [true]`` ran as k' = 1."""
     with pytest.raises(InputError) as err:
@@ -373,8 +417,19 @@ def test_a_grid_over_the_cap_is_refused_unless_asked(planned: Path) -> None:
 def test_a_grid_of_a_million_candidates_is_refused_before_it_is_built(tmp_path: Path, planned: Path) -> None:
     out = tmp_path / "out"
     thousand = ",".join(str(2 + i / 1000) for i in range(1000))
-    proc = cli("plan", "--config", planned, "--rounds", "1", "--l", thousand, "--k", ",".join(map(str, range(1, 1001))),
-               "--json", out / "p.json")  # fmt: skip
+    proc = cli(
+        "plan",
+        "--config",
+        planned,
+        "--rounds",
+        "1",
+        "--l",
+        thousand,
+        "--k",
+        ",".join(map(str, range(1, 1001))),
+        "--json",
+        out / "p.json",
+    )
     assert proc.returncode == 2
     assert proc.stderr.startswith("serialpub: error: the grid has 1,000,000 candidates, more than the 200 ")
     assert "--max-candidates 1000000 to run them all" in proc.stderr and proc.stderr.count("\n") == 1
@@ -404,8 +459,9 @@ def flagged_plan(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, An
     """The JSON document and the page of :data:`FLAGGED_GRID`."""
     out = tmp_path_factory.mktemp("flagged")
     root = make_workspace(out / "ws", periods=3)
-    proc = cli("plan", "--config", root, *FLAGGED_GRID, "--jobs", "1", "--json", out / "p.json",
-               "--html", out / "plan.html")  # fmt: skip
+    proc = cli(
+        "plan", "--config", root, *FLAGGED_GRID, "--jobs", "1", "--json", out / "p.json", "--html", out / "plan.html"
+    )
     assert proc.returncode == 0, proc.stderr
     return json.loads((out / "p.json").read_text()), out / "plan.html"
 
@@ -600,11 +656,15 @@ def test_simulated_snapshots_are_seeded_and_an_unknown_preset_is_refused(tmp_pat
 def test_worker_processes_give_the_figures_of_one_process(tmp_path: Path) -> None:
     ws = load_config(make_workspace(tmp_path / "ws", periods=2))
     setup = prepare(ws, None, None, 2)
-    cands = build_grid({"l": [2, 3], "protected_values": ["all", "rarest:2"]}, ws.config, ["hiv", "cancer", "flu",
-                       "cold", "fever", "gastritis"])  # fmt: skip
+    cands = build_grid(
+        {"l": [2, 3], "protected_values": ["all", "rarest:2"]},
+        ws.config,
+        ["hiv", "cancer", "flu", "cold", "fever", "gastritis"],
+    )
     ticks: list[int] = []
     one, _ = run_plan(setup, cands, jobs=1)
     two, _ = run_plan(setup, cands, jobs=2, tick=lambda: ticks.append(1))
+
     def strip(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:  # all but the times
         def timeless(d: dict[str, Any]) -> dict[str, Any]:
             return {k: v for k, v in d.items() if k != "seconds"}
@@ -617,8 +677,13 @@ def test_worker_processes_give_the_figures_of_one_process(tmp_path: Path) -> Non
 
 def test_a_workspace_under_the_paper_suppression_model_flags_every_candidate(tmp_path: Path) -> None:
     # the top-down search with the published partition: only the suppression model is at fault
-    root = make_workspace(tmp_path / "ws", periods=1, suppression_model="paper", partition_model="published",
-                          accept_known_breach=["paper"])  # fmt: skip
+    root = make_workspace(
+        tmp_path / "ws",
+        periods=1,
+        suppression_model="paper",
+        partition_model="published",
+        accept_known_breach=["paper"],
+    )
     proc = cli("plan", "--config", root, "--rounds", "1", "--jobs", "1", "--json", tmp_path / "p.json")
     assert proc.returncode == 0, proc.stderr
     rows = json.loads((tmp_path / "p.json").read_text())["candidates"]

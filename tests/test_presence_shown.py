@@ -103,8 +103,9 @@ def test_the_breach_computation_counts_the_whole_register_in_both_modes(series: 
         present = np.arange(0, 60, 3) if presence else None
         population = Population(publisher.register.keys, publisher.register.ids.to_numpy(), presence, present)
         prior = PriorState(protected, np.ones((60, len(protected))), 2.0)
-        shown = compute_breach(Draft(draft, publisher.qis, "disease", publisher.hierarchies), population, prior,
-                               per_unit=True).presence_shown  # fmt: skip
+        shown = compute_breach(
+            Draft(draft, publisher.qis, "disease", publisher.hierarchies), population, prior, per_unit=True
+        ).presence_shown
         assert shown == brute_force(series, draft)
 
 

@@ -328,9 +328,10 @@ def test_renewed_constant_ratio_never_breaches(ell: float, k_prime: int, links: 
     nc = privacy.constant_ratio_target(ell, k_prime)
     for k in range(len(links) + k_prime + 5):
         target = float(
-            privacy.strategy_targets(np.array([float(survival)]), np.array([k]), ell, "constant",
-                                     k_prime=k_prime, renew=True)[0]
-        )  # fmt: skip
+            privacy.strategy_targets(
+                np.array([float(survival)]), np.array([k]), ell, "constant", k_prime=k_prime, renew=True
+            )[0]
+        )
         stop = privacy.strategy_targets(np.array([float(survival)]), np.array([k]), ell, "constant", k_prime=k_prime)
         if k < k_prime:
             assert target == max(nc, float(stop[0]))

@@ -109,8 +109,15 @@ def test_the_bar_draws_on_a_terminal_only(published_once: Path, monkeypatch: pyt
 
 @pytest.mark.slow
 def test_the_command_off_a_terminal_prints_no_bar(published_once: Path) -> None:
-    proc = run_cli("release", "--config", published_once, "--snapshot", snapshot(published_once, 2),
-                   url=f"sqlite:///{published_once / 'state.sqlite'}", cwd=published_once)  # fmt: skip
+    proc = run_cli(
+        "release",
+        "--config",
+        published_once,
+        "--snapshot",
+        snapshot(published_once, 2),
+        url=f"sqlite:///{published_once / 'state.sqlite'}",
+        cwd=published_once,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "anonymizing" not in proc.stdout and "published" in proc.stdout, proc.stdout
 

@@ -75,9 +75,9 @@ def random_tables(
     rng: np.random.Generator, hierarchies: dict[str, Hierarchy], n: int, n_sens: int
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """A raw table, and a release with every value generalized to a random level, ~20 % suppressed."""
-    raw = pd.DataFrame({
-        a: np.asarray(h.leaves, dtype=object)[rng.integers(0, h.n_leaves, n)] for a, h in hierarchies.items()
-    })
+    raw = pd.DataFrame(
+        {a: np.asarray(h.leaves, dtype=object)[rng.integers(0, h.n_leaves, n)] for a, h in hierarchies.items()}
+    )
     raw["disease"] = [f"d{v}" for v in rng.integers(0, n_sens, n)]
     pub = raw.copy()
     for a, h in hierarchies.items():
@@ -108,9 +108,13 @@ def test_xiao_tao_female_patients_above_30() -> None:
     """Rows 7-10 of Figure 1c, ages 21, 26, 28, 56 published as [21, 60]: est 3, actual 1."""
     age, sex = age_hierarchy(), sex_hierarchy()
     hierarchies = {"age": age, "sex": sex}
-    raw = pd.DataFrame({
-        "age": ["21", "26", "28", "56"], "sex": ["F"] * 4, "disease": ["flu", "gastritis", "pneumonia", "flu"],
-    })
+    raw = pd.DataFrame(
+        {
+            "age": ["21", "26", "28", "56"],
+            "sex": ["F"] * 4,
+            "disease": ["flu", "gastritis", "pneumonia", "flu"],
+        }
+    )
     pub = raw.assign(age="[21, 60]")
     domain = ("flu", "gastritis", "pneumonia")
     actual, estimate = evaluate_queries(raw, pub, hierarchies, "disease", _female_over_30(age, sex, domain))
@@ -298,7 +302,7 @@ def test_drawn_ranges_follow_the_selectivity_rule() -> None:
     hierarchies = {"age": age, "cat": cat}
     domain = tuple(f"d{i}" for i in range(10))
     ranges = draw_queries(hierarchies, domain, 300, qd=1, selectivity=0.04, rng=np.random.default_rng(0))
-    target = 0.04 ** 0.5  # 0.2 per condition
+    target = 0.04**0.5  # 0.2 per condition
     numbers = age.leaf_numbers()
     cat_sets = {frozenset(s) for s in leaf_sets(cat)}
     for q in range(300):
@@ -468,9 +472,7 @@ def test_bad_leaf_weights_are_refused_naming_the_attribute(weights: dict[str, np
 # --------------------------------------------------------------------------------------
 
 
-@given(
-    st.integers(1, 30), st.integers(1, 40), st.integers(0, 2**32 - 1), st.sampled_from([3, 1000, None])
-)
+@given(st.integers(1, 30), st.integers(1, 40), st.integers(0, 2**32 - 1), st.sampled_from([3, 1000, None]))
 def test_the_k_smallest_draws_are_the_sort_s_set(rows: int, cols: int, seed: int, levels: int | None) -> None:
     # few levels force ties at the k-th draw: those rows must still get the sort's set
     from anonymizer.workload import _smallest
@@ -555,7 +557,10 @@ def test_the_workload_drawn_before_the_release_is_the_one_drawn_after(seed: int)
     assert split.weighted is not None and whole.weighted is not None
     np.testing.assert_array_equal(split.weighted.estimate, whole.weighted.estimate)
     assert (split.mean, split.n_draws, split.qd, split.mean_selectivity) == (
-        whole.mean, whole.n_draws, whole.qd, whole.mean_selectivity
+        whole.mean,
+        whole.n_draws,
+        whole.qd,
+        whole.mean_selectivity,
     )
 
 

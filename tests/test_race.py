@@ -90,8 +90,14 @@ def test_two_processes_publishing_the_same_period_count_it_once(
     go = tmp_path / "go"
     args = ["release", "--config", str(state_ws), "--snapshot", str(snapshot(state_ws, k))]
     procs = [
-        subprocess.Popen([sys.executable, str(script), str(go), *args], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, cwd=state_ws, env=cli_env(state_url))
+        subprocess.Popen(
+            [sys.executable, str(script), str(go), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=state_ws,
+            env=cli_env(state_url),
+        )
         for _ in range(2)
     ]
     deadline = time.monotonic() + 300

@@ -81,9 +81,13 @@ def reader(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
     for name in ("SERIALPUB_DATABASE_URL", "SERIALPUB_CRASH_AT", "SERIALPUB_DEBUG", "PYTHONDONTWRITEBYTECODE"):
         env.pop(name, None)
     return subprocess.run(
-        [sys.executable, str(READER_ONLY), *map(str, args)], capture_output=True, text=True, cwd=cwd, env=env,
+        [sys.executable, str(READER_ONLY), *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
         timeout=300,
-    )  # fmt: skip
+    )
 
 
 @pytest.mark.slow
@@ -130,8 +134,16 @@ def test_the_public_copy_carries_a_readme_the_audit_accepts(copy_and_workspace: 
     text = (copy / "README.md").read_text(encoding="utf-8")
     assert text.startswith("# Public copy of the release series 'clinic' (releases 1-2)\n")
     # every kind of file the copy holds is described
-    for path in ["releases/clinic/release-NNNN/data.parquet", "manifest.sig", "checkpoint.json", "hierarchies/",
-                 "hierarchy-versions/", "register.csv", "registers/", "keys/publisher.pub"]:  # fmt: skip
+    for path in [
+        "releases/clinic/release-NNNN/data.parquet",
+        "manifest.sig",
+        "checkpoint.json",
+        "hierarchies/",
+        "hierarchy-versions/",
+        "register.csv",
+        "registers/",
+        "keys/publisher.pub",
+    ]:
         assert f"`{path}" in text or f"{path}`" in text, path
     assert "The quasi-identifiers are sex, zipcode, age; the sensitive attribute is disease." in " ".join(text.split())
     assert "pip install ./serialpub" in text

@@ -26,10 +26,12 @@ ZIP = Hierarchy.from_rows("zip", [(i + 1, [z, "*"]) for i, z in enumerate(["a", 
 
 def _cells(candidates: list[int], records: list[int], requirement: list[float]) -> Cells:
     return Cells(
-        keys=np.arange(4, dtype=np.int64)[:, None], candidates=np.array(candidates, dtype=np.int64),
-        records=np.array(records, dtype=np.int64), counts=np.array(records, dtype=np.int64)[:, None],
+        keys=np.arange(4, dtype=np.int64)[:, None],
+        candidates=np.array(candidates, dtype=np.int64),
+        records=np.array(records, dtype=np.int64),
+        counts=np.array(records, dtype=np.int64)[:, None],
         requirement=np.array(requirement, dtype=np.float64)[:, None],
-    )  # fmt: skip
+    )
 
 
 @pytest.mark.parametrize("high", [100.0, np.inf])
@@ -65,8 +67,10 @@ def test_a_cell_that_fails_in_every_partition_is_the_one_named() -> None:
     assert "'flu'" in err.value.describe(["'flu'"])
 
 
-@pytest.mark.parametrize(("ell", "alpha", "shown"), [(2.0, 1.5, "3, 6, 15, 42, 123"), (2.0, 2.0, "4, 6, 10, 18, 34"),
-                                                     (3.0, 1.5, "4.5, 10.5, 28.5, 82.5, 244.5")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("ell", "alpha", "shown"),
+    [(2.0, 1.5, "3, 6, 15, 42, 123"), (2.0, 2.0, "4, 6, 10, 18, 34"), (3.0, 1.5, "4.5, 10.5, 28.5, 82.5, 244.5")],
+)
 def test_the_geometric_advice_states_the_targets_of_the_configured_alpha(
     tmp_path: Path, ell: float, alpha: float, shown: str
 ) -> None:

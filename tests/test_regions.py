@@ -252,10 +252,10 @@ def test_overlapping_pairs_lists_the_first_pairs_in_order() -> None:
     assert overlapping_pairs(lo[:1], hi[:1])[0] == 0
 
 
-
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(st.integers(-50, 50), st.integers(0, 6)), max_size=25),
-       st.sampled_from([1, 1 << 40, 1 << 56]))  # fmt: skip
+@given(
+    st.lists(st.tuples(st.integers(-50, 50), st.integers(0, 6)), max_size=25), st.sampled_from([1, 1 << 40, 1 << 56])
+)
 def test_a_column_is_a_cut_exactly_when_its_distinct_intervals_are_disjoint(
     intervals: list[tuple[int, int]], scale: int
 ) -> None:

@@ -228,8 +228,15 @@ def test_a_verdict_is_bound_to_the_period_order(root: Path, monkeypatch: pytest.
     sha = versions.sha256_bytes(snapshot(root, 2).read_bytes())
     earlier = [SimpleNamespace(period="0001", params=_rows(len(table)))]
     for published in ([], earlier, earlier, [SimpleNamespace(period="0001", params=_rows(len(table) + 1))]):
-        input_checks.check_snapshot(pub.ws, pub.register_reader, table, "snapshot-0002.csv", "0002", published,  # type: ignore[arg-type]
-                                    sha)  # fmt: skip
+        input_checks.check_snapshot(
+            pub.ws,
+            pub.register_reader,
+            table,
+            "snapshot-0002.csv",
+            "0002",
+            published,  # type: ignore[arg-type]
+            sha,
+        )
     assert runs == ["ran", "ran", "ran"]  # the third check is the second's
 
 
@@ -369,7 +376,6 @@ def test_an_entry_of_an_empty_register_or_another_layout_loads_or_is_rebuilt() -
     assert empty.shape == (0, width) and empty.table.shape == (0, width)
     with pytest.raises(AttributeError):
         register_cache._coded_rows(pa.chunked_array([pa.array([1, 2], pa.int32())]))
-
 
 
 @pytest.mark.parametrize("what", ["snapshot verdict", "register version"])

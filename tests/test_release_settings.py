@@ -128,9 +128,16 @@ def test_an_older_manifest_without_the_newer_settings_still_reads() -> None:
     # manifest declares optional
     required = {k for k, f in Manifest.model_fields.items() if f.is_required()}
     assert required & set(RECORDED) == {
-        "quasi_identifiers", "sensitive", "l", "strategy", "k_prime", "alpha", "guarantee", "dilution",
+        "quasi_identifiers",
+        "sensitive",
+        "l",
+        "strategy",
+        "k_prime",
+        "alpha",
+        "guarantee",
+        "dilution",
         "protected_values",
-    }, "a setting added since the first manifests must be optional there (old copies must still verify)"  # fmt: skip
+    }, "a setting added since the first manifests must be optional there (old copies must still verify)"
 
 
 def test_the_demo_s_options_are_the_declared_ones() -> None:
@@ -145,8 +152,16 @@ def test_the_plan_s_options_and_candidates_are_the_declared_ones() -> None:
     extra = options - PLAN_ONLY - {"--k-prime"} - set(PLAN_OPTIONS.values())
     assert extra == set(), "a plan option no setting declares"
     assert set(PLAN_TAKES) == set(PLAN_OPTIONS), "a plan axis without what it takes"
-    cfg = config_of(EVERY_SETTING | {"algorithm": "topdown", "suppression_model": "mechanism",
-                                     "accept_known_breach": ["parts"], "suppression_budget": 0}, "test")  # fmt: skip
+    cfg = config_of(
+        EVERY_SETTING
+        | {
+            "algorithm": "topdown",
+            "suppression_model": "mechanism",
+            "accept_known_breach": ["parts"],
+            "suppression_budget": 0,
+        },
+        "test",
+    )
     (candidate,) = build_grid({}, cfg, ["flu", "cold"])
     # a candidate of the sound split test records no ε
     assert set(candidate.record()) == set(PLAN_OPTIONS) - {"partition_epsilon"}, "a plan axis the candidate lacks"

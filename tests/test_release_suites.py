@@ -116,8 +116,9 @@ class Case:
         return Draft(self.draft if draft is None else draft, QIS, SENSITIVE, self.h)
 
     def population(self) -> Population:
-        return Population(self.keys, self.register["id"].to_numpy(), self.presence,
-                          self.present if self.presence else None)  # fmt: skip
+        return Population(
+            self.keys, self.register["id"].to_numpy(), self.presence, self.present if self.presence else None
+        )
 
     def prior(self) -> PriorState:
         return PriorState(PROTECTED, self.survival, ELL)
@@ -128,9 +129,12 @@ class Case:
         return compute_breach(self.draft_of(draft), self.population(), self.prior(), snapshot, per_unit=per_unit)
 
     def suites(
-        self, draft: pd.DataFrame | None = None, snapshot: SnapshotRecords | None = None, per_unit: bool = False,
+        self,
+        draft: pd.DataFrame | None = None,
+        snapshot: SnapshotRecords | None = None,
+        per_unit: bool = False,
         **over: Any,
-    ) -> dict[str, Any]:  # fmt: skip
+    ) -> dict[str, Any]:
         args: dict[str, Any] = {
             "thresholds": THRESHOLDS,
             "metrics": {"suppression_rate": self.suppression_rate},

@@ -28,8 +28,10 @@ from serialpub.workflow.publisher import Publisher
 # -- the guarantee's figures against the pairs written out one by one ---------------------
 
 weighted_pairs = st.lists(
-    st.tuples(st.sampled_from([0.0, 0.05, 0.2, 0.33, 1 - 2 / 3, 0.44, 0.45, 0.4999, 0.5, 0.5001, 0.75, 1.0]),
-              st.integers(0, 4)),
+    st.tuples(
+        st.sampled_from([0.0, 0.05, 0.2, 0.33, 1 - 2 / 3, 0.44, 0.45, 0.4999, 0.5, 0.5001, 0.75, 1.0]),
+        st.integers(0, 4),
+    ),
     max_size=30,
 )
 
@@ -205,8 +207,11 @@ def test_the_breach_computation_carries_the_draft_s_groups_for_the_report(series
     publisher = Publisher(ws)
     draft = release_files.read_release(ws.dataset_dir / release_files.release_name(2))[1]
     d = Draft(draft, publisher.qis, "disease", publisher.hierarchies)
-    args = (d, Population(publisher.register.keys, publisher.register.ids.to_numpy()),
-            PriorState(publisher.protected, np.ones((60, len(publisher.protected))), 2.0))  # fmt: skip
+    args = (
+        d,
+        Population(publisher.register.keys, publisher.register.ids.to_numpy()),
+        PriorState(publisher.protected, np.ones((60, len(publisher.protected))), 2.0),
+    )
     want = draft_groups(draft, d.qis, d.sensitive, d.hierarchies, publisher.protected).group_of_record
     for per_unit in (False, True):
         got = compute_breach(*args, per_unit=per_unit).group_of_record
@@ -228,9 +233,11 @@ def test_breach_table_per_unit_is_the_individual_table_compressed(series: Path) 
     drafts = [release_files.read_release(ws.dataset_dir / release_files.release_name(k))[1] for k in (1, 2, 3)]
     draft = max(drafts, key=lambda d: int(d["disease"].isin(publisher.protected).sum()))  # one that links someone
     survival = history.survival[history.class_of]
-    args = (Draft(draft, publisher.qis, "disease", publisher.hierarchies),
-            Population(publisher.register.keys, publisher.register.ids.to_numpy()),
-            PriorState(publisher.protected, survival, 2.0))  # fmt: skip
+    args = (
+        Draft(draft, publisher.qis, "disease", publisher.hierarchies),
+        Population(publisher.register.keys, publisher.register.ids.to_numpy()),
+        PriorState(publisher.protected, survival, 2.0),
+    )
     full = compute_breach(*args).table
     units = compute_breach(*args, per_unit=True, unit_classes=history.class_of).table
     assert len(full) > len(units) > 0 and units["weight"].sum() == len(full)
@@ -238,9 +245,10 @@ def test_breach_table_per_unit_is_the_individual_table_compressed(series: Path) 
     expanded = units.loc[units.index.repeat(units["weight"]), cols].astype({"value": str})
     expected = full[cols].astype({"value": str})
     pd.testing.assert_frame_equal(
-        expanded.sort_values(cols).reset_index(drop=True), expected.sort_values(cols).reset_index(drop=True),
+        expanded.sort_values(cols).reset_index(drop=True),
+        expected.sort_values(cols).reset_index(drop=True),
         check_dtype=False,  # the expanded table narrows its integers to int32
-    )  # fmt: skip
+    )
     # every individual of a unit has the representative's history class
     cls = history.class_of
     rep = units["row"].to_numpy()
@@ -297,8 +305,9 @@ def test_series_baseline_stops_at_an_imported_release(tmp_path: Path) -> None:
     Publisher(load_config(source)).publish(snapshot(source, 1))
     target = make_workspace(tmp_path / "B")  # same seed: same register and snapshots
     ws = load_config(target)
-    import_release(ws, load_config(source).dataset_dir / "release-0001" / "data.parquet", "0001", 2,
-                   ["hiv", "cancer"], "register")  # fmt: skip
+    import_release(
+        ws, load_config(source).dataset_dir / "release-0001" / "data.parquet", "0001", 2, ["hiv", "cancer"], "register"
+    )
     publisher = Publisher(ws)
     publisher.publish(snapshot(target, 2))
     record = json.loads((publisher.series_report().parent / SERIES_JSON).read_text(encoding="utf-8"))
@@ -375,7 +384,7 @@ def test_refusal_is_the_last_word_on_the_next_release() -> None:
 def test_a_refused_series_says_so_in_its_verdict(tmp_path: Path, published_workspaces: Any) -> None:
     page = refused_series(published_workspaces.copy(tmp_path / "ws", protected_values="all"))
     html = page.read_text(encoding="utf-8")
-    verdict = html[html.index('<div class="verdict'):html.index("</div>", html.index('<div class="verdict'))]
+    verdict = html[html.index('<div class="verdict') : html.index("</div>", html.index('<div class="verdict'))]
     assert verdict.startswith('<div class="verdict bad"')  # red, not green
     assert "Refused: release 2 was not published." in verdict and "cannot publish under ℓ = 2" in verdict
     record = json.loads((page.parent / SERIES_JSON).read_text(encoding="utf-8"))

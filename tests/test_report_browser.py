@@ -67,8 +67,9 @@ def _render(chromium: str, page_file: Path, shot: Path) -> dict:
                 "title": page.title(),
                 "verdict": page.inner_text("#verdict"),
                 "h2": page.locator("h2").all_inner_texts(),
-                "figures": [page.locator("figure svg").nth(i).bounding_box()
-                            for i in range(page.locator("figure svg").count())],
+                "figures": [
+                    page.locator("figure svg").nth(i).bounding_box() for i in range(page.locator("figure svg").count())
+                ],
                 "table_rows": page.locator("table tr").count(),
                 "not_computed": page.locator("td.na").count(),
                 "verdict_border": page.eval_on_selector("#verdict", "e => getComputedStyle(e).borderTopColor"),

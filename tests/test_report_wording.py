@@ -397,10 +397,14 @@ def test_query_error_wording() -> None:
         "fraction",
         "utility",
     )
-    assert m.note == (
-        "paper 001's estimator: a generalized value spread uniformly over its leaves; "
-        "5000 queries, qd = 3, selectivity 0.05, seed 0"
-    ) and "docs/design.md section 8" in m.source
+    assert (
+        m.note
+        == (
+            "paper 001's estimator: a generalized value spread uniformly over its leaves; "
+            "5000 queries, qd = 3, selectivity 0.05, seed 0"
+        )
+        and "docs/design.md section 8" in m.source
+    )
     assert not query_error_measure(None, settings).computed
     w = weighted_query_error_measure(0.0625, settings)
     assert (w.name, w.value, w.unit, w.family) == (

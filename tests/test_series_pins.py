@@ -269,10 +269,14 @@ def _forged_rotation(root: Path, forger: Path) -> None:
     old = signing.load_private_key(root / "keys" / "publisher.key")
     new = signing.load_private_key(forger)
     text = KeyRotation(
-        dataset="clinic", from_release=3, after_manifest_sha256=_manifest_sha(root, 2),
-        old_key=signing.public_key_text(old), new_key=signing.public_key_text(new), created="2026-11-28T00:00:00+00:00",
+        dataset="clinic",
+        from_release=3,
+        after_manifest_sha256=_manifest_sha(root, 2),
+        old_key=signing.public_key_text(old),
+        new_key=signing.public_key_text(new),
+        created="2026-11-28T00:00:00+00:00",
         reason="",
-    ).to_json()  # fmt: skip
+    ).to_json()
     (_store(root) / "key-rotation-0003.json").write_text(text)
     (_store(root) / "key-rotation-0003.sig").write_text(signing.sign(new, text.encode()))
 

@@ -166,9 +166,16 @@ def test_a_postgresql_snapshot_query_with_period_through_the_command_line(
     assert proc.returncode == 2 and "give --period" in proc.stderr, proc.stderr  # a query has no name to tell it
     assert "Traceback" not in proc.stderr
     proc = run_cli(
-        "release", "--config", root, "--snapshot", 'sql:SELECT * FROM "snapshot-0001"', "--period", "0001",
-        url=url, cwd=root,
-    )  # fmt: skip
+        "release",
+        "--config",
+        root,
+        "--snapshot",
+        'sql:SELECT * FROM "snapshot-0001"',
+        "--period",
+        "0001",
+        url=url,
+        cwd=root,
+    )
     assert proc.returncode == 0, proc.stderr
     assert (root / "releases" / "clinic" / "release-0001" / "data.parquet").read_bytes() == csv_releases[0]
 
@@ -195,8 +202,9 @@ def test_a_missing_table_is_one_line(tmp_path: Path, pg_url: str) -> None:
     config = read_config(root)
     config["register"] = "sql:nobody"
     write_config(root, config)
-    proc = run_cli("release", "--config", root, "--snapshot", "sql:snapshot-0001", url=f"sqlite:///{root / 's.db'}",
-                   cwd=root)  # fmt: skip
+    proc = run_cli(
+        "release", "--config", root, "--snapshot", "sql:snapshot-0001", url=f"sqlite:///{root / 's.db'}", cwd=root
+    )
     assert proc.returncode == 2, proc.stderr
     assert "table nobody (input database)" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
 
@@ -282,7 +290,10 @@ def test_a_float_column_in_the_input_database_is_refused_naming_it(
 def test_an_integer_column_with_an_empty_value_reads_as_integers(tmp_path: Path) -> None:
     """Read through pandas, a NULL made the column's values floats ('25.0')."""
     url = f"sqlite:///{tmp_path / 'in.sqlite'}"
-    _sql_table(url, "CREATE TABLE people (id text, age integer, sex text)",
-               "INSERT INTO people VALUES ('2', NULL, 'F'), ('1', 25, 'M')")  # fmt: skip
+    _sql_table(
+        url,
+        "CREATE TABLE people (id text, age integer, sex text)",
+        "INSERT INTO people VALUES ('2', NULL, 'F'), ('1', 25, 'M')",
+    )
     text_ = parse_source("sql:people", tmp_path, url, "register").read_bytes("register", "id").decode()
     assert text_.splitlines() == ['"id","age","sex"', '"1","25","M"', '"2","","F"'], text_

@@ -259,8 +259,14 @@ def test_every_state_change_is_in_the_audit_log(state_ws: Path) -> None:
     store.reject("clinic", 2, "alice", "no", None)
     log = store.audit_log("clinic")
     assert [(e["action"], e["release"]) for e in log] == [
-        ("draft", 1), ("validated", 1), ("approved", 1), ("published", 1),
-        ("draft", 2), ("failed", 2), ("draft", 2), ("rejected", 2),
+        ("draft", 1),
+        ("validated", 1),
+        ("approved", 1),
+        ("published", 1),
+        ("draft", 2),
+        ("failed", 2),
+        ("draft", 2),
+        ("rejected", 2),
     ]
     assert [e["actor"] for e in log[4:]] == ["pid:1@somewhere", "ci", "pid:2@somewhere", "alice"]
     assert log[5]["detail"] == {"reason": "validation failed"}
@@ -314,8 +320,19 @@ def test_one_open_release_and_one_publication_per_sequence_number(state_ws: Path
     # the partial unique indexes hold whatever the code does
     for status, seq, period in (("validated", 3, "0003"), ("published", 1, "0009"), ("published", 9, "0001")):
         with pytest.raises(IntegrityError), Session(store.engine) as s, s.begin():
-            s.add(Release(dataset_id=first.dataset_id, seq=seq, period=period, status=status, owner="test",
-                          imported=False, params={}, created=first.created, updated=first.created))
+            s.add(
+                Release(
+                    dataset_id=first.dataset_id,
+                    seq=seq,
+                    period=period,
+                    status=status,
+                    owner="test",
+                    imported=False,
+                    params={},
+                    created=first.created,
+                    updated=first.created,
+                )
+            )
     # neither the refused draft nor the refused inserts moved the statistics file
     assert stats_before is not None and freeze_stats(store.latest_statistics("clinic")) == stats_before
     assert _count(store, select(func.count()).select_from(Release)) == 2

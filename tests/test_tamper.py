@@ -148,11 +148,17 @@ def test_sign_offs_refuse_update_and_delete(three_releases: Path, statement: str
 @pytest.mark.parametrize(
     ("statements", "expected"),
     [
-        (["DROP TRIGGER sign_offs_no_update", "UPDATE sign_offs SET approver = 'Mallory' WHERE id = 2"],
-         ["the sign-off row 'approved' by 'Mallory' has no such entry in the audit log",
-          "release 2: the manifest's sign-off (approved by 'automatic approval"]),
-        (["DROP TRIGGER sign_offs_no_delete", "DELETE FROM sign_offs WHERE id = 3"],
-         ["release 3: the audit log records 'approved'", "release 3: the manifest's sign-off"]),
+        (
+            ["DROP TRIGGER sign_offs_no_update", "UPDATE sign_offs SET approver = 'Mallory' WHERE id = 2"],
+            [
+                "the sign-off row 'approved' by 'Mallory' has no such entry in the audit log",
+                "release 2: the manifest's sign-off (approved by 'automatic approval",
+            ],
+        ),
+        (
+            ["DROP TRIGGER sign_offs_no_delete", "DELETE FROM sign_offs WHERE id = 3"],
+            ["release 3: the audit log records 'approved'", "release 3: the manifest's sign-off"],
+        ),
     ],
     ids=["approver rewritten", "row deleted"],
 )

@@ -46,10 +46,11 @@ def series(draw: st.DrawFn) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarr
     n_sets = draw(st.integers(1, 2))
     strategy = draw(st.sampled_from(["constant", "geometric"]))
     params = PrivacyParams(
-        ell=float(draw(st.sampled_from([2, 3]))), strategy=strategy,
+        ell=float(draw(st.sampled_from([2, 3]))),
+        strategy=strategy,
         k_prime=draw(st.integers(1, 3)) if strategy == "constant" else None,
         alpha=draw(st.sampled_from([1.5, 2.0])) if strategy == "geometric" else None,
-    )  # fmt: skip
+    )
     releases = []
     for _ in range(draw(st.integers(1, 3))):
         rows = np.array(sorted(draw(st.sets(st.integers(0, n - 1), min_size=1, max_size=n))), dtype=np.int64)
@@ -122,9 +123,12 @@ def _root_invalid(keys, rows, sets, n_sets, members, targets, history) -> bool: 
 def _cells(keys: np.ndarray, counts: list[list[int]], requirement: float) -> Cells:
     c = keys.shape[0]
     return Cells(
-        keys=keys, candidates=np.full(c, 10, dtype=np.int64), records=np.array([sum(r) for r in counts]),
-        counts=np.array(counts, dtype=np.int64), requirement=np.full((c, 1), requirement),
-    )  # fmt: skip
+        keys=keys,
+        candidates=np.full(c, 10, dtype=np.int64),
+        records=np.array([sum(r) for r in counts]),
+        counts=np.array(counts, dtype=np.int64),
+        requirement=np.full((c, 1), requirement),
+    )
 
 
 def test_a_region_is_narrowed_to_the_common_ancestor_of_its_cells() -> None:
@@ -170,9 +174,12 @@ def test_an_exhausted_pair_is_separated_from_the_value_by_a_forced_split() -> No
     record of the value, so the release goes ahead."""
     keys = np.array([[0, 0, 0], [3, 1, 2]])
     cells = Cells(
-        keys=keys, candidates=np.array([10, 10]), records=np.array([0, 1]), counts=np.array([[0], [1]]),
+        keys=keys,
+        candidates=np.array([10, 10]),
+        records=np.array([0, 1]),
+        counts=np.array([[0], [1]]),
         requirement=np.array([[np.inf], [2.0]]),
-    )  # fmt: skip
+    )
     gen = partition(cells, HS, presence=False)
     assert gen.groups.keys.shape[0] == 2 and gen.groups.counts[gen.group_of_cell[0], 0] == 0
 
@@ -253,11 +260,19 @@ def test_a_history_of_other_individuals_is_refused() -> None:
         with pytest.raises(ValueError, match=f"a history of {n} individuals"):
             anonymize_history(keys, codes, History.empty(np.full(n, 2.0), 1), params, HS, False)
         with pytest.raises(ValueError, match=f"a history of {n} individuals"):
-            release.advance_history(History.empty(np.full(n, 2.0), 1), np.zeros(3, dtype=np.int64),
-                                    np.array([3]), np.ones((1, 1), dtype=np.int64))  # fmt: skip
+            release.advance_history(
+                History.empty(np.full(n, 2.0), 1),
+                np.zeros(3, dtype=np.int64),
+                np.array([3]),
+                np.ones((1, 1), dtype=np.int64),
+            )
     # 70,000 classes as int32 and 40,000 groups: class * (G + 1) passes 2**31
-    many = History(np.array([69_999, 0], dtype=np.int32), np.ones((70_000, 1)), np.zeros((70_000, 1), dtype=np.int64),
-                   np.full(70_000, 2.0))  # fmt: skip
+    many = History(
+        np.array([69_999, 0], dtype=np.int32),
+        np.ones((70_000, 1)),
+        np.zeros((70_000, 1), dtype=np.int64),
+        np.full(70_000, 2.0),
+    )
     groups, n_j, counts = np.array([39_999, 0]), np.full(40_000, 2), np.ones((40_000, 1), dtype=np.int64)
     parent = release.advance_history(many, groups, n_j, counts)[1]
     assert parent.tolist() == [69_999, 0]

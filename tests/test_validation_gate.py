@@ -25,7 +25,14 @@ def test_published_release_carries_its_evidence(tmp_path: Path) -> None:
     validation = manifest["validation"]
     assert validation["success"] is True and validation["global_guarantee_checked"] is True
     assert set(validation["suites"]) == {
-        "register", "snapshot", "contract", "disjointness", "guarantee", "coverage", "localized", "utility"
+        "register",
+        "snapshot",
+        "contract",
+        "disjointness",
+        "guarantee",
+        "coverage",
+        "localized",
+        "utility",
     }
     assert validation["sha256"] == sha256_file(outcome.directory / JSON_FILE)
     evidence = json.loads((outcome.directory / JSON_FILE).read_text())

@@ -125,8 +125,10 @@ def test_a_whole_version_is_the_delta_from_no_parent(lines: list[bytes], cut: bo
 @settings(max_examples=80, deadline=None)
 @given(
     st.lists(st.binary(max_size=9).map(lambda b: b.replace(b"\n", b"") + b"\n"), max_size=25),
-    st.booleans(), st.integers(1, 12), st.booleans(),
-)  # fmt: skip
+    st.booleans(),
+    st.integers(1, 12),
+    st.booleans(),
+)
 def test_a_whole_version_is_stored_block_by_block(
     tmp_path_factory: pytest.TempPathFactory, lines: list[bytes], cut: bool, block: int, from_bytes: bool
 ) -> None:

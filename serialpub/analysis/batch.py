@@ -59,9 +59,12 @@ def query_lines(path: Path) -> list[tuple[int, str]]:
 
 
 def parse_queries(
-    path: Path, lines: Sequence[tuple[int, str]], attributes: Sequence[str], sensitive: str,
+    path: Path,
+    lines: Sequence[tuple[int, str]],
+    attributes: Sequence[str],
+    sensitive: str,
     default: Sequence[str] | None = None,
-) -> list[Query]:  # fmt: skip
+) -> list[Query]:
     """The queries of :func:`query_lines`, each with ``origin`` naming its file and line.
 
     Args:
@@ -97,9 +100,11 @@ def parse_queries(
 
 
 def crosstab_queries(
-    by: Sequence[str], hierarchies: Mapping[str, Sequence[str]], where: Sequence[Condition],
+    by: Sequence[str],
+    hierarchies: Mapping[str, Sequence[str]],
+    where: Sequence[Condition],
     sensitive: Sequence[str] | None = None,
-) -> tuple[pd.DataFrame, list[Query]]:  # fmt: skip
+) -> tuple[pd.DataFrame, list[Query]]:
     """The cells of a cross-tab and their queries.
 
     Args:

@@ -293,12 +293,26 @@ def answers(copy: PublicReleases, queries: Sequence[Query], releases: Sequence[i
         low95, high95 = a.interval(Z_95)
         names = np.asarray(j.qis, dtype=object)
         cut = [",".join(names[row]) for row in a.generalized]
-        frames.append(pd.DataFrame({
-            "query": np.arange(len(queries)), "release": r.number, "period": r.manifest.period,
-            "estimate": a.estimate, "se": a.se, "low90": low90, "high90": high90, "low95": low95,
-            "high95": high95, "lower": a.lower, "upper": a.upper, "uniform": a.uniform,
-            "records": len(r.data), "generalized": cut,
-        }))  # fmt: skip
+        frames.append(
+            pd.DataFrame(
+                {
+                    "query": np.arange(len(queries)),
+                    "release": r.number,
+                    "period": r.manifest.period,
+                    "estimate": a.estimate,
+                    "se": a.se,
+                    "low90": low90,
+                    "high90": high90,
+                    "low95": low95,
+                    "high95": high95,
+                    "lower": a.lower,
+                    "upper": a.upper,
+                    "uniform": a.uniform,
+                    "records": len(r.data),
+                    "generalized": cut,
+                }
+            )
+        )
     columns = ["query", "release", "period", "estimate", "se", "low90", "high90", "low95", "high95", "lower",
                "upper", "uniform", "records", "generalized"]  # fmt: skip
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)

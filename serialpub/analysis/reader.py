@@ -101,9 +101,9 @@ class PublishedRelease:
 
     @cached_property
     def _groups(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        g = group_release(self._nodes, np.zeros(len(self.data), dtype=np.int64), 1, [
-            self.hierarchies[q] for q in self.qis
-        ])  # fmt: skip
+        g = group_release(
+            self._nodes, np.zeros(len(self.data), dtype=np.int64), 1, [self.hierarchies[q] for q in self.qis]
+        )
         return g.of_record, g.nodes, g.records
 
     def frame(self) -> pd.DataFrame:
@@ -171,9 +171,15 @@ class PublishedRelease:
         values = sorted(self.data[self.sensitive].astype(str).unique())
         try:
             return JointRelease.of(
-                self.data, self.qis, self.sensitive, [self.hierarchies[q] for q in self.qis], cells.leaves,
-                values, self.manifest.suppressed or 0, cells.counts,
-            )  # fmt: skip
+                self.data,
+                self.qis,
+                self.sensitive,
+                [self.hierarchies[q] for q in self.qis],
+                cells.leaves,
+                values,
+                self.manifest.suppressed or 0,
+                cells.counts,
+            )
         except ValueError as exc:
             raise InputError(f"{self.folder / 'data.parquet'}: {exc}") from None
 
@@ -402,9 +408,14 @@ def _copy_state(
     except (OSError, ValueError):
         return None
     return verdict_cache.verdict_key(
-        kind="public copy", key=key_text, pinned=pinned, dataset=dataset, id_column=id_column,
-        files=sorted(digests.items()), code=code,
-    )  # fmt: skip
+        kind="public copy",
+        key=key_text,
+        pinned=pinned,
+        dataset=dataset,
+        id_column=id_column,
+        files=sorted(digests.items()),
+        code=code,
+    )
 
 
 def _read_data(path: Path, m: ParsedManifest, content: bytes | None = None) -> pd.DataFrame:

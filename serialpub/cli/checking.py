@@ -82,9 +82,15 @@ def audit(
     pin = None if since is None or manifest_sha256 is None else (since, manifest_sha256)
     names = learner_names(learners)
     result = audit_workspace(
-        workspace, dataset, snapshots=snapshots, public_key=public_key, since=pin, checkpoint=checkpoint,
-        key_fingerprint=key_fingerprint, learners=names,
-    )  # fmt: skip
+        workspace,
+        dataset,
+        snapshots=snapshots,
+        public_key=public_key,
+        since=pin,
+        checkpoint=checkpoint,
+        key_fingerprint=key_fingerprint,
+        learners=names,
+    )
     # the learners' table goes above the verdict line, which stays the output's last line
     # (the one a reader or a script looks at; the exit status says the same)
     findings, verdict = format_report(result).rstrip("\n").rsplit("\n", 1)

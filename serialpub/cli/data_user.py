@@ -157,16 +157,27 @@ def _single(
     table = answer(releases, conditions, values, numbers)
     note = _bias_note(table)
     if as_json:
-        print(json.dumps({
-            "dataset": releases.dataset, "where": [str(c) for c in conditions], "sensitive": values,
-            "key_fingerprint": releases.key_fingerprint, "error_model": ERROR_MODEL, "note": note,
-            "answers": table.to_dict(orient="records"),
-        }, indent=2))  # fmt: skip
+        print(
+            json.dumps(
+                {
+                    "dataset": releases.dataset,
+                    "where": [str(c) for c in conditions],
+                    "sensitive": values,
+                    "key_fingerprint": releases.key_fingerprint,
+                    "error_model": ERROR_MODEL,
+                    "note": note,
+                    "answers": table.to_dict(orient="records"),
+                },
+                indent=2,
+            )
+        )
         return
     out = Table(
         title=f"{releases.dataset}: COUNT WHERE {_described(releases, conditions, values)}",
-        box=box.SIMPLE_HEAD, caption=_CAPTION + _verified(releases), caption_justify="left",
-    )  # fmt: skip
+        box=box.SIMPLE_HEAD,
+        caption=_CAPTION + _verified(releases),
+        caption_justify="left",
+    )
     for col in ("release", "period", "estimate", "se", "90 % interval", "lower", "upper", "uniform", "records"):
         out.add_column(col, justify="right")
     for row in table.itertuples():
@@ -190,9 +201,13 @@ def _figures(row: Any) -> list[str]:
 
 
 def _crosstab(
-    releases: PublicReleases, by: list[str], where: list[str], values: list[str] | None, numbers: list[int] | None,
+    releases: PublicReleases,
+    by: list[str],
+    where: list[str],
+    values: list[str] | None,
+    numbers: list[int] | None,
     as_json: bool,
-) -> None:  # fmt: skip
+) -> None:
     """``query --by``: one row per (cell, release), the cells' queries answered together."""
     import pandas as pd
 
@@ -207,17 +222,29 @@ def _crosstab(
     table = pd.concat([cells.iloc[table["query"]].reset_index(drop=True), table.drop(columns="query")], axis=1)
     note = _bias_note(table, "answers")
     if as_json:
-        print(json.dumps({
-            "dataset": releases.dataset, "by": list(cells.columns), "where": [str(c) for c in conditions],
-            "sensitive": values, "key_fingerprint": releases.key_fingerprint, "error_model": ERROR_MODEL,
-            "note": note, "cells": table.to_dict(orient="records"),
-        }, indent=2))  # fmt: skip
+        print(
+            json.dumps(
+                {
+                    "dataset": releases.dataset,
+                    "by": list(cells.columns),
+                    "where": [str(c) for c in conditions],
+                    "sensitive": values,
+                    "key_fingerprint": releases.key_fingerprint,
+                    "error_model": ERROR_MODEL,
+                    "note": note,
+                    "cells": table.to_dict(orient="records"),
+                },
+                indent=2,
+            )
+        )
         return
     described = _described(releases, conditions, values)
     out = Table(
         title=f"{releases.dataset}: COUNT BY {', '.join(cells.columns)} WHERE {described}",
-        box=box.SIMPLE_HEAD, caption=_CAPTION + _verified(releases), caption_justify="left",
-    )  # fmt: skip
+        box=box.SIMPLE_HEAD,
+        caption=_CAPTION + _verified(releases),
+        caption_justify="left",
+    )
     for col in (*cells.columns, "release", "period", "estimate", "se", "90 % interval", "lower", "upper"):
         out.add_column(col, justify="left" if col in cells.columns else "right")
     for row in table.itertuples(index=False):
@@ -228,9 +255,13 @@ def _crosstab(
 
 
 def _batch(
-    releases: PublicReleases, path: Path, lines: list[tuple[int, str]], values: list[str] | None,
-    numbers: list[int] | None, as_json: bool,
-) -> None:  # fmt: skip
+    releases: PublicReleases,
+    path: Path,
+    lines: list[tuple[int, str]],
+    values: list[str] | None,
+    numbers: list[int] | None,
+    as_json: bool,
+) -> None:
     """``query --queries FILE``: one row per (line, release), every line answered together."""
     import numpy as np
 
@@ -246,15 +277,27 @@ def _batch(
     table.insert(1, "query", text[position])
     note = _bias_note(table, "answers")
     if as_json:
-        print(json.dumps({
-            "dataset": releases.dataset, "queries": str(path), "key_fingerprint": releases.key_fingerprint,
-            "error_model": ERROR_MODEL, "note": note, "answers": table.to_dict(orient="records"),
-        }, indent=2, default=int))  # fmt: skip
+        print(
+            json.dumps(
+                {
+                    "dataset": releases.dataset,
+                    "queries": str(path),
+                    "key_fingerprint": releases.key_fingerprint,
+                    "error_model": ERROR_MODEL,
+                    "note": note,
+                    "answers": table.to_dict(orient="records"),
+                },
+                indent=2,
+                default=int,
+            )
+        )
         return
     out = Table(
-        title=f"{releases.dataset}: {len(batch)} queries of {path}", box=box.SIMPLE_HEAD,
-        caption=_CAPTION + _verified(releases), caption_justify="left",
-    )  # fmt: skip
+        title=f"{releases.dataset}: {len(batch)} queries of {path}",
+        box=box.SIMPLE_HEAD,
+        caption=_CAPTION + _verified(releases),
+        caption_justify="left",
+    )
     for col in ("line", "query", "release", "period", "estimate", "se", "90 % interval", "lower", "upper"):
         out.add_column(col, justify="left" if col == "query" else "right")
     for row in table.itertuples():

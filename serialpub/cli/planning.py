@@ -88,9 +88,15 @@ def plan(
     if max_candidates is not None and max_candidates < 1:
         raise InputError(f"--max-candidates must be at least 1, got {max_candidates}")
     given: dict[str, list[Any]] = read_grid_file(grid) if grid is not None else {}
-    for name, text in (("l", ell), ("k_prime", k_prime), ("strategy", strategy), ("alpha", alpha),
-                       ("partition_model", partition_model), ("after_k_prime", after_k),
-                       ("partition_epsilon", partition_epsilon)):  # fmt: skip
+    for name, text in (
+        ("l", ell),
+        ("k_prime", k_prime),
+        ("strategy", strategy),
+        ("alpha", alpha),
+        ("partition_model", partition_model),
+        ("after_k_prime", after_k),
+        ("partition_epsilon", partition_epsilon),
+    ):
         if text is not None:
             given[name] = split_list(text)
     if protected is not None:
@@ -111,9 +117,14 @@ def plan(
     candidates = build_grid(given, ws.config, domain, max_candidates or MAX_CANDIDATES)
     total = len(candidates) * rounds
     with Progress(
-        TextColumn("candidates × releases"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=console, transient=True, disable=not console.is_terminal,
-    ) as bar:  # fmt: skip
+        TextColumn("candidates × releases"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+        disable=not console.is_terminal,
+    ) as bar:
         task = bar.add_task("plan", total=total)
         rows, seconds = run_plan(setup, candidates, jobs, lambda: bar.advance(task))
     cfg = ws.config
@@ -141,8 +152,11 @@ def plan(
     }
     console.print(_table(order, rounds, flag_texts))
     # serialpub.yaml needs the values themselves: what each rarest:m of the grid stands for
-    for spec, r in {r["settings"]["protected_values"]: r for r in order
-                    if str(r["settings"]["protected_values"]).startswith("rarest:")}.items():  # fmt: skip
+    for spec, r in {
+        r["settings"]["protected_values"]: r
+        for r in order
+        if str(r["settings"]["protected_values"]).startswith("rarest:")
+    }.items():
         console.print(f"{spec} = {protected_setting(r)}", markup=False)
     for line in lines:
         console.print(f"• {line}")
@@ -174,8 +188,22 @@ def _table(rows: list[dict[str, Any]], rounds: int, flag_texts: Callable[[dict[s
         ),
         caption_justify="left",
     )
-    columns = ("#", "candidate", "flags", "pub", "refused", "max p", "learned", "groups", "err", "base", "gain", "unif",
-               "linked", "s")  # fmt: skip
+    columns = (
+        "#",
+        "candidate",
+        "flags",
+        "pub",
+        "refused",
+        "max p",
+        "learned",
+        "groups",
+        "err",
+        "base",
+        "gain",
+        "unif",
+        "linked",
+        "s",
+    )
     for col in columns:
         table.add_column(col, justify="left" if col in ("candidate", "flags", "linked") else "right")
 
@@ -185,11 +213,19 @@ def _table(rows: list[dict[str, Any]], rounds: int, flag_texts: Callable[[dict[s
     for i, r in enumerate(rows, 1):
         linked = " ".join(f"{k}:{v}" for k, v in r["linked"].items())
         table.add_row(
-            str(i), ("! " if r["known_breach"] else "") + r["candidate"],
-            "; ".join(f for f in flag_texts(r) if f != "known breach"), str(r["published"]),
-            "-" if r["refused_at"] is None else str(r["refused_at"]), f(r["max_breach"], ".4f"),
+            str(i),
+            ("! " if r["known_breach"] else "") + r["candidate"],
+            "; ".join(f for f in flag_texts(r) if f != "known breach"),
+            str(r["published"]),
+            "-" if r["refused_at"] is None else str(r["refused_at"]),
+            f(r["max_breach"], ".4f"),
             f(r["learners_max_posterior"], ".4f"),
-            f(r["groups_mean"], ",.0f"), f(r["error"]), f(r["baseline"]), f(r["gain"]), f(r["uniform"]), linked,
+            f(r["groups_mean"], ",.0f"),
+            f(r["error"]),
+            f(r["baseline"]),
+            f(r["gain"]),
+            f(r["uniform"]),
+            linked,
             f(r["seconds"], ".1f"),
-        )  # fmt: skip
+        )
     return table

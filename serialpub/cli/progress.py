@@ -20,9 +20,14 @@ class _Bar:
     def __init__(self, console: Console) -> None:
         self.console = console
         self.progress = Progress(
-            SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TimeElapsedColumn(), console=console, transient=True,
-        )  # fmt: skip
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        )
         self.task = self.progress.add_task("starting", total=len(progress.RELEASE_STEPS))
 
     def started(self, name: str) -> None:

@@ -263,8 +263,10 @@ def _decisions(log: list[dict[str, object]], dataset: str) -> None:
         detail = e["detail"] if isinstance(e["detail"], dict) else {}
         at = e["at"]
         table.add_row(
-            str(e["release"]), str(e["action"]), str(e["actor"]),
+            str(e["release"]),
+            str(e["action"]),
+            str(e["actor"]),
             at.strftime("%Y-%m-%d %H:%M:%S") if hasattr(at, "strftime") else str(at),
             str(detail.get("comment", detail.get("reason", ""))),
-        )  # fmt: skip
+        )
     console.print(table)

@@ -219,9 +219,11 @@ def create_workspace(
         InputError: ``out`` is a non-empty folder not made by this function.
     """
     replace_generated_folder(
-        out, MARKER, "made by serialpub.datasets.diagnosis.create_workspace; the next run replaces it",
+        out,
+        MARKER,
+        "made by serialpub.datasets.diagnosis.create_workspace; the next run replaces it",
         "a diagnosis workspace; choose an empty or new folder",
-    )  # fmt: skip
+    )
     data = generate(seed=seed, base=base, rows=rows, chapters=chapters, blocks=blocks)
     spec = SeriesSpec(
         rounds=rounds, carry_over=PRESETS["paper"]["carry_over"], redraw=PRESETS["paper"]["redraw"], seed=seed
@@ -237,9 +239,16 @@ def create_workspace(
         "".join(f"{c}\t{count_of[c]}\n" for c in data.protected), encoding="utf-8"
     )
     settings = config(
-        data.protected, ell=ell, strategy=strategy, k_prime=k_prime, alpha=alpha, guarantee=guarantee,
-        dilution=dilution, budget=budget, auto_approve=auto_approve,
-    )  # fmt: skip
+        data.protected,
+        ell=ell,
+        strategy=strategy,
+        k_prime=k_prime,
+        alpha=alpha,
+        guarantee=guarantee,
+        dilution=dilution,
+        budget=budget,
+        auto_approve=auto_approve,
+    )
     (out / CONFIG_NAME).write_text(
         render_config(
             settings,
@@ -255,8 +264,16 @@ def create_workspace(
 
 
 def config(
-    protected: Sequence[str], *, ell: float = 2, strategy: str = "constant", k_prime: int = 20, alpha: float = 2.0,
-    guarantee: str = "global", dilution: str = "register", budget: float = 0.0, auto_approve: bool = False,
+    protected: Sequence[str],
+    *,
+    ell: float = 2,
+    strategy: str = "constant",
+    k_prime: int = 20,
+    alpha: float = 2.0,
+    guarantee: str = "global",
+    dilution: str = "register",
+    budget: float = 0.0,
+    auto_approve: bool = False,
 ) -> Config:
     """The scenario's configuration: the Adult QIs (age numeric), ``diagnosis`` sensitive
     with ``protected`` listed; a positive ``budget`` runs the bottom-up search (the only
@@ -268,14 +285,25 @@ def config(
     algorithm = "bottomup" if budget > 0 else "topdown"
     return config_of(
         {
-            "dataset": "diagnosis", "quasi_identifiers": QUASI_IDENTIFIERS, "sensitive": SENSITIVE,
-            "numeric": adult.NUMERIC, "protected_values": list(protected), "l": ell, "strategy": strategy,
-            "k_prime": k_prime, "alpha": alpha, "guarantee": guarantee, "dilution": dilution, "algorithm": algorithm,
-            "partition_model": "parts" if algorithm == "bottomup" else "published", "suppression_budget": budget,
-            "validation": {"max_suppression_rate": budget}, "sign_off": {"auto_approve": auto_approve},
+            "dataset": "diagnosis",
+            "quasi_identifiers": QUASI_IDENTIFIERS,
+            "sensitive": SENSITIVE,
+            "numeric": adult.NUMERIC,
+            "protected_values": list(protected),
+            "l": ell,
+            "strategy": strategy,
+            "k_prime": k_prime,
+            "alpha": alpha,
+            "guarantee": guarantee,
+            "dilution": dilution,
+            "algorithm": algorithm,
+            "partition_model": "parts" if algorithm == "bottomup" else "published",
+            "suppression_budget": budget,
+            "validation": {"max_suppression_rate": budget},
+            "sign_off": {"auto_approve": auto_approve},
         },
         "the diagnosis scenario",
-    )  # fmt: skip
+    )
 
 
 def snapshots(ws: Workspace) -> list[Path]:

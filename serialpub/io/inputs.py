@@ -53,9 +53,12 @@ class _HashingReader:
 
 
 def read_csv(
-    path: Path | str, what: str, content: bytes | None = None, dictionary: Collection[str] = (),
+    path: Path | str,
+    what: str,
+    content: bytes | None = None,
+    dictionary: Collection[str] = (),
     sha256: str | None = None,
-) -> pd.DataFrame:  # fmt: skip
+) -> pd.DataFrame:
     """Read a CSV file with every column as text (empty cells stay empty strings);
     ``content``: the file's bytes when they come from elsewhere (a kept register version,
     :mod:`serialpub.io.versions`), ``path`` then only names it in messages.
@@ -114,8 +117,11 @@ def read_csv(
             raise InputError(f"{path}: the {what} is not UTF-8 text ({quoted(str(exc))}); save it as UTF-8") from None
         row = _first_invalid_row(path, content, header) if "columns, got" in str(exc) else None
         if row is not None:
-            fix = "quote a value that holds a comma, or remove the extra field(s)" if (
-                row.actual_columns > row.expected_columns) else "add the missing field(s)"
+            fix = (
+                "quote a value that holds a comma, or remove the extra field(s)"
+                if (row.actual_columns > row.expected_columns)
+                else "add the missing field(s)"
+            )
             raise InputError(
                 f"{path}, line {row.number}: {row.actual_columns} field(s), the header has {row.expected_columns} "
                 f"({quoted(row.text)}); {fix}"
@@ -280,9 +286,13 @@ def load_register_version(
 
 
 def register_from_table(
-    df: pd.DataFrame, path: Path | str, id_column: str, qis: list[str], hierarchies: dict[str, Hierarchy],
+    df: pd.DataFrame,
+    path: Path | str,
+    id_column: str,
+    qis: list[str],
+    hierarchies: dict[str, Hierarchy],
     ids_checked: bool = False,
-) -> Register:  # fmt: skip
+) -> Register:
     """The register from its table as read by :func:`read_csv` (``path`` names it in errors).
 
     ``ids_checked``: the register suite passed on this very table, so its ids are known to
@@ -375,9 +385,15 @@ def snapshot_from_table(
             "is not in the population register; add them to the register first"
         )
     _check_same_as_register(
-        df, path, id_column, qis, register, hierarchies, rows,
+        df,
+        path,
+        id_column,
+        qis,
+        register,
+        hierarchies,
+        rows,
         "; the register must hold each individual's current quasi-identifiers",
-    )  # fmt: skip
+    )
     # each distinct value looked up once (np.isin would sort every record's text)
     codes, distinct, values = as_text(df[sensitive])
     empty = values == ""
@@ -408,8 +424,14 @@ def as_text(column: pd.Series) -> tuple[npt.NDArray[np.int64], pd.Index, npt.NDA
 
 
 def _check_same_as_register(
-    df: pd.DataFrame, path: Path | str, id_column: str, qis: Sequence[str], register: Register,
-    hierarchies: Mapping[str, Hierarchy], rows: npt.NDArray[np.int64], fix: str = "",
+    df: pd.DataFrame,
+    path: Path | str,
+    id_column: str,
+    qis: Sequence[str],
+    register: Register,
+    hierarchies: Mapping[str, Hierarchy],
+    rows: npt.NDArray[np.int64],
+    fix: str = "",
 ) -> None:
     """InputError naming the first record whose value of a QI (among those ``df`` has)
     differs from the register's for that individual (register row ``rows``)."""

@@ -306,8 +306,10 @@ class Manifest(_Contract):
         (imported, or made before evidence existed)."""
         listed = dict(self.report or {})
         if self.validation is not None:
-            for name, sha in (("validation.json", self.validation.sha256),
-                              ("validation.html", self.validation.page_sha256)):  # fmt: skip
+            for name, sha in (
+                ("validation.json", self.validation.sha256),
+                ("validation.html", self.validation.page_sha256),
+            ):
                 if sha is not None:
                     listed[name] = sha
         return listed

@@ -108,6 +108,7 @@ def successor(period: str, fmt: PeriodFormat) -> str | None:
 def skipped(last: str, period: str, fmt: PeriodFormat, limit: int = 1000) -> list[str]:
     """The periods strictly between ``last`` and ``period`` in ``fmt`` (empty for ``free``
     or when ``period`` follows ``last``); at most ``limit`` of them are listed."""
+
     def key(p: str) -> tuple[int, str]:
         return (int(p), "") if fmt is PeriodFormat.SEQUENCE else (0, p)  # the others sort as text
 

@@ -60,9 +60,14 @@ FORMAT = 3
 
 
 def cache_key(
-    register_sha: str, id_column: str, qis: Sequence[str], hierarchy_shas: Mapping[str, str],
-    hierarchy_sources: Mapping[str, str], code: Sequence[Path], engine_version: str,
-) -> str:  # fmt: skip
+    register_sha: str,
+    id_column: str,
+    qis: Sequence[str],
+    hierarchy_shas: Mapping[str, str],
+    hierarchy_sources: Mapping[str, str],
+    code: Sequence[Path],
+    engine_version: str,
+) -> str:
     """The key of a register version coded with these hierarchies and checked by this code."""
     record = {
         "register": register_sha,
@@ -115,6 +120,7 @@ def commit(tmp: Path, path: Path, digest: str | None = None) -> None:
 
 Lookup = tuple[npt.NDArray[np.uint64], npt.NDArray[np.int32] | npt.NDArray[np.int64]]
 Entry = tuple[pd.Index, CodedRows, dict[str, Any] | None, Lookup | None]
+
 
 def _read_only(entry: Entry) -> Entry:
     for array in entry[3] or ():
@@ -214,9 +220,15 @@ class Writes:
         self._lock = threading.Lock()
 
     def save_soon(
-        self, workspace_root: Path, key: str, ids: pd.Index, keys: CodedRows, qis: Sequence[str],
-        suite: dict[str, Any] | None, lookup: Lookup | None = None,
-    ) -> Future[None]:  # fmt: skip
+        self,
+        workspace_root: Path,
+        key: str,
+        ids: pd.Index,
+        keys: CodedRows,
+        qis: Sequence[str],
+        suite: dict[str, Any] | None,
+        lookup: Lookup | None = None,
+    ) -> Future[None]:
         """:func:`save` beside the caller. A write that fails is logged: the entry is then
         built again next time. The arrays must not change meanwhile (the register's are
         read-only)."""
@@ -246,9 +258,14 @@ class Writes:
 
 
 def save(
-    workspace_root: Path, key: str, ids: pd.Index, keys: CodedRows, qis: Sequence[str],
-    suite: dict[str, Any] | None, lookup: Lookup | None = None,
-) -> None:  # fmt: skip
+    workspace_root: Path,
+    key: str,
+    ids: pd.Index,
+    keys: CodedRows,
+    qis: Sequence[str],
+    suite: dict[str, Any] | None,
+    lookup: Lookup | None = None,
+) -> None:
     """Write the entry ``key`` (atomically: a temporary file renamed into place); the
     entries of other keys are removed, the cache holds the register in use."""
     folder = workspace_root / CACHE_DIR

@@ -79,9 +79,13 @@ def _fsync(path: Path) -> None:
 
 
 def write_staging(
-    dataset_dir: Path, seq: int, release_id: int, table: pd.DataFrame, manifest: Manifest,
+    dataset_dir: Path,
+    seq: int,
+    release_id: int,
+    table: pd.DataFrame,
+    manifest: Manifest,
     key: Ed25519PrivateKey | None = None,
-) -> tuple[Path, str]:  # fmt: skip
+) -> tuple[Path, str]:
     """Step 1: write a release into its staging folder and flush it.
 
     Args:

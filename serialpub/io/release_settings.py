@@ -94,12 +94,13 @@ class ReleaseSettings(BaseModel):
     model_config = ConfigDict(**STRICT, populate_by_name=True)
 
     quasi_identifiers: list[str] = Field(
-        min_length=1, description="the QI columns, generalized in releases",
+        min_length=1,
+        description="the QI columns, generalized in releases",
         json_schema_extra=documented(
             "no column twice; must not contain `sensitive` or `id_column`; each a plain file name (not `.` or `..`; "
             "no `/`, `\\` or control character)"
         ),
-    )  # fmt: skip
+    )
     numeric: list[str] = Field(
         default_factory=list,
         description="the quasi-identifiers whose values are numbers. Under `algorithm: topdown` each is split not "
@@ -113,7 +114,7 @@ class ReleaseSettings(BaseModel):
             "be a number (checked when a command starts: exit 2, naming `serialpub.yaml` and the hierarchy file)",
             record="numeric_quasi_identifiers",
         ),
-    )  # fmt: skip
+    )
     sensitive: str = Field(
         description="the sensitive column, published as recorded. Its domain (every value it can take, spelled "
         "exactly) is the leaves of `<hierarchies>/<sensitive>.csv` or, without that file, the `sensitive_domain` "
@@ -121,7 +122,7 @@ class ReleaseSettings(BaseModel):
         json_schema_extra=documented(
             "must not be a quasi-identifier; a plain file name (not `.` or `..`; no `/`, `\\` or control character)"
         ),
-    )  # fmt: skip
+    )
     protected_values: Literal["all"] | list[str] = Field(
         default="all",
         description="the sensitive values under protection: `all`, or a list. Protecting values needs the "
@@ -132,15 +133,18 @@ class ReleaseSettings(BaseModel):
             "must be in it, and a value outside it is refused with the nearest spelling (checked when a command "
             "starts, exit 2). Snapshot values outside the domain are input errors naming the line "
             "([threat model](threat-model.md#no-spelling-bypass))",
-            demo="--protected", plan="--protected", takes="all, rarest:m, or values of the domain",
+            demo="--protected",
+            plan="--protected",
+            takes="all, rarest:m, or values of the domain",
         ),
-    )  # fmt: skip
+    )
     ell: float = Field(
-        alias="l", ge=2,
+        alias="l",
+        ge=2,
         description="ℓ of the global guarantee: over all releases, every probability of linking an individual to "
         "a protected value (breach probability) stays at most 1/ℓ",
         json_schema_extra=documented(record="l", demo="--l", plan="--l", takes="a number >= 2"),
-    )  # fmt: skip
+    )
     strategy: Strategy = Field(
         default=Strategy.CONSTANT,
         description="how the group-size ratios (candidates / records with the value) are chosen: `constant`, the "
@@ -148,16 +152,19 @@ class ReleaseSettings(BaseModel):
         "times the minimum safe ratio, growing with each linked release. `serialpub strategy --l 2 --k-prime 20 "
         "--alpha 2` compares them ([choosing](choosing.md))",
         json_schema_extra=documented(demo="--strategy", plan="--strategy", takes="constant or geometric"),
-    )  # fmt: skip
+    )
     k_prime: int | None = Field(
-        default=20, ge=1,
+        default=20,
+        ge=1,
         description="k' of the constant-ratio strategy: the first k' releases that link one individual to one "
         "protected value each use the target ñ_c; what may follow is `after_k_prime`",
         json_schema_extra=documented(
             "must not be null when `strategy: constant`; ignored under `geometric`",
-            demo="--k-prime", plan="--k", takes="a whole number >= 1",
+            demo="--k-prime",
+            plan="--k",
+            takes="a whole number >= 1",
         ),
-    )  # fmt: skip
+    )
     after_k_prime: AfterKPrime = Field(
         default=AfterKPrime.RENEW,
         description="constant strategy: what a pair (individual, protected value) linked in k' releases may still "
@@ -169,24 +176,29 @@ class ReleaseSettings(BaseModel):
         "`geometric`)",
         json_schema_extra=documented(
             "ignored under `geometric`",
-            demo="--after-k-prime", plan="--after-k", takes="renew or stop",
+            demo="--after-k-prime",
+            plan="--after-k",
+            takes="renew or stop",
         ),
-    )  # fmt: skip
+    )
     alpha: float | None = Field(
-        default=None, gt=1,
+        default=None,
+        gt=1,
         description="α of the geometric strategy: the target is α · ñ(k), the minimum safe ratio after k linked "
         "releases times α",
         json_schema_extra=documented(
             "required when `strategy: geometric`; ignored under `constant`",
-            demo="--alpha", plan="--alpha", takes="a number > 1",
+            demo="--alpha",
+            plan="--alpha",
+            takes="a number > 1",
         ),
-    )  # fmt: skip
+    )
     guarantee: Guarantee = Field(
         default=Guarantee.GLOBAL,
         description="`global`: the guarantee over all releases (serialpub's purpose); `localized`: per-release "
         "ℓ-diversity only, the baseline that leaks over time, for comparison",
         json_schema_extra=documented(demo="--guarantee"),
-    )  # fmt: skip
+    )
     dilution: Dilution = Field(
         default=Dilution.REGISTER,
         description="`register`: candidates are counted in the register, present or not (virtual dilution); "
@@ -194,7 +206,7 @@ class ReleaseSettings(BaseModel):
         "dilution is safe to claim]"
         "(concepts.md#when-dilution-is-safe-to-claim-and-when-presence-must-be-assumed-known)",
         json_schema_extra=documented(demo="--dilution"),
-    )  # fmt: skip
+    )
     suppression_model: SuppressionModel = Field(
         default=SuppressionModel.MECHANISM,
         description="which counts are charged ([threat model](threat-model.md)): `mechanism`, every snapshot "
@@ -203,7 +215,7 @@ class ReleaseSettings(BaseModel):
         "paper 004's published counts with value-selective suppression, for reproducing the paper only (weaker "
         "against an adversary who knows the algorithm; manifests and reports say so)",
         json_schema_extra=documented(demo="--suppression-model"),
-    )  # fmt: skip
+    )
     algorithm: Algorithm = Field(
         default=Algorithm.TOPDOWN,
         description="the search that forms the groups ([how groups are formed](anonymization.md)): `topdown` "
@@ -211,7 +223,7 @@ class ReleaseSettings(BaseModel):
         "(many small groups; never suppresses); `bottomup` is paper 004's global recoding (one cut per QI for the "
         "whole release), kept for reproducing the paper, and the only one that can suppress",
         json_schema_extra=documented("`suppression_budget` must be 0 under `topdown`", demo="--algorithm"),
-    )  # fmt: skip
+    )
     partition_model: PartitionModel | None = Field(
         default=None,
         description="what the top-down search's split decisions read ([the partition as "
@@ -225,9 +237,11 @@ class ReleaseSettings(BaseModel):
         json_schema_extra=documented(
             "`published` is refused with `bottomup`",
             default="null: `published` (`parts` under `bottomup`)",
-            demo="--partition-model", plan="--partition-model", takes="published or parts",
+            demo="--partition-model",
+            plan="--partition-model",
+            takes="published or parts",
         ),
-    )  # fmt: skip
+    )
     partition_test: PartitionTest = Field(
         default=PartitionTest.SOUND,
         description="how the top-down search admits a split ([how groups are formed](anonymization.md)): `sound`, "
@@ -242,18 +256,20 @@ class ReleaseSettings(BaseModel):
             "`noisy` needs `partition_epsilon`, `algorithm: topdown`, `partition_model: published`, "
             "`dilution: register` and a `signing_key`"
         ),
-    )  # fmt: skip
+    )
     partition_epsilon: float | None = Field(
         default=None,
         description="ε of `partition_test: noisy`: a refused noisy split moves no posterior above e^ε × its charge "
         "(ln 2 = 0.693 doubles it at most); recorded in every manifest made with it",
         json_schema_extra=documented(
             "in (0, 0.6931] (ln 2), and only with `partition_test: noisy`",
-            plan="--partition-epsilon", takes="sound, or ε of partition_test noisy in (0, 0.6931]",
+            plan="--partition-epsilon",
+            takes="sound, or ε of partition_test noisy in (0, 0.6931]",
         ),
-    )  # fmt: skip
+    )
     accept_known_breach: list[KnownBreach] = Field(
-        default_factory=list, validate_default=True,
+        default_factory=list,
+        validate_default=True,
         description="the acknowledgement of the models with a known breach this file chooses ([threat "
         "model](threat-model.md#models-with-a-known-breach)): `parts` for `partition_model: parts` or "
         "`algorithm: bottomup`, `paper` for `suppression_model: paper`, e.g. `[parts]` or `[parts, paper]`; `[]` "
@@ -265,14 +281,16 @@ class ReleaseSettings(BaseModel):
             "(exit 2), and so is an acknowledgement of a model not in use or one listed twice",
             record="accepted_known_breach",
         ),
-    )  # fmt: skip
+    )
     suppression_budget: float = Field(
-        default=0.0, ge=0, le=1,
+        default=0.0,
+        ge=0,
+        le=1,
         description="`paper` model only: largest fraction of a snapshot's records that may be suppressed "
         "(removed) when generalization alone cannot meet the requirement; a release that needs more is refused "
         "(exit 2)",
         json_schema_extra=documented("must be 0 under `mechanism` or `topdown`", demo="--suppression-budget"),
-    )  # fmt: skip
+    )
 
     @field_validator("quasi_identifiers")
     @classmethod
@@ -295,9 +313,7 @@ class ReleaseSettings(BaseModel):
     @classmethod
     def _acknowledged(cls, v: list[KnownBreach], info: ValidationInfo) -> list[KnownBreach]:
         d = info.data  # the settings before it, as validated (a refused one is absent)
-        problem = acknowledgement_problem(
-            v, d.get("suppression_model"), d.get("algorithm"), d.get("partition_model")
-        )
+        problem = acknowledgement_problem(v, d.get("suppression_model"), d.get("algorithm"), d.get("partition_model"))
         if problem:
             raise PydanticCustomError("known_breach", problem)
         return v
@@ -333,17 +349,21 @@ class ReleaseSettings(BaseModel):
         if self.partition_test is PartitionTest.NOISY:
             eps = self.partition_epsilon
             if eps is None or not 0 < eps <= MAX_EPSILON:
-                raise ValueError(f"partition_test 'noisy' needs partition_epsilon in (0, {MAX_EPSILON:.4f}] "
-                                 f"(ln 2), got {eps!r}")  # fmt: skip
+                raise ValueError(
+                    f"partition_test 'noisy' needs partition_epsilon in (0, {MAX_EPSILON:.4f}] (ln 2), got {eps!r}"
+                )
             published = self.effective_partition_model is PartitionModel.PUBLISHED
             if self.algorithm is not Algorithm.TOPDOWN or not published:
                 raise ValueError("partition_test 'noisy' needs algorithm: topdown and partition_model: published")
             if self.dilution is not Dilution.REGISTER:
-                raise ValueError("partition_test 'noisy' needs dilution: register (its candidate split would read "
-                                 "who is present)")  # fmt: skip
+                raise ValueError(
+                    "partition_test 'noisy' needs dilution: register (its candidate split would read who is present)"
+                )
         elif self.partition_epsilon is not None:
-            raise ValueError("partition_epsilon is set but partition_test is 'sound'; set partition_test: noisy "
-                             "or leave partition_epsilon out")  # fmt: skip
+            raise ValueError(
+                "partition_epsilon is set but partition_test is 'sound'; set partition_test: noisy "
+                "or leave partition_epsilon out"
+            )
         if self.algorithm is Algorithm.TOPDOWN and self.suppression_budget > 0:
             raise ValueError(
                 f"suppression_budget {self.suppression_budget:g} with algorithm 'topdown', which never suppresses; "

@@ -65,9 +65,11 @@ class _Loader(yaml.SafeLoader):
         tag = getattr(event, "tag", None)
         if tag is not None:
             raise _Refused(
-                None, None, f"tag {quoted(tag)} is not allowed in a {self.what}; write the value without it",
+                None,
+                None,
+                f"tag {quoted(tag)} is not allowed in a {self.what}; write the value without it",
                 event.start_mark,
-            )  # fmt: skip
+            )
         return super().compose_node(parent, index)
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[object, object]:
@@ -75,13 +77,9 @@ class _Loader(yaml.SafeLoader):
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=deep)
             if not isinstance(key, Hashable):
-                raise _Refused(
-                    None, None, "a key is a list or a mapping; a key is a name", key_node.start_mark
-                )
+                raise _Refused(None, None, "a key is a list or a mapping; a key is a name", key_node.start_mark)
             if key in seen:
-                raise _Refused(
-                    None, None, f"setting {quoted(key)} is given twice; keep one", key_node.start_mark
-                )
+                raise _Refused(None, None, f"setting {quoted(key)} is given twice; keep one", key_node.start_mark)
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
 

@@ -141,7 +141,7 @@ def parse_source(spec: str | Path, base: Path, url: str | None, setting: str) ->
     """
     text = str(spec)
     if text.startswith(SQL_PREFIX):
-        relation = text[len(SQL_PREFIX):].strip()
+        relation = text[len(SQL_PREFIX) :].strip()
         if not url:
             raise InputError(
                 f"{setting}: {quoted(text)} reads the input database, but serialpub.yaml sets no input_database_url; "
@@ -174,9 +174,7 @@ def _to_csv(table: pa.Table) -> bytes:
         text = col if pa.types.is_string(col.type) else pc.cast(col, pa.string())
         columns.append(pc.fill_null(text, ""))
     sink = io.BytesIO()
-    pa_csv.write_csv(
-        pa.table(columns, names=table.column_names), sink, pa_csv.WriteOptions(quoting_style="needed")
-    )
+    pa_csv.write_csv(pa.table(columns, names=table.column_names), sink, pa_csv.WriteOptions(quoting_style="needed"))
     return sink.getvalue()
 
 

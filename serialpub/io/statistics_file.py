@@ -151,9 +151,8 @@ class StatisticsFile:
         n = len(self.register.ids)
         class_ids = classes.column("class").to_numpy().astype(np.int64)  # also the departed's classes
         by_batches = (
-            _members_by_batches(members_file, n)
-            if same_register and isinstance(members_file, pq.ParquetFile) else None
-        )  # fmt: skip
+            _members_by_batches(members_file, n) if same_register and isinstance(members_file, pq.ParquetFile) else None
+        )
         if by_batches is not None:
             class_of, members_ell = by_batches
         else:  # members gone from the register (their ids are kept), or another register

@@ -109,8 +109,13 @@ def _delta_ops(parent: pa.LargeBinaryArray, child: pa.LargeBinaryArray) -> pa.Ta
     src = pc.fill_null(pc.index_in(child, value_set=parent), -1).to_numpy(zero_copy_only=False).astype(np.int64)
     n = src.size
     if n == 0:
-        return pa.table({"start": pa.array([], pa.int64()), "length": pa.array([], pa.int64()),
-                         "line": pa.array([], pa.large_binary())})  # fmt: skip
+        return pa.table(
+            {
+                "start": pa.array([], pa.int64()),
+                "length": pa.array([], pa.int64()),
+                "line": pa.array([], pa.large_binary()),
+            }
+        )
     new = src < 0
     # a run continues while both lines come from the parent and consecutively
     cont = np.zeros(n, dtype=bool)
@@ -126,8 +131,13 @@ def _whole(child: pa.LargeBinaryArray) -> pa.Table:
     """:func:`_delta_ops` from no parent: every line a new line, the lines themselves (no
     copy of them, no lookup: a national register's lines are not held a second time)."""
     n = len(child)
-    return pa.table({"start": pa.array(np.full(n, -1, dtype=np.int64)), "length": pa.array(np.ones(n, dtype=np.int64)),
-                     "line": child})  # fmt: skip
+    return pa.table(
+        {
+            "start": pa.array(np.full(n, -1, dtype=np.int64)),
+            "length": pa.array(np.ones(n, dtype=np.int64)),
+            "line": child,
+        }
+    )
 
 
 def _apply(parent: pa.LargeBinaryArray, ops: pa.Table) -> pa.LargeBinaryArray:

@@ -95,8 +95,11 @@ class Candidate:
             "partition_model": self.partition_model,
             "after_k_prime": self.after_k_prime,
             # only for the noisy test: a sound candidate's record keeps its keys
-            **({"partition_test": "noisy", "partition_epsilon": self.partition_epsilon}
-               if self.partition_epsilon is not None else {}),
+            **(
+                {"partition_test": "noisy", "partition_epsilon": self.partition_epsilon}
+                if self.partition_epsilon is not None
+                else {}
+            ),
         }
 
 
@@ -194,9 +197,11 @@ def read_grid_file(path: Path) -> dict[str, list[Any]]:
             unknown setting; one line naming the file.
     """
     raw = read_yaml(
-        path, what="grid file", max_bytes=MAX_GRID_BYTES,
+        path,
+        what="grid file",
+        max_bytes=MAX_GRID_BYTES,
         if_missing="write one mapping settings to lists of values (docs/commands.md, serialpub plan)",
-    )  # fmt: skip
+    )
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
@@ -265,14 +270,18 @@ def build_grid(
         constant = s["strategy"] == "constant"
         out.setdefault(
             Candidate(
-                ell=s["l"], strategy=s["strategy"], k_prime=s["k_prime"] if constant else None,
-                alpha=None if constant else s["alpha"], protected=s["protected_values"],
-                partition_model=s["partition_model"], after_k_prime=s["after_k_prime"] if constant else "renew",
+                ell=s["l"],
+                strategy=s["strategy"],
+                k_prime=s["k_prime"] if constant else None,
+                alpha=None if constant else s["alpha"],
+                protected=s["protected_values"],
+                partition_model=s["partition_model"],
+                after_k_prime=s["after_k_prime"] if constant else "renew",
                 # the noisy test runs under the published model only: a parts candidate is sound
                 partition_epsilon=s["partition_epsilon"] if s["partition_model"] == "published" else None,
             ),
             None,
-        )  # fmt: skip
+        )
     if not out:
         raise InputError("the grid is empty; give at least one value per setting")
     return list(out)

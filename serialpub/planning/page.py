@@ -49,8 +49,9 @@ def flag_texts(r: dict[str, Any]) -> list[str]:
     """The candidate's flags (its ``flags``) as the page and the command line word them."""
     words = {
         "refused": lambda: f"refused at release {r['refused_at']}",
-        "collapsed": lambda: f"1 group in release{'s' if len(r['collapsed_releases']) > 1 else ''} "
-        f"{_spans(r['collapsed_releases'])}",
+        "collapsed": lambda: (
+            f"1 group in release{'s' if len(r['collapsed_releases']) > 1 else ''} {_spans(r['collapsed_releases'])}"
+        ),
         "near_bound": lambda: f"max p {r['max_breach']:.4f} within {1 - NEAR_BOUND:.0%} of 1/ℓ = {r['bound']:.4f}",
         "learner_near_bound": lambda: _learned_text(r),
         "known_breach": lambda: "known breach",
@@ -217,11 +218,22 @@ def frontier(rows: Sequence[dict[str, Any]], rounds: int) -> str:
         ax.axhline(0, color="#999999", lw=0.8)
     ax2.axvline(rounds, color=plots.BOUND_COLOR, lw=0.8, ls="--")
     handles = [plt.Line2D([], [], ls="", marker="o", color=c, label=f"protected {k}") for k, c in sets.items()]
-    fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(len(handles), 3),
-               frameon=False, fontsize=7)  # fmt: skip
-    fig.text(0.01, -0.02 - 0.05 * ((len(handles) + 2) // 3), "number: rank in the table (red: flagged); colour: "
-             "protected values; circle: constant ratio; square: geometric; cross: partition model 'parts' (known "
-             "breach); hollow: refused before the last release", fontsize=7)  # fmt: skip
+    fig.legend(
+        handles=handles,
+        loc="upper center",
+        bbox_to_anchor=(0.5, 0.0),
+        ncol=min(len(handles), 3),
+        frameon=False,
+        fontsize=7,
+    )
+    fig.text(
+        0.01,
+        -0.02 - 0.05 * ((len(handles) + 2) // 3),
+        "number: rank in the table (red: flagged); colour: "
+        "protected values; circle: constant ratio; square: geometric; cross: partition model 'parts' (known "
+        "breach); hollow: refused before the last release",
+        fontsize=7,
+    )
     return plots.to_svg(fig)
 
 
@@ -241,9 +253,15 @@ def write_page(path: Path, plan: dict[str, Any]) -> Path:
     text = (
         environment()
         .get_template(TEMPLATE)
-        .render(plan=plan, rows=shown, frontier=frontier(rows, plan["rounds"]), version=__version__,
-                near=f"{1 - NEAR_BOUND:.0%}", learners=learners)
-    )  # fmt: skip
+        .render(
+            plan=plan,
+            rows=shown,
+            frontier=frontier(rows, plan["rounds"]),
+            version=__version__,
+            near=f"{1 - NEAR_BOUND:.0%}",
+            learners=learners,
+        )
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path

@@ -85,16 +85,22 @@ def _work(index: int, candidate: Candidate) -> tuple[int, dict[str, Any]]:
     # same bytes either way)
     with overlap.in_turn(True):
         result = run_candidate(
-            _WORKER["plan"], _WORKER["snapshots"], _WORKER["measure"], candidate, lambda: ticks.put(index),
+            _WORKER["plan"],
+            _WORKER["snapshots"],
+            _WORKER["measure"],
+            candidate,
+            lambda: ticks.put(index),
             _WORKER["learners"],
         )
     return index, result.summary()
 
 
 def run_plan(
-    setup: PlanSetup, candidates: Sequence[Candidate], jobs: int | None = None,
+    setup: PlanSetup,
+    candidates: Sequence[Candidate],
+    jobs: int | None = None,
     tick: Callable[[], None] | None = None,
-) -> tuple[list[dict[str, Any]], float]:  # fmt: skip
+) -> tuple[list[dict[str, Any]], float]:
     """Every candidate's series and figures (:meth:`CandidateResult.summary`), in
     ``candidates`` order, and the wall time in seconds. ``jobs`` worker processes (default
     ``os.cpu_count()``; 1 runs in this process); ``tick`` is called once per release of
@@ -114,9 +120,11 @@ def run_plan(
     with mp.Manager() as manager:
         ticks = manager.Queue()
         with ProcessPoolExecutor(
-            max_workers=jobs, mp_context=mp, initializer=_init_worker,
+            max_workers=jobs,
+            mp_context=mp,
+            initializer=_init_worker,
             initargs=(setup.plan.ws, setup.snapshots, setup.measure, ticks, setup.learners),
-        ) as pool:  # fmt: skip
+        ) as pool:
             pending: set[Future[tuple[int, dict[str, Any]]]] = {
                 pool.submit(_work, i, c) for i, c in enumerate(candidates)
             }

@@ -111,8 +111,16 @@ def read_snapshots(plan: PlanInputs, folder: Path, rounds: int) -> list[Snapshot
     for p in files[:rounds]:
         table = read_csv(p, "snapshot") if p.suffix == ".csv" else pd.read_parquet(p).astype(str)
         out.append(
-            snapshot_from_table(table, p, cfg.id_column, plan.inputs.qis, cfg.sensitive, plan.register.register,
-                                plan.inputs.hierarchies, domain)
+            snapshot_from_table(
+                table,
+                p,
+                cfg.id_column,
+                plan.inputs.qis,
+                cfg.sensitive,
+                plan.register.register,
+                plan.inputs.hierarchies,
+                domain,
+            )
         )
     return out
 
@@ -205,9 +213,14 @@ def measured(plan: PlanInputs, snapshots: list[Snapshot]) -> Measured:
     hs = [plan.inputs.hierarchies[q] for q in plan.inputs.qis]
     for snap in snapshots:
         w = draw_workload(
-            snap.table[[*plan.inputs.qis, cfg.sensitive]], plan.inputs.hierarchies, cfg.sensitive,
-            n_queries=QUERY_COUNT, qd=QUERY_DIMENSIONS, selectivity=QUERY_SELECTIVITY, seed=cfg.query_seed,
-        )  # fmt: skip
+            snap.table[[*plan.inputs.qis, cfg.sensitive]],
+            plan.inputs.hierarchies,
+            cfg.sensitive,
+            n_queries=QUERY_COUNT,
+            qd=QUERY_DIMENSIONS,
+            selectivity=QUERY_SELECTIVITY,
+            seed=cfg.query_seed,
+        )
         workloads.append(w)
         histogram = pd.DataFrame({q: h.labels[h.root] for q, h in zip(plan.inputs.qis, hs, strict=True)}, index=[0])
         histogram = histogram.loc[np.zeros(len(snap.individual), dtype=np.int64)].reset_index(drop=True)
@@ -291,9 +304,15 @@ class CandidateResult:
             "max_breach": max_breach,
             "bound": 1.0 / self.candidate.ell,
             # the noisy split test: a refusal may raise a posterior to e^ε × its charge
-            **({"partition_epsilon": eps, "noisy_bound": math.exp(eps) / self.candidate.ell,
-                "noisy_max_posterior": min(1.0, math.exp(eps) * max_breach)}
-               if (eps := self.candidate.partition_epsilon) is not None else {}),
+            **(
+                {
+                    "partition_epsilon": eps,
+                    "noisy_bound": math.exp(eps) / self.candidate.ell,
+                    "noisy_max_posterior": min(1.0, math.exp(eps) * max_breach),
+                }
+                if (eps := self.candidate.partition_epsilon) is not None
+                else {}
+            ),
             "breach_exceeded": self.breach_exceeded,
             "flags": [f for f in FLAGS if raised[f]],
             "collapsed_releases": collapsed,
@@ -345,13 +364,18 @@ def run_candidate(
         record_set = index.get_indexer(pd.Index(labels.tolist())).astype(np.int64)[codes]
         try:
             result = anonymize_history(
-                plan.register.register.keys, SnapshotCodes(snap.individual, record_set, len(protected)), history,
+                plan.register.register.keys,
+                SnapshotCodes(snap.individual, record_set, len(protected)),
+                history,
                 params,
-                hierarchies, presence, budget=int(np.floor(cfg.suppression_budget * len(snap.individual))), seed=seq,
+                hierarchies,
+                presence,
+                budget=int(np.floor(cfg.suppression_budget * len(snap.individual))),
+                seed=seq,
                 explain=True,
                 # not the workspace's secret: a plan's noise is its own, fixed so its figures repeat
                 noise=noise_generator(b"serialpub plan", cfg.dataset, seq) if candidate.partition_epsilon else None,
-            )  # fmt: skip
+            )
         except InfeasibleError as exc:
             out.refused_at, out.reason = seq, f"{REFUSED} = {candidate.ell:g}: {exc}"
             for _ in range(len(snapshots) - seq + 1):
@@ -375,18 +399,27 @@ def run_candidate(
 
 
 def _release_figures(
-    plan: PlanInputs, snap: Snapshot, result: ReleaseResult, hierarchies: list[Any], measure: Measured, seq: int,
+    plan: PlanInputs,
+    snap: Snapshot,
+    result: ReleaseResult,
+    hierarchies: list[Any],
+    measure: Measured,
+    seq: int,
     protected: list[str],
-) -> tuple[dict[str, Any], JointRelease]:  # fmt: skip
+) -> tuple[dict[str, Any], JointRelease]:
     cfg = plan.ws.config
     table = drafting.published_table(plan.inputs, snap, result, hierarchies)
     read = plan.inputs.read_hierarchies(table)
     w = measure.workloads[seq - 1]
     release = JointRelease.of(
-        table, plan.inputs.qis, cfg.sensitive, [read[q] for q in plan.inputs.qis], measure.leaves,
+        table,
+        plan.inputs.qis,
+        cfg.sensitive,
+        [read[q] for q in plan.inputs.qis],
+        measure.leaves,
         w.ranges.sensitive_values,
         result.suppressed,
-    )  # fmt: skip
+    )
     error, uniform = _errors(release, w)
     base = measure.baseline[seq - 1]
     found = result.generalization.levels
@@ -428,8 +461,14 @@ def learner_figures(
     from anonymizer.arrays import factorize_rows
     from serialpub.analysis.audit.learners import cell_series, learner_report
 
-    others = sorted({v for r in releases for v, n in zip(r.sensitive_values, r.counts.sum(axis=0), strict=True)
-                     if n > 0 and v not in protected})  # fmt: skip
+    others = sorted(
+        {
+            v
+            for r in releases
+            for v, n in zip(r.sensitive_values, r.counts.sum(axis=0), strict=True)
+            if n > 0 and v not in protected
+        }
+    )
     domain = [*protected, *others]
     column = {v: i for i, v in enumerate(domain)}
     cells = releases[0]
@@ -446,9 +485,17 @@ def learner_figures(
     hs = [plan.inputs.hierarchies[q] for q in plan.inputs.qis]
     cell_of, _ = factorize_rows(measure.leaves, [h.n_leaves for h in hs])
     series = cell_series(
-        list(plan.inputs.qis), [h.n_leaves for h in hs], cells.cell_leaves, cells.cell_counts, per_release, domain,
-        protected, ell, plan.register.register.ids, np.asarray(cell_of, dtype=np.int64),
-    )  # fmt: skip
+        list(plan.inputs.qis),
+        [h.n_leaves for h in hs],
+        cells.cell_leaves,
+        cells.cell_counts,
+        per_release,
+        domain,
+        protected,
+        ell,
+        plan.register.register.ids,
+        np.asarray(cell_of, dtype=np.int64),
+    )
     report = learner_report(series, names)
     return [
         {"name": f.name, "max_p": f.max_p, "max_individual": f.max_individual, "max_value": f.max_value,

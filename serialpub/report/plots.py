@@ -59,12 +59,19 @@ def breach_histogram(dist: BreachDistribution) -> Figure:
     fig, ax = plt.subplots(figsize=(7.0, 3.0))
     centers = (dist.edges[:-1] + dist.edges[1:]) / 2
     shown = dist.counts > 0
-    ax.bar(centers[shown], dist.counts[shown], width=np.diff(dist.edges)[shown], color=GLOBAL_COLOR, alpha=0.85,
-           label="(individual, value) pairs")  # fmt: skip
+    ax.bar(
+        centers[shown],
+        dist.counts[shown],
+        width=np.diff(dist.edges)[shown],
+        color=GLOBAL_COLOR,
+        alpha=0.85,
+        label="(individual, value) pairs",
+    )
     bound = 1.0 / dist.ell
     ax.axvline(bound, color=BOUND_COLOR, lw=1.5, label=f"bound 1/ℓ = {bound:.3g}")
-    ax.axvline(dist.near_fraction * bound, color=BOUND_COLOR, lw=1, ls="--",
-               label=f"near the bound ({dist.near_fraction:g}/ℓ)")  # fmt: skip
+    ax.axvline(
+        dist.near_fraction * bound, color=BOUND_COLOR, lw=1, ls="--", label=f"near the bound ({dist.near_fraction:g}/ℓ)"
+    )
     if dist.counts.any():
         ax.set_yscale("log")
     ax.set_xlim(0, 1)
@@ -101,8 +108,14 @@ def series_breach(
     fig, ax = plt.subplots(figsize=(7.0, 3.0))
     ax.plot(releases, max_p, marker="o", ms=3, color=GLOBAL_COLOR, label="global guarantee (published)")
     if baseline is not None:
-        ax.plot(releases[: len(baseline)], baseline, marker="s", ms=3, color=BASELINE_COLOR,
-                label="localized baseline (per-release ℓ-diversity)")  # fmt: skip
+        ax.plot(
+            releases[: len(baseline)],
+            baseline,
+            marker="s",
+            ms=3,
+            color=BASELINE_COLOR,
+            label="localized baseline (per-release ℓ-diversity)",
+        )
     ax.axhline(1.0 / ell, color=BOUND_COLOR, lw=1.2, ls="--", label=f"bound 1/ℓ = {1 / ell:.3g}")
     ax.set_ylim(0, 1.02)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -113,9 +126,13 @@ def series_breach(
     return fig
 
 
-def series_utility(releases: Sequence[int], query_error: Sequence[float | None],
-                   avg_group: Sequence[float], joint_error: Sequence[float | None] | None = None,
-                   baseline_error: Sequence[float | None] | None = None) -> Figure:  # fmt: skip
+def series_utility(
+    releases: Sequence[int],
+    query_error: Sequence[float | None],
+    avg_group: Sequence[float],
+    joint_error: Sequence[float | None] | None = None,
+    baseline_error: Sequence[float | None] | None = None,
+) -> Figure:
     """Average relative query error across releases, and average group size.
 
     The error panel shows the register-joint estimator's error (the primary figure, about
@@ -132,8 +149,15 @@ def series_utility(releases: Sequence[int], query_error: Sequence[float | None],
     if joint_error is not None and any(e is not None for e in joint_error):
         a1.plot(releases, floats(joint_error), marker="o", ms=3, color=GLOBAL_COLOR, label="register-joint")
         if baseline_error is not None and any(e is not None for e in baseline_error):
-            a1.plot(releases, floats(baseline_error), marker="s", ms=3, ls="--", color=BASELINE_COLOR,
-                    label="histogram alone (baseline)")  # fmt: skip
+            a1.plot(
+                releases,
+                floats(baseline_error),
+                marker="s",
+                ms=3,
+                ls="--",
+                color=BASELINE_COLOR,
+                label="histogram alone (baseline)",
+            )
         a1.set_ylabel("average relative query error\n(register-joint)")
     else:
         a1.plot(releases, floats(query_error), marker="o", ms=3, color=GLOBAL_COLOR, label="uniform (paper 001)")

@@ -99,8 +99,12 @@ class PrivacyFigures:
 
 
 def _pairs_after(
-    inp: PrivacyInputs, linked_ind: IntArray, linked_val: IntArray, p_after: npt.NDArray[np.float64],
-    linked_weight: IntArray, linked_exceeds: npt.NDArray[np.bool_],
+    inp: PrivacyInputs,
+    linked_ind: IntArray,
+    linked_val: IntArray,
+    p_after: npt.NDArray[np.float64],
+    linked_weight: IntArray,
+    linked_exceeds: npt.NDArray[np.bool_],
 ) -> tuple[npt.NDArray[np.float64], IntArray, IntArray, npt.NDArray[np.bool_]]:
     """Every (individual, protected value) pair after the release, compressed: rows are
     (history class, value) cells with their member counts, less the pairs this release
@@ -195,8 +199,10 @@ def _classical(inp: PrivacyInputs, settings: ReportConfig, group: IntArray, n_j:
         for name, values in settings.categories.items():
             idx = domain.get_indexer(pd.Index(list(values)))
             if (idx < 0).any():
-                raise ValueError(f"report.categories[{name!r}] names {values[int(np.flatnonzero(idx < 0)[0])]!r}, "
-                                 f"which is not a value of {inp.draft.sensitive!r}")  # fmt: skip
+                raise ValueError(
+                    f"report.categories[{name!r}] names {values[int(np.flatnonzero(idx < 0)[0])]!r}, "
+                    f"which is not a value of {inp.draft.sensitive!r}"
+                )
             categories.append(set(idx.tolist()))
     c, ell = settings.recursive_c, max(int(inp.params.ell), 2)
     gc = group_counts(group, value, len(domain))

@@ -148,10 +148,20 @@ def write_release_report(
         environment()
         .get_template("release.html.j2")
         .render(
-            nonce=nonce, m=m, status=status, version=__version__, ok=ok, validation=validation,
-            dist=privacy.distribution, budget=privacy.budget, figures=figures,
-            privacy_guarantee=guarantee, privacy_classical=classical, utility=utility,
-            known_breach=[RISK[b] for b in manifest.accepted_known_breach], shown=privacy.presence_shown,
+            nonce=nonce,
+            m=m,
+            status=status,
+            version=__version__,
+            ok=ok,
+            validation=validation,
+            dist=privacy.distribution,
+            budget=privacy.budget,
+            figures=figures,
+            privacy_guarantee=guarantee,
+            privacy_classical=classical,
+            utility=utility,
+            known_breach=[RISK[b] for b in manifest.accepted_known_breach],
+            shown=privacy.presence_shown,
         )
     )
     dist, shown = privacy.distribution, privacy.presence_shown
@@ -164,13 +174,23 @@ def write_release_report(
         # as the report's verdict box: the figures hold only within such a model
         "accepted_known_breach": [str(b) for b in manifest.accepted_known_breach],
         "breach_distribution": {
-            "pairs": dist.pairs, "max_p": dist.max_p, "mean_p": dist.mean_p, "near_bound": dist.near_bound,
-            "near_fraction": dist.near_fraction, "above_bound": dist.above_bound, "ell": dist.ell,
-            "edges": dist.edges.tolist(), "counts": dist.counts.tolist(),
+            "pairs": dist.pairs,
+            "max_p": dist.max_p,
+            "mean_p": dist.mean_p,
+            "near_bound": dist.near_bound,
+            "near_fraction": dist.near_fraction,
+            "above_bound": dist.above_bound,
+            "ell": dist.ell,
+            "edges": dist.edges.tolist(),
+            "counts": dist.counts.tolist(),
         },
-        "ratio_budget": None if privacy.budget is None else {
-            "k_prime": privacy.budget.k_prime, "max_linked": privacy.budget.max_linked,
-            "releases_left": privacy.budget.releases_left, "pairs_at_budget": privacy.budget.pairs_at_budget,
+        "ratio_budget": None
+        if privacy.budget is None
+        else {
+            "k_prime": privacy.budget.k_prime,
+            "max_linked": privacy.budget.max_linked,
+            "releases_left": privacy.budget.releases_left,
+            "pairs_at_budget": privacy.budget.pairs_at_budget,
             "linked_histogram": privacy.budget.linked_histogram.tolist(),
         },
         "groups": {

@@ -119,9 +119,7 @@ def known_breaches(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def write_series_report(
-    ws: Workspace, store: StateStore, base: Baseline | None, png_dir: Path | None = None
-) -> Path:
+def write_series_report(ws: Workspace, store: StateStore, base: Baseline | None, png_dir: Path | None = None) -> Path:
     """Write ``series-report.html`` and ``.json`` next to the dataset's release folders.
 
     Args:
@@ -146,8 +144,11 @@ def write_series_report(
     makers = {
         "breach": lambda: plots.series_breach(seqs, [r["max_p"] for r in rows], base.max_p if base else None, ell),
         "utility": lambda: plots.series_utility(
-            seqs, [r["query_error"] for r in rows], [r["avg_records"] for r in rows],
-            [r["query_error_joint"] for r in rows], [r["query_error_baseline"] for r in rows],
+            seqs,
+            [r["query_error"] for r in rows],
+            [r["avg_records"] for r in rows],
+            [r["query_error_joint"] for r in rows],
+            [r["query_error_baseline"] for r in rows],
         ),
     }
     figures = {name: plots.to_svg(make()) for name, make in makers.items()}
@@ -157,10 +158,21 @@ def write_series_report(
             (png_dir / f"series-{name}.png").write_bytes(plots.to_png(make()))
     breaches = known_breaches(rows)
     refused = refusal(store.audit_log(ws.config.dataset), rows[-1]["release"])
-    html = environment().get_template("series.html.j2").render(
-        dataset=ws.config.dataset, rows=rows, baseline=base, figures=figures, ell=ell, version=__version__,
-        config=ws.config, known_breach=breaches, refused=refused,
-    )  # fmt: skip
+    html = (
+        environment()
+        .get_template("series.html.j2")
+        .render(
+            dataset=ws.config.dataset,
+            rows=rows,
+            baseline=base,
+            figures=figures,
+            ell=ell,
+            version=__version__,
+            config=ws.config,
+            known_breach=breaches,
+            refused=refused,
+        )
+    )
     ws.dataset_dir.mkdir(parents=True, exist_ok=True)
     write_text(ws.dataset_dir, SERIES_HTML, html)
     record = {
@@ -169,8 +181,12 @@ def write_series_report(
         "known_breach": breaches,
         "releases": rows,
         "refused": refused,
-        "baseline": None if base is None else {
-            "guarantee": "localized", "max_p": base.max_p, "individuals_above_bound": base.individuals_above,
+        "baseline": None
+        if base is None
+        else {
+            "guarantee": "localized",
+            "max_p": base.max_p,
+            "individuals_above_bound": base.individuals_above,
             "note": base.note,
         },
     }

@@ -110,22 +110,30 @@ def release_noise(ws: Workspace, seq: int) -> np.random.Generator | None:
         except FileExistsError:
             pass  # another process made it first: read theirs
         except OSError as exc:
-            raise InputError(f"{path}: cannot make the noisy split test's secret seed ({exc.strerror}); "
-                             "make its folder writable") from None  # fmt: skip
+            raise InputError(
+                f"{path}: cannot make the noisy split test's secret seed ({exc.strerror}); make its folder writable"
+            ) from None
         else:
             with os.fdopen(fd, "wb") as out:
                 out.write(secrets.token_bytes(_SEED_BYTES))
     secret = path.read_bytes()
     if len(secret) < _SEED_BYTES:
-        raise InputError(f"{path}: the noisy split test's secret seed holds {len(secret)} bytes, not "
-                         f"{_SEED_BYTES}; restore it from the backup of the signing key")  # fmt: skip
+        raise InputError(
+            f"{path}: the noisy split test's secret seed holds {len(secret)} bytes, not "
+            f"{_SEED_BYTES}; restore it from the backup of the signing key"
+        )
     return noise_generator(secret, ws.config.dataset, seq)
 
 
 def anonymize_snapshot(
-    cfg: Config, inputs: DatasetInputs, register: RegisterReader, snap: Snapshot, history: History, seq: int,
+    cfg: Config,
+    inputs: DatasetInputs,
+    register: RegisterReader,
+    snap: Snapshot,
+    history: History,
+    seq: int,
     noise: np.random.Generator | None = None,
-) -> ReleaseResult:  # fmt: skip
+) -> ReleaseResult:
     """Anonymize ``snap`` as release ``seq`` (its number seeds the anonymizer) after
     ``history`` (docs/design.md sections 3-5).
 
@@ -173,8 +181,9 @@ def ahead(
         return None
     t1 = time.perf_counter()
     try:
-        result = anonymize_snapshot(series.ws.config, inputs, register, snap, history, seq,
-                                    release_noise(series.ws, seq))  # fmt: skip
+        result = anonymize_snapshot(
+            series.ws.config, inputs, register, snap, history, seq, release_noise(series.ws, seq)
+        )
     except InfeasibleError:
         return None
     done = Anonymized(history, result, seq, basis, t_state, time.perf_counter() - t1)

@@ -32,9 +32,12 @@ from state.store import PublishedRelease
 
 
 def series_report(
-    series: DatasetSeries, inputs: DatasetInputs, register: RegisterReader, baseline: bool = True,
+    series: DatasetSeries,
+    inputs: DatasetInputs,
+    register: RegisterReader,
+    baseline: bool = True,
     png_dir: Path | None = None,
-) -> Path:  # fmt: skip
+) -> Path:
     """Write the dataset's series report (:func:`serialpub.report.series.write_series_report`),
     with the :func:`localized_baseline` when ``baseline`` (about as long as publishing the
     series). Returns the HTML file.
@@ -94,23 +97,34 @@ def localized_baseline(
         history = statistics.load(carried, np.full(len(coded.ids), params.l))
         # the baseline at equal settings; those a release made before a setting existed does
         # not record are the ones it was made with (state.params)
-        pp = PrivacyParams(ell=params.l, strategy=params.strategy, k_prime=params.k_prime, alpha=params.alpha,
-                           guarantee=Guarantee.LOCALIZED, suppression_model=params.suppression_model,
-                           algorithm=params.algorithm,
-                           # null for a strategy without k': its default, never read
-                           after_k_prime=params.after_k_prime or AfterKPrime.STOP,
-                           partition_model=params.partition_model or PartitionModel.PARTS)  # fmt: skip
+        pp = PrivacyParams(
+            ell=params.l,
+            strategy=params.strategy,
+            k_prime=params.k_prime,
+            alpha=params.alpha,
+            guarantee=Guarantee.LOCALIZED,
+            suppression_model=params.suppression_model,
+            algorithm=params.algorithm,
+            # null for a strategy without k': its default, never read
+            after_k_prime=params.after_k_prime or AfterKPrime.STOP,
+            partition_model=params.partition_model or PartitionModel.PARTS,
+        )
         table = read_csv(path, "snapshot")
-        snap = snapshot_from_table(table, path, cfg.id_column, inputs.qis, cfg.sensitive, coded,
-                                   inputs.hierarchies, domain)  # fmt: skip
+        snap = snapshot_from_table(
+            table, path, cfg.id_column, inputs.qis, cfg.sensitive, coded, inputs.hierarchies, domain
+        )
         record_set = pd.Index(protected).get_indexer(pd.Index(snap.value)).astype(np.int64)
         try:
             result = anonymize_history(
-                coded.keys, SnapshotCodes(snap.individual, record_set, len(protected)), history, pp,
+                coded.keys,
+                SnapshotCodes(snap.individual, record_set, len(protected)),
+                history,
+                pp,
                 register.search_hierarchies(pp.algorithm, params.numeric_quasi_identifiers),
                 params.dilution is Dilution.PRESENCE,
-                budget=int(np.floor(float(params.suppression_budget or 0.0) * len(snap.individual))), seed=r.seq,
-            )  # fmt: skip
+                budget=int(np.floor(float(params.suppression_budget or 0.0) * len(snap.individual))),
+                seed=r.seq,
+            )
         except InfeasibleError as exc:
             why = str(exc)
             if isinstance(exc, TableInfeasibleError):
@@ -122,8 +136,9 @@ def localized_baseline(
         out.max_p.append(_max_breach(carried))
     done = len(out.max_p)
     if stopped:
-        out.note = (f"replayed releases 1-{done}; stopped because {stopped}" if done
-                    else f"no release replayed: {stopped}")  # fmt: skip
+        out.note = (
+            f"replayed releases 1-{done}; stopped because {stopped}" if done else f"no release replayed: {stopped}"
+        )
     else:
         out.note = f"replayed all {done} releases"
     if carried is not None and done:

@@ -50,8 +50,9 @@ class DatasetInputs:
     def columns(self) -> DatasetColumns:
         """The columns the register and the snapshots must have, with their hierarchies and
         the sensitive domain (the input suites', :mod:`checks.input_suites`)."""
-        return DatasetColumns(self.id_column, self.qis, self.hierarchies, self.sensitive, self.sensitive_domain,
-                              self.hierarchy_sources)  # fmt: skip
+        return DatasetColumns(
+            self.id_column, self.qis, self.hierarchies, self.sensitive, self.sensitive_domain, self.hierarchy_sources
+        )
 
     def read_hierarchies(self, table: pd.DataFrame) -> dict[str, Hierarchy]:
         """The hierarchies a release table of this dataset is read with (its intervals as
@@ -92,7 +93,15 @@ def read_dataset_inputs(ws: Workspace) -> DatasetInputs:
     )
     sources = {q: str(ws.hierarchy_dir / f"{q}.csv") for q in qis}
     return DatasetInputs(
-        qis, hierarchies, numeric, sources, sensitive_hierarchy, sensitive_domain, protected, params, cfg.id_column,
+        qis,
+        hierarchies,
+        numeric,
+        sources,
+        sensitive_hierarchy,
+        sensitive_domain,
+        protected,
+        params,
+        cfg.id_column,
         cfg.sensitive,
     )
 

@@ -43,7 +43,7 @@ from serialpub.workflow.input_checks import (
     read_snapshot,
     run_snapshot_suite,
     snapshot_source,
-)  # fmt: skip
+)
 from serialpub.workflow.measuring import measure, snapshot_workload
 from serialpub.workflow.publishing import recover
 from serialpub.workflow.register_reader import RegisterReader
@@ -122,9 +122,14 @@ class StagedRelease:
 
 
 def draft(
-    series: DatasetSeries, inputs: DatasetInputs, register: RegisterReader, request: ReleaseRequest,
-    snapshot: str | Path | InputSource, period: str | None = None, owner: str | None = None,
-) -> StagedRelease:  # fmt: skip
+    series: DatasetSeries,
+    inputs: DatasetInputs,
+    register: RegisterReader,
+    request: ReleaseRequest,
+    snapshot: str | Path | InputSource,
+    period: str | None = None,
+    owner: str | None = None,
+) -> StagedRelease:
     """Check the inputs, open the draft, anonymize and stage the release (data and
     manifest in its staging folder; figures, groups and the statistics file after it in
     the state, not counted). The draft is opened only for input that passed its checks,
@@ -211,8 +216,9 @@ def draft(
         with Overlap(1, "serialpub-queries") as beside:
             measuring = beside.submit(measure, cfg, inputs, register, snap, computed.result, computed.table, workload)
             keeping.result()  # the versions exist before anything names them: the staged manifest does
-            staging, manifest, t_state = release_record.stage_draft(series, inputs, register, opened, computed.result,
-                                                                     computed.table, previous)  # fmt: skip
+            staging, manifest, t_state = release_record.stage_draft(
+                series, inputs, register, opened, computed.result, computed.table, previous
+            )
             query, utility = measuring.result()
         t_commit = time.perf_counter()
         release_record.finish_staging(series, opened, staging, manifest, query, utility, owner)
@@ -221,8 +227,7 @@ def draft(
         series.abandon(opened, exc)
         raise
     outcome = _outcome(opened.seq, period, series.ws.dataset_dir, computed, query)
-    outcome = replace(outcome, seconds=time.perf_counter() - started,
-                      seconds_state=outcome.seconds_state + t_commit)  # fmt: skip
+    outcome = replace(outcome, seconds=time.perf_counter() - started, seconds_state=outcome.seconds_state + t_commit)
     return StagedRelease(id=opened.id, seq=opened.seq, period=period, staging=staging, outcome=outcome)
 
 
@@ -239,9 +244,14 @@ class _Computed:
 
 
 def _compute(
-    series: DatasetSeries, inputs: DatasetInputs, register: RegisterReader, opened: OpenRelease, snap: Snapshot,
-    snapshot_path: str, done: Anonymized | None,
-) -> _Computed:  # fmt: skip
+    series: DatasetSeries,
+    inputs: DatasetInputs,
+    register: RegisterReader,
+    opened: OpenRelease,
+    snap: Snapshot,
+    snapshot_path: str,
+    done: Anonymized | None,
+) -> _Computed:
     """Load the state and anonymize the snapshot for the draft ``opened``, or take ``done``,
     what was computed ahead for exactly this draft (:func:`serialpub.workflow.anonymizing.take`).
 
@@ -261,13 +271,15 @@ def _compute(
     checkpoint("after_state_load")
     t_anon = time.perf_counter()
     try:
-        result = anonymize_snapshot(cfg, inputs, register, snap, history, opened.seq,
-                                    release_noise(series.ws, opened.seq))  # fmt: skip
+        result = anonymize_snapshot(
+            cfg, inputs, register, snap, history, opened.seq, release_noise(series.ws, opened.seq)
+        )
     except InfeasibleError as exc:
         if isinstance(exc, ValueInfeasibleError):  # the values by name, as the operator knows them
             exc = InfeasibleError(exc.describe([repr(inputs.protected[v]) for v in exc.values]))
-        raise InputError(f"{snapshot_path}: {REFUSED} = {cfg.ell:g}: {exc}. "
-                         f"{infeasible_advice(cfg, history)}") from None  # fmt: skip
+        raise InputError(
+            f"{snapshot_path}: {REFUSED} = {cfg.ell:g}: {exc}. {infeasible_advice(cfg, history)}"
+        ) from None
     t_anon = time.perf_counter() - t_anon
     checkpoint("after_anonymize")
     return _Computed(history, result, published_table(inputs, snap, result, hierarchies), t_state, t_anon)
@@ -389,5 +401,3 @@ def published_table(
     sensitive = pa.DictionaryArray.from_arrays(pa.array(values.astype(np.int32)), texts)
     cols[inputs.sensitive] = pd.array(sensitive.dictionary_decode(), dtype="str")
     return pd.DataFrame(cols)
-
-

@@ -170,9 +170,7 @@ def _protected(ws: Workspace, inputs: DatasetInputs, protected: Sequence[str] | 
     domain = inputs.sensitive_domain
     unknown = [v for v in values if domain is not None and v not in domain]
     if unknown:
-        raise InputError(
-            f"--protected: {', '.join(map(repr, unknown))} not value(s) of {inputs.sensitive!r}"
-        )
+        raise InputError(f"--protected: {', '.join(map(repr, unknown))} not value(s) of {inputs.sensitive!r}")
     untracked = [v for v in values if v not in inputs.protected]
     if untracked:
         raise InputError(
@@ -253,16 +251,32 @@ def import_release(
     group_of_ind, n_j, present = _candidates(inputs, register, data_path, read, snapshot, mode)
     suppressed = int(present.size - len(read.table)) if present is not None else None
     source_sha, record = release_files.sha256_file(data_path), _record(ws, inputs, params, mode, suppressed, values)
-    draft = release_record.open_draft(series, period, record, imported=True, source=str(data_path.resolve()),
-                                source_sha256=source_sha,
-                                **({"snapshot": str(snapshot.resolve())} if snapshot is not None else {}))  # fmt: skip
+    draft = release_record.open_draft(
+        series,
+        period,
+        record,
+        imported=True,
+        source=str(data_path.resolve()),
+        source_sha256=source_sha,
+        **({"snapshot": str(snapshot.resolve())} if snapshot is not None else {}),
+    )
     try:
         new = advance_history(_history(series, register), group_of_ind, n_j, read.groups.counts)[0]
         manifest = release_record.release_manifest(
-            ws.config, inputs, register.file_sums, draft.seq, period, published[-1].seq if published else None, record,
-            records=len(read.table), groups=read.groups.records.size, suppressed=suppressed,
-            max_breach_probability=new.max_breach(), imported=True, source_sha256=source_sha,
-        )  # fmt: skip
+            ws.config,
+            inputs,
+            register.file_sums,
+            draft.seq,
+            period,
+            published[-1].seq if published else None,
+            record,
+            records=len(read.table),
+            groups=read.groups.records.size,
+            suppressed=suppressed,
+            max_breach_probability=new.max_breach(),
+            imported=True,
+            source_sha256=source_sha,
+        )
         _stage(series, inputs, register, draft, manifest, read, n_j, new)
         # published by the other tool already: no validation or sign-off of its own
         publishing.commit(series, draft, manifest)
@@ -278,13 +292,22 @@ def _outcome(
     """The figures of the imported release ``draft``, now published with ``manifest``."""
     max_breach = float(manifest.max_breach_probability or 0.0)
     return ReleaseOutcome(
-        seq=draft.seq, period=draft.period, directory=ws.dataset_dir / release_files.release_name(draft.seq),
-        records=manifest.records, groups=manifest.groups, suppressed=manifest.suppressed,
-        avg_candidates=float(n_j.mean()), max_candidates=int(n_j.max()),
-        avg_records=float(read.groups.records.mean()), max_records=int(read.groups.records.max()),
-        max_breach=max_breach, seconds=seconds, exceeds_bound=max_breach > 1.0 / manifest.l,
-        source_sha256=manifest.source_sha256, data_sha256=manifest.sha256.data_parquet,
-    )  # fmt: skip
+        seq=draft.seq,
+        period=draft.period,
+        directory=ws.dataset_dir / release_files.release_name(draft.seq),
+        records=manifest.records,
+        groups=manifest.groups,
+        suppressed=manifest.suppressed,
+        avg_candidates=float(n_j.mean()),
+        max_candidates=int(n_j.max()),
+        avg_records=float(read.groups.records.mean()),
+        max_records=int(read.groups.records.max()),
+        max_breach=max_breach,
+        seconds=seconds,
+        exceeds_bound=max_breach > 1.0 / manifest.l,
+        source_sha256=manifest.source_sha256,
+        data_sha256=manifest.sha256.data_parquet,
+    )
 
 
 def _history(series: DatasetSeries, register: RegisterReader) -> History:
@@ -294,7 +317,11 @@ def _history(series: DatasetSeries, register: RegisterReader) -> History:
 
 
 def _record(
-    ws: Workspace, inputs: DatasetInputs, params: PrivacyParams, mode: Dilution, suppressed: int | None,
+    ws: Workspace,
+    inputs: DatasetInputs,
+    params: PrivacyParams,
+    mode: Dilution,
+    suppressed: int | None,
     values: list[str],
 ) -> dict[str, Any]:
     """The privacy settings an imported release's row and manifest record."""
@@ -375,7 +402,8 @@ def _read_groups(ws: Workspace, inputs: DatasetInputs, data_path: Path, values: 
                 + (
                     " or, as the configuration declares it numeric, a closed interval [lo, hi] holding one of its "
                     "leaves and nested in or disjoint from the file's other intervals"
-                    if q in inputs.numeric else ""
+                    if q in inputs.numeric
+                    else ""
                 )
             )
     sens_values = table[sens].to_numpy(dtype=str)
@@ -394,7 +422,11 @@ def _read_groups(ws: Workspace, inputs: DatasetInputs, data_path: Path, values: 
 
 
 def _candidates(
-    inputs: DatasetInputs, register: RegisterReader, data_path: Path, read: _ReadRelease, snapshot: Path | None,
+    inputs: DatasetInputs,
+    register: RegisterReader,
+    data_path: Path,
+    read: _ReadRelease,
+    snapshot: Path | None,
     mode: Dilution,
 ) -> tuple[IntArray, IntArray, IntArray | None]:
     """The group of every register individual (-1: none; under presence dilution, only the
@@ -443,8 +475,14 @@ def _candidates(
 
 
 def _stage(
-    series: DatasetSeries, inputs: DatasetInputs, register: RegisterReader, draft: OpenRelease, manifest: Manifest,
-    read: _ReadRelease, n_j: IntArray, new: History,
+    series: DatasetSeries,
+    inputs: DatasetInputs,
+    register: RegisterReader,
+    draft: OpenRelease,
+    manifest: Manifest,
+    read: _ReadRelease,
+    n_j: IntArray,
+    new: History,
 ) -> None:
     """Stage the imported release as a draft is staged: its data file (rewritten as Parquet
     with string columns, rows in the given order) and manifest in its staging folder, its
@@ -454,16 +492,22 @@ def _stage(
     out = pd.DataFrame({c: read.table[c].to_numpy(dtype=str) for c in [*qis, inputs.sensitive]})
     register.keep_input_versions()
     staging, _ = release_files.write_staging(series.ws.dataset_dir, draft.seq, draft.id, out, manifest)
-    rows = release_record.release_group_rows(read.hierarchies, groups.nodes, n_j, groups.records, groups.counts,
-                                       inputs.protected)  # fmt: skip
+    rows = release_record.release_group_rows(
+        read.hierarchies, groups.nodes, n_j, groups.records, groups.counts, inputs.protected
+    )
     figures = {"records": len(read.table), "groups": groups.records.size, "suppressed": manifest.suppressed,
                "max_breach": manifest.max_breach_probability, "data_sha256": manifest.sha256.data_parquet}  # fmt: skip
     series.store.stage(draft.id, figures, rows, register.statistics.tables(new), str(staging))
 
 
 def _check_cover(
-    path: Path, hierarchies: Sequence[Hierarchy], qis: Sequence[str], groups: ReleaseGroups, available: IntArray,
-    what: str, meaning: str,
+    path: Path,
+    hierarchies: Sequence[Hierarchy],
+    qis: Sequence[str],
+    groups: ReleaseGroups,
+    available: IntArray,
+    what: str,
+    meaning: str,
 ) -> None:
     short = np.flatnonzero(groups.records > available)
     if short.size:

@@ -178,9 +178,13 @@ class SnapshotRead:
 
 
 def check_inputs(
-    series: DatasetSeries, inputs: DatasetInputs, register: RegisterReader, request: ReleaseRequest,
-    snapshot: str | Path | InputSource, period: str,
-) -> InputChecks:  # fmt: skip
+    series: DatasetSeries,
+    inputs: DatasetInputs,
+    register: RegisterReader,
+    request: ReleaseRequest,
+    snapshot: str | Path | InputSource,
+    period: str,
+) -> InputChecks:
     """Every check of the inputs before a draft: the period, the register suite (run
     once per reader), the snapshot suite and the snapshot's QIs against the register's:
     :func:`read_snapshot`, then :func:`run_snapshot_suite` and :func:`code_snapshot`, then
@@ -215,9 +219,13 @@ def check_inputs(
 
 
 def read_snapshot(
-    series: DatasetSeries, inputs: DatasetInputs, register: RegisterReader, request: ReleaseRequest,
-    snapshot: str | Path | InputSource, period: str,
-) -> SnapshotRead | InputChecks:  # fmt: skip
+    series: DatasetSeries,
+    inputs: DatasetInputs,
+    register: RegisterReader,
+    request: ReleaseRequest,
+    snapshot: str | Path | InputSource,
+    period: str,
+) -> SnapshotRead | InputChecks:
     """The first of the checks of :func:`check_inputs`: the register suite, the period, the
     snapshot's bytes read and not a repeated snapshot; then the snapshot as read, or the
     checks kept from before when this very snapshot was checked with ``register`` last.
@@ -257,9 +265,15 @@ def code_snapshot(inputs: DatasetInputs, register: RegisterReader, read: Snapsho
     """
     domain = set(inputs.sensitive_domain) if inputs.sensitive_domain is not None else None
     return snapshot_from_table(
-        read.table, read.source.label, inputs.id_column, inputs.qis, inputs.sensitive, register.register,
-        inputs.hierarchies, domain,
-    )  # fmt: skip
+        read.table,
+        read.source.label,
+        inputs.id_column,
+        inputs.qis,
+        inputs.sensitive,
+        register.register,
+        inputs.hierarchies,
+        domain,
+    )
 
 
 def run_snapshot_suite(series: DatasetSeries, register: RegisterReader, read: SnapshotRead) -> SuiteResult:
@@ -270,9 +284,15 @@ def run_snapshot_suite(series: DatasetSeries, register: RegisterReader, read: Sn
     """
     with progress.step("snapshot suite"):
         return check_snapshot(
-            series.ws, register, read.table, read.source.label, read.period, read.published, read.sha256,
+            series.ws,
+            register,
+            read.table,
+            read.source.label,
+            read.period,
+            read.published,
+            read.sha256,
             (read.order, read.verdict),
-        )  # fmt: skip
+        )
 
 
 def keep_checks(register: RegisterReader, read: SnapshotRead, suite: SuiteResult, snap: Snapshot) -> InputChecks:
@@ -297,17 +317,26 @@ def _order_and_key(
     )
     cols = register.inputs.columns
     key = verdict_cache.verdict_key(
-        register=register.cache_key, snapshot=sha, order=dataclasses.asdict(order), id_column=cols.id_column,
-        qis=list(cols.qis), sensitive=cols.sensitive,
+        register=register.cache_key,
+        snapshot=sha,
+        order=dataclasses.asdict(order),
+        id_column=cols.id_column,
+        qis=list(cols.qis),
+        sensitive=cols.sensitive,
         domain=None if cols.sensitive_domain is None else sorted(map(str, cols.sensitive_domain)),
-    )  # fmt: skip
+    )
     return order, key
 
 
 def check_snapshot(
-    ws: Workspace, register: RegisterReader, table: pd.DataFrame, path: Path | str, period: str,
+    ws: Workspace,
+    register: RegisterReader,
+    table: pd.DataFrame,
+    path: Path | str,
+    period: str,
     published: list[PublishedRelease],
-    sha: str | None = None, order_and_key: tuple[PeriodOrder, str] | None = None,
+    sha: str | None = None,
+    order_and_key: tuple[PeriodOrder, str] | None = None,
 ) -> SuiteResult:
     """Run the snapshot input suite (checks.input_suites.snapshot_suite) on a snapshot as
     read: columns, text without blanks, unique ids in the register, QI values leaves of

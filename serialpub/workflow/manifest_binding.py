@@ -72,9 +72,10 @@ def _staged_figures(series: DatasetSeries, release_id: int) -> dict[str, Any]:
     """The figures :meth:`state.store.StateStore.stage` recorded with the release row."""
     with Session(series.store.engine) as s:
         row = s.execute(
-            select(Release.records, Release.groups, Release.suppressed, Release.max_breach, Release.data_sha256)
-            .where(Release.id == release_id)
-        ).one()  # fmt: skip
+            select(Release.records, Release.groups, Release.suppressed, Release.max_breach, Release.data_sha256).where(
+                Release.id == release_id
+            )
+        ).one()
     return {"records": row.records, "groups": row.groups, "suppressed": row.suppressed,
             "max_breach_probability": row.max_breach, "data_sha256": row.data_sha256}  # fmt: skip
 

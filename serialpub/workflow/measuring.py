@@ -28,6 +28,7 @@ QUERY_COUNT = 5000
 QUERY_DIMENSIONS = 3
 QUERY_SELECTIVITY = 0.05
 
+
 def query_settings(cfg: Config) -> dict[str, Any]:
     """The query workload's settings (docs/design.md section 8)."""
     return {"queries": QUERY_COUNT, "qd": QUERY_DIMENSIONS, "selectivity": QUERY_SELECTIVITY,
@@ -55,9 +56,14 @@ def snapshot_workload(cfg: Config, inputs: DatasetInputs, snap: Snapshot) -> Wor
 
 
 def measure(
-    cfg: Config, inputs: DatasetInputs, register: RegisterReader, snap: Snapshot, result: ReleaseResult,
-    table: pd.DataFrame, workload: Workload | None,
-) -> tuple[QueryErrorResult | None, list[Measure]]:  # fmt: skip
+    cfg: Config,
+    inputs: DatasetInputs,
+    register: RegisterReader,
+    snap: Snapshot,
+    result: ReleaseResult,
+    table: pd.DataFrame,
+    workload: Workload | None,
+) -> tuple[QueryErrorResult | None, list[Measure]]:
     """The query workload's errors and the utility measures of a draft whose release table
     is ``table`` (:func:`published_table`), ``workload`` its :func:`snapshot_workload`."""
     with progress.step("query workload and utility"):
@@ -65,9 +71,14 @@ def measure(
 
 
 def _measures(
-    cfg: Config, inputs: DatasetInputs, register: RegisterReader, snap: Snapshot, result: ReleaseResult,
-    table: pd.DataFrame, workload: Workload | None,
-) -> tuple[QueryErrorResult | None, list[Measure]]:  # fmt: skip
+    cfg: Config,
+    inputs: DatasetInputs,
+    register: RegisterReader,
+    snap: Snapshot,
+    result: ReleaseResult,
+    table: pd.DataFrame,
+    workload: Workload | None,
+) -> tuple[QueryErrorResult | None, list[Measure]]:
     sensitive_codes = snap.value_order[0]  # Π_tv and the entropies only compare values
     leaf_keys = register.register.keys[snap.individual]
     # the information-loss and then the channel figures, which do not depend on the query
@@ -81,8 +92,13 @@ def _measures(
         query = None
         if workload is not None:
             with contextlib.suppress(ValueError):
-                query = estimate_workload(workload, table, inputs.read_hierarchies(table), cfg.sensitive,
-                                          leaf_weights=register.register_leaf_counts)  # fmt: skip
+                query = estimate_workload(
+                    workload,
+                    table,
+                    inputs.read_hierarchies(table),
+                    cfg.sensitive,
+                    leaf_weights=register.register_leaf_counts,
+                )
                 query = replace(query, joint=_joint_error(inputs, register, snap, table, workload))
         utility = [*query_measures(query, query_settings(cfg)), *figures.result()]
     return query, utility

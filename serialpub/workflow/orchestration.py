@@ -89,8 +89,10 @@ def ingest(
         )
     if conf.get("dataset") not in (None, dataset):
         raise InputError(f"unknown dataset {conf['dataset']!r}: this DAG publishes {dataset!r} ({ws.root})")
-    source = conf if conf.get("period") or conf.get("snapshot") else next(
-        (e for e in reversed(event_extras or []) if e.get("period") or e.get("snapshot")), {}
+    source = (
+        conf
+        if conf.get("period") or conf.get("snapshot")
+        else next((e for e in reversed(event_extras or []) if e.get("period") or e.get("snapshot")), {})
     )
     given = ws.snapshot_source(source["snapshot"], "snapshot") if source.get("snapshot") else None
     period = source.get("period")
@@ -118,8 +120,13 @@ def ingest(
     snapshot = given or landed_snapshot(ws, period)
     if not snapshot.exists():
         raise InputError(f"{snapshot.label}: snapshot file not found for period {period!r} of dataset {dataset!r}")
-    return {"dataset": dataset, "period": period, "snapshot": snapshot.record, "skip": False,
-            "message": f"period {period!r} of dataset {dataset!r} from {snapshot.label}"}
+    return {
+        "dataset": dataset,
+        "period": period,
+        "snapshot": snapshot.record,
+        "skip": False,
+        "message": f"period {period!r} of dataset {dataset!r} from {snapshot.label}",
+    }
 
 
 def landed_snapshot(ws: Workspace, period: str) -> InputSource:
@@ -142,9 +149,7 @@ def validate_inputs(root: str | Path, snapshot: str, period: str) -> dict[str, A
     return {"suites": {r.suite: r.success for r in checked.suites}}
 
 
-def anonymize(
-    root: str | Path, snapshot: str, period: str, owner: str, preparer: str | None = None
-) -> dict[str, Any]:
+def anonymize(root: str | Path, snapshot: str, period: str, owner: str, preparer: str | None = None) -> dict[str, Any]:
     """Draft and stage the release, handed to ``owner`` (the DAG run), not yet validated.
     ``preparer``: the Airflow user who triggered the run (recorded as ``prepared_by``, so
     that under four eyes they cannot approve it); None for scheduled and asset runs."""
@@ -162,8 +167,14 @@ def validate_release(root: str | Path, seq: int) -> dict[str, Any]:
     publisher.validate(seq)
     results = publisher.store.validation_results(publisher.ws.config.dataset, seq)
     # earlier attempts at the same number ended failed or rejected; this one is open
-    return {"seq": seq, "suites": {r["suite"]: r["success"] for r in results
-                                   if r["release_status"] not in (ReleaseStatus.FAILED, ReleaseStatus.REJECTED)}}
+    return {
+        "seq": seq,
+        "suites": {
+            r["suite"]: r["success"]
+            for r in results
+            if r["release_status"] not in (ReleaseStatus.FAILED, ReleaseStatus.REJECTED)
+        },
+    }
 
 
 def report(root: str | Path, seq: int, base_url: str | None = None) -> dict[str, Any]:
@@ -196,7 +207,7 @@ def report(root: str | Path, seq: int, base_url: str | None = None) -> dict[str,
         _query_line(facts),
         *(
             f"**Known breach, accepted in the configuration ({model}):** {risk}. The figures above hold only "
-            "within this model (docs/threat-model.md, \"Models with a known breach\")."
+            'within this model (docs/threat-model.md, "Models with a known breach").'
             for model, risk in facts.known_breach.items()
         ),
         "Validation suites: " + ", ".join(f"{k} {'passed' if v['success'] else 'FAILED'}" for k, v in suites.items()),
@@ -234,8 +245,14 @@ def publish(root: str | Path, seq: int) -> dict[str, Any]:
     publisher = Publisher(_workspace(root))
     final = publisher.finish(seq)
     row = next(r for r in publisher.store.published(publisher.ws.config.dataset) if r.seq == seq)
-    return {"dataset": publisher.ws.config.dataset, "release": seq, "period": row.period, "directory": str(final),
-            "manifest_sha256": row.manifest_sha256, "data_sha256": row.data_sha256}
+    return {
+        "dataset": publisher.ws.config.dataset,
+        "release": seq,
+        "period": row.period,
+        "directory": str(final),
+        "manifest_sha256": row.manifest_sha256,
+        "data_sha256": row.data_sha256,
+    }
 
 
 def is_published(root: str | Path, period: str) -> bool:

@@ -149,10 +149,14 @@ def readme_text(config: Config, releases: list[int], key_file: str | None, with_
         rows.append("| `register.csv`, `registers/` | the population register, and the versions the releases used |")
     if key_file is not None:
         rows.append(f"| `keys/{key_file}` | the publisher's public key |")
-    register = "" if with_register else (
-        "\nThis copy holds no register: `query`, `expand` and `audit` need the publisher's `register.csv` "
-        "(and `registers/`) in this folder.\n"
-    )  # fmt: skip
+    register = (
+        ""
+        if with_register
+        else (
+            "\nThis copy holds no register: `query`, `expand` and `audit` need the publisher's `register.csv` "
+            "(and `registers/`) in this folder.\n"
+        )
+    )
     pin = "--key-fingerprint SHA256:..."
     return f"""# Public copy of the release series '{dataset}' ({held})
 

@@ -200,8 +200,9 @@ class Publisher:
         """:func:`serialpub.workflow.drafting.draft` (arguments, errors), with the inputs
         read again if their files changed (:meth:`refresh_inputs`)."""
         self.refresh_inputs()  # the register of this period may differ from the last one read
-        return drafting.draft(self.series, self.inputs, self.register_reader, self.request, snapshot_path, period,
-                              owner)  # fmt: skip
+        return drafting.draft(
+            self.series, self.inputs, self.register_reader, self.request, snapshot_path, period, owner
+        )
 
     def series_report(self, baseline: bool = True, png_dir: Path | None = None) -> Path:
         """:func:`serialpub.workflow.baseline.series_report` (arguments, errors)."""

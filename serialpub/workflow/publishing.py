@@ -57,8 +57,13 @@ def finish(series: DatasetSeries, seq: int) -> Path:
     if changed or rewritten:
         # the first two: the message stays one line
         named = "; ".join(changed[:2]) + (f"; and {len(changed) - 2} more" if len(changed) > 2 else "")
-        _refuse(series, rel, f"staged files changed after validation or sign-off: {named}"
-                if changed else f"{rewritten}; the release row was changed outside serialpub")  # fmt: skip
+        _refuse(
+            series,
+            rel,
+            f"staged files changed after validation or sign-off: {named}"
+            if changed
+            else f"{rewritten}; the release row was changed outside serialpub",
+        )
     preparer, four_eyes = manifest_binding.preparation(series, rel)
     # what the public reads: no figure computed from the raw snapshot (they stay in the evidence)
     manifest = manifest.published(str(staging / release_files.MANIFEST_FILE))
@@ -172,8 +177,11 @@ def staged_changes(
                 found.append(f"{name} is {_short(actual)}, {source} recorded {_short(sha)}")
                 return
 
-    check(release_files.DATA_FILE, ("the state at staging", rel.data_sha256),
-          ("the manifest", manifest.sha256.data_parquet))  # fmt: skip
+    check(
+        release_files.DATA_FILE,
+        ("the state at staging", rel.data_sha256),
+        ("the manifest", manifest.sha256.data_parquet),
+    )
     if manifest.validation is None:
         found.append("the manifest holds no validation")
     else:
@@ -247,8 +255,10 @@ def check_published_files(series: DatasetSeries, published: list[PublishedReleas
         if (series.ws.dataset_dir / release_files.staging_name(r.seq, r.id)).is_dir():
             # committed by another process whose rename is still on its way: finish it
             move_into_place(series, r)
-        for name, expected in ((release_files.DATA_FILE, r.data_sha256),
-                               (release_files.MANIFEST_FILE, r.manifest_sha256)):  # fmt: skip
+        for name, expected in (
+            (release_files.DATA_FILE, r.data_sha256),
+            (release_files.MANIFEST_FILE, r.manifest_sha256),
+        ):
             path = folder / name
             if not path.is_file():
                 raise StateError(

@@ -62,9 +62,7 @@ class RegisterReader:
         cache_writes: the register cache entries the owner writes beside its releases.
     """
 
-    def __init__(
-        self, ws: Workspace, inputs: DatasetInputs, cache_writes: register_cache.Writes | None = None
-    ) -> None:
+    def __init__(self, ws: Workspace, inputs: DatasetInputs, cache_writes: register_cache.Writes | None = None) -> None:
         self.ws, self.inputs = ws, inputs
         self.cache_writes = cache_writes if cache_writes is not None else register_cache.Writes()
         self._sha: str | None = None  # of the bytes the register was read from
@@ -149,13 +147,18 @@ class RegisterReader:
             if content is None and source.kind != "csv":  # let go when the cache made parsing needless
                 content = source.read_bytes("population register", self.ws.config.id_column)
                 if versions.sha256_bytes(content) != self._sha:
-                    raise InputError(f"{source.label}: the population register changed while it was being read; "
-                                     "run the release again")  # fmt: skip
+                    raise InputError(
+                        f"{source.label}: the population register changed while it was being read; "
+                        "run the release again"
+                    )
             with progress.step("parsing the register"):
                 self._table = read_csv(
-                    self.ws.register_source.label, "population register", content, dictionary=self.inputs.qis,
+                    self.ws.register_source.label,
+                    "population register",
+                    content,
+                    dictionary=self.inputs.qis,
                     sha256=None if content is not None else self._sha,
-                )  # fmt: skip
+                )
         return self._table
 
     @cached_property
@@ -166,9 +169,14 @@ class RegisterReader:
 
         sums = self.file_sums
         return register_cache.cache_key(
-            sums["register"], self.ws.config.id_column, self.inputs.qis, sums["hierarchies"],
-            self.inputs.hierarchy_sources, suite_code(), great_expectations.__version__,
-        )  # fmt: skip
+            sums["register"],
+            self.ws.config.id_column,
+            self.inputs.qis,
+            sums["hierarchies"],
+            self.inputs.hierarchy_sources,
+            suite_code(),
+            great_expectations.__version__,
+        )
 
     @cached_property
     def cached_entry(self) -> register_cache.Entry | None:
@@ -187,9 +195,14 @@ class RegisterReader:
             lookup = self.register.id_lookup
             # written on a thread of its own while the release goes on (register_cache.Writes)
             self.cache_writes.save_soon(
-                self.ws.root, self.cache_key, self.register.ids, self.register.keys, self.inputs.qis, suite,
+                self.ws.root,
+                self.cache_key,
+                self.register.ids,
+                self.register.keys,
+                self.inputs.qis,
+                suite,
                 None if lookup is None else (lookup.hashes, lookup.rows),
-            )  # fmt: skip
+            )
 
     @property
     def register(self) -> Register:
@@ -210,16 +223,25 @@ class RegisterReader:
         if self.cached_entry is not None:
             with progress.step("coding the register"):
                 lookup = self.cached_entry[3]
-                return Register(ids=self.cached_entry[0], keys=self.cached_entry[1],
-                                lookup=None if lookup is None else IdLookup(*lookup))  # fmt: skip
+                return Register(
+                    ids=self.cached_entry[0],
+                    keys=self.cached_entry[1],
+                    lookup=None if lookup is None else IdLookup(*lookup),
+                )
         cfg = self.ws.config
         rows = self._rows()
         try:
             # the ids' checks are the suite's when it passed on these rows
             checked = self._check is not None and self._check.success
             with progress.step("coding the register"):
-                register = register_from_table(rows, self.ws.register_source.label, cfg.id_column, self.inputs.qis,
-                                               self.inputs.hierarchies, ids_checked=checked)  # fmt: skip
+                register = register_from_table(
+                    rows,
+                    self.ws.register_source.label,
+                    cfg.id_column,
+                    self.inputs.qis,
+                    self.inputs.hierarchies,
+                    ids_checked=checked,
+                )
         except InputError:
             self.check()  # the suite's report names every problem, not just the first
             raise

@@ -38,9 +38,13 @@ from state.store import OpenRelease, PublishedRelease, this_process
 
 
 def release_group_rows(
-    hierarchies: Sequence[Hierarchy], nodes: npt.NDArray[np.integer[Any]], candidates: npt.NDArray[np.integer[Any]],
-    records: npt.NDArray[np.integer[Any]], counts: npt.NDArray[np.integer[Any]], protected: Sequence[str],
-) -> list[dict[str, Any]]:  # fmt: skip
+    hierarchies: Sequence[Hierarchy],
+    nodes: npt.NDArray[np.integer[Any]],
+    candidates: npt.NDArray[np.integer[Any]],
+    records: npt.NDArray[np.integer[Any]],
+    counts: npt.NDArray[np.integer[Any]],
+    protected: Sequence[str],
+) -> list[dict[str, Any]]:
     """The state's row of every QI-group of a release, drafted or imported: the fields of
     :class:`serialpub.io.manifest.GroupRow` (``labels``, ``candidates``, ``records``,
     ``counts`` of the protected values it holds).
@@ -54,8 +58,9 @@ def release_group_rows(
     """
     # built from whole columns, not a validated GroupRow per group, which costs a Python
     # object per group. Every figure is a count the release holds (≥ 0)
-    labels = zip(*(np.asarray(h.labels, dtype=object)[nodes[:, a]].tolist()
-                   for a, h in enumerate(hierarchies)), strict=True)  # fmt: skip
+    labels = zip(
+        *(np.asarray(h.labels, dtype=object)[nodes[:, a]].tolist() for a, h in enumerate(hierarchies)), strict=True
+    )
     group, value = np.nonzero(counts)  # group-major, values ascending
     held = np.searchsorted(group, np.arange(nodes.shape[0] + 1))
     names = np.asarray(protected, dtype=object)[value].tolist()
@@ -73,9 +78,12 @@ def params_record(cfg: Config, inputs: DatasetInputs) -> dict[str, Any]:
     resolved: the QIs and numeric QIs in the inputs' order, the protected values listed,
     and the strategy's parameters as the search uses them."""
     return cfg.recorded(
-        quasi_identifiers=inputs.qis, numeric=inputs.numeric, protected_values=inputs.protected,
-        k_prime=inputs.params.k_prime, alpha=inputs.params.alpha,
-    )  # fmt: skip
+        quasi_identifiers=inputs.qis,
+        numeric=inputs.numeric,
+        protected_values=inputs.protected,
+        k_prime=inputs.params.k_prime,
+        alpha=inputs.params.alpha,
+    )
 
 
 def open_draft(series: DatasetSeries, period: str, settings: dict[str, Any], **fields: Any) -> OpenRelease:
@@ -95,13 +103,24 @@ def open_draft(series: DatasetSeries, period: str, settings: dict[str, Any], **f
 
 
 def new_manifest(
-    cfg: Config, inputs: DatasetInputs, register: RegisterReader, seq: int, period: str, previous: int | None,
+    cfg: Config,
+    inputs: DatasetInputs,
+    register: RegisterReader,
+    seq: int,
+    period: str,
+    previous: int | None,
     result: ReleaseResult,
-) -> Manifest:  # fmt: skip
+) -> Manifest:
     """The manifest of a draft, before its data file's checksum, validation, measures
     (:func:`set_measures`) and sign-off."""
     manifest = release_manifest(
-        cfg, inputs, register.file_sums, seq, period, previous, params_record(cfg, inputs),
+        cfg,
+        inputs,
+        register.file_sums,
+        seq,
+        period,
+        previous,
+        params_record(cfg, inputs),
         records=int(result.published.sum()),
         groups=int(result.group_nodes.shape[0]),
         suppressed=result.suppressed,
@@ -117,15 +136,21 @@ def new_manifest(
             for q, counts in register.register_leaf_counts.items()
         },
         measures=[],
-    )  # fmt: skip
+    )
     set_measures(cfg, manifest, None, [])
     return manifest
 
 
 def release_manifest(
-    cfg: Config, inputs: DatasetInputs, file_sums: dict[str, Any], seq: int, period: str, previous: int | None,
-    settings: dict[str, Any], **fields: Any,
-) -> Manifest:  # fmt: skip
+    cfg: Config,
+    inputs: DatasetInputs,
+    file_sums: dict[str, Any],
+    seq: int,
+    period: str,
+    previous: int | None,
+    settings: dict[str, Any],
+    **fields: Any,
+) -> Manifest:
     """The manifest of a release, drafted or imported, before its data file's checksum and
     its seal: the keys every release has (docs/release-contract.md), its privacy
     ``settings`` (:func:`params_record`, or an import's) and ``fields``, its figures and what
@@ -142,9 +167,7 @@ def release_manifest(
         period=period,
         created=datetime.now(UTC).isoformat(timespec="seconds"),
         **{"quasi_identifiers": inputs.qis, "sensitive": cfg.sensitive, **settings},
-        sha256=Checksums(
-            data_parquet=None, register_file=file_sums["register"], hierarchies=file_sums["hierarchies"]
-        ),
+        sha256=Checksums(data_parquet=None, register_file=file_sums["register"], hierarchies=file_sums["hierarchies"]),
         previous_release=previous,
         validation=None,
         sign_off=None,
@@ -166,9 +189,13 @@ def set_measures(cfg: Config, manifest: Manifest, query: QueryErrorResult | None
 
 
 def snapshot_fields(
-    cfg: Config, request: ReleaseRequest, source: InputSource, period: str, checked: InputChecks,
+    cfg: Config,
+    request: ReleaseRequest,
+    source: InputSource,
+    period: str,
+    checked: InputChecks,
     published: list[PublishedRelease],
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """The fields of a draft's row params (:class:`state.params.DraftParams`) beside its
     settings: its snapshot, who prepared it, and the decisions of ``request`` it was drafted
     under (a repeated snapshot, skipped periods)."""
@@ -192,9 +219,14 @@ def snapshot_fields(
 
 
 def stage_draft(
-    series: DatasetSeries, inputs: DatasetInputs, register: RegisterReader, opened: OpenRelease,
-    result: ReleaseResult, table: pd.DataFrame, previous: int | None,
-) -> tuple[Path, Manifest, float]:  # fmt: skip
+    series: DatasetSeries,
+    inputs: DatasetInputs,
+    register: RegisterReader,
+    opened: OpenRelease,
+    result: ReleaseResult,
+    table: pd.DataFrame,
+    previous: int | None,
+) -> tuple[Path, Manifest, float]:
     """Stage the draft ``opened``: its data file (``table``, :func:`serialpub.workflow.drafting.published_table`)
     and its manifest without measures in its staging folder, its figures, group rows and
     statistics file in the state. Returns the staging folder, the manifest and the seconds
@@ -212,16 +244,27 @@ def stage_draft(
     with progress.step("saving the draft's state"):
         figures = {"records": manifest.records, "groups": manifest.groups, "suppressed": manifest.suppressed,
                    "max_breach": result.max_breach, "data_sha256": manifest.sha256.data_parquet}  # fmt: skip
-        rows = release_group_rows(register.search_hierarchies(), result.group_nodes, result.group_candidates,
-                                  result.group_records, result.group_counts, inputs.protected)  # fmt: skip
+        rows = release_group_rows(
+            register.search_hierarchies(),
+            result.group_nodes,
+            result.group_candidates,
+            result.group_records,
+            result.group_counts,
+            inputs.protected,
+        )
         store.stage(opened.id, figures, rows, register.statistics.tables(result.history), str(staging))
     return staging, manifest, time.perf_counter() - t_state
 
 
 def finish_staging(
-    series: DatasetSeries, opened: OpenRelease, staging: Path, manifest: Manifest, query: QueryErrorResult | None,
-    utility: list[Measure], owner: str | None,
-) -> None:  # fmt: skip
+    series: DatasetSeries,
+    opened: OpenRelease,
+    staging: Path,
+    manifest: Manifest,
+    query: QueryErrorResult | None,
+    utility: list[Measure],
+    owner: str | None,
+) -> None:
     """Write the staged draft's manifest again with its query workload's errors and utility
     measures (:func:`set_measures`), bind it to the release row, and hand the draft to
     ``owner`` (None: it stays this process's)."""

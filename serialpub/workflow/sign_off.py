@@ -28,9 +28,13 @@ AUTO_APPROVER = "automatic approval (sign_off.auto_approve)"
 
 
 def approve(
-    series: DatasetSeries, seq: int, approver: str, comment: str, report_sha256: str | None = None,
+    series: DatasetSeries,
+    seq: int,
+    approver: str,
+    comment: str,
+    report_sha256: str | None = None,
     automatic: bool = False,
-) -> SignOffRecord:  # fmt: skip
+) -> SignOffRecord:
     """Record an approving sign-off of the validated release ``seq``. ``report_sha256``:
     the report page the approver saw (default: the staged one's).
 

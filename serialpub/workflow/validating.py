@@ -146,8 +146,10 @@ def _inputs_as_drafted(
             "published: prepare the release again ('serialpub release') with the period's files"
         )
     if rel.params.snapshot is None:  # every draft records it: the row was changed outside serialpub
-        raise StateError(f"release {rel.seq}: its release row names no snapshot; end it with 'serialpub reject "
-                         f"--release {rel.seq}' and prepare it again")  # fmt: skip
+        raise StateError(
+            f"release {rel.seq}: its release row names no snapshot; end it with 'serialpub reject "
+            f"--release {rel.seq}' and prepare it again"
+        )
     source = snapshot_source(series.ws, rel.params.snapshot)
     request = ReleaseRequest.as_drafted(rel.params)
     checked = check_inputs(series, inputs, register, request, source, rel.period) if source.exists() else None
@@ -160,9 +162,14 @@ def _inputs_as_drafted(
 
 
 def _release_suites(
-    cfg: Config, inputs: DatasetInputs, register: RegisterReader, manifest: Manifest, draft: Draft, snap: Snapshot,
+    cfg: Config,
+    inputs: DatasetInputs,
+    register: RegisterReader,
+    manifest: Manifest,
+    draft: Draft,
+    snap: Snapshot,
     history: History,
-) -> tuple[list[SuiteResult], Future[tuple[PrivacyFigures, dict[str, str]]], Future[list[Measure]]]:  # fmt: skip
+) -> tuple[list[SuiteResult], Future[tuple[PrivacyFigures, dict[str, str]]], Future[list[Measure]]]:
     """The release suites' results (without the global-guarantee suite under the localized
     baseline), with the report's figures and measures computed beside them."""
     presence = cfg.dilution is Dilution.PRESENCE
@@ -188,6 +195,7 @@ def _release_suites(
 
     with Overlap(2, "serialpub-breach") as beside:
         computing = beside.submit(breach_probabilities)
+
         # the report's figures, plots and per-release measures need the breach computation, not
         # the suites' verdicts: the two other threads make them after it, while the suites run
         # here. They are used only if every suite passes; an error in them is raised then, not
@@ -205,13 +213,17 @@ def _release_suites(
         figuring, measuring = beside.submit(figures), beside.submit(measures)
         with progress.step("release suites"):
             suites = release_suite(
-                draft, computing.result, cfg.ell, thresholds,
+                draft,
+                computing.result,
+                cfg.ell,
+                thresholds,
                 metrics={
                     "suppression_rate": (manifest.suppressed or 0) / max(len(snap.individual), 1),
                     **query_figures(manifest),
                 },
-                id_column=cfg.id_column, sensitive_domain=inputs.sensitive_domain,
-            )  # fmt: skip
+                id_column=cfg.id_column,
+                sensitive_domain=inputs.sensitive_domain,
+            )
     computing.result()  # a computation that failed raises here, before anything is recorded
     if cfg.guarantee is Guarantee.LOCALIZED:
         suites = [r for r in suites if r.suite != "guarantee"]
@@ -241,8 +253,14 @@ def report_inputs(
         named = [v for values in (cfg.report.categories or {}).values() for v in values]
         domain = sorted({*draft.table[cfg.sensitive].astype(str), *inputs.protected, *named})
     return PrivacyInputs(
-        draft=draft, breach=breach, history=history, params=inputs.params, presence=presence,
-        protected=inputs.protected, sensitive_hierarchy=inputs.sensitive_hierarchy, sensitive_domain=domain,
+        draft=draft,
+        breach=breach,
+        history=history,
+        params=inputs.params,
+        presence=presence,
+        protected=inputs.protected,
+        sensitive_hierarchy=inputs.sensitive_hierarchy,
+        sensitive_domain=domain,
     )
 
 
@@ -253,12 +271,15 @@ def write_report(
     the files' checksums for the manifest (the sign-off records the checksum of the page
     the approver saw)."""
     return write_release_report(
-        staging, manifest,
+        staging,
+        manifest,
         # the page is signed as it is, so it keeps this status after the decision: say where
         # the decision is
         "validated, awaiting sign-off when this page was made (the page is what the approver signed; the "
         "decision, approver and time are in manifest.json's sign_off and in 'serialpub history --all')",
-        figures, cfg.dilution is Dilution.PRESENCE, plots,
+        figures,
+        cfg.dilution is Dilution.PRESENCE,
+        plots,
     )
 
 

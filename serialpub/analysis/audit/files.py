@@ -185,11 +185,16 @@ def read_release_hierarchies(
 
 
 def audit_workspace(
-    workspace: Path, dataset: str | None = None, id_column: str = "id", snapshots: Path | None = None,
-    public_key: Path | None = None, since: tuple[int, str] | None = None, checkpoint: Path | None = None,
+    workspace: Path,
+    dataset: str | None = None,
+    id_column: str = "id",
+    snapshots: Path | None = None,
+    public_key: Path | None = None,
+    since: tuple[int, str] | None = None,
+    checkpoint: Path | None = None,
     key_fingerprint: str | None = None,
     learners: Sequence[str] = (),
-) -> AuditResult:  # fmt: skip
+) -> AuditResult:
     """Audit every published release of one dataset of a serialpub workspace.
 
     Reads ``<workspace>/register.csv`` (all columns as strings), ``hierarchies/<qi>.csv`` for
@@ -303,9 +308,11 @@ def _read_snapshot(folder: Path, m: ParsedManifest, id_column: str) -> tuple[pd.
         raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8") from None
     wanted = [c for c in (id_column, m.sensitive) if c in header]
     options = pacsv.ConvertOptions(
-        column_types={c: pa.string() for c in wanted}, include_columns=wanted,
-        strings_can_be_null=False, quoted_strings_can_be_null=False,
-    )  # fmt: skip
+        column_types={c: pa.string() for c in wanted},
+        include_columns=wanted,
+        strings_can_be_null=False,
+        quoted_strings_can_be_null=False,
+    )
     try:
         table = pacsv.read_csv(path, convert_options=options).to_pandas()
     except (pa.ArrowInvalid, UnicodeDecodeError) as exc:

@@ -266,16 +266,32 @@ def cell_series(
             )
         inside = np.flatnonzero(group_of_cell >= 0).astype(np.int64)
         out.append(
-            Release.of(0, inside, group_of_cell[inside].astype(np.int64), candidates.astype(np.int64),
-                       counts.astype(np.int64), np.arange(n_cells, dtype=np.int64))
-        )  # fmt: skip
+            Release.of(
+                0,
+                inside,
+                group_of_cell[inside].astype(np.int64),
+                candidates.astype(np.int64),
+                counts.astype(np.int64),
+                np.arange(n_cells, dtype=np.int64),
+            )
+        )
     first = np.full(n_cells, -1, dtype=np.int64)
     first[cell_of[::-1]] = np.arange(cell_of.size - 1, -1, -1)  # lowest index wins, as the serial cells'
     vocab = [[str(i) for i in range(n)] for n in n_leaves]
     return LearnerSeries(
-        list(qis), vocab, list(domain), list(values), ell, [Version(cell_leaves.astype(np.int64), cell_counts)],
-        out, ids, np.asarray(cell_of, dtype=np.int64), first, cell_counts.astype(np.int64), None,
-    )  # fmt: skip
+        list(qis),
+        vocab,
+        list(domain),
+        list(values),
+        ell,
+        [Version(cell_leaves.astype(np.int64), cell_counts)],
+        out,
+        ids,
+        np.asarray(cell_of, dtype=np.int64),
+        first,
+        cell_counts.astype(np.int64),
+        None,
+    )
 
 
 def _per_row(index: IntArray, weights: FloatArray, n: int) -> FloatArray:

@@ -113,9 +113,13 @@ def fit_logistic(series: LearnerSeries, weights: list[FloatArray]) -> LogisticFi
         res_x, gradient, iterations = theta0, 0.0, 0
     else:
         res = scipy.optimize.minimize(
-            objective, theta0, args=(x, y), jac=True, method="L-BFGS-B",
+            objective,
+            theta0,
+            args=(x, y),
+            jac=True,
+            method="L-BFGS-B",
             options={"maxiter": MAX_ITER, "gtol": GTOL, "ftol": 0.0, "maxcor": MAXCOR},
-        )  # fmt: skip
+        )
         res_x, iterations = res.x, int(res.nit)
         gradient = float(np.abs(objective(res_x, x, y)[1]).max())
     coef = res_x[: n_features * n_values].reshape(n_features, n_values)

@@ -94,8 +94,13 @@ def audit_releases(
         values.extend(v for v in pm.protected if v not in values)
 
     latest = parsed[-1]
-    result = AuditResult(dataset=latest.dataset, releases=[pm.release for pm in parsed], ell=latest.ell,
-                         stated_max_p=latest.stated_max_p, stated_in=latest.release)  # fmt: skip
+    result = AuditResult(
+        dataset=latest.dataset,
+        releases=[pm.release for pm in parsed],
+        ell=latest.ell,
+        stated_max_p=latest.stated_max_p,
+        stated_in=latest.release,
+    )
     _series_notes(parsed, values, result)
     per_individual = snapshots is not None and any(pm.dilution is not Dilution.REGISTER for pm in parsed)
     if snapshots is not None and len(snapshots) != len(parsed):

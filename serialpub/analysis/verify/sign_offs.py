@@ -26,9 +26,12 @@ def _order(row: tuple[int, str, str, str | None]) -> tuple[int, str, str, str]:
 
 
 def compare_sign_offs(
-    report: VerifyReport, store: StateStore, dataset: str, manifests: Mapping[int, Manifest],
+    report: VerifyReport,
+    store: StateStore,
+    dataset: str,
+    manifests: Mapping[int, Manifest],
     params: Mapping[int, Mapping[str, Any]] | None = None,
-) -> None:  # fmt: skip
+) -> None:
     """Add to ``report`` every disagreement between the sign-off rows, the audit log's
     decisions and the manifests' ``sign_off`` of ``dataset``; and, per published release,
     an approval by its preparer under the four-eyes rule it was drafted with, or a preparer
@@ -38,8 +41,9 @@ def compare_sign_offs(
     _check_preparation(report, log, manifests, params or {})
     logged: Counter[tuple[int, str, str, str | None]] = Counter(
         (e["release"], e["action"], e["actor"], (e["detail"] or {}).get("comment"))
-        for e in log if e["action"] in ("approved", "rejected")
-    )  # fmt: skip
+        for e in log
+        if e["action"] in ("approved", "rejected")
+    )
     seqs = sorted({e["release"] for e in log if e["release"] is not None} | set(manifests))
     recorded_by_release = store.sign_offs_by_release(dataset)
     rows = {seq: recorded_by_release.get(seq, []) for seq in seqs}
@@ -75,9 +79,11 @@ def compare_sign_offs(
 
 
 def _check_preparation(
-    report: VerifyReport, log: list[dict[str, Any]], manifests: Mapping[int, Manifest],
+    report: VerifyReport,
+    log: list[dict[str, Any]],
+    manifests: Mapping[int, Manifest],
     params: Mapping[int, Mapping[str, Any]],
-) -> None:  # fmt: skip
+) -> None:
     # the draft entry of the attempt that was published: the last one before its publication
     latest: dict[int, dict[str, Any]] = {}
     drafted: dict[int, dict[str, Any]] = {}

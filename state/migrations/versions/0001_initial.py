@@ -54,16 +54,28 @@ def upgrade() -> None:
     open_where = sa.text("status IN ('draft', 'validated', 'approved')")
     published_where = sa.text("status = 'published'")
     op.create_index(
-        "one_open_release", "releases", ["dataset_id"], unique=True,
-        sqlite_where=open_where, postgresql_where=open_where,
+        "one_open_release",
+        "releases",
+        ["dataset_id"],
+        unique=True,
+        sqlite_where=open_where,
+        postgresql_where=open_where,
     )
     op.create_index(
-        "published_seq", "releases", ["dataset_id", "seq"], unique=True,
-        sqlite_where=published_where, postgresql_where=published_where,
+        "published_seq",
+        "releases",
+        ["dataset_id", "seq"],
+        unique=True,
+        sqlite_where=published_where,
+        postgresql_where=published_where,
     )
     op.create_index(
-        "published_period", "releases", ["dataset_id", "period"], unique=True,
-        sqlite_where=published_where, postgresql_where=published_where,
+        "published_period",
+        "releases",
+        ["dataset_id", "period"],
+        unique=True,
+        sqlite_where=published_where,
+        postgresql_where=published_where,
     )
     op.create_table(
         "release_groups",
