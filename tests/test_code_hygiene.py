@@ -131,3 +131,13 @@ def test_one_word_per_concept_cell_not_combo() -> None:
         if word.search(line)
     ]
     assert found == [], found
+
+
+def test_no_module_of_the_package_over_500_lines() -> None:
+    # a longer module holds more than one job (docs/design.md): move a responsibility out
+    long = {
+        str(p.relative_to(ROOT)): n
+        for p in sorted((ROOT / "serialpub").rglob("*.py"))
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > 500
+    }
+    assert long == {}, long

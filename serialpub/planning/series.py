@@ -48,6 +48,7 @@ from serialpub.config import Workspace
 from serialpub.errors import REFUSED, InputError
 from serialpub.io.inputs import Snapshot, read_csv, snapshot_from_table
 from serialpub.planning.grid import RAREST, Candidate
+from serialpub.planning.learners import learner_figures
 from serialpub.simulate import PRESETS, SeriesSpec, simulate_series
 from serialpub.workflow import drafting
 from serialpub.workflow.dataset_inputs import DatasetInputs, read_dataset_inputs
@@ -436,72 +437,6 @@ def _release_figures(
         # per level of the top-down search, which requirement blocked the splits (docs/anonymization.md)
         **levels,
     }, release
-
-
-def learner_figures(
-    plan: PlanInputs,
-    measure: Measured,
-    protected: list[str],
-    ell: float,
-    releases: Sequence[JointRelease],
-    names: Sequence[str],
-) -> list[dict[str, Any]]:
-    """The learning adversary on a series held in memory: per learner of ``names`` (in the
-    order of :data:`serialpub.analysis.audit.learners.LEARNERS`), its largest posterior P'
-    (``max_p``) with a pair attaining it (``max_individual``, ``max_value``) and that pair's
-    uniform charge (``max_uniform``), the pairs (register individual, protected value) above
-    1/ℓ (``above``), and its ``seconds``.
-
-    ``releases`` are the series' releases resolved against the register as the public copy
-    shows them (:class:`JointRelease`: regions, records per value); each group's candidates
-    are the register individuals of its region (or its records, if more) and the sensitive
-    domain is the protected values, then every other value published, as the audit reads
-    them (:func:`serialpub.analysis.audit.learners.learner_series`), so the figures are the
-    audit's on the same series published for real (tests/test_plan.py)."""
-    from anonymizer.arrays import factorize_rows
-    from serialpub.analysis.audit.learners import cell_series, learner_report
-
-    others = sorted(
-        {
-            v
-            for r in releases
-            for v, n in zip(r.sensitive_values, r.counts.sum(axis=0), strict=True)
-            if n > 0 and v not in protected
-        }
-    )
-    domain = [*protected, *others]
-    column = {v: i for i, v in enumerate(domain)}
-    cells = releases[0]
-    per_release = []
-    for r in releases:
-        if r.cell_counts.size != cells.cell_counts.size:
-            raise ValueError("the releases of a plan are resolved against one register")
-        counts = np.zeros((r.counts.shape[0], len(domain)), dtype=np.int64)
-        for u, v in enumerate(r.sensitive_values):
-            if v in column:
-                counts[:, column[v]] = r.counts[:, u]
-        candidates = np.maximum(r.register_in_group, r.counts.sum(axis=1))
-        per_release.append((r.group_of_cell, candidates, counts))
-    hs = [plan.inputs.hierarchies[q] for q in plan.inputs.qis]
-    cell_of, _ = factorize_rows(measure.leaves, [h.n_leaves for h in hs])
-    series = cell_series(
-        list(plan.inputs.qis),
-        [h.n_leaves for h in hs],
-        cells.cell_leaves,
-        cells.cell_counts,
-        per_release,
-        domain,
-        protected,
-        ell,
-        plan.register.register.ids,
-        np.asarray(cell_of, dtype=np.int64),
-    )
-    report = learner_report(series, names)
-    return [
-        {"name": f.name, "max_p": f.max_p, "max_individual": f.max_individual, "max_value": f.max_value,
-         "max_uniform": f.max_uniform, "above": f.above, "seconds": f.seconds}
-        for f in report.learners if f.name != "uniform"
-    ]  # fmt: skip
 
 
 def _linked_distribution(history: History) -> dict[int, int]:

@@ -23,30 +23,26 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
-from anonymizer.hierarchy import Hierarchy
-from anonymizer.regions import RegisterCells, ReleaseGroups, group_release, locate_groups, record_nodes
+from anonymizer.regions import RegisterCells, locate_groups
 from anonymizer.release import History, PrivacyParams, advance_history
 from anonymizer.settings import Dilution, Strategy, SuppressionModel
 from serialpub.config import Workspace
-from serialpub.errors import InputError, quoted
+from serialpub.errors import InputError
 from serialpub.io import release_files
-from serialpub.io.inputs import present_rows, read_csv
+from serialpub.io.inputs import present_rows
 from serialpub.io.manifest import Manifest
 from serialpub.workflow import identity, publishing, release_record
 from serialpub.workflow.dataset_inputs import DatasetInputs, read_dataset_inputs
 from serialpub.workflow.dataset_series import DatasetSeries
 from serialpub.workflow.drafting import ReleaseOutcome
+from serialpub.workflow.imported_table import ReadRelease, check_cover, group_labels, read_groups, shown_labels
 from serialpub.workflow.input_checks import check_period
 from serialpub.workflow.register_reader import RegisterReader
 from serialpub.workflow.request import ReleaseRequest
@@ -56,72 +52,6 @@ IntArray = npt.NDArray[np.int64]
 
 
 # --------------------------------------------------------------------------- the command
-
-
-def _is_parquet(path: Path) -> bool:
-    with path.open("rb") as f:
-        return f.read(4) == b"PAR1"
-
-
-def read_release_data(path: Path, columns: Sequence[str]) -> tuple[pd.DataFrame, str]:
-    """A release data file (Parquet or CSV) as text columns, and how its rows are named
-    in messages ("line" for CSV with the header as line 1, "row" for Parquet, 1-based).
-
-    Raises:
-        InputError: missing or unreadable file, a missing or extra column, no rows, or an
-            empty cell (file, line/row and column named).
-    """
-    if not path.is_file():
-        raise InputError(f"{path}: release data file not found")
-    parquet = _is_parquet(path)
-    if parquet:
-        unit, offset = "row", 1
-        try:
-            table = pq.read_table(path)
-        except Exception as exc:  # pyarrow raises several unrelated types for a broken file
-            raise InputError(f"{path}: not a readable Parquet file ({type(exc).__name__}: {exc})") from None
-        names = list(table.column_names)
-    else:
-        unit, offset = "line", 2
-        frame = read_csv(path, "release data")
-        names = list(frame.columns)
-    missing = [c for c in columns if c not in names]
-    if missing:
-        raise InputError(
-            f"{path}: missing column(s) {', '.join(map(repr, missing))}; a release holds one column per "
-            f"quasi-identifier and the sensitive column: {', '.join(columns)}"
-        )
-    extra = [c for c in names if c not in columns]
-    if extra:
-        raise InputError(
-            f"{path}: unexpected column(s) {', '.join(map(repr, extra))}; a release holds exactly "
-            f"{', '.join(columns)} (no identifier, nothing derived from one)"
-        )
-    if parquet:
-        cols: dict[str, Any] = {}
-        for c in columns:
-            col = table.column(c)
-            if col.null_count:
-                i = int(np.flatnonzero(pc.is_null(col).to_numpy(zero_copy_only=False))[0])
-                raise InputError(f"{path}, row {i + 1}, column {c!r}: empty value; every cell needs a value")
-            try:
-                text = (
-                    col
-                    if pa.types.is_string(col.type) or pa.types.is_large_string(col.type)
-                    else pc.cast(col, pa.string())
-                )
-            except pa.ArrowInvalid as exc:
-                raise InputError(f"{path}, column {c!r}: cannot read its values as text ({exc})") from None
-            cols[c] = np.asarray(text.to_numpy(zero_copy_only=False), dtype=object).astype(str)
-        frame = pd.DataFrame(cols)
-    if frame.empty:
-        raise InputError(f"{path}: the release has no records; there is nothing to import")
-    for c in columns:
-        empty = (frame[c] == "").to_numpy()
-        if empty.any():
-            i = int(np.flatnonzero(empty)[0])
-            raise InputError(f"{path}, {unit} {i + offset}, column {c!r}: empty value; every cell needs a value")
-    return frame[list(columns)], unit
 
 
 def _strategy(
@@ -178,14 +108,6 @@ def _protected(ws: Workspace, inputs: DatasetInputs, protected: Sequence[str] | 
             "statistics file tracks only the configured values. Protect them there first"
         )
     return values
-
-
-def _labels(hierarchies: Sequence[Hierarchy], qis: Sequence[str], nodes: IntArray) -> dict[str, str]:
-    return {q: hierarchies[a].labels[int(nodes[a])] for a, q in enumerate(qis)}
-
-
-def _show(labels: dict[str, str]) -> str:
-    return "(" + ", ".join(f"{k}={v}" for k, v in labels.items()) + ")"
 
 
 def import_release(
@@ -247,7 +169,7 @@ def import_release(
     series, register = DatasetSeries(ws), RegisterReader(ws, inputs)
     values = _protected(ws, inputs, protected)
     publishing.recover(series)
-    published, read = check_period(series, ReleaseRequest(), period), _read_groups(ws, inputs, data_path, values)
+    published, read = check_period(series, ReleaseRequest(), period), read_groups(ws, inputs, data_path, values)
     group_of_ind, n_j, present = _candidates(inputs, register, data_path, read, snapshot, mode)
     suppressed = int(present.size - len(read.table)) if present is not None else None
     source_sha, record = release_files.sha256_file(data_path), _record(ws, inputs, params, mode, suppressed, values)
@@ -287,7 +209,7 @@ def import_release(
 
 
 def _outcome(
-    ws: Workspace, draft: OpenRelease, manifest: Manifest, read: _ReadRelease, n_j: IntArray, seconds: float
+    ws: Workspace, draft: OpenRelease, manifest: Manifest, read: ReadRelease, n_j: IntArray, seconds: float
 ) -> ReleaseOutcome:
     """The figures of the imported release ``draft``, now published with ``manifest``."""
     max_breach = float(manifest.max_breach_probability or 0.0)
@@ -364,68 +286,11 @@ def _check_arguments(ws: Workspace, dilution: str, snapshot: Path | None, period
     return mode
 
 
-@dataclass(frozen=True)
-class _ReadRelease:
-    """An imported release as read: its table, the file's unit (``line`` or ``row``) and the
-    first number of that unit, the hierarchies it is read with (in QI order) and its groups."""
-
-    table: pd.DataFrame
-    unit: str
-    hierarchies: list[Hierarchy]
-    groups: ReleaseGroups
-
-
-def _read_groups(ws: Workspace, inputs: DatasetInputs, data_path: Path, values: Sequence[str]) -> _ReadRelease:
-    """Read the release file and group its records (equal labels), each record's value an
-    index into the state's protected values, -1 for the values the other tool did not protect.
-
-    Raises:
-        InputError: a label that is not a node of its QI's hierarchy, or a sensitive value
-            outside the domain (file, line or row, column and value named).
-    """
-    qis, sens = inputs.qis, inputs.sensitive
-    table, unit = read_release_data(data_path, [*qis, sens])
-    offset = 2 if unit == "line" else 1
-    # a numeric QI's intervals are nodes of the hierarchy this release is read with
-    read_with = inputs.read_hierarchies(table)
-    hierarchies = [read_with[q] for q in qis]
-    nodes = record_nodes(table, qis, hierarchies)
-    for a, q in enumerate(qis):
-        bad = nodes[:, a] < 0
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise InputError(
-                f"{data_path}, {unit} {i + offset}, column {q!r}: value {quoted(table[q].iloc[i])} is not a "
-                "label of the "
-                f"hierarchy of {q!r} ({ws.hierarchy_dir / f'{q}.csv'}); every generalized value must be one of its "
-                "nodes (a leaf, an inner node or '*')"
-                + (
-                    " or, as the configuration declares it numeric, a closed interval [lo, hi] holding one of its "
-                    "leaves and nested in or disjoint from the file's other intervals"
-                    if q in inputs.numeric
-                    else ""
-                )
-            )
-    sens_values = table[sens].to_numpy(dtype=str)
-    if inputs.sensitive_domain is not None:
-        outside = ~np.isin(sens_values, inputs.sensitive_domain)
-        if outside.any():
-            i = int(np.flatnonzero(outside)[0])
-            raise InputError(
-                f"{data_path}, {unit} {i + offset}, column {sens!r}: value {quoted(sens_values[i])} is not in the "
-                f"sensitive domain (the leaves of {ws.hierarchy_dir / f'{sens}.csv'})"
-            )
-    value = pd.Index(inputs.protected).get_indexer(pd.Index(sens_values)).astype(np.int64)
-    value[~np.isin(sens_values, values)] = -1
-    groups = group_release(nodes, value, len(inputs.protected), hierarchies)
-    return _ReadRelease(table, unit, hierarchies, groups)
-
-
 def _candidates(
     inputs: DatasetInputs,
     register: RegisterReader,
     data_path: Path,
-    read: _ReadRelease,
+    read: ReadRelease,
     snapshot: Path | None,
     mode: Dilution,
 ) -> tuple[IntArray, IntArray, IntArray | None]:
@@ -442,22 +307,22 @@ def _candidates(
     if located.overlap_pairs:
         i, j = located.overlaps[0]
         more = f" (and {located.overlap_pairs - 1} more pair(s))" if located.overlap_pairs > 1 else ""
+        first, second = (shown_labels(group_labels(hierarchies, qis, groups.nodes[g])) for g in (i, j))
         raise InputError(
-            f"{data_path}: the regions of groups {_show(_labels(hierarchies, qis, groups.nodes[i]))} and "
-            f"{_show(_labels(hierarchies, qis, groups.nodes[j]))} overlap{more}; a release must cover every individual "
-            "by at most one group (docs/design.md section 1), so this one cannot be imported"
+            f"{data_path}: the regions of groups {first} and {second} overlap{more}; a release must cover every "
+            "individual by at most one group (docs/design.md section 1), so this one cannot be imported"
         )
     group_of_ind = located.group_of_cell[cells.of_individual]
     n_groups = groups.records.size
     in_region = np.bincount(group_of_ind[group_of_ind >= 0], minlength=n_groups).astype(np.int64)
-    _check_cover(
+    check_cover(
         data_path, hierarchies, qis, groups, in_region, "register individuals", "the register does not cover it"
     )
     present: IntArray | None = None
     if snapshot is not None:
         present = present_rows(snapshot, inputs.id_column, qis, register.register, inputs.hierarchies)
         present_in = np.bincount(group_of_ind[present][group_of_ind[present] >= 0], minlength=n_groups)
-        _check_cover(
+        check_cover(
             data_path,
             hierarchies,
             qis,
@@ -480,7 +345,7 @@ def _stage(
     register: RegisterReader,
     draft: OpenRelease,
     manifest: Manifest,
-    read: _ReadRelease,
+    read: ReadRelease,
     n_j: IntArray,
     new: History,
 ) -> None:
@@ -498,22 +363,3 @@ def _stage(
     figures = {"records": len(read.table), "groups": groups.records.size, "suppressed": manifest.suppressed,
                "max_breach": manifest.max_breach_probability, "data_sha256": manifest.sha256.data_parquet}  # fmt: skip
     series.store.stage(draft.id, figures, rows, register.statistics.tables(new), str(staging))
-
-
-def _check_cover(
-    path: Path,
-    hierarchies: Sequence[Hierarchy],
-    qis: Sequence[str],
-    groups: ReleaseGroups,
-    available: IntArray,
-    what: str,
-    meaning: str,
-) -> None:
-    short = np.flatnonzero(groups.records > available)
-    if short.size:
-        g = int(short[0])
-        shown = _show(_labels(hierarchies, qis, groups.nodes[g]))
-        raise InputError(
-            f"{path}: group {shown} holds {groups.records[g]} record(s) but "
-            f"only {available[g]} {what} lie in its region ({short.size} such group(s)); {meaning}"
-        )
