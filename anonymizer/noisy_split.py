@@ -61,8 +61,6 @@ BoolArray = npt.NDArray[np.bool_]
 DEFAULT_CLIP = 16.0
 #: the least slack (candidates) a taken split keeps in every part
 DEFAULT_MARGIN = 1.0
-#: the largest ε the settings accept: e^ε = 2 at most
-MAX_EPSILON = math.log(2.0)
 
 
 def _laplace_cdf(t: FloatArray | float, scale: float) -> FloatArray:

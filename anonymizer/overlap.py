@@ -30,9 +30,11 @@ from contextvars import Context, ContextVar, copy_context
 from types import TracebackType
 from typing import ParamSpec, TypeVar
 
-#: the environment variable that, when set, overrides the setting: every step in turn on the
-#: caller's thread (``1``, ``true``, ``yes``, ``on``) or overlapped (any other value)
-SEQUENTIAL_ENV = "SERIALPUB_SEQUENTIAL"
+from anonymizer.settings import SEQUENTIAL_ENV
+
+# SEQUENTIAL_ENV, when set, overrides the setting: every step in turn on the caller's thread
+# (``1``, ``true``, ``yes``, ``on``) or overlapped (any other value)
+
 #: the setting in force for the extent of an :func:`in_turn` block (work an Overlap hands to
 #: a thread runs in a copy of the submitter's context, so it holds there too)
 _IN_TURN: ContextVar[bool] = ContextVar("serialpub_in_turn", default=False)

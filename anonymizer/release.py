@@ -18,9 +18,10 @@ from anonymizer import privacy, topdown
 from anonymizer.arrays import Rows, distinct_counts, factorize, factorize_rows
 from anonymizer.bottomup import generalize
 from anonymizer.hierarchy import Hierarchy
-from anonymizer.noisy_split import MAX_EPSILON, NoisyPartition, NoisySplitTest
+from anonymizer.noisy_split import NoisyPartition, NoisySplitTest
 from anonymizer.search import Cells, Generalization
 from anonymizer.settings import (
+    MAX_EPSILON,
     AfterKPrime,
     Algorithm,
     Guarantee,

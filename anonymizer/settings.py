@@ -8,7 +8,14 @@ later.
 
 from __future__ import annotations
 
+import math
 from enum import StrEnum
+
+#: the environment variable that runs every step of a release in turn (``1``) or overlapped
+#: (``0``), over the configuration's ``sequential`` setting (:mod:`anonymizer.overlap`)
+SEQUENTIAL_ENV = "SERIALPUB_SEQUENTIAL"
+#: the largest ε of ``partition_test: noisy``: e^ε = 2 at most (:mod:`anonymizer.noisy_split`)
+MAX_EPSILON = math.log(2.0)
 
 
 class Strategy(StrEnum):

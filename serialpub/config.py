@@ -14,8 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from anonymizer.overlap import SEQUENTIAL_ENV
-from anonymizer.settings import PartitionTest
+from anonymizer.settings import SEQUENTIAL_ENV, PartitionTest
 from serialpub.errors import InputError, quoted
 from serialpub.io.periods import PeriodFormat
 from serialpub.io.release_settings import STRICT, ReleaseSettings, documented

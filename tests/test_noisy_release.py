@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from helpers import make_workspace, snapshot
 
-from anonymizer.noisy_split import MAX_EPSILON
 from anonymizer.release import History, PrivacyParams, SnapshotCodes, anonymize_history
+from anonymizer.settings import MAX_EPSILON
 from serialpub.analysis.audit import audit_workspace, format_report
 from serialpub.config import load_config
 from serialpub.errors import InputError
@@ -48,7 +48,7 @@ def test_noisy_releases_record_the_test_keep_the_seed_secret_and_pass_the_audit(
 def test_the_audit_finds_a_noisy_release_without_a_sound_epsilon() -> None:
     from serialpub.analysis.audit.manifest import ParsedManifest
     from serialpub.analysis.audit.result import AuditResult
-    from serialpub.analysis.audit.series import _noisy_notes
+    from serialpub.analysis.audit.series import noisy_notes
 
     def pm(release: int, test: str | None, eps: float | None) -> ParsedManifest:
         return ParsedManifest(
@@ -77,7 +77,7 @@ def test_the_audit_finds_a_noisy_release_without_a_sound_epsilon() -> None:
 
     result = AuditResult.__new__(AuditResult)
     result.findings, result.notes = [], []
-    _noisy_notes([pm(1, "noisy", 0.9), pm(2, "noisy", None), pm(3, None, 0.2), pm(4, "noisy", 0.5)], result)
+    noisy_notes([pm(1, "noisy", 0.9), pm(2, "noisy", None), pm(3, None, 0.2), pm(4, "noisy", 0.5)], result)
     assert result.findings == [
         "release 1: partition_test noisy with partition_epsilon 0.9, not in (0, 0.6931] (ln 2)",
         "release 2: partition_test noisy with partition_epsilon None, not in (0, 0.6931] (ln 2)",

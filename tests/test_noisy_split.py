@@ -24,7 +24,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from anonymizer.noisy_split import DEFAULT_MARGIN, MAX_EPSILON, NoisySplitTest
+from anonymizer.noisy_split import DEFAULT_MARGIN, NoisySplitTest
+from anonymizer.settings import MAX_EPSILON
 
 
 def _worst_ratio(test: NoisySplitTest, sizes: tuple[int, ...], c: int, r: float) -> Fraction:

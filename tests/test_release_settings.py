@@ -46,7 +46,7 @@ DEMO_ONLY = {"--out", "--rounds", "--seed", "--evolving-register", "--help"}
 #: the options of ``serialpub plan`` that are no axis of its grid
 PLAN_ONLY = {
     "--config", "--rounds", "--snapshots", "--simulate", "--seed", "--grid", "--json", "--html", "--jobs",
-    "--max-candidates", "--help",
+    "--max-candidates", "--learners", "--help",
 }  # fmt: skip
 #: a configuration that sets every release setting away from its default
 EVERY_SETTING: dict[str, Any] = {

@@ -26,8 +26,8 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationInfo, fi
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError
 
-from anonymizer.noisy_split import MAX_EPSILON
 from anonymizer.settings import (
+    MAX_EPSILON,
     AfterKPrime,
     Algorithm,
     Dilution,

@@ -19,8 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from anonymizer.noisy_split import MAX_EPSILON
-from anonymizer.settings import AfterKPrime, Dilution, PartitionModel, PartitionTest, Strategy
+from anonymizer.settings import MAX_EPSILON, AfterKPrime, Dilution, PartitionModel, PartitionTest, Strategy
 from serialpub.config import Config
 from serialpub.errors import InputError, quoted
 from serialpub.io.release_settings import PLAN_OPTIONS, PLAN_TAKES

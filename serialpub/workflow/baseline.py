@@ -81,12 +81,7 @@ def localized_baseline(
         register_sha = ""
         params: DraftParams = r.params
         path = Path(params.snapshot) if params.snapshot else None
-        if params.imported:
-            stopped = f"release {r.seq} was imported (its snapshot is not a release input)"
-        elif path is None or not path.is_file():
-            stopped = f"the snapshot of release {r.seq} is not available"
-        elif params.snapshot_sha256 and release_files.sha256_file(path) != params.snapshot_sha256:
-            stopped = f"the snapshot of release {r.seq} changed since it was published ({path})"
+        stopped = _unavailable(r.seq, params, path)
         if not stopped:
             coded, register_sha, stopped = _register_of(series.ws, inputs, register, r)
         if stopped:
@@ -95,20 +90,7 @@ def localized_baseline(
         protected = list(params.protected_values or inputs.protected)
         statistics = StatisticsFile(coded, protected, register_sha)
         history = statistics.load(carried, np.full(len(coded.ids), params.l))
-        # the baseline at equal settings; those a release made before a setting existed does
-        # not record are the ones it was made with (state.params)
-        pp = PrivacyParams(
-            ell=params.l,
-            strategy=params.strategy,
-            k_prime=params.k_prime,
-            alpha=params.alpha,
-            guarantee=Guarantee.LOCALIZED,
-            suppression_model=params.suppression_model,
-            algorithm=params.algorithm,
-            # null for a strategy without k': its default, never read
-            after_k_prime=params.after_k_prime or AfterKPrime.STOP,
-            partition_model=params.partition_model or PartitionModel.PARTS,
-        )
+        pp = _localized(params)
         table = read_csv(path, "snapshot")
         snap = snapshot_from_table(
             table, path, cfg.id_column, inputs.qis, cfg.sensitive, coded, inputs.hierarchies, domain
@@ -142,12 +124,47 @@ def localized_baseline(
     else:
         out.note = f"replayed all {done} releases"
     if carried is not None and done:
-        members, classes = carried
-        survival = classes.column("survival").to_numpy()
-        above = np.unique(classes.column("class").to_numpy()[1.0 - survival > 1.0 / cfg.ell + TIE_TOLERANCE])
-        out.individuals_above = int(np.isin(members.column("class").to_numpy(), above).sum())  # bound allowed
+        out.individuals_above = _individuals_above(carried, cfg.ell)
     out.seconds = time.perf_counter() - started
     return out
+
+
+def _unavailable(seq: int, params: DraftParams, path: Path | None) -> str:
+    """Why release ``seq``'s snapshot cannot be replayed, or "" when it can."""
+    if params.imported:
+        return f"release {seq} was imported (its snapshot is not a release input)"
+    if path is None or not path.is_file():
+        return f"the snapshot of release {seq} is not available"
+    if params.snapshot_sha256 and release_files.sha256_file(path) != params.snapshot_sha256:
+        return f"the snapshot of release {seq} changed since it was published ({path})"
+    return ""
+
+
+def _localized(params: DraftParams) -> PrivacyParams:
+    """The baseline's settings for a release: its own, under the localized guarantee; those a
+    release made before a setting existed does not record are the ones it was made with
+    (state.params)."""
+    return PrivacyParams(
+        ell=params.l,
+        strategy=params.strategy,
+        k_prime=params.k_prime,
+        alpha=params.alpha,
+        guarantee=Guarantee.LOCALIZED,
+        suppression_model=params.suppression_model,
+        algorithm=params.algorithm,
+        # null for a strategy without k': its default, never read
+        after_k_prime=params.after_k_prime or AfterKPrime.STOP,
+        partition_model=params.partition_model or PartitionModel.PARTS,
+    )
+
+
+def _individuals_above(carried: tuple[pa.Table, pa.Table], ell: float) -> int:
+    """The register individuals whose replayed breach probability passes 1/ℓ (the bound the
+    localized guarantee allows to be passed)."""
+    members, classes = carried
+    survival = classes.column("survival").to_numpy()
+    above = np.unique(classes.column("class").to_numpy()[1.0 - survival > 1.0 / ell + TIE_TOLERANCE])
+    return int(np.isin(members.column("class").to_numpy(), above).sum())
 
 
 def _register_of(

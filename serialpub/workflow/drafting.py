@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -156,7 +156,6 @@ def draft(
         StateError: another release of the dataset is being prepared.
     """
     started = time.perf_counter()
-    cfg = series.ws.config
     source = snapshot_source(series.ws, snapshot)
     period = period or period_of_source(source)
     recover(series)
@@ -189,6 +188,27 @@ def draft(
                 raise
             beside.release()  # the work ahead goes on: it is waited for below
         checked = keep_checks(register, read, suite, snap)
+    staged = _open_and_stage(
+        series, inputs, register, request, source, period, checked, ahead.result if ahead else lambda: None, owner
+    )
+    return replace(staged, outcome=replace(staged.outcome, seconds=time.perf_counter() - started))
+
+
+def _open_and_stage(
+    series: DatasetSeries,
+    inputs: DatasetInputs,
+    register: RegisterReader,
+    request: ReleaseRequest,
+    source: InputSource,
+    period: str,
+    checked: InputChecks,
+    anonymized_ahead: Callable[[], Anonymized | None],
+    owner: str | None,
+) -> StagedRelease:
+    """:func:`draft`'s second half, once the inputs passed: open the draft, anonymize (or
+    take what ``anonymized_ahead`` gives, None when nothing was done ahead), stage the
+    release with its measures. Its outcome's ``seconds`` are the caller's to set."""
+    cfg = series.ws.config
     snap = checked.snapshot
     published = series.store.published(cfg.dataset)
     checkpoint("after_snapshot")
@@ -206,7 +226,7 @@ def draft(
         # the queries and their answers on the snapshot need no release: this thread draws them
         # while the snapshot is anonymized ahead (its other core runs the anonymizer)
         workload = snapshot_workload(cfg, inputs, snap)
-        done = take(series, ahead.result() if ahead is not None else None, opened)
+        done = take(series, anonymized_ahead(), opened)
         computed = _compute(series, inputs, register, opened, snap, source.label, done)
         previous = published[-1].seq if published else None
         # the query workload and the utility measures read the draft in memory, not its files
@@ -227,7 +247,7 @@ def draft(
         series.abandon(opened, exc)
         raise
     outcome = _outcome(opened.seq, period, series.ws.dataset_dir, computed, query)
-    outcome = replace(outcome, seconds=time.perf_counter() - started, seconds_state=outcome.seconds_state + t_commit)
+    outcome = replace(outcome, seconds_state=outcome.seconds_state + t_commit)
     return StagedRelease(id=opened.id, seq=opened.seq, period=period, staging=staging, outcome=outcome)
 
 

@@ -173,31 +173,15 @@ def import_release(
     group_of_ind, n_j, present = _candidates(inputs, register, data_path, read, snapshot, mode)
     suppressed = int(present.size - len(read.table)) if present is not None else None
     source_sha, record = release_files.sha256_file(data_path), _record(ws, inputs, params, mode, suppressed, values)
+    listed = {"snapshot": str(snapshot.resolve())} if snapshot is not None else {}
     draft = release_record.open_draft(
-        series,
-        period,
-        record,
-        imported=True,
-        source=str(data_path.resolve()),
-        source_sha256=source_sha,
-        **({"snapshot": str(snapshot.resolve())} if snapshot is not None else {}),
+        series, period, record, imported=True, source=str(data_path.resolve()), source_sha256=source_sha, **listed
     )
     try:
         new = advance_history(_history(series, register), group_of_ind, n_j, read.groups.counts)[0]
-        manifest = release_record.release_manifest(
-            ws.config,
-            inputs,
-            register.file_sums,
-            draft.seq,
-            period,
-            published[-1].seq if published else None,
-            record,
-            records=len(read.table),
-            groups=read.groups.records.size,
-            suppressed=suppressed,
-            max_breach_probability=new.max_breach(),
-            imported=True,
-            source_sha256=source_sha,
+        previous = published[-1].seq if published else None
+        manifest = _manifest(
+            ws, inputs, register, draft.seq, period, previous, record, read, suppressed, new, source_sha
         )
         _stage(series, inputs, register, draft, manifest, read, n_j, new)
         # published by the other tool already: no validation or sign-off of its own
@@ -206,6 +190,38 @@ def import_release(
         series.abandon(draft, exc)
         raise
     return _outcome(ws, draft, manifest, read, n_j, time.perf_counter() - started)
+
+
+def _manifest(
+    ws: Workspace,
+    inputs: DatasetInputs,
+    register: RegisterReader,
+    seq: int,
+    period: str,
+    previous: int | None,
+    record: dict[str, Any],
+    read: ReadRelease,
+    suppressed: int | None,
+    new: History,
+    source_sha: str,
+) -> Manifest:
+    """The imported release's manifest (:func:`serialpub.workflow.release_record.release_manifest`):
+    its settings ``record``, its figures, ``imported`` and the source file's sha256."""
+    return release_record.release_manifest(
+        ws.config,
+        inputs,
+        register.file_sums,
+        seq,
+        period,
+        previous,
+        record,
+        records=len(read.table),
+        groups=read.groups.records.size,
+        suppressed=suppressed,
+        max_breach_probability=new.max_breach(),
+        imported=True,
+        source_sha256=source_sha,
+    )
 
 
 def _outcome(

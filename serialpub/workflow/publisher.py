@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, Protocol, TypeVar
 
 import pandas as pd
 
@@ -74,12 +74,22 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 
-def _as_configured(step: Callable[Concatenate[Publisher, P], T]) -> Callable[Concatenate[Publisher, P], T]:
+class _Configured(Protocol):
+    """What :func:`_as_configured` reads of the object whose step it wraps."""
+
+    @property
+    def ws(self) -> Workspace: ...
+
+
+C = TypeVar("C", bound=_Configured)
+
+
+def _as_configured(step: Callable[Concatenate[C, P], T]) -> Callable[Concatenate[C, P], T]:
     """The step with the workspace's ``sequential`` setting in force (:func:`anonymizer.overlap.in_turn`;
     the environment's ``SERIALPUB_SEQUENTIAL`` overrides it)."""
 
     @functools.wraps(step)
-    def run(self: Publisher, /, *args: P.args, **kwargs: P.kwargs) -> T:
+    def run(self: C, /, *args: P.args, **kwargs: P.kwargs) -> T:
         with overlap.in_turn(self.ws.config.sequential):
             return step(self, *args, **kwargs)
 

@@ -21,9 +21,8 @@ import pandas as pd
 from anonymizer.arrays import factorize
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.intervals import release_hierarchies
-from anonymizer.noisy_split import MAX_EPSILON
 from anonymizer.privacy import exceeds_threshold, survival_factor, survival_products
-from anonymizer.settings import Dilution, Guarantee, PartitionTest
+from anonymizer.settings import MAX_EPSILON, Dilution, Guarantee, PartitionTest
 from serialpub.analysis.audit.cells import Cells, IntArray, register_cells, snapshot_records
 from serialpub.analysis.audit.geometry import Tree, distinct_sorted
 from serialpub.analysis.audit.learners import run_learners
@@ -219,7 +218,7 @@ def _series_notes(parsed: list[ParsedManifest], values: list[str], result: Audit
             f"breach ({'; '.join(RISK[KnownBreach(b)] for b in models)}): the verdict holds only within that "
             'model (docs/threat-model.md, "Models with a known breach")'
         )
-    _noisy_notes(parsed, result)
+    noisy_notes(parsed, result)
     datasets = {pm.dataset for pm in parsed}
     if len(datasets) > 1:
         result.findings.append(f"the manifests name several datasets: {sorted(map(str, datasets))}")
@@ -233,7 +232,7 @@ def _series_notes(parsed: list[ParsedManifest], values: list[str], result: Audit
             )
 
 
-def _noisy_notes(parsed: list[ParsedManifest], result: AuditResult) -> None:
+def noisy_notes(parsed: list[ParsedManifest], result: AuditResult) -> None:
     """What the public files say of ``partition_test: noisy`` (docs/threat-model.md, "The
     noisy split test"): each such release must record an ε in (0, ln 2]; its refused splits
     may raise a posterior to e^ε × its charge, which the note states beside the stated max p.
