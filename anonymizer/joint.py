@@ -57,7 +57,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from scipy import sparse
 
 from anonymizer.arrays import CodedRows, factorize, row_keys
 from anonymizer.hierarchy import Hierarchy
@@ -396,18 +395,44 @@ def _evaluate(release: JointRelease, ranges: QueryRanges, bounds: bool, with_uni
     return JointAnswers(estimate, lower, upper + release.suppressed, uniform, variance, generalized)
 
 
-def _sparse_counts(counts: IntArray) -> sparse.csr_matrix:
-    """The published counts c_s(G), int64 (G, V), as a sparse float64 (G, V) matrix: a group
-    holds few of the sensitive values."""
+@dataclass(frozen=True, eq=False)
+class _NonzeroCounts:
+    """The published counts c_s(G), int64 (G, V), by their nonzero entries (a group holds
+    few of the sensitive values): ``column`` (value) and ``count`` (float64, whole numbers)
+    of each entry, shape (E,), in row-major order; ``starts`` the first entry of every group
+    that holds one and ``groups`` those groups, shape (G',); ``shape`` (G, V)."""
+
+    column: IntArray
+    count: FloatArray
+    starts: IntArray
+    groups: IntArray
+    shape: tuple[int, int]
+
+
+def _sparse_counts(counts: IntArray) -> _NonzeroCounts:
+    """:class:`_NonzeroCounts` of the published counts c_s(G), int64 (G, V)."""
     rows, cols = np.nonzero(counts)
-    return sparse.csr_matrix((counts[rows, cols].astype(np.float64), (rows, cols)), shape=counts.shape)
+    starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]]) if rows.size else np.zeros(0, dtype=np.int64)
+    return _NonzeroCounts(cols, counts[rows, cols].astype(np.float64), starts, rows[starts], counts.shape)
 
 
-def _chunk_counts(counts: sparse.csr_matrix, s_mask: FloatArray) -> FloatArray:
-    """c_S(G) = Σ_{s∈S} c_s(G) of a chunk of queries, float64 (chunk, G), from the sparse
-    counts (G, V) and the queries' value masks ``s_mask`` (chunk, V) of 0 and 1: whole
-    numbers, exact in float64."""
-    return np.asarray(counts @ np.ascontiguousarray(s_mask.T)).T
+def _chunk_counts(counts: _NonzeroCounts, s_mask: FloatArray) -> FloatArray:
+    """c_S(G) = Σ_{s∈S} c_s(G) of a chunk of queries, float64 (chunk, G), from the nonzero
+    counts and the queries' value masks ``s_mask`` (chunk, V) of 0 and 1: whole numbers,
+    exact in float64 whatever the order of summation.
+
+    Queries of a batch mostly count the same values, so each distinct set S is summed once
+    (one row of (distinct S, E) entries per step, at most :data:`CHUNK_ELEMENTS` elements
+    at a time) and the queries take their set's row."""
+    g = counts.shape[0]
+    sets, set_of = np.unique(s_mask, axis=0, return_inverse=True)
+    per_set = np.zeros((sets.shape[0], g), dtype=np.float64)
+    if counts.starts.size:
+        step = max(1, CHUNK_ELEMENTS // counts.column.size)
+        for start in range(0, sets.shape[0], step):  # one step per block of distinct value sets
+            held = sets[start : start + step][:, counts.column] * counts.count
+            per_set[start : start + step, counts.groups] = np.add.reduceat(held, counts.starts, axis=1)
+    return per_set[set_of.reshape(-1)]
 
 
 def _in_query(

@@ -52,7 +52,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from scipy import sparse
 
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.hierarchy_index import HierarchyIndex
@@ -60,6 +59,8 @@ from anonymizer.regions import label_nodes
 from anonymizer.workload import QueryRanges, check_parameters, draw_queries
 
 if TYPE_CHECKING:
+    from scipy import sparse
+
     from anonymizer.joint import JointWorkloadError
 
 __all__ = [
@@ -261,6 +262,8 @@ class _Table:
             sens_of, column = np.divmod(keys, width)
             indptr = np.zeros(n_sens + 1, dtype=np.int64)
             np.cumsum(np.bincount(sens_of, minlength=n_sens), out=indptr[1:])
+            from scipy import sparse  # the writer side's: a data user's query never imports scipy
+
             matrix = sparse.csr_matrix((summed, column, indptr), shape=(n_sens, width))
             self.projections[attrs] = (qi_rows, matrix)
         return self.projections[attrs]
