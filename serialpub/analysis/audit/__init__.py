@@ -49,18 +49,24 @@ its rotation records), :mod:`.extension` (checkpoints: does the copy extend what
 consumer saw) and :mod:`.signature` (one Ed25519 signature).
 """
 
-from serialpub.analysis.audit.files import audit_workspace
-from serialpub.analysis.audit.result import (
-    EXIT_STATUS,
-    MAX_LISTED_OVERLAPS,
-    AuditResult,
-    Outcome,
-    RegionOverlap,
-    Verdict,
-    collapse_notes,
-    format_report,
-)
-from serialpub.analysis.audit.series import audit_releases
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from serialpub.analysis.audit.files import audit_workspace
+    from serialpub.analysis.audit.result import (
+        EXIT_STATUS,
+        MAX_LISTED_OVERLAPS,
+        AuditResult,
+        Outcome,
+        RegionOverlap,
+        Verdict,
+        collapse_notes,
+        format_report,
+    )
+    from serialpub.analysis.audit.series import audit_releases
 
 __all__ = [
     "EXIT_STATUS",
@@ -74,3 +80,14 @@ __all__ = [
     "collapse_notes",
     "format_report",
 ]
+
+#: the module each name of the package comes from, imported when the name is first asked
+#: for: a data user's reader imports a few of the audit's modules (the checks of a copy),
+#: not the whole series audit
+_HOME = {name: "result" for name in __all__} | {"audit_workspace": "files", "audit_releases": "series"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)

@@ -22,7 +22,6 @@ from anonymizer.hierarchy import Hierarchy
 from serialpub.analysis.audit.integrity import check_store, given_key
 from serialpub.analysis.audit.manifest import ParsedManifest, file_sha256, parse_manifest
 from serialpub.analysis.audit.result import AuditResult, collapse_notes
-from serialpub.analysis.audit.series import audit_releases
 from serialpub.errors import InputError
 from serialpub.io.hierarchies import read_hierarchy
 from serialpub.io.series_records import Checkpoint
@@ -230,6 +229,8 @@ def audit_workspace(
             the register or a hierarchy file differs from the one a release was published
             with (its sha256 in the manifest); anything :func:`audit_releases` raises.
     """
+    from serialpub.analysis.audit.series import audit_releases  # the series audit: not what a reader imports
+
     since = _since(since)  # bad input is refused before the work
     if checkpoint is not None:
         if not checkpoint.is_file():
