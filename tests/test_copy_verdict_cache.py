@@ -5,6 +5,8 @@ code are the same; any changed, added or removed file, or another key, is verifi
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import shutil
 from collections.abc import Callable
@@ -262,3 +264,164 @@ def test_releases_of_one_register_version_resolve_it_once(fresh: Path, monkeypat
         for name in ("group_nodes", "counts", "cell_leaves", "cell_counts", "group_of_cell"):
             np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
     assert len(calls) == 3
+
+
+# -- the resolved arrays kept beside a verdict (serialpub.analysis.copy_cache) ------------
+
+
+def _arrays(folder: Path) -> list[Path]:
+    return sorted(folder.glob("copy-*.*.npz"))
+
+
+def _answers(copy: reader.PublicReleases) -> pd.DataFrame:
+    from serialpub.analysis.querying import Query, answers, parse_condition
+
+    qis = copy.releases[-1].qis
+    asked = [
+        Query((parse_condition("zipcode=6500*", qis),), ("flu", "cold")),
+        Query((parse_condition("age=[22,25]", qis), parse_condition("sex=F", qis))),
+        Query(()),
+    ]
+    return answers(copy, asked)
+
+
+def test_a_second_open_answers_from_the_cached_arrays_without_the_register_or_the_tables(
+    fresh: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "verdicts"
+    resolved: list[int] = []
+    cells = reader.register_cells
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        resolved.append(1)
+        return cells(*args, **kwargs)
+
+    monkeypatch.setattr(reader, "register_cells", counted)
+    uncached = _answers(reader.open_releases(fresh))
+    first = reader.open_releases(fresh, cache_dir=cache)
+    made = _answers(first)
+    assert len(_arrays(cache)) == 3, "one coded register (both releases share it) and one entry per release"
+    calls = len(resolved)
+    second = reader.open_releases(fresh, cache_dir=cache)
+    again = _answers(second)
+    assert len(resolved) == calls, "the register was coded again although its arrays were cached"
+    assert all(r.sources.data is None and r.sources.register is None for r in second.releases), "a table was read"
+    pd.testing.assert_frame_equal(again, made)
+    pd.testing.assert_frame_equal(again, uncached)
+    for a, b in zip(first.releases, second.releases, strict=True):
+        ja, jb = a.joint(), b.joint()
+        for name in ("group_nodes", "counts", "cell_leaves", "cell_counts", "group_of_cell"):
+            np.testing.assert_array_equal(getattr(ja, name), getattr(jb, name))
+            assert getattr(ja, name).dtype == getattr(jb, name).dtype
+        assert ja.sensitive_values == jb.sensitive_values and ja.suppressed == jb.suppressed
+        # the numeric QIs' hierarchies rebuilt from the cached labels are those read from the table
+        assert {q: h.labels for q, h in a.hierarchies.items()} == {q: h.labels for q, h in b.hierarchies.items()}
+        assert a.records == b.records == len(b.data)  # the table is still there when asked for
+        pd.testing.assert_frame_equal(a.groups(), b.groups())
+
+
+@pytest.mark.slow
+def test_the_json_of_every_query_mode_is_the_same_with_and_without_the_cache(fresh: Path, tmp_path: Path) -> None:
+    (tmp_path / "q.txt").write_text("sex=F AND age=[22,25]\nzipcode=6500* AND disease=flu|cold\n", encoding="utf-8")
+    modes = [
+        ["--where", "zipcode=6500*", "--sensitive", "flu,cold"],
+        ["--by", "sex,zipcode", "--where", "age=[21,27]"],
+        ["--queries", str(tmp_path / "q.txt")],
+        ["--where", "sex=F", "--release", "2"],
+    ]
+    for mode in modes:
+        ask = ["query", ".", *mode, "--json"]
+        uncached = cli(*ask, "--no-cache", cwd=fresh)
+        first = cli(*ask, "--cache-dir", tmp_path / "verdicts", cwd=fresh)
+        second = cli(*ask, "--cache-dir", tmp_path / "verdicts", cwd=fresh)
+        assert uncached.returncode == first.returncode == second.returncode == 0, uncached.stderr + second.stderr
+        assert second.stdout == first.stdout == uncached.stdout, mode
+    assert len(_arrays(tmp_path / "verdicts")) == 3
+
+
+@pytest.mark.parametrize(
+    "tamper",
+    [_edit_parquet, _edit_manifest, _edit_signature, _edit_register, _edit_hierarchy, _other_key],
+)
+def test_a_copy_tampered_after_its_arrays_were_cached_is_refused(
+    fresh: Path, tmp_path: Path, tamper: Callable[[Path], None], verifications: list[int]
+) -> None:
+    cache = tmp_path / "verdicts"
+    _answers(reader.open_releases(fresh, cache_dir=cache))
+    assert len(_arrays(cache)) == 3
+    tamper(fresh)
+    with pytest.raises(InputError):
+        _answers(reader.open_releases(fresh, cache_dir=cache))
+    assert len(verifications) == 2, "the tampered copy was not verified afresh"
+    assert len(_arrays(cache)) == 3, "a refused copy leaves no arrays"
+
+
+def test_arrays_are_kept_only_under_the_state_they_were_made_from(fresh: Path, tmp_path: Path) -> None:
+    """A file changed after the copy was opened and before its arrays were made: nothing is
+    kept under the state that was verified (the arrays may be of the changed file)."""
+    cache = tmp_path / "verdicts"
+    opened = reader.open_releases(fresh, cache_dir=cache)
+    _edit_register(fresh)
+    for r in opened.releases:
+        with contextlib.suppress(InputError):
+            r.joint()
+    assert _arrays(cache) == []
+
+
+@pytest.mark.parametrize(
+    "corrupt",
+    [
+        lambda entry: _flip(entry, 200),  # its digest no longer matches
+        lambda entry: entry.with_suffix(".sha256").unlink(),
+        lambda entry: _forge_arrays(entry, {"group_nodes": np.zeros((3, 1), dtype=np.int64)}),  # not the shapes
+        lambda entry: _forge_arrays(entry, {"values": np.array(["x"], dtype=object)}),  # needs pickle
+        lambda entry: _forge_arrays(entry, {"counts": np.full((1, 1), 10**6, dtype=np.int64)}),
+        lambda entry: _forge_bytes(entry, b"not an archive"),
+    ],
+)
+def test_a_corrupt_or_forged_arrays_entry_is_ignored_and_made_afresh(
+    fresh: Path, tmp_path: Path, corrupt: Callable[[Path], None]
+) -> None:
+    cache = tmp_path / "verdicts"
+    made = _answers(reader.open_releases(fresh, cache_dir=cache))
+    entry = next(p for p in _arrays(cache) if ".release-0002." in p.name)
+    corrupt(entry)
+    again = reader.open_releases(fresh, cache_dir=cache)
+    pd.testing.assert_frame_equal(_answers(again), made)
+    assert again.releases[1].sources.data is not None, "release 2 was answered from a corrupt entry"
+    # made afresh: the next open reads it
+    third = reader.open_releases(fresh, cache_dir=cache)
+    pd.testing.assert_frame_equal(_answers(third), made)
+    assert all(r.sources.data is None for r in third.releases)
+
+
+def _forge_arrays(entry: Path, changed: dict[str, np.ndarray]) -> None:
+    """The entry with some arrays replaced, and an intact digest."""
+    with np.load(entry, allow_pickle=False) as archive:
+        arrays = {k: archive[k] for k in archive.files}
+    buffer = io.BytesIO()
+    np.savez(buffer, **{**arrays, **changed})
+    _forge_bytes(entry, buffer.getvalue())
+
+
+def _forge_bytes(entry: Path, content: bytes) -> None:
+    from serialpub.io.register_cache import commit
+
+    tmp = entry.with_name("forged.tmp")
+    tmp.write_bytes(content)
+    commit(tmp, entry)
+
+
+def test_the_arrays_go_with_their_verdict(fresh: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(verdict_cache, "KEEP", 1)
+    cache = tmp_path / "verdicts"
+    _answers(reader.open_releases(fresh, cache_dir=cache))
+    old = _arrays(cache)
+    (fresh / "keys" / "note.txt").write_text("another state")
+    _answers(reader.open_releases(fresh, cache_dir=cache))
+    kept = _arrays(cache)
+    assert len(kept) == 3 and not set(old) & set(kept)
+    assert sorted(p.name for p in cache.iterdir()) == sorted(
+        [*(p.name for p in kept), *(p.with_suffix(".sha256").name for p in kept), *(
+            f"{_entries(cache)[0].stem}{s}" for s in (".json", ".sha256"))]
+    )  # fmt: skip

@@ -30,6 +30,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -285,37 +286,25 @@ def answers(copy: PublicReleases, queries: Sequence[Query], releases: Sequence[i
         except InputError as exc:
             raise _located(q.origin, exc) from None
     chosen = copy.releases if releases is None else [copy.release(n) for n in releases]
-    frames = []
+    columns = ["query", "release", "period", "estimate", "se", "low90", "high90", "low95", "high95", "lower",
+               "upper", "uniform", "records", "generalized"]  # fmt: skip
+    parts: dict[str, list[npt.NDArray[Any]]] = {c: [] for c in columns}
+    n = len(queries)
     for r in chosen:  # one step per release; the queries are columns of its arrays
         j = r.joint()
         a = joint_answers(j, _ranges(r, queries, domain, s_sets))
         low90, high90 = a.interval()
         low95, high95 = a.interval(Z_95)
         names = np.asarray(j.qis, dtype=object)
-        cut = [",".join(names[row]) for row in a.generalized]
-        frames.append(
-            pd.DataFrame(
-                {
-                    "query": np.arange(len(queries)),
-                    "release": r.number,
-                    "period": r.manifest.period,
-                    "estimate": a.estimate,
-                    "se": a.se,
-                    "low90": low90,
-                    "high90": high90,
-                    "low95": low95,
-                    "high95": high95,
-                    "lower": a.lower,
-                    "upper": a.upper,
-                    "uniform": a.uniform,
-                    "records": len(r.data),
-                    "generalized": cut,
-                }
-            )
-        )
-    columns = ["query", "release", "period", "estimate", "se", "low90", "high90", "low95", "high95", "lower",
-               "upper", "uniform", "records", "generalized"]  # fmt: skip
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
+        cut = np.array([",".join(names[row]) for row in a.generalized], dtype=object)
+        per = [np.arange(n), np.full(n, r.number), np.full(n, r.manifest.period, dtype=object), a.estimate, a.se,
+               low90, high90, low95, high95, a.lower, a.upper, a.uniform, np.full(n, r.records), cut]  # fmt: skip
+        for c, values in zip(columns, per, strict=True):
+            parts[c].append(values)
+    if not chosen or not n:
+        return pd.DataFrame(columns=columns)
+    # one frame of the releases' columns put end to end, not a frame per release
+    return pd.DataFrame({c: np.concatenate(parts[c]) for c in columns})
 
 
 def expand(release: PublishedRelease) -> pd.DataFrame:

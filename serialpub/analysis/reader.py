@@ -30,7 +30,7 @@ import hashlib
 import io
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -39,9 +39,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-import anonymizer
 from anonymizer.hierarchy import Hierarchy
-from anonymizer.intervals import release_hierarchies
+from anonymizer.intervals import extend_hierarchy, release_hierarchies
 from anonymizer.joint import JointRelease
 from anonymizer.regions import group_release, record_nodes
 from serialpub.analysis.audit.cells import Cells, register_cells
@@ -49,12 +48,32 @@ from serialpub.analysis.audit.files import Registers, read_release_hierarchies, 
 from serialpub.analysis.audit.integrity import check_store, given_key
 from serialpub.analysis.audit.keys import fingerprint
 from serialpub.analysis.audit.manifest import ParsedManifest, data_problems, parse_manifest
+from serialpub.analysis.copy_cache import ArrayStore
+from serialpub.analysis.copy_cache import copy_state as _copy_state
 from serialpub.errors import InputError, quoted
 from serialpub.io import verdict_cache
 
 __all__ = ["PublicReleases", "PublishedRelease", "open_releases"]
 
 _RELEASE = re.compile(r"^release (\d+)\b")
+
+
+@dataclass(eq=False)
+class Sources:
+    """Where a :class:`PublishedRelease`'s parts come from: ``data`` or the verified bytes
+    of its ``data.parquet`` (``content``, decoded when first read); ``register`` or the call
+    that reads it (``register_of``); ``has_register``; ``joint``, its resolution when the
+    cache held it (:mod:`serialpub.analysis.copy_cache`), with ``records``; ``store``, where
+    a resolution made here is kept (None: nowhere)."""
+
+    data: pd.DataFrame | None = None
+    content: bytes | None = None
+    register: pd.DataFrame | None = None
+    register_of: Callable[[], pd.DataFrame] | None = None
+    has_register: bool = False
+    joint: JointRelease | None = None
+    records: int = 0
+    store: ArrayStore | None = None
 
 
 @dataclass(eq=False)
@@ -66,19 +85,20 @@ class PublishedRelease:
         folder: its folder.
         manifest: the manifest keys the audit reads (quasi_identifiers, sensitive, dilution,
             period, suppressed, numeric, ...).
-        data: ``data.parquet`` as published (labels as text).
+        data: ``data.parquet`` as published (labels as text; decoded when first read).
         hierarchies: per QI the hierarchy it is read with (a numeric QI's ``[lo, hi]``
             intervals are nodes: :func:`anonymizer.intervals.release_hierarchies`).
-        register: the register it was published with (id and QIs as text), None when the
-            copy holds no register.
+        register: the register it was published with (id and QIs as text; read when first
+            asked for), None when the copy holds no register.
+        records: the release's number of records.
+        sources: where ``data``, ``register`` and the resolution :meth:`joint` come from.
     """
 
     number: int
     folder: Path
     manifest: ParsedManifest
-    data: pd.DataFrame
     hierarchies: dict[str, Hierarchy]
-    register: pd.DataFrame | None = field(default=None, repr=False)
+    sources: Sources = field(repr=False)
     id_column: str = "id"
     #: the register's QI combinations per (register table, QIs, leaves), shared by the
     #: releases of one :func:`open_releases`: releases published with the same register
@@ -86,6 +106,28 @@ class PublishedRelease:
     cells_memo: dict[tuple[object, ...], tuple[pd.DataFrame, Cells]] = field(
         default_factory=dict, repr=False, compare=False
     )
+
+    @property
+    def data(self) -> pd.DataFrame:
+        src = self.sources
+        if src.data is None:  # decoded from the very bytes that were hashed, never read again
+            src.data, src.content = _read_data(self.folder / "data.parquet", self.manifest, src.content), None
+        return src.data
+
+    @property
+    def register(self) -> pd.DataFrame | None:
+        src = self.sources
+        if src.register is None and src.register_of is not None:
+            src.register, src.register_of = src.register_of(), None
+        return src.register
+
+    @register.setter
+    def register(self, table: pd.DataFrame | None) -> None:
+        self.sources.register, self.sources.register_of = table, None
+
+    @property
+    def records(self) -> int:
+        return len(self.sources.data) if self.sources.data is not None else self.sources.records
 
     @property
     def qis(self) -> list[str]:
@@ -147,12 +189,14 @@ class PublishedRelease:
                 lo, hi = self._bounds(q)
                 out[f"{q}_lo"], out[f"{q}_hi"] = lo[nodes[:, a]], hi[nodes[:, a]]
         out["records"] = records
-        if self.register is not None:
+        if self.sources.has_register:
             out["register_individuals"] = self.joint().register_in_group
         return out
 
     @cached_property
     def _joint(self) -> JointRelease:
+        if self.sources.joint is not None:  # resolved before, for this very copy state
+            return self.sources.joint
         if self.register is None:
             raise InputError(
                 f"{self.folder}: this copy holds no register; the register-joint estimate needs it "
@@ -170,7 +214,7 @@ class PublishedRelease:
             self.cells_memo[key] = (self.register, cells)
         values = sorted(self.data[self.sensitive].astype(str).unique())
         try:
-            return JointRelease.of(
+            joint = JointRelease.of(
                 self.data,
                 self.qis,
                 self.sensitive,
@@ -182,6 +226,10 @@ class PublishedRelease:
             )
         except ValueError as exc:
             raise InputError(f"{self.folder / 'data.parquet'}: {exc}") from None
+        if self.sources.store is not None:
+            labels = {q: list(self.data[q].astype(str).unique()) for q in self.manifest.numeric}
+            self.sources.store.save(self.number, joint, labels, len(self.data))
+        return joint
 
     def joint(self) -> JointRelease:
         """The release resolved against the register it was published with
@@ -335,17 +383,29 @@ def open_releases(
     keep = {n for n, _ in dirs} if every else {*(wanted or ()), dirs[-1][0]}
     opened = []
     cells_memo: dict[tuple[object, ...], tuple[pd.DataFrame, Cells]] = {}
+    extended: dict[object, Hierarchy] = {}  # the declared hierarchies, alive meanwhile: ids not reused
+
+    def unchanged() -> bool:
+        return _copy_state(root, dataset, dirs, None, key_text, pinned, id_column) == state
+
+    store = ArrayStore(cache_dir, state, unchanged) if cached is not None and cache_dir and state else None
     for j, ((n, d), (m, _)) in enumerate(zip(dirs, manifests, strict=True)):
         if cached is not None and n not in keep:
             continue  # verified before, and not asked for: not decoded
-        data = _read_data(d / "data.parquet", m, contents.pop(n))
-        hs = hierarchy_sets[j]
-        try:
-            read_with = release_hierarchies(hs, m.numeric, data) if m.numeric else dict(hs)
-        except ValueError as exc:
-            raise InputError(f"{d / 'manifest.json'}: numeric_quasi_identifiers: {exc}") from None
-        register = registers[j] if registers is not None else None
-        release = PublishedRelease(n, d, m, data, read_with, register, id_column, cells_memo)
+        register_of = functools.partial(registers.__getitem__, j) if registers is not None else None
+        held = _from_cache(store, m, hierarchy_sets[j], extended) if store is not None else None
+        if held is not None:  # resolved for this copy state before: its table and register wait
+            read_with, sources = held
+            sources.content, sources.register_of, sources.has_register = contents.pop(n), register_of, has_register
+        else:
+            data = _read_data(d / "data.parquet", m, contents.pop(n))
+            try:
+                read_with = release_hierarchies(hierarchy_sets[j], m.numeric, data)
+            except ValueError as exc:
+                raise InputError(f"{d / 'manifest.json'}: numeric_quasi_identifiers: {exc}") from None
+            register = register_of() if register_of is not None else None
+            sources = Sources(data=data, register=register, has_register=has_register, store=store)
+        release = PublishedRelease(n, d, m, read_with, sources, id_column, cells_memo)
         if cached is None:
             _check_labels(release)
         opened.append(release)
@@ -355,67 +415,38 @@ def open_releases(
         source = "the key of the first signed release, pinned on first use"
     if cache_dir is not None and cached is None and state is not None:
         # written only when the files still hash as they did before verifying: a file
-        # changed while it was verified leaves no verdict for either of its states
-        again = _copy_state(root, dataset, dirs, None, key_text, pinned, id_column)
-        if again == state:
-            verdict_cache.save_copy(cache_dir, state, {"releases": len(dirs), "notes": notes, "key_fingerprint": fp})
+        # changed while it was verified leaves no verdict for either of its states; the
+        # releases keep their resolution beside it
+        if unchanged():
+            record = {"releases": len(dirs), "notes": notes, "key_fingerprint": fp}
+            if verdict_cache.save_copy(cache_dir, state, record):
+                kept = ArrayStore(cache_dir, state, unchanged)
+                for r in opened:
+                    r.sources.store = kept
     return PublicReleases(root, dataset, opened, notes, has_register, fp, source, len(dirs))
 
 
-#: the files whose code decides a verdict: a change to any of them invalidates the cache
-_CODE_FILES = (
-    Path(__file__),
-    *sorted((Path(__file__).parent / "audit").glob("*.py")),
-    *(Path(verdict_cache.__file__).parent / f for f in ("manifest.py", "names.py", "verdict_cache.py")),
-    *(Path(anonymizer.__file__).parent / f for f in ("hierarchy.py", "intervals.py", "regions.py")),
-)
-
-
-@functools.cache
-def _code_digest() -> list[str]:
-    """The sha256 of each of :data:`_CODE_FILES`, read once per process: the code that runs
-    is the code imported, whatever happens to the files afterwards."""
-    return sorted(verdict_cache.files_digest(Path("/"), [p.resolve() for p in _CODE_FILES]).values())
-
-
-def _copy_state(
-    root: Path,
-    dataset: str,
-    dirs: list[tuple[int, Path]],
-    contents: dict[int, bytes] | None,
-    key_text: str | None,
-    pinned: str | None,
-    id_column: str,
-) -> str | None:
-    """The cache key of the copy's state (:func:`serialpub.io.verdict_cache.verdict_key`):
-    the key given (its text and a pinned fingerprint), the dataset, the id column, the sha256
-    of every file under ``releases/<dataset>/``, ``hierarchies/``, ``hierarchy-versions/``,
-    ``registers/``, ``keys/`` and of ``register.csv`` with their paths (so an added, removed
-    or renamed file changes it too), and of the verifying code (:data:`_CODE_FILES`).
-    ``contents``: the bytes of each release's ``data.parquet`` already read (hashed from
-    them, not read again). None when a file cannot be read (no cache then)."""
-    try:
-        files = [p for p in (root / "releases" / dataset).rglob("*") if p.is_file()]
-        for sub in ("hierarchies", "hierarchy-versions", "registers", "keys"):
-            if (root / sub).is_dir():
-                files += [p for p in (root / sub).rglob("*") if p.is_file()]
-        if (root / "register.csv").is_file():
-            files.append(root / "register.csv")
-        known = {(d / "data.parquet"): contents[n] for n, d in dirs} if contents is not None else {}
-        digests = verdict_cache.files_digest(root, [p for p in files if p not in known])
-        digests.update({p.relative_to(root).as_posix(): hashlib.sha256(b).hexdigest() for p, b in known.items()})
-        code = _code_digest()
-    except (OSError, ValueError):
+def _from_cache(
+    store: ArrayStore, m: ParsedManifest, declared: dict[str, Hierarchy], extended: dict[object, Hierarchy]
+) -> tuple[dict[str, Hierarchy], Sources] | None:
+    """Release ``m``'s hierarchies (``declared``, the numeric QIs' extended by their cached
+    labels; ``extended`` holds those made for earlier releases, by declared hierarchy and
+    labels) and its cached resolution, None when the store does not hold one that fits."""
+    qis = list(m.quasi_identifiers)
+    resolved = store.load(m.release, qis, list(m.numeric))
+    if resolved is None:
         return None
-    return verdict_cache.verdict_key(
-        kind="public copy",
-        key=key_text,
-        pinned=pinned,
-        dataset=dataset,
-        id_column=id_column,
-        files=sorted(digests.items()),
-        code=code,
-    )
+    read_with = dict(declared)
+    try:
+        for q in m.numeric:  # one step per numeric QI
+            key = (id(declared[q]), tuple(resolved.labels[q]))
+            if key not in extended:
+                extended[key] = extend_hierarchy(declared[q], resolved.labels[q])
+            read_with[q] = extended[key]
+    except (KeyError, ValueError):
+        return None
+    joint = resolved.joint(qis, [read_with[q] for q in qis], m.suppressed or 0)
+    return None if joint is None else (read_with, Sources(joint=joint, records=resolved.records))
 
 
 def _read_data(path: Path, m: ParsedManifest, content: bytes | None = None) -> pd.DataFrame:

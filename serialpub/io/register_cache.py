@@ -107,6 +107,18 @@ def intact(path: Path) -> bool:
     return _digest_path(path).read_text(encoding="utf-8").strip() == _sha256(path)
 
 
+def read_intact(path: Path) -> bytes | None:
+    """The bytes of the cache file ``path`` when they match the sha256 beside it, read once
+    (so the bytes checked are the bytes used); None when they do not.
+
+    Raises:
+        OSError: the file or its digest cannot be read (a missing entry).
+    """
+    content = path.read_bytes()
+    expected = _digest_path(path).read_text(encoding="utf-8").strip()
+    return content if expected == hashlib.sha256(content).hexdigest() else None
+
+
 def commit(tmp: Path, path: Path, digest: str | None = None) -> None:
     """Move the written cache file ``tmp`` to ``path``, then its digest beside it: an entry
     without its digest, or with an older one, is not read (:func:`intact`). ``digest``: the

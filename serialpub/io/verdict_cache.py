@@ -26,19 +26,31 @@ checked against, of every file the verification reads (path and sha256 of its by
 of the verifying code, so any changed, added or removed file, another key or another
 version of the checks is a miss and a full verification. An entry that is not intact,
 not JSON or not of the expected shape is a miss too, never trusted.
+
+Beside a copy's verdict wait the arrays its releases resolve to (:func:`save_arrays`,
+:func:`load_arrays`; :mod:`serialpub.analysis.copy_cache`): ``copy-<key>.<name>.npz``, a
+NumPy archive of plain arrays (read without pickle) with its sha256 beside it like every
+entry. They share the verdict's key, so they are read only for the copy state that verdict
+is for, and they go when it goes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
 import os
-from collections.abc import Iterable
+import zipfile
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
+
+import numpy as np
+import numpy.typing as npt
 
 from serialpub.io.atomic import own_tmp
-from serialpub.io.register_cache import CACHE_DIR, commit, intact
+from serialpub.io.register_cache import CACHE_DIR, commit, intact, read_intact
 
 _PREFIX = "snapshot-"
 
@@ -151,7 +163,56 @@ def save_copy(folder: Path, key: str, record: dict[str, Any]) -> bool:
         entries = sorted(folder.glob(f"{_COPY_PREFIX}*.json"), key=lambda p: p.stat().st_mtime_ns)
         for stale in entries[:-KEEP]:
             stale.unlink(missing_ok=True)
-            stale.with_suffix(".sha256").unlink(missing_ok=True)
+            for kept in folder.glob(f"{stale.stem}.*"):  # its digest and its arrays
+                kept.unlink(missing_ok=True)
     except OSError:
         return False
     return True
+
+
+def _arrays_entry(folder: Path, key: str, name: str) -> Path:
+    if not name.replace("-", "").isalnum():
+        raise ValueError(f"not an entry name: {name!r}")
+    return folder / f"{_COPY_PREFIX}{key}.{name}.npz"
+
+
+def save_arrays(folder: Path, key: str, name: str, arrays: Mapping[str, npt.NDArray[Any]]) -> bool:
+    """Write ``arrays`` (numbers or text, no objects) as entry ``name`` (letters, digits and
+    ``-``) of the copy state ``key``: an uncompressed NumPy archive, written under a
+    temporary name and renamed, its digest last. Returns False when the folder cannot be
+    written (it only costs recomputing them), True when written.
+
+    Raises:
+        ValueError: an array of Python objects (they would need pickle to be read back).
+    """
+    if any(np.asarray(a).dtype.hasobject for a in arrays.values()):
+        raise ValueError("only arrays of numbers or text are cached")
+    path = _arrays_entry(folder, key, name)
+    tmp = own_tmp(path)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tmp.open("wb") as f:
+            np.savez(f, **cast(Any, arrays))  # names of arrays, not savez's options
+        commit(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        return False
+    return True
+
+
+def load_arrays(folder: Path, key: str, name: str) -> dict[str, npt.NDArray[Any]] | None:
+    """The arrays of entry ``name`` of the copy state ``key``, all read into memory; None
+    when there is none, or it is not intact (its ``.sha256``) or not a NumPy archive of
+    plain arrays: a miss, never an error."""
+    try:
+        content = read_intact(_arrays_entry(folder, key, name))
+        if content is None:
+            return None
+        with np.load(io.BytesIO(content), allow_pickle=False) as archive:
+            arrays = {k: archive[k] for k in archive.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile):
+        return None
+    for a in arrays.values():
+        a.flags.writeable = False  # shared by the releases that read them
+    return arrays
