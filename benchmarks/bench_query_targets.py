@@ -12,8 +12,12 @@ verdict folder (``SERIALPUB_CACHE_DIR``) at the start:
 * ``--no-cache``: the same with the whole verification, for comparison;
 * ``cross-tab 14 x 2``: occupation × sex (the 14 occupations, the sensitive attribute,
   crossed with the two sexes: 28 queries in one ``--queries`` file) over the 20 releases;
-* ``imports``: the interpreter with the modules a query imports, and nothing else (the floor
-  of any query).
+* ``imports``: the interpreter with the modules a query imports, and nothing else; ``floor``:
+  the interpreter with numpy, pandas, pyarrow, typer (and the pydantic adapters it builds a
+  command's parameters with) and rich only, the floor of any query in a fresh process;
+* before the cross-tab is timed, the example and the cross-tab (``--json``) are run with the
+  cache (verdict and arrays) and with ``--no-cache``: the script stops unless they print the
+  same.
 
 With ``--scale WORKSPACE`` (the scaling study's 1M-record release over the 5M register:
 ``bench_scaling.py``, docs/benchmarks.md "National scale"), a public copy of it
@@ -51,6 +55,9 @@ OUT = HERE / "out"
 CLI = [sys.executable, "-m", "serialpub.cli"]
 EXAMPLE = ["--where", "age=[30,40]", "--where", "sex=Female", "--sensitive", "Exec-managerial,Sales"]
 IMPORTS = "import serialpub.cli, serialpub.analysis.reader, serialpub.analysis.querying, serialpub.analysis.batch"
+#: what any query imports before serialpub's own code: the floor of a query in a fresh process
+#: (typer builds its parameters with pydantic when a command runs: its adapters are imported too)
+FLOOR = "import numpy, pandas, pyarrow.parquet, typer, typer._adapters, rich.table"
 
 
 def run(args: list[str], cwd: Path, env: dict[str, str]) -> dict[str, float]:
@@ -65,6 +72,19 @@ def run(args: list[str], cwd: Path, env: dict[str, str]) -> dict[str, float]:
         raise SystemExit(f"{' '.join(args)}: exit {done.returncode}\n{done.stderr[-2000:]}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return {"wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "load": round(load, 2)}
+
+
+def same(cwd: Path, env: dict[str, str], argv: list[str]) -> None:
+    """Exits unless ``argv`` prints the same with the cache (verdict and arrays) as with
+    ``--no-cache``."""
+    cached, fresh = (
+        subprocess.run(a, cwd=cwd, env=env, capture_output=True, text=True) for a in (argv, [*argv, "--no-cache"])
+    )
+    if cached.returncode or fresh.returncode or cached.stdout != fresh.stdout:
+        raise SystemExit(
+            f"{' '.join(argv)}: the cached answer differs from the one made afresh\n{cached.stderr[-2000:]}"
+        )
+    print(f"same output with and without the cache: {' '.join(argv[3:])}", flush=True)
 
 
 def demo_copy() -> Path:
@@ -144,6 +164,7 @@ def main() -> None:
         print(f"{label:<38} {shown}", flush=True)
 
     if not (args.scale_only and args.scale is not None):
+        measure("floor: numpy, pandas, pyarrow, typer", [sys.executable, "-c", FLOOR], copy, demo, args.repeat)
         measure("imports only", [sys.executable, "-c", IMPORTS], copy, demo, args.repeat)
         measure("first query (verifies, empty cache)", [*CLI, "query", ".", *EXAMPLE], copy, demo, 1)
         measure("second query (verdict cached)", [*CLI, "query", ".", *EXAMPLE], copy, demo, args.repeat)
@@ -151,7 +172,9 @@ def main() -> None:
             "second query, --release 20", [*CLI, "query", ".", *EXAMPLE, "--release", "20"], copy, demo, args.repeat
         )
         measure("query --no-cache", [*CLI, "query", ".", *EXAMPLE, "--no-cache"], copy, demo, args.repeat)
+        same(copy, env, [*CLI, "query", ".", *EXAMPLE, "--json"])
         table = crosstab_file(copy)
+        same(copy, env, [*CLI, "query", ".", "--queries", str(table), "--json"])
         measure("cross-tab 14 x 2, 20 releases", [*CLI, "query", ".", "--queries", str(table)], copy, demo, args.repeat)
         measure(
             "cross-tab 14 x 2, 20 releases, --json",
