@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import importlib.abc
 import importlib.machinery
+import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
 
 from serialpub.cli.app import PUBLISHER_MODULES
 
-BLOCKED = PUBLISHER_MODULES | {"airflow"}
+#: ``READER_ONLY_BLOCK=a,b`` blocks those top-level modules too (what a query must not import)
+BLOCKED = PUBLISHER_MODULES | {"airflow"} | set(filter(None, os.environ.get("READER_ONLY_BLOCK", "").split(",")))
 
 
 class _Blocked(importlib.abc.MetaPathFinder):

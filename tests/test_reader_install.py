@@ -75,9 +75,10 @@ def copy_and_workspace(tmp_path_factory: pytest.TempPathFactory, published_works
     return out, ws
 
 
-def reader(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """``serialpub ARGS`` in a fresh process without the publisher's packages."""
-    env = {**os.environ, "COLUMNS": "200", "PYTHONPYCACHEPREFIX": str(PYCACHE)}
+def reader(*args: str | Path, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``serialpub ARGS`` in a fresh process without the publisher's packages (``env``: more
+    variables, e.g. ``READER_ONLY_BLOCK``)."""
+    env = {**os.environ, "COLUMNS": "200", "PYTHONPYCACHEPREFIX": str(PYCACHE), **(env or {})}
     for name in ("SERIALPUB_DATABASE_URL", "SERIALPUB_CRASH_AT", "SERIALPUB_DEBUG", "PYTHONDONTWRITEBYTECODE"):
         env.pop(name, None)
     return subprocess.run(
@@ -104,6 +105,22 @@ def test_a_reader_install_verifies_queries_and_expands(copy_and_workspace: tuple
     expanded = reader("expand", ".", "--out", "tables", cwd=copy)
     assert expanded.returncode == 0, expanded.stderr
     assert sorted(p.name for p in (copy / "tables").glob("*.parquet")) == [f"release-000{n}.parquet" for n in (1, 2)]
+
+
+@pytest.mark.slow
+def test_a_query_and_an_expand_import_no_scipy(copy_and_workspace: tuple[Path, Path], tmp_path: Path) -> None:
+    """scipy is the writer side's (the workload error, the learners' logistic fit): a data
+    user's query, first (verifying and resolving) or from the cache, never imports it."""
+    copy, _ = copy_and_workspace
+    env = {"READER_ONLY_BLOCK": "scipy", "SERIALPUB_CACHE_DIR": str(tmp_path / "verdicts")}
+    for _ in range(2):  # the first verifies and resolves, the second reads the cache
+        asked = reader("query", ".", "--by", "sex", "--where", "zipcode=6500*", "--json", cwd=copy, env=env)
+        assert asked.returncode == 0, asked.stderr
+    assert len(list((tmp_path / "verdicts").glob("copy-*.npz"))) > 0
+    expanded = reader("expand", ".", "--out", tmp_path / "tables", cwd=copy, env=env)
+    assert expanded.returncode == 0, expanded.stderr
+    blocked = reader("query", ".", "--json", cwd=copy, env={**env, "READER_ONLY_BLOCK": "cryptography"})
+    assert blocked.returncode != 0, "the blocking is not in effect: this test could not fail"
 
 
 @pytest.mark.slow
