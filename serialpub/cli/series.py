@@ -7,12 +7,9 @@ import shutil
 from pathlib import Path
 from typing import Annotated
 
-import numpy as np
 import typer
 from rich.table import Table
 
-from anonymizer import privacy
-from anonymizer.settings import Strategy
 from serialpub.cli.app import app, console, outcome_table, read_csv_table, split_list
 from serialpub.errors import InputError
 
@@ -39,6 +36,10 @@ def strategy(
         raise InputError(f"--alpha must be greater than 1 (α = 1 makes later releases infeasible), got {alpha}")
     if k_prime is not None and k_prime < 1:
         raise InputError(f"--k-prime must be at least 1, got {k_prime}")
+    import numpy as np  # the publisher's commands import what they compute with when they run
+
+    from anonymizer import privacy
+
     table = Table(title=f"Targets for ℓ = {ell:g} (worst case: every release links the individual to s)")
     table.add_column("linked release k", justify="right")
     columns: list[tuple[np.ndarray, np.ndarray]] = []
@@ -220,6 +221,7 @@ def history(
 ) -> None:
     """List the published releases of the configured dataset with their parameters; with
     --all, also every decision (approved, rejected) and failed attempt with who, when and why."""
+    from anonymizer.settings import Strategy
     from serialpub.config import load_config
     from state.store import StateStore, open_engine
 
