@@ -10,9 +10,8 @@ Terms (cell, QI-group, region) as in docs/concepts.md.
 
 No I/O: hierarchy rows, the register and the snapshot arrive already read, as rows and
 arrays, and nothing here imports ``state``, ``checks``, ``serialpub`` or ``dags``
-(docs/design.md section 9; import contracts in pyproject.toml). Two things are not pure
-computation: :meth:`anonymizer.arrays.IdLookup.find` keeps its last answer in the process,
-and the top-down search splits two QIs at a time on two threads.
+(docs/design.md section 9; import contracts in pyproject.toml). Nothing is kept between
+calls; the top-down search splits two QIs at a time on two threads.
 
 The public API is :data:`__all__`, importable from the package itself; the modules below
 it are the implementation and may change. Importing the package imports nothing else:

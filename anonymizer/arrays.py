@@ -12,10 +12,8 @@ millions of int64 keys, hence :func:`factorize`.
 
 from __future__ import annotations
 
-import threading
-import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 import numpy as np
@@ -377,14 +375,6 @@ class IdLookup:
 
     hashes: npt.NDArray[np.uint64]
     rows: npt.NDArray[np.int32] | IntArray
-    #: the last :meth:`find` of Arrow strings, kept by this lookup (its owner, the register,
-    #: lets it go with it): [] or [(its key; a weak reference to the ids, which must still be
-    #: the very object the key's identity names, and the wanted values' Arrow data, kept alive
-    #: so that no other data can take its addresses; the answer)]
-    _kept: list[tuple[tuple[Any, ...], tuple[Any, ...], IntArray | None]] = field(
-        default_factory=list, init=False, repr=False, compare=False
-    )
-    _finding: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 
     @classmethod
     def of(cls, ids: npt.ArrayLike) -> IdLookup | None:
@@ -412,29 +402,8 @@ class IdLookup:
         Python object per id; where both sides are Arrow strings (a
         column as read and the register's ids) they are compared in Arrow, not as objects.
 
-        The last answer for ``wanted`` Arrow strings is kept by the lookup: the snapshot's
-        coding and its suite's reference-set expectation look up the same column, often at
-        once on two threads."""
-        key = _find_key(self, ids, wanted)
-        if key is None:
-            return self._find(ids, wanted)
-        with self._finding:  # the second caller waits for the first's answer instead of redoing it
-            kept = self._kept[0] if self._kept else None
-            if kept is None or kept[0] != key[0] or kept[1][0]() is not ids:
-                self._kept.clear()  # let the last answer go first
-                found = self._find(ids, wanted)
-                if found is not None:
-                    found.flags.writeable = False
-                # the register ids only weakly (they are as large as the register and must go
-                # with it); the column strongly, so that its buffers' addresses name it for as
-                # long as the answer is kept
-                kept = (key[0], (weakref.ref(ids), key[1]), found)
-                self._kept.append(kept)
-        return None if kept[2] is None else kept[2].copy()
-
-    def _find(
-        self, ids: pd.Index | npt.NDArray[np.object_], wanted: pd.Series | pd.Index | npt.NDArray[np.object_]
-    ) -> IntArray | None:
+        Nothing is kept between calls: a caller that needs an answer twice keeps it (a
+        snapshot's ids are looked up once, when it is read, for its coding and its suite)."""
         hashes = id_hashes(wanted)
         if hashes is None:
             return None
@@ -451,21 +420,6 @@ class IdLookup:
         wanted_hit = wanted.take(hit) if isinstance(wanted, pd.Series | pd.Index) else wanted[hit]
         rows[hit[~_same_values(at_hit, wanted_hit)]] = -1
         return rows
-
-
-def _find_key(lookup: IdLookup, ids: Any, wanted: Any) -> tuple[tuple[Any, ...], Any] | None:
-    """What decides :meth:`IdLookup.find`'s answer, for ``wanted`` Arrow strings: the lookup and
-    the ids by identity, and the addresses, offsets and lengths of ``wanted``'s Arrow buffers
-    (Arrow buffers are immutable, so while the data is kept alive, equal keys are equal
-    values); with that Arrow data. None for any other ``wanted``."""
-    text = _arrow_text(wanted)
-    if text is None:
-        return None
-    chunks = text.chunks if isinstance(text, pa.ChunkedArray) else [text]
-    layout = tuple(
-        (c.offset, len(c), *((b.address, b.size) if b is not None else (0, 0) for b in c.buffers())) for c in chunks
-    )
-    return (id(lookup), id(ids), str(text.type), layout), text
 
 
 def _arrow_text(values: Any) -> pa.Array | pa.ChunkedArray | None:

@@ -66,11 +66,28 @@ __all__ = [
 # ---------------------------------------------------------------------------------------
 # membership in a large reference set (the population register's ids)
 
-#: the reference sets of the suite being run in this context, by key, each with its hash
-#: lookup where the caller has one (the register cache keeps it): set by the suite for the
-#: extent of its run (:func:`_registered`), so a run's sets are the caller's arguments, not
-#: process state, and go with the run
-_REFERENCES: ContextVar[Mapping[str, tuple[pd.Index, IdLookup | None]]] = ContextVar("serialpub_references")
+#: the reference sets of the suite being run in this context, by key: each with its hash
+#: lookup where the caller has one (the register cache keeps it) and, where the caller has
+#: looked the checked column up already, that column's answer by row (:class:`_Reference`):
+#: set by the suite for the extent of its run (:func:`_registered`), so a run's sets are the
+#: caller's arguments, not process state, and go with the run
+_REFERENCES: ContextVar[Mapping[str, _Reference]] = ContextVar("serialpub_references")
+
+
+@dataclass(frozen=True)
+class _Reference:
+    """A reference set registered for one suite run.
+
+    Attributes:
+        values: the set's values, unique.
+        lookup: their :class:`~anonymizer.arrays.IdLookup`, or None (pandas looks up).
+        answered: for the one column checked against the set, whether each row's value is
+            in it, indexed as the suite's table; None when the caller has not looked it up.
+    """
+
+    values: pd.Index
+    lookup: IdLookup | None = None
+    answered: pd.Series | None = None
 
 
 def reference_key(name: str, values: pd.Index, hashes: npt.NDArray[np.uint64] | None = None) -> str:
@@ -90,8 +107,8 @@ def _fingerprint(values: pd.Index) -> int:
 
 
 @contextmanager
-def _registered(key: str, values: pd.Index, lookup: IdLookup | None = None) -> Iterator[None]:
-    token = _REFERENCES.set({**_REFERENCES.get({}), key: (values, lookup)})
+def _registered(key: str, reference: _Reference) -> Iterator[None]:
+    token = _REFERENCES.set({**_REFERENCES.get({}), key: reference})
     try:
         yield
     finally:
@@ -107,9 +124,14 @@ class ColumnValuesInReferenceSet(ColumnMapMetricProvider):
     @column_condition_partial(engine=PandasExecutionEngine)
     def _pandas(cls, column: pd.Series, reference: str, **kwargs: Any) -> Any:
         try:
-            values, lookup = _REFERENCES.get({})[reference]
+            registered = _REFERENCES.get({})[reference]
         except KeyError:
             raise ValueError(f"reference set {reference!r} is not registered for this run") from None
+        values, lookup = registered.values, registered.lookup
+        if registered.answered is not None:  # looked up by the caller: read, not looked up again
+            # a row the caller did not answer counts as absent: a wrong index fails the
+            # expectation, it never passes it
+            return registered.answered.reindex(column.index, fill_value=False)
         if values.empty:
             return np.zeros(len(column), dtype=bool)
         rows = None if lookup is None else lookup.find(values, column)  # Arrow strings compared in Arrow
@@ -314,6 +336,7 @@ def snapshot_suite(
     order: PeriodOrder,
     row_label: str = "row",
     id_lookup: IdLookup | None = None,
+    register_rows: npt.NDArray[np.int64] | None = None,
 ) -> SuiteResult:
     """Validate one period's snapshot (suite ``"snapshot"``).
 
@@ -334,12 +357,19 @@ def snapshot_suite(
         id_lookup: the :class:`anonymizer.arrays.IdLookup` of ``register_ids`` (a
             ``pd.Index``), which looks the snapshot's ids up without building pandas'
             hash table of the register's; the same verdict either way.
+        register_rows: the position in ``register_ids`` of every snapshot row's id, -1 for
+            one not in the register, shape (len(snapshot),), when the caller has looked them
+            up (:meth:`serialpub.io.inputs.Register.rows_of`): the ids-in-register
+            expectation reads them instead of looking the ids up again.
 
     Raises:
-        ValueError: ``columns`` has no sensitive column.
+        ValueError: ``columns`` has no sensitive column, or ``register_rows`` is not one per
+            snapshot row.
     """
     if columns.sensitive is None:
         raise ValueError("a snapshot suite needs the sensitive column (DatasetColumns.sensitive)")
+    if register_rows is not None and len(register_rows) != len(snapshot):
+        raise ValueError(f"{len(register_rows)} register rows for a snapshot of {len(snapshot)} rows")
     id_column, qis, sensitive = columns.id_column, list(columns.qis), columns.sensitive
     hierarchies, sensitive_domain = columns.hierarchies, columns.sensitive_domain
     hierarchy_sources = columns.hierarchy_sources
@@ -419,7 +449,8 @@ def snapshot_suite(
                 description=f"every {what} individual is in the population register (id column {id_column!r})",
             )
         )
-    with _registered(key, ids, id_lookup if with_lookup else None):
+    answered = None if register_rows is None else pd.Series(register_rows >= 0, index=snapshot.index)
+    with _registered(key, _Reference(ids, id_lookup if with_lookup else None, answered)):
         return _stable(run_suite_on_distinct_values("snapshot", snapshot, expectations, [*qis, sensitive], row_label))
 
 

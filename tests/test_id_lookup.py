@@ -4,12 +4,13 @@ never a wrong row from a wrong lookup."""
 
 from __future__ import annotations
 
-import threading
-import time
+import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import make_workspace, snapshot
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -99,58 +100,46 @@ def test_ids_are_hashed_the_same_a_chunk_at_a_time(ids: list[object], chunk: int
 
 @settings(max_examples=100, deadline=None)
 @given(st.lists(texts, unique=True, max_size=20), st.lists(texts, max_size=20), st.integers(0, 3))
-def test_kept_find_is_a_fresh_find(register_ids: list[str], wanted: list[str], start: int) -> None:
-    """The kept answer (the last find of Arrow strings) is the answer a new lookup gives, for
-    the column and for a slice of it (other offsets: not the kept answer), and a caller that
-    changes its copy changes nobody else's."""
+def test_a_find_of_arrow_strings_is_pandas_rows(register_ids: list[str], wanted: list[str], start: int) -> None:
+    """Arrow strings are found as pandas finds them, for a column, for a slice of it (other
+    offsets into the same buffers) and for the same values in other buffers; asked twice,
+    the lookup answers twice the same."""
     lookup = IdLookup.of(pd.Index(register_ids, dtype="str"))
     assert lookup is not None
     ids = pd.Index(register_ids, dtype="str")
     column = pd.Series(wanted, dtype="str")
     expected = ids.get_indexer(pd.Index(wanted, dtype=object))
-    first = lookup.find(ids, column)
-    assert first is not None and first.tolist() == expected.tolist()
-    first[:] = 7  # the caller's own copy
-    again = lookup.find(ids, column)
-    assert again is not None and again.tolist() == expected.tolist()
-    part = column.iloc[start:]
-    sliced = lookup.find(ids, part)
-    assert sliced is not None and sliced.tolist() == expected[start:].tolist()
-    same_values = pd.Series(list(wanted), dtype="str")  # other buffers, the same answer
-    other = lookup.find(ids, same_values)
-    assert other is not None and other.tolist() == expected.tolist()
+    for asked in (column, column, column.iloc[start:], pd.Series(list(wanted), dtype="str")):
+        found = lookup.find(ids, asked)
+        assert found is not None and found.tolist() == expected[len(column) - len(asked) :].tolist()
 
 
-def test_two_threads_finding_one_column_look_it_up_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The snapshot's coding and its suite look the same column up, often at once: the second
-    caller waits for the first's answer."""
-    ids = pd.Index([f"p{i}" for i in range(1000)], dtype="str")
-    lookup = IdLookup.of(ids)
+def test_a_lookup_keeps_nothing_between_calls() -> None:
+    """State is explicit: a lookup is its sorted hashes and rows and nothing else (no answer
+    kept, nothing keyed by the addresses or identities of its arguments), and the modules
+    that look ids up hold no cache of their own; a caller that needs an answer twice keeps it
+    (serialpub.workflow.input_checks.SnapshotRead.register_rows)."""
+    import dataclasses
+    import inspect
+    import weakref
+    from functools import _lru_cache_wrapper
+
+    from checks import input_suites
+    from serialpub.workflow import input_checks
+
+    lookup = IdLookup.of(pd.Index(["a", "b"], dtype="str"))
     assert lookup is not None
-    column = pd.Series([f"p{i}" for i in range(0, 2000, 3)], dtype="str")
-    computed: list[int] = []
-    release = threading.Event()
-    real = IdLookup._find
-
-    def slow(self: IdLookup, ids_: pd.Index, wanted: pd.Series) -> object:
-        computed.append(len(wanted))
-        release.wait(timeout=60)  # held until the second caller is waiting
-        return real(self, ids_, wanted)
-
-    monkeypatch.setattr(IdLookup, "_find", slow)
-    answers: list[object] = []
-    threads = [threading.Thread(target=lambda: answers.append(lookup.find(ids, column))) for _ in range(2)]
-    for t in threads:
-        t.start()
-    deadline = time.monotonic() + 60
-    while not computed and time.monotonic() < deadline:
-        time.sleep(0.01)
-    release.set()
-    for t in threads:
-        t.join(timeout=60)
-    expected = ids.get_indexer(pd.Index(column.tolist(), dtype=object)).tolist()
-    assert computed == [len(column)]
-    assert [a.tolist() for a in answers] == [expected, expected]  # type: ignore[attr-defined]
+    assert [f.name for f in dataclasses.fields(IdLookup)] == ["hashes", "rows"]
+    assert not hasattr(lookup, "__dict__") or set(vars(lookup)) == {"hashes", "rows"}
+    for module in (arrays, inputs, input_suites, input_checks):
+        source = inspect.getsource(module)
+        for needle in (r"\.address\b", r"\bid\(", r"\bweakref\b"):
+            assert not re.search(needle, source), (module.__name__, needle)
+        for name, value in vars(module).items():
+            kind = type(value)
+            cache = isinstance(value, _lru_cache_wrapper | weakref.WeakKeyDictionary | weakref.WeakValueDictionary)
+            mutable = kind in (dict, list, set)
+            assert not cache and not (mutable and not name.startswith("__")), (module.__name__, name)
 
 
 ids_or_blank = st.sampled_from(["p0", "p1", "p2", "p3", "q9", "", " "])
@@ -205,21 +194,27 @@ def test_sensitive_texts_per_distinct_value_equal_the_per_record_conversion(
     assert distinct.take(codes).equals(pd.Index(column))  # missing values equal missing ones
 
 
-def test_a_kept_answer_lets_its_register_go() -> None:
-    """The kept answer holds the lookup and the register ids only weakly (they are as large as
-    their register), and a lookup of another register finds the same column anew."""
-    import gc
-    import weakref
+def test_a_snapshot_is_looked_up_in_the_register_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Checking a snapshot looks its ids up in the register once, when it is read: its
+    coding and its suite's ids-in-register expectation read those rows; checking it again
+    with the same reader looks nothing up."""
+    from serialpub.config import load_config
+    from serialpub.workflow.publisher import Publisher
 
-    column = pd.Series(["p1", "p7", "q"], dtype="str")
-    ids = pd.Index([f"p{i}" for i in range(10)], dtype="str")
-    lookup = IdLookup.of(ids)
-    assert lookup is not None
-    assert lookup.find(ids, column).tolist() == [1, 7, -1]  # type: ignore[union-attr]
-    gone = weakref.ref(lookup), weakref.ref(ids)
-    del lookup, ids
-    gc.collect()
-    assert gone[0]() is None and gone[1]() is None
-    other_ids = pd.Index(["q", "p7"], dtype="str")
-    other = IdLookup.of(other_ids)
-    assert other is not None and other.find(other_ids, column).tolist() == [-1, 1, 0]  # type: ignore[union-attr]
+    looked_up: list[int] = []
+    real = IdLookup.find
+
+    def counted(self: IdLookup, ids: object, wanted: pd.Series) -> object:
+        looked_up.append(len(wanted))
+        return real(self, ids, wanted)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(IdLookup, "find", counted)
+    root = make_workspace(tmp_path / "ws")
+    publisher = Publisher(load_config(root))
+    checked = publisher.check_inputs(snapshot(root, 1), "0001")
+    records = len(checked.snapshot.individual)
+    assert looked_up == [records]
+    publisher.check_inputs(snapshot(root, 1), "0001")
+    assert looked_up == [records]
+    publisher.check_inputs(snapshot(root, 2), "0002")
+    assert len(looked_up) == 2

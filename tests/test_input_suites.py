@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -365,6 +366,33 @@ def test_the_register_id_lookup_gives_the_same_evidence() -> None:
     # one in the run on the rows and again in the whole suite's run that names the lines
     assert used == [len(good_snapshot())] * 3
     assert not plain.success and any("population register" in f for f in plain.failures)
+    assert input_suites._REFERENCES.get({}) == {}  # released after the run
+
+
+def test_register_rows_looked_up_by_the_caller_give_the_same_evidence() -> None:
+    """A caller that looked the snapshot's ids up already passes their register rows: the
+    expectation reads them and looks nothing up (the lookup here refuses to), with the same
+    verdict, failure lines and evidence as a lookup of its own."""
+    ids = pd.Index(sorted(REGISTER_IDS), dtype=object)
+    built = IdLookup.of(ids)
+    assert built is not None
+
+    class Refusing(IdLookup):
+        def find(self, ids: Any, wanted: Any) -> Any:
+            raise AssertionError("looked up again")
+
+    lookup = Refusing(built.hashes, built.rows)
+    columns = DatasetColumns(ID, QIS, HIERARCHIES, SENSITIVE, DISEASES)
+    order = PeriodOrder(period=PERIOD, last_period=LAST, previous_rows=12)
+    for table in (good_snapshot(), _set(good_snapshot(), 6, ID, "zz")):  # "zz" is not in the register
+        plain = run_snapshot(table, register_ids=ids)
+        rows = ids.get_indexer(pd.Index(table[ID]))
+        given = snapshot_suite(table, columns, ids, order, id_lookup=lookup, register_rows=rows)
+        assert (given.success, given.failures, given.sha256) == (plain.success, plain.failures, plain.sha256)
+    assert not plain.success and any("population register" in f for f in plain.failures)
+    wrong = np.zeros(len(good_snapshot()) - 1, dtype=np.int64)
+    with pytest.raises(ValueError, match="register rows"):
+        snapshot_suite(good_snapshot(), columns, ids, order, register_rows=wrong)
     assert input_suites._REFERENCES.get({}) == {}  # released after the run
 
 

@@ -362,10 +362,17 @@ def snapshot_from_table(
     register: Register,
     hierarchies: dict[str, Hierarchy],
     sensitive_domain: set[str] | None,
+    rows: npt.NDArray[np.int64] | None = None,
 ) -> Snapshot:
     """The checked snapshot from its table as read by :func:`read_csv` (``path`` names it in
     errors). Besides what the snapshot input suite checks, this checks that every record's
-    QI values equal the register's for that individual (a check across two files)."""
+    QI values equal the register's for that individual (a check across two files).
+
+    Args:
+        rows: the register row of every record, -1 for an id not in the register, shape
+            (len(df),), when the caller has looked the ids up (:meth:`Register.rows_of` of
+            the id column); looked up here otherwise.
+    """
     expected = [id_column, *qis, sensitive]
     missing = [c for c in expected if c not in df.columns]
     if missing:
@@ -376,7 +383,8 @@ def snapshot_from_table(
             f"{path}: unexpected column(s) {', '.join(map(repr, extra))}; a snapshot holds exactly "
             f"{', '.join(expected)} (remove the others so nothing unvetted is published)"
         )
-    rows = register.rows_of(df[id_column])  # an empty id is absent; _check_ids reports it first
+    if rows is None:
+        rows = register.rows_of(df[id_column])  # an empty id is absent; _check_ids reports it first
     _check_ids(df, id_column, path, "snapshot", rows)
     absent = rows < 0
     if absent.any():

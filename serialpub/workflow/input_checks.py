@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from anonymizer.overlap import Overlap
@@ -165,6 +166,10 @@ class SnapshotRead:
         order, verdict: where it stands in the series and the key of its suite's verdict
             (:func:`_order_and_key`).
         register_check: the register suite's result.
+        register_rows: the register row of every line of ``table``, -1 for an id not in the
+            register, shape (len(table),) (:meth:`serialpub.io.inputs.Register.rows_of`);
+            None when the table has no id column (its suite says so). Looked up once, here:
+            the coding and the suite's ids-in-register expectation both read them.
     """
 
     source: InputSource
@@ -175,6 +180,7 @@ class SnapshotRead:
     order: PeriodOrder
     verdict: str
     register_check: SuiteResult
+    register_rows: npt.NDArray[np.int64] | None
 
 
 def check_inputs(
@@ -229,7 +235,8 @@ def read_snapshot(
     """The first of the checks of :func:`check_inputs`: the register suite, the period, the
     snapshot's bytes read and not a repeated snapshot; then the snapshot as read, or the
     checks kept from before when this very snapshot was checked with ``register`` last.
-    The register is coded here, before the suite and the coding read its ids.
+    The snapshot's ids are looked up in the register here, once, for the suite and the
+    coding (:attr:`SnapshotRead.register_rows`).
 
     Raises:
         InputError: as :func:`check_inputs`.
@@ -252,8 +259,10 @@ def read_snapshot(
         register.forget_checks()
         table = read_csv(source.label, "snapshot", content)
         del content
-    _ = register.register.id_lookup  # coded and its lookup built before two threads read them
-    return SnapshotRead(source, period, table, sha, published, order, verdict, register_check)
+    with progress.step("looking the snapshot's ids up in the register"):
+        id_column = inputs.id_column
+        rows = register.register.rows_of(table[id_column]) if id_column in table.columns else None
+    return SnapshotRead(source, period, table, sha, published, order, verdict, register_check, rows)
 
 
 def code_snapshot(inputs: DatasetInputs, register: RegisterReader, read: SnapshotRead) -> Snapshot:
@@ -273,6 +282,7 @@ def code_snapshot(inputs: DatasetInputs, register: RegisterReader, read: Snapsho
         register.register,
         inputs.hierarchies,
         domain,
+        read.register_rows,
     )
 
 
@@ -292,6 +302,7 @@ def run_snapshot_suite(series: DatasetSeries, register: RegisterReader, read: Sn
             read.published,
             read.sha256,
             (read.order, read.verdict),
+            read.register_rows,
         )
 
 
@@ -337,6 +348,7 @@ def check_snapshot(
     published: list[PublishedRelease],
     sha: str | None = None,
     order_and_key: tuple[PeriodOrder, str] | None = None,
+    register_rows: npt.NDArray[np.int64] | None = None,
 ) -> SuiteResult:
     """Run the snapshot input suite (checks.input_suites.snapshot_suite) on a snapshot as
     read: columns, text without blanks, unique ids in the register, QI values leaves of
@@ -349,6 +361,9 @@ def check_snapshot(
     is read from the workspace's cache instead (:mod:`serialpub.io.verdict_cache`): the
     later tasks of an Airflow run check the snapshot their first task checked.
     ``order_and_key``: :func:`_order_and_key` of these arguments, when the caller has it.
+    ``register_rows``: the register row of every line (:attr:`SnapshotRead.register_rows`),
+    when the caller has looked the ids up; the suite then reads them instead of looking
+    the ids up again.
 
     Raises:
         InputChecksFailed: naming the file; one line per failed expectation with the
@@ -360,7 +375,15 @@ def check_snapshot(
     if cached is not None:
         return SuiteResult(**cached)
     coded = register.register
-    outcome = snapshot_suite(by_file_line(table), cols, coded.ids, order, row_label="line", id_lookup=coded.id_lookup)
+    outcome = snapshot_suite(
+        by_file_line(table),
+        cols,
+        coded.ids,
+        order,
+        row_label="line",
+        id_lookup=coded.id_lookup,
+        register_rows=register_rows,
+    )
     if outcome.success and sha is not None:
         verdict_cache.save(ws.root, key, dataclasses.asdict(outcome))
     if not outcome.success:

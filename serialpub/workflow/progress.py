@@ -32,6 +32,7 @@ RELEASE_STEPS = (
     "register suite",
     "reading the snapshot",
     "coding the register",
+    "looking the snapshot's ids up in the register",
     "snapshot suite",
     "checking the snapshot against the register",
     "query workload on the snapshot",  # beside the loading of the state and the anonymizing

@@ -172,16 +172,22 @@ class Publisher:
 
     @_as_configured
     def prepare(self, snapshot_path: str | Path, period: str | None = None, owner: str | None = None) -> StagedRelease:
-        """Draft and validate the next release: :meth:`draft` then :meth:`validate`. The
-        release is left ``validated`` and staged, waiting for its sign-off.
+        """Draft and validate the next release: :func:`serialpub.workflow.drafting.draft`
+        then :func:`serialpub.workflow.validating.validate`, on the same series, inputs and
+        register reader (read again first if their files changed, :meth:`refresh_inputs`).
+        The release is left ``validated`` and staged, waiting for its sign-off.
 
         Args:
             owner: who holds the release once staged (default: this process, so that
                 recovery fails it if the process ends); give e.g. ``"awaiting sign-off"``
                 to let it outlive the process.
         """
-        staged = self.draft(snapshot_path, period, owner)
-        self.validate(staged.seq)
+        self.refresh_inputs()  # the register of this period may differ from the last one read
+        # the values each step reads, named here: a reader of the release follows them from
+        # the command into the draft and on to the anonymizer
+        series, inputs, register = self.series, self.inputs, self.register_reader
+        staged = drafting.draft(series, inputs, register, self.request, snapshot_path, period, owner)
+        validating.validate(series, inputs, register, staged.seq)
         # the figure the release report recorded, so that the release table shows it too
         shown = read_presence_shown(staged.staging)
         absent = shown.in_no_region if shown is not None else None
