@@ -260,3 +260,17 @@ def test_the_answers_do_not_depend_on_the_chunk_of_queries(monkeypatch: pytest.M
     one = joint_answers(_joint(r), ranges)
     for name in ("estimate", "lower", "upper", "uniform", "variance", "generalized"):
         np.testing.assert_array_equal(getattr(one, name), getattr(whole, name))
+
+
+def test_the_answers_do_not_depend_on_the_float_width_of_the_counts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Below ``EXACT_FLOAT32`` records c_S(G) is summed in float32, above it in float64:
+    every sum is a whole number either width holds exactly, so every figure is the same
+    to the bit."""
+    r = _series(13, "register", True, True, n_releases=1)[0]
+    ranges = _queries(np.random.default_rng(14), 40)
+    narrow = joint_answers(_joint(r), ranges)
+    monkeypatch.setattr(anonymizer.joint, "EXACT_FLOAT32", 0)
+    wide = joint_answers(_joint(r), ranges)
+    for name in ("estimate", "lower", "upper", "uniform", "variance", "generalized"):
+        np.testing.assert_array_equal(getattr(narrow, name), getattr(wide, name))
+    assert anonymizer.joint._sparse_counts(_joint(r).counts).dtype == np.float64
