@@ -360,6 +360,12 @@ def _evaluate(release: JointRelease, ranges: QueryRanges, bounds: bool, with_uni
         cols = [release.group_of_cell[covered], *(release.cell_leaves[covered, k] for k in attrs)]
         radices = [g, *(release.hierarchies[k].n_leaves for k in attrs)]
         rows, first = factorize(row_keys(np.stack(cols, axis=1), radices))
+        # the rows renumbered by group, so that a query's rows come out group by group
+        # (_in_query sums each (query, group) run without a (queries x groups) array)
+        by_group = np.argsort(cols[0][first], kind="stable")
+        renumber = np.empty_like(by_group)
+        renumber[by_group] = np.arange(by_group.size, dtype=by_group.dtype)
+        rows, first = renumber[rows], first[by_group]
         weight = np.asarray(
             np.bincount(rows, weights=release.cell_counts[covered], minlength=first.size), dtype=np.float64
         )
@@ -462,10 +468,15 @@ def _in_query(
     inside = np.asarray(ranges.qi[attrs[0]][chunk], dtype=bool)[:, row_leaves[0]]
     for a, leaves in zip(attrs[1:], row_leaves[1:], strict=True):
         inside &= np.asarray(ranges.qi[a][chunk], dtype=bool)[:, leaves]
-    q_idx, r_idx = np.nonzero(inside)
-    flat = np.bincount(q_idx * g + row_group[r_idx], weights=weight[r_idx], minlength=chunk.size * g)
-    pairs = np.flatnonzero(flat).astype(np.int64)
-    return pairs // g, pairs % g, np.asarray(flat[pairs], dtype=np.float64)
+    q_idx, r_idx = np.nonzero(inside)  # by query, then by row: the rows are numbered by group
+    if q_idx.size == 0:
+        return q_idx.astype(np.int64), q_idx.astype(np.int64), np.zeros(0, dtype=np.float64)
+    key = q_idx * g + row_group[r_idx]  # non-decreasing: each (query, group) pair is one run
+    starts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
+    in_q = np.add.reduceat(weight[r_idx], starts)
+    held = in_q > 0
+    pairs, in_q = key[starts[held]].astype(np.int64), in_q[held]
+    return pairs // g, pairs % g, np.asarray(in_q, dtype=np.float64)
 
 
 def _uniform(fractions: list[FloatArray], nodes: list[IntArray], cs: FloatArray) -> FloatArray:

@@ -167,7 +167,8 @@ def group_release(nodes: IntArray, value: IntArray, n_values: int, hierarchies: 
         of_record,
         np.asarray(nodes[first], dtype=np.int64).reshape(-1, nodes.shape[1]),
         np.bincount(of_record, minlength=n_groups).astype(np.int64),
-        counts.reshape(n_groups, n_values).astype(np.int64),
+        # bincount's int64 as it is: a copy of the (G, V) counts would double the largest array
+        counts.reshape(n_groups, n_values).astype(np.int64, copy=False),
     )
 
 
