@@ -19,6 +19,7 @@ from anonymizer.arrays import Rows, distinct_counts, factorize, factorize_rows
 from anonymizer.bottomup import generalize
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.noisy_split import NoisyPartition, NoisySplitTest
+from anonymizer.placement import cell_estimates
 from anonymizer.search import Cells, Generalization
 from anonymizer.settings import (
     MAX_EPSILON,
@@ -27,6 +28,7 @@ from anonymizer.settings import (
     Guarantee,
     PartitionModel,
     PartitionTest,
+    SplitRule,
     Strategy,
     SuppressionModel,
 )
@@ -75,6 +77,10 @@ class PrivacyParams:
     default) or ``"noisy"`` (:mod:`anonymizer.noisy_split`), whose refusals may raise a
     posterior to e^ε × its charge, ε = ``partition_epsilon`` (at most ln 2), with noise
     from a secret seed the caller passes (:func:`anonymize_history`'s ``noise``).
+
+    ``split_rule`` (top-down, register dilution): ``"widest"`` (the default) or
+    ``"history"`` (:mod:`anonymizer.placement`), which chooses among the same admissible
+    splits by the rates the statistics file estimates, a function of the published releases.
     """
 
     ell: float
@@ -88,6 +94,7 @@ class PrivacyParams:
     partition_model: PartitionModel = PartitionModel.PUBLISHED
     partition_test: PartitionTest = PartitionTest.SOUND
     partition_epsilon: float | None = None
+    split_rule: SplitRule = SplitRule.WIDEST
 
     def __post_init__(self) -> None:
         # a setting given by its spelling becomes its enumeration member; any other is refused here
@@ -99,6 +106,7 @@ class PrivacyParams:
             ("algorithm", Algorithm),
             ("partition_model", PartitionModel),
             ("partition_test", PartitionTest),
+            ("split_rule", SplitRule),
         ):
             value = getattr(self, name)
             if value not in set(kind):
@@ -118,6 +126,8 @@ class PrivacyParams:
                 )
             if self.algorithm is not Algorithm.TOPDOWN or self.partition_model is not PartitionModel.PUBLISHED:
                 raise ValueError("partition_test noisy needs algorithm topdown and partition_model published")
+        if self.split_rule is SplitRule.HISTORY and self.algorithm is not Algorithm.TOPDOWN:
+            raise ValueError("split_rule history needs algorithm topdown")
 
     def noisy_test(self) -> NoisySplitTest | None:
         """The noisy split test of these settings, None under the sound test."""
@@ -354,7 +364,7 @@ def anonymize_history(
     seed: int = 0,
     explain: bool = False,
     noise: np.random.Generator | None = None,
-    split_rule: str = topdown.DEFAULT_SPLIT_RULE,
+    split_rule: str | None = None,
 ) -> ReleaseResult:
     """Anonymize one snapshot and compute the state after publishing it.
 
@@ -375,14 +385,18 @@ def anonymize_history(
             (``result.generalization.levels``, :func:`anonymizer.topdown.level_report`).
         noise: the release's secret noise under ``partition_test: noisy``
             (:func:`anonymizer.noisy_split.noise_generator`); required then, ignored otherwise.
-        split_rule: the top-down search's split rule (:data:`anonymizer.topdown.SPLIT_RULES`).
+        split_rule: the top-down search's split rule (:data:`anonymizer.topdown.SPLIT_RULES`);
+            None: ``params.split_rule``. ``"history"`` reads ``history``'s survival products
+            (:func:`anonymizer.placement.cell_estimates`), which are public only under
+            register dilution.
 
     Raises:
         anonymizer.search.InfeasibleError: no partition meets the requirement (within the
             budget, for the bottom-up search).
         ValueError: a positive budget under the mechanism-aware model or with the top-down search;
             the noisy test without ``noise`` or under presence dilution (the candidate split
-            would read who is present).
+            would read who is present); the history rule under presence dilution (the
+            statistics file then reads who was present).
     """
     if params.suppression_model is SuppressionModel.MECHANISM and budget != 0:
         raise ValueError(
@@ -397,6 +411,9 @@ def anonymize_history(
     test = params.noisy_test()
     if test is not None and (noise is None or presence):
         raise ValueError("partition_test noisy needs the secret noise and register dilution")
+    rule = str(params.split_rule if split_rule is None else split_rule)
+    if rule == SplitRule.HISTORY and presence:
+        raise ValueError("split_rule history needs register dilution (the statistics file would read who was present)")
     record_individual, record_set, n_sets = snapshot.individual, snapshot.value_set, snapshot.n_sets
     n_ind = register_keys.shape[0]
     if history.class_of.shape != (n_ind,):
@@ -435,8 +452,18 @@ def anonymize_history(
     )
     if params.algorithm is Algorithm.TOPDOWN:
         noisy = NoisyPartition(test, noise) if test is not None and noise is not None else None
+        estimate = None
+        if rule == SplitRule.HISTORY:
+            estimate = cell_estimates(pair // n_classes, pair_count, pair % n_classes, history.survival, n_cells)
         gen = topdown.partition(
-            cells, hierarchies, presence, split_rule, model=params.partition_model, explain=explain, noisy=noisy
+            cells,
+            hierarchies,
+            presence,
+            rule,
+            model=params.partition_model,
+            explain=explain,
+            noisy=noisy,
+            estimate=estimate,
         )
     else:
         gen = generalize(cells, hierarchies, presence, budget)

@@ -75,3 +75,11 @@ class PartitionTest(StrEnum):
 
     SOUND = "sound"  # every part meets its requirement for every placement of its region's counts
     NOISY = "noisy"  # where the sound test admits nothing: one public candidate, a randomized test (e^ε bound)
+
+
+class SplitRule(StrEnum):
+    """Which admissible split the top-down search takes (docs/anonymization.md, "Where the
+    cuts fall"); the admission test is the same under both."""
+
+    WIDEST = "widest"  # the QI with the widest node (Mondrian's rule), blind to the values
+    HISTORY = "history"  # the largest gap between the parts' rates estimated from the published history

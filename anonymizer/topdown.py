@@ -53,6 +53,7 @@ from anonymizer.hierarchy_index import HierarchyIndex
 from anonymizer.noisy_split import NoisyPartition
 from anonymizer.overlap import Overlap
 from anonymizer.part_counts import RegionCounts, ValueCounts, all_per_row, meets
+from anonymizer.placement import split_gain
 from anonymizer.search import (
     CellInfeasibleError,
     Cells,
@@ -74,8 +75,10 @@ BoolArray = npt.NDArray[np.bool_]
 #: ``"width_gain"`` takes the split that removes the most record-weighted split width
 #: (:func:`anonymizer.search.split_width`); ``"widest"`` splits the QI whose node has the
 #: largest split width (Mondrian's rule); ``"balanced"`` takes the split whose largest part
-#: holds the smallest share of the region's candidates.
-SPLIT_RULES = ("width_gain", "widest", "balanced")
+#: holds the smallest share of the region's candidates; ``"history"`` takes the split whose
+#: parts' protected-value rates, estimated from the statistics file, differ most
+#: (:mod:`anonymizer.placement`; ties, and every split before the first release, as ``widest``).
+SPLIT_RULES = ("width_gain", "widest", "balanced", "history")
 #: the rule of every release unless the caller passes another (a constant: nothing sets it)
 DEFAULT_SPLIT_RULE = "widest"
 
@@ -208,6 +211,7 @@ class _Split:
     score: FloatArray  # (R_open,): higher is better under the split rule
     block: _Block | None = None  # (explain only) the entry that blocks each region's split
     own_slack: FloatArray | None = None  # (noisy test only) (R_open,): least n_p - r · c_p on the parts' own counts
+    gain: FloatArray | None = None  # (history rule only) (R_open,): the parts' estimated rates' G statistic
 
 
 @dataclass(frozen=True)
@@ -230,12 +234,14 @@ class _Block:
 @dataclass(frozen=True)
 class _OpenCells:
     """The cells of the open regions: leaf per QI (C, d), n (their candidates, or records
-    under presence) and records (C,), and their counts and requirements, sparse."""
+    under presence) and records (C,), and their counts and requirements, sparse; under the
+    ``history`` rule their estimates (C, V) (:func:`anonymizer.placement.cell_estimates`)."""
 
     keys: IntArray
     n: IntArray
     records: IntArray
     values: ValueCounts
+    estimate: FloatArray | None = None
 
 
 def _split_on(
@@ -342,12 +348,22 @@ def _split(
         # many-way split (a flat hierarchy) only fits while the region is large
         parts_per_region = np.bincount(part_region, minlength=n_open).astype(np.float64)
         score = tree.split_width[node].astype(np.float64) + 1e-6 * parts_per_region
+    elif rule == "history":
+        # the widest rule's score breaks the ties of the gain (which decides, in partition)
+        parts_per_region = np.bincount(part_region, minlength=n_open).astype(np.float64)
+        score = tree.split_width[node].astype(np.float64) + 1e-6 * parts_per_region
     else:  # balanced
         region_n = np.bincount(part_region, weights=part_n, minlength=n_open)
         largest = np.zeros(n_open)
         np.maximum.at(largest, part_region, part_n.astype(np.float64))
         with np.errstate(invalid="ignore", divide="ignore"):
             score = np.where(region_n > 0, 1.0 - largest / np.maximum(region_n, 1), 0.0)
+    gain = None
+    if rule == "history":
+        estimate = cells.estimate
+        assert estimate is not None, "the history rule needs the cells' estimates"
+        part_estimate = np.add.reduceat(estimate[rows], starts, axis=0) if p else np.empty((0, estimate.shape[1]))
+        gain = split_gain(part_estimate, part_n, part_region, n_open)
     own_slack = None
     if noisy:
         with np.errstate(invalid="ignore", over="ignore"):
@@ -355,7 +371,7 @@ def _split(
         own_slack = np.full(n_open, np.inf)
         np.minimum.at(own_slack, part_region[parts.part], margin)
     return _Split(
-        part_of_cell, part_region, part_valid, splittable & all_valid, splittable, need, score, block, own_slack
+        part_of_cell, part_region, part_valid, splittable & all_valid, splittable, need, score, block, own_slack, gain
     )
 
 
@@ -401,6 +417,7 @@ def partition(
     model: PartitionModel = PartitionModel.PUBLISHED,
     explain: bool = False,
     noisy: NoisyPartition | None = None,
+    estimate: FloatArray | None = None,
 ) -> Generalization:
     """Split the QI domain top-down into regions that each meet their requirement.
 
@@ -427,6 +444,11 @@ def partition(
             test admits no split of a valid region, its one public candidate split (the
             rule's best splittable QI) is taken when the noisy test says so. Only under
             the ``published`` model (the parts model reads the parts' counts anyway).
+        estimate: the ``history`` rule's per-cell estimates, shape (C, V), read from the
+            statistics file (:func:`anonymizer.placement.cell_estimates`): among the
+            admissible splits of a region the one with the largest
+            :func:`anonymizer.placement.split_gain` is taken, ties by the ``widest`` score.
+            Required by that rule, ignored by the others.
 
     Returns:
         a :class:`anonymizer.search.Generalization` with the final regions as groups
@@ -435,10 +457,12 @@ def partition(
 
     Raises:
         InfeasibleError: a region violates its requirement and cannot be split further.
-        ValueError: an unknown rule.
+        ValueError: an unknown rule; the ``history`` rule without estimates.
     """
     if rule not in SPLIT_RULES:
         raise ValueError(f"split rule must be one of {SPLIT_RULES}, got {rule!r}")
+    if rule == "history" and (estimate is None or estimate.shape[0] != cells.keys.shape[0]):
+        raise ValueError("the history split rule needs an estimate row per cell")
     published = PartitionModel(model) is PartitionModel.PUBLISHED
     if noisy is not None and not published:
         raise ValueError("the noisy split test runs under the published partition model only")
@@ -463,7 +487,13 @@ def partition(
     with Overlap(2, "serialpub-split") as splitters:
         while open_cells.size:
             n_open = open_nodes.shape[0]
-            sub = _OpenCells(leaves[open_cells], n[open_cells], cells.records[open_cells], open_values)
+            sub = _OpenCells(
+                leaves[open_cells],
+                n[open_cells],
+                cells.records[open_cells],
+                open_values,
+                None if estimate is None or rule != "history" else estimate[open_cells],
+            )
             region_counts = open_values.regions(region_of_cell, n_open) if published else None
             forced = not open_valid.all()
             # the QIs' splits are independent array work (numpy releases the GIL in it): two at a
@@ -489,7 +519,13 @@ def partition(
             splittable = np.stack([s.splittable for s in splits], axis=1)
             score = np.stack([s.score for s in splits], axis=1)
             need = np.stack([s.need for s in splits], axis=1)
-            best_ok = np.argmax(np.where(admissible, score, -np.inf), axis=1)
+            if rule == "history":
+                # the largest gain among the admissible splits; equal gains (none before the
+                # first release) as the widest rule would choose
+                gain = np.stack([s.gain for s in splits], axis=1)  # type: ignore[misc]
+                best_ok = _argmin_then_max(np.where(admissible, -gain, np.inf), np.where(admissible, score, -np.inf))
+            else:
+                best_ok = np.argmax(np.where(admissible, score, -np.inf), axis=1)
             # a forced split under the published model may not read its parts' counts: the rule alone
             forced_key = np.where(splittable, 0.0 if published else need, np.inf)
             best_forced = _argmin_then_max(forced_key, score)

@@ -22,6 +22,7 @@ from anonymizer.settings import (
     Guarantee,
     PartitionModel,
     PartitionTest,
+    SplitRule,
     Strategy,
     SuppressionModel,
 )
@@ -89,6 +90,8 @@ class DraftParams(BaseModel):
     # recorded only under partition_test: noisy (releases before it existed used the sound test)
     partition_test: PartitionTest = PartitionTest.SOUND
     partition_epsilon: float | None = None
+    # recorded only under split_rule: history (releases before it existed split as widest)
+    split_rule: SplitRule = SplitRule.WIDEST
     accepted_known_breach: list[str] = []
     numeric_quasi_identifiers: list[str] = []
     suppression_budget: float | None = None

@@ -18,6 +18,7 @@ import typer
 from anonymizer import overlap
 from serialpub.cli.app import app
 from serialpub.config import Config, config_of, load_config
+from serialpub.errors import InputError
 from serialpub.io.manifest import Manifest
 from serialpub.io.release_settings import (
     DEMO_OPTIONS,
@@ -91,8 +92,9 @@ def test_every_recorded_setting_is_on_the_release_contract_page() -> None:
 def test_the_recorded_settings_go_through_the_row_and_the_manifest_unchanged() -> None:
     cfg = config_of(EVERY_SETTING, "test")
     recorded = cfg.recorded()
-    # the noisy split test's keys: only under it, which the bottom-up search of EVERY_SETTING excludes
-    assert set(recorded) == set(RECORDED) - {"partition_test", "partition_epsilon"}
+    # the noisy split test's keys and the history split rule's: only under them, which the
+    # bottom-up search of EVERY_SETTING excludes
+    assert set(recorded) == set(RECORDED) - {"partition_test", "partition_epsilon", "split_rule"}
     row = DraftParams(**recorded)
     assert DraftParams.read(json.loads(json.dumps(row.record()))).recorded_settings() == {
         k: v for k, v in row.record().items() if k in ROW_SETTINGS
@@ -121,6 +123,19 @@ def test_the_noisy_split_test_s_settings_go_through_the_row_and_the_manifest_unc
     assert recorded["partition_test"].value == "noisy" and recorded["partition_epsilon"] == 0.5
     row = DraftParams(**recorded).record()
     assert row["partition_test"] == "noisy" and row["partition_epsilon"] == 0.5
+
+
+def test_the_history_split_rule_goes_through_the_row_and_is_refused_where_it_would_read_presence() -> None:
+    base = {
+        "dataset": "d", "quasi_identifiers": ["age", "zip"], "sensitive": "disease", "l": 2.0,
+        "protected_values": ["flu"],
+    }  # fmt: skip
+    assert "split_rule" not in config_of(base, "test").recorded()  # widest: the default series keep their keys
+    recorded = config_of({**base, "split_rule": "history"}, "test").recorded()
+    assert recorded["split_rule"].value == "history"
+    assert DraftParams(**recorded).record()["split_rule"] == "history"
+    with pytest.raises(InputError, match="split_rule"):
+        config_of({**base, "split_rule": "history", "dilution": "presence"}, "test")
 
 
 def test_an_older_manifest_without_the_newer_settings_still_reads() -> None:

@@ -143,6 +143,13 @@ def demo(
             help="published (default) or parts (finer groups; the partition is evidence)",
         ),
     ] = None,
+    split_rule: Annotated[
+        str,
+        typer.Option(
+            "--split-rule",
+            help="widest (default) or history (cuts where the published history shows the association)",
+        ),
+    ] = "widest",
     budget: Annotated[
         float | None,
         typer.Option("--suppression-budget", help="fraction of records (paper model only; default 0.05 there)"),
@@ -179,6 +186,7 @@ def demo(
         suppression_model=suppression_model,
         algorithm=algorithm,
         partition_model=partition_model,
+        split_rule=split_rule,
         protected=None if protected is None else split_list(protected),
         rounds=rounds,
         seed=seed,

@@ -32,6 +32,7 @@ from anonymizer.settings import (
     Guarantee,
     PartitionModel,
     PartitionTest,
+    SplitRule,
     Strategy,
     SuppressionModel,
 )
@@ -195,6 +196,9 @@ class Manifest(_Contract):
     # (docs/threat-model.md, "The noisy split test")
     partition_test: PartitionTest | None = None
     partition_epsilon: float | None = Field(default=None, gt=0)
+    # the top-down search's split rule, written only under split_rule: history
+    # (docs/anonymization.md, "Where the cuts fall")
+    split_rule: SplitRule | None = None
     # the breachable models the publisher acknowledged (serialpub.known_breach); written only
     # when there is one
     accepted_known_breach: list[KnownBreach] = []

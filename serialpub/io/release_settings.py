@@ -34,6 +34,7 @@ from anonymizer.settings import (
     Guarantee,
     PartitionModel,
     PartitionTest,
+    SplitRule,
     Strategy,
     SuppressionModel,
 )
@@ -267,6 +268,19 @@ class ReleaseSettings(BaseModel):
             takes="sound, or ε of partition_test noisy in (0, 0.6931]",
         ),
     )
+    split_rule: SplitRule = Field(
+        default=SplitRule.WIDEST,
+        description="which admissible split the top-down search takes ([where the cuts "
+        "fall](anonymization.md#where-the-cuts-fall-split_rule)); the admission test is the same: `widest`, the QI "
+        "whose node is widest, blind to the protected values; `history`, the split whose parts' rates of the "
+        "protected values, estimated from the earlier releases' published counts spread over the register, differ "
+        "most, so the partition stays a function of published data (the first release has no history and splits "
+        "as `widest`). Recorded in manifests only under `history`",
+        json_schema_extra=documented(
+            "`history` needs `algorithm: topdown` and `dilution: register`",
+            demo="--split-rule",
+        ),
+    )
     accept_known_breach: list[KnownBreach] = Field(
         default_factory=list,
         validate_default=True,
@@ -364,6 +378,13 @@ class ReleaseSettings(BaseModel):
                 "partition_epsilon is set but partition_test is 'sound'; set partition_test: noisy "
                 "or leave partition_epsilon out"
             )
+        if self.split_rule is SplitRule.HISTORY and (
+            self.algorithm is not Algorithm.TOPDOWN or self.dilution is not Dilution.REGISTER
+        ):
+            raise ValueError(
+                "split_rule 'history' needs algorithm: topdown and dilution: register (under presence the "
+                "statistics file it reads depends on who was present); set split_rule: widest"
+            )
         if self.algorithm is Algorithm.TOPDOWN and self.suppression_budget > 0:
             raise ValueError(
                 f"suppression_budget {self.suppression_budget:g} with algorithm 'topdown', which never suppresses; "
@@ -386,7 +407,9 @@ class ReleaseSettings(BaseModel):
         all`` into the values, the QIs in the inputs' order). ``after_k_prime`` is null
         under a strategy other than the constant one, ``partition_model`` is
         :attr:`effective_partition_model`, and ``accepted_known_breach`` is left out when
-        none is taken, so that the default series' manifests keep their keys.
+        none is taken, and so are ``partition_test``/``partition_epsilon`` under the sound
+        test and ``split_rule`` under ``widest``, so that the default series' manifests
+        keep their keys.
 
         Raises:
             KeyError: a key of ``resolved`` that is no setting (a programming error).
@@ -403,6 +426,8 @@ class ReleaseSettings(BaseModel):
             del values["accept_known_breach"]
         if values["partition_test"] is not PartitionTest.NOISY:  # the sound test's series keep their keys
             del values["partition_test"], values["partition_epsilon"]
+        if values["split_rule"] is SplitRule.WIDEST:  # and the widest rule's
+            del values["split_rule"]
         return {record_key(name): value for name, value in values.items()}
 
 
@@ -422,7 +447,7 @@ def _options(command: str) -> dict[str, str]:
 RECORDED = tuple(record_key(name) for name in ReleaseSettings.model_fields)
 #: the recorded keys written only when a release uses them (:meth:`ReleaseSettings.recorded`),
 #: so that the default series' manifests keep their keys
-OPTIONAL_RECORDED = ("accepted_known_breach", "partition_test", "partition_epsilon")
+OPTIONAL_RECORDED = ("accepted_known_breach", "partition_test", "partition_epsilon", "split_rule")
 #: setting (its ``serialpub.yaml`` key) -> its ``serialpub demo`` option
 DEMO_OPTIONS = _options("demo")
 #: setting (its ``serialpub.yaml`` key) -> its ``serialpub plan`` option: the plan's grid axes
