@@ -63,6 +63,7 @@ def create_workspace(
     suppression_model: str = "mechanism",
     algorithm: str | None = None,
     partition_model: str | None = None,
+    propensity_ratio: int = 1,
     protected: Sequence[str] | None = None,
     rounds: int = 20,
     seed: int = 0,
@@ -117,6 +118,7 @@ def create_workspace(
             "partition_model": partition_model or ("parts" if algorithm == "bottomup" else "published"),
             # choosing a breachable model on the command line is its acknowledgement: the
             # file says so, and every release of the demo then states the risk
+            "propensity_ratio": propensity_ratio,
             "accept_known_breach": known_breach.taken(suppression_model, algorithm, partition_model),
             "suppression_budget": budget,
             "validation": {"max_suppression_rate": budget},

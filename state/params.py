@@ -89,6 +89,8 @@ class DraftParams(BaseModel):
     # recorded only under partition_test: noisy (releases before it existed used the sound test)
     partition_test: PartitionTest = PartitionTest.SOUND
     partition_epsilon: float | None = None
+    # recorded only above 1 (releases before it existed charged the uniform share)
+    propensity_ratio: int = 1
     accepted_known_breach: list[str] = []
     numeric_quasi_identifiers: list[str] = []
     suppression_budget: float | None = None

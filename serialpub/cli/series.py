@@ -142,6 +142,9 @@ def demo(
             help="published (default) or parts (finer groups; the partition is evidence)",
         ),
     ] = None,
+    propensity_ratio: Annotated[
+        int, typer.Option("--propensity-ratio", help="ρ: each group is charged ρ times its records (default 1)")
+    ] = 1,
     budget: Annotated[
         float | None,
         typer.Option("--suppression-budget", help="fraction of records (paper model only; default 0.05 there)"),
@@ -178,6 +181,7 @@ def demo(
         suppression_model=suppression_model,
         algorithm=algorithm,
         partition_model=partition_model,
+        propensity_ratio=propensity_ratio,
         protected=None if protected is None else split_list(protected),
         rounds=rounds,
         seed=seed,

@@ -195,6 +195,9 @@ class Manifest(_Contract):
     # (docs/threat-model.md, "The noisy split test")
     partition_test: PartitionTest | None = None
     partition_epsilon: float | None = Field(default=None, gt=0)
+    # ρ, written only above 1 (docs/threat-model.md, "The propensity ratio"): every charge
+    # of the release is min(n_j, ρ·n_{j,s}) / n_j
+    propensity_ratio: int | None = Field(default=None, ge=2)
     # the breachable models the publisher acknowledged (serialpub.known_breach); written only
     # when there is one
     accepted_known_breach: list[KnownBreach] = []

@@ -267,6 +267,24 @@ class ReleaseSettings(BaseModel):
             takes="sound, or ε of partition_test noisy in (0, 0.6931]",
         ),
     )
+    propensity_ratio: int = Field(
+        default=1,
+        ge=1,
+        le=1000,
+        description="ρ: each group is charged ρ times its records of a protected value (at most all of its "
+        "candidates), which covers every adversary whose propensity for the value (learned from the releases or "
+        "known from outside) is at most ρ times its mean over the group's candidates ([the propensity "
+        "ratio](threat-model.md#the-propensity-ratio-propensity_ratio)); 1, paper 004's uniform charge, covers the "
+        "adversary whose prior is uniform inside a group. A larger ρ asks for ρ times the candidates per record "
+        "and so coarser groups; `serialpub plan --propensity-ratio 1,2,3` shows what each costs and what the "
+        "learners reach. Recorded in manifests when above 1",
+        json_schema_extra=documented(
+            "a whole number in [1, 1000]",
+            demo="--propensity-ratio",
+            plan="--propensity-ratio",
+            takes="whole numbers >= 1",
+        ),
+    )
     accept_known_breach: list[KnownBreach] = Field(
         default_factory=list,
         validate_default=True,
@@ -385,8 +403,9 @@ class ReleaseSettings(BaseModel):
         in ``resolved`` (by field name) where the draft resolved it (``protected_values:
         all`` into the values, the QIs in the inputs' order). ``after_k_prime`` is null
         under a strategy other than the constant one, ``partition_model`` is
-        :attr:`effective_partition_model`, and ``accepted_known_breach`` is left out when
-        none is taken, so that the default series' manifests keep their keys.
+        :attr:`effective_partition_model`, ``accepted_known_breach`` is left out when
+        none is taken and ``propensity_ratio`` when it is 1, so that the default series'
+        manifests keep their keys.
 
         Raises:
             KeyError: a key of ``resolved`` that is no setting (a programming error).
@@ -403,6 +422,8 @@ class ReleaseSettings(BaseModel):
             del values["accept_known_breach"]
         if values["partition_test"] is not PartitionTest.NOISY:  # the sound test's series keep their keys
             del values["partition_test"], values["partition_epsilon"]
+        if values["propensity_ratio"] == 1:  # so do the uniform charge's
+            del values["propensity_ratio"]
         return {record_key(name): value for name, value in values.items()}
 
 
@@ -422,7 +443,7 @@ def _options(command: str) -> dict[str, str]:
 RECORDED = tuple(record_key(name) for name in ReleaseSettings.model_fields)
 #: the recorded keys written only when a release uses them (:meth:`ReleaseSettings.recorded`),
 #: so that the default series' manifests keep their keys
-OPTIONAL_RECORDED = ("accepted_known_breach", "partition_test", "partition_epsilon")
+OPTIONAL_RECORDED = ("accepted_known_breach", "partition_test", "partition_epsilon", "propensity_ratio")
 #: setting (its ``serialpub.yaml`` key) -> its ``serialpub demo`` option
 DEMO_OPTIONS = _options("demo")
 #: setting (its ``serialpub.yaml`` key) -> its ``serialpub plan`` option: the plan's grid axes

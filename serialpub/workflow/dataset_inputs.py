@@ -90,6 +90,7 @@ def read_dataset_inputs(ws: Workspace) -> DatasetInputs:
         partition_model=cfg.effective_partition_model,
         partition_test=cfg.partition_test,
         partition_epsilon=cfg.partition_epsilon,
+        propensity_ratio=cfg.propensity_ratio,
     )
     sources = {q: str(ws.hierarchy_dir / f"{q}.csv") for q in qis}
     return DatasetInputs(
