@@ -92,6 +92,27 @@ def release_factor(n: IntArray, n_s: IntArray, *, complement: bool = False) -> F
     return np.asarray((n - n_s) / n, dtype=np.float64)
 
 
+def charged_counts(n_j: npt.ArrayLike, n_s: npt.ArrayLike, propensity_ratio: int) -> IntArray:
+    """The records a release is charged for: ``min(n_j, ρ·n_{j,s})`` elementwise, int64 of
+    the broadcast shape; ``n_{j,s}`` itself when ρ = 1.
+
+    Under ρ the factor of a linked release is ``1 - ρ·n_{j,s}/n_j`` (capped at a certain
+    link), the largest share ``n_{j,s}·π(o)/Σ_{o'} π(o')`` any propensity π with
+    ``max π <= ρ · mean π`` over the group's n_j candidates gives one of them
+    (docs/threat-model.md, "The propensity ratio"). Whole ρ keeps every factor a ratio of
+    integers, so the exact decisions (:func:`exact_breach`) stay exact.
+
+    Raises:
+        ValueError: ρ not a whole number >= 1.
+    """
+    if type(propensity_ratio) is not int or propensity_ratio < 1:
+        raise ValueError(f"propensity_ratio must be a whole number >= 1, got {propensity_ratio!r}")
+    n_s_arr = np.asarray(n_s, dtype=np.int64)
+    if propensity_ratio == 1:
+        return n_s_arr
+    return np.minimum(np.asarray(n_j, dtype=np.int64), n_s_arr * propensity_ratio)
+
+
 def breach_after_release(survival: FloatArray, n: IntArray, n_s: IntArray) -> FloatArray:
     """Breach probability after one more linked release, ``1 - P·(1 - n_s/n)``
     (:func:`release_factor`), unchecked, elementwise."""

@@ -81,6 +81,11 @@ class PrivacyParams:
     ``split_rule`` (top-down, register dilution): ``"widest"`` (the default) or
     ``"history"`` (:mod:`anonymizer.placement`), which chooses among the same admissible
     splits by the rates the statistics file estimates, a function of the published releases.
+    ``propensity_ratio`` ρ (a whole number, 1 by default: paper 004's uniform charge) charges
+    each group ρ times its records of a value, ``min(n_j, ρ·n_{j,s})`` in place of
+    ``n_{j,s}`` in every factor and requirement (:func:`anonymizer.privacy.charged_counts`), which covers every
+    adversary whose propensity for the value is at most ρ times its mean over the group's
+    candidates (docs/threat-model.md, "The learning adversary").
     """
 
     ell: float
@@ -95,6 +100,7 @@ class PrivacyParams:
     partition_test: PartitionTest = PartitionTest.SOUND
     partition_epsilon: float | None = None
     split_rule: SplitRule = SplitRule.WIDEST
+    propensity_ratio: int = 1
 
     def __post_init__(self) -> None:
         # a setting given by its spelling becomes its enumeration member; any other is refused here
@@ -114,6 +120,8 @@ class PrivacyParams:
             object.__setattr__(self, name, kind(value))
         if not self.ell >= 2:
             raise ValueError(f"ℓ must be at least 2, got {self.ell}")
+        if type(self.propensity_ratio) is not int or self.propensity_ratio < 1:
+            raise ValueError(f"propensity_ratio must be a whole number >= 1, got {self.propensity_ratio!r}")
         if self.strategy is Strategy.CONSTANT and (self.k_prime is None or self.k_prime < 1):
             raise ValueError(f"the constant-ratio strategy needs k' >= 1, got {self.k_prime}")
         if self.strategy is Strategy.GEOMETRIC and (self.alpha is None or not self.alpha > 1):
@@ -238,11 +246,13 @@ class ReleaseResult:
 
 
 def class_targets(params: PrivacyParams, history: History) -> FloatArray:
-    """Target ratio per (history class, protected value), shape (K, V)."""
+    """Target ratio ``n_j / n_{j,s}`` per (history class, protected value), shape (K, V):
+    the strategy's target times ρ (``propensity_ratio``), since a group is charged
+    ρ·n_{j,s} records (:func:`anonymizer.privacy.charged_counts`)."""
     ell_b = np.broadcast_to(history.ell[:, None], history.survival.shape)
     if params.guarantee is Guarantee.LOCALIZED:
-        return np.array(ell_b, dtype=np.float64)
-    return privacy.strategy_targets(
+        return np.array(ell_b, dtype=np.float64) * params.propensity_ratio
+    return params.propensity_ratio * privacy.strategy_targets(
         history.survival.ravel(),
         history.linked.ravel(),
         ell_b.ravel(),
@@ -254,7 +264,13 @@ def class_targets(params: PrivacyParams, history: History) -> FloatArray:
 
 
 def advance_history(
-    history: History, group_of_ind: IntArray, n_j: IntArray, counts: IntArray, *, overwrite: bool = False
+    history: History,
+    group_of_ind: IntArray,
+    n_j: IntArray,
+    counts: IntArray,
+    *,
+    overwrite: bool = False,
+    propensity_ratio: int = 1,
 ) -> tuple[History, IntArray, IntArray]:
     """The state after one more published release (paper 004, Lemma 4 and §7; docs/design.md section 4).
 
@@ -272,6 +288,8 @@ def advance_history(
         overwrite: ``group_of_ind`` is the caller's own int64 array and may be overwritten
             (the update's key per individual is then written into it, not into another 8
             bytes per individual).
+        propensity_ratio: ρ of the release (:func:`anonymizer.privacy.charged_counts`): the factor is
+            ``1 - min(n_j, ρ·n_{j,s})/n_j``.
 
     Returns:
         the new history, and per new class its parent class and the group that linked it
@@ -282,8 +300,9 @@ def advance_history(
         raise ValueError(f"a history of {history.class_of.size} individuals and groups for {np.size(group_of_ind)}")
     holds = counts > 0
     factor = np.ones((n_groups + 1, n_sets))  # last row: not linked by this release
+    n_holds = np.broadcast_to(n_j[:, None], holds.shape)[holds]
     factor[:-1][holds] = privacy.release_factor(
-        np.broadcast_to(n_j[:, None], holds.shape)[holds], counts[holds], complement=True
+        n_holds, privacy.charged_counts(n_holds, counts[holds], propensity_ratio), complement=True
     )
     holds_ext = np.vstack([holds, np.zeros((1, n_sets), dtype=bool)])
     # class * (G+1) + group, G for none; in place and by blocks: one int64 array per
@@ -484,9 +503,14 @@ def anonymize_history(
         group_of_ind = np.full(n_ind, -1, dtype=np.int64)
         group_of_ind[members] = member_group
     # group_of_ind is this call's own array: the update may write its keys into it
-    new_history = advance_history(history, group_of_ind, n_j, np.where(live[:, None], kept_counts, 0), overwrite=True)[
-        0
-    ]
+    new_history = advance_history(
+        history,
+        group_of_ind,
+        n_j,
+        np.where(live[:, None], kept_counts, 0),
+        overwrite=True,
+        propensity_ratio=params.propensity_ratio,
+    )[0]
     return ReleaseResult(
         published=published,
         group_of_record=np.where(published, renumber[group_of_record], -1),

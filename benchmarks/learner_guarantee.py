@@ -15,7 +15,10 @@ four values, two of them common).
 
 Usage::
 
-    uv run python benchmarks/learner_guarantee.py [--out /tmp/lg] [--only NAME ...]
+    uv run python benchmarks/learner_guarantee.py [--out /tmp/lg] [--only NAME ...] [--propensity-ratio RHO]
+
+With ``--propensity-ratio RHO`` (above 1) every series is published with that ρ
+(docs/threat-model.md, "The propensity ratio"); its rows are named ``NAME ρ=RHO``.
 
 Writes ``benchmarks/out/learner_guarantee.json`` (rows of earlier runs are kept unless
 rerun) and prints the Markdown table of docs/threat-model.md.
@@ -80,10 +83,10 @@ def learner_rows(ws: Path) -> dict[str, object]:
     }
 
 
-def run(name: str, out: Path, reuse: bool) -> dict[str, object]:
-    folder = out / name
+def run(name: str, out: Path, reuse: bool, rho: int = 1) -> dict[str, object]:
+    folder = out / (name if rho == 1 else f"{name}-rho{rho}")
     exe = Path(sys.executable).with_name("serialpub")
-    args = SERIES[name]
+    args = SERIES[name] + ([] if rho == 1 else ["--propensity-ratio", str(rho)])
     t = time.perf_counter()
     stopped = None
     if not (reuse and (folder / "snapshots").is_dir()):
@@ -98,7 +101,8 @@ def run(name: str, out: Path, reuse: bool) -> dict[str, object]:
         json.loads(m.read_text(encoding="utf-8"))["groups"]
         for m in sorted((folder / "releases").glob("*/release-*/manifest.json"))
     ]
-    return {"series": name, "args": " ".join(args), "stopped": stopped, "demo_seconds": demo_s,
+    series = name if rho == 1 else f"{name} ρ={rho}"
+    return {"series": series, "args": " ".join(args), "stopped": stopped, "demo_seconds": demo_s,
             "groups_range": [min(groups), max(groups)], **util, **learner_rows(folder)}  # fmt: skip
 
 
@@ -133,6 +137,7 @@ def main() -> None:
     ap.add_argument("--only", nargs="*", help="series names to run (default: all four)")
     ap.add_argument("--reuse", action="store_true", help="measure existing workspaces instead of remaking them")
     ap.add_argument("--table", action="store_true", help="print the table of the stored rows only")
+    ap.add_argument("--propensity-ratio", type=int, default=1, help="ρ of every series (default 1)")
     ap.add_argument(
         "--result", type=Path, nargs="*", default=[RESULT], help="JSON file(s) of rows (the first is written)"
     )
@@ -143,13 +148,13 @@ def main() -> None:
         for name in SERIES:
             if args.only and name not in args.only:
                 continue
-            row = run(name, args.out, args.reuse)
-            rows = [r for r in rows if r["series"] != name] + [row]
+            row = run(name, args.out, args.reuse, args.propensity_ratio)
+            rows = [r for r in rows if r["series"] != row["series"]] + [row]
             result.parent.mkdir(exist_ok=True)
             result.write_text(json.dumps(rows, indent=2))
             print(json.dumps({k: row[k] for k in ("series", "any_above", "any_true")}), flush=True)
     order = list(SERIES)
-    rows.sort(key=lambda r: order.index(str(r["series"])))
+    rows.sort(key=lambda r: (order.index(str(r["series"]).split(" ")[0]), str(r["series"])))
     table(rows)
 
 

@@ -33,7 +33,7 @@ import pandas as pd
 
 from anonymizer.arrays import CodedRows, expand_csr, factorize
 from anonymizer.hierarchy import Hierarchy
-from anonymizer.privacy import UNDECIDED_BAND, breach_after_release, exact_breach
+from anonymizer.privacy import UNDECIDED_BAND, breach_after_release, charged_counts, exact_breach
 from anonymizer.regions import PresenceShown, RegisterCells, cover_pairs, group_release, presence_shown, record_nodes
 
 IntArray = npt.NDArray[np.int64]
@@ -96,12 +96,15 @@ class PriorState:
         history_class: the row of ``survival`` of every register individual, shape (N,),
             ints in [0, C): the statistics file's compact form, not an (N, V) array, which
             grows with individuals times protected values.
+        propensity_ratio: ρ of the draft: its groups are charged ``min(n_j, ρ·n_s)``
+            records (:func:`anonymizer.privacy.charged_counts`).
     """
 
     protected: Sequence[str]
     survival: npt.ArrayLike
     ell: float | npt.ArrayLike = 2.0
     history_class: npt.ArrayLike | None = None
+    propensity_ratio: int = 1
 
 
 @dataclass(frozen=True)
@@ -384,10 +387,11 @@ def compute_breach(
     rep, unit = expand_csr(row_cell, ustart, unit_order)
     grp, val = row_group[rep], row_value[rep]
     nj, ns = n_j[grp], counts[grp, val]
+    charged = charged_counts(nj, ns, prior.propensity_ratio)
     rep_member = members[unit_first[unit]]
     before = surv[rep_member if row_of is None else row_of[rep_member], val]
-    p = breach_after_release(before, nj, ns)
-    exceeds = _exceeds(before, nj, ns, ell_ind[rep_member], p)
+    p = breach_after_release(before, nj, charged)
+    exceeds = _exceeds(before, nj, charged, ell_ind[rep_member], p)
     if per_unit:
         # the ids of the units' representatives only: a categorical over all N register ids
         # would hash them all to check their uniqueness in every process

@@ -64,6 +64,7 @@ def create_workspace(
     algorithm: str | None = None,
     partition_model: str | None = None,
     split_rule: str = "widest",
+    propensity_ratio: int = 1,
     protected: Sequence[str] | None = None,
     rounds: int = 20,
     seed: int = 0,
@@ -119,6 +120,7 @@ def create_workspace(
             # choosing a breachable model on the command line is its acknowledgement: the
             # file says so, and every release of the demo then states the risk
             "split_rule": split_rule,
+            "propensity_ratio": propensity_ratio,
             "accept_known_breach": known_breach.taken(suppression_model, algorithm, partition_model),
             "suppression_budget": budget,
             "validation": {"max_suppression_rate": budget},

@@ -55,7 +55,7 @@ EVERY_SETTING: dict[str, Any] = {
     "protected_values": ["flu"], "l": 3.0, "strategy": "constant", "k_prime": 7, "after_k_prime": "stop",
     "alpha": 1.5, "guarantee": "localized", "dilution": "presence", "suppression_model": "paper",
     "algorithm": "bottomup", "partition_model": "parts", "accept_known_breach": ["parts", "paper"],
-    "suppression_budget": 0.1,
+    "suppression_budget": 0.1, "propensity_ratio": 3,
 }  # fmt: skip
 
 

@@ -56,6 +56,10 @@ def plan(
         str | None,
         typer.Option("--partition-epsilon", help=f"sound, or ε of the noisy split test (at most 0.6931); {_LIST}"),
     ] = None,
+    propensity_ratio: Annotated[
+        str | None,
+        typer.Option("--propensity-ratio", help=f"ρ of the charge, whole numbers >= 1; {_LIST}"),
+    ] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="write every figure as JSON here")] = None,
     html_out: Annotated[Path | None, typer.Option("--html", help="write the plan's page here")] = None,
     jobs: Annotated[int | None, typer.Option("--jobs", help="worker processes (default: the machine's cores)")] = None,
@@ -96,6 +100,7 @@ def plan(
         ("partition_model", partition_model),
         ("after_k_prime", after_k),
         ("partition_epsilon", partition_epsilon),
+        ("propensity_ratio", propensity_ratio),
     ):
         if text is not None:
             given[name] = split_list(text)

@@ -150,6 +150,9 @@ def demo(
             help="widest (default) or history (cuts where the published history shows the association)",
         ),
     ] = "widest",
+    propensity_ratio: Annotated[
+        int, typer.Option("--propensity-ratio", help="ρ: each group is charged ρ times its records (default 1)")
+    ] = 1,
     budget: Annotated[
         float | None,
         typer.Option("--suppression-budget", help="fraction of records (paper model only; default 0.05 there)"),
@@ -187,6 +190,7 @@ def demo(
         algorithm=algorithm,
         partition_model=partition_model,
         split_rule=split_rule,
+        propensity_ratio=propensity_ratio,
         protected=None if protected is None else split_list(protected),
         rounds=rounds,
         seed=seed,

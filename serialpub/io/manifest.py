@@ -199,6 +199,9 @@ class Manifest(_Contract):
     # the top-down search's split rule, written only under split_rule: history
     # (docs/anonymization.md, "Where the cuts fall")
     split_rule: SplitRule | None = None
+    # ρ, written only above 1 (docs/threat-model.md, "The propensity ratio"): every charge
+    # of the release is min(n_j, ρ·n_{j,s}) / n_j
+    propensity_ratio: int | None = Field(default=None, ge=2)
     # the breachable models the publisher acknowledged (serialpub.known_breach); written only
     # when there is one
     accepted_known_breach: list[KnownBreach] = []

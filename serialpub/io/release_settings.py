@@ -281,6 +281,24 @@ class ReleaseSettings(BaseModel):
             demo="--split-rule",
         ),
     )
+    propensity_ratio: int = Field(
+        default=1,
+        ge=1,
+        le=1000,
+        description="ρ: each group is charged ρ times its records of a protected value (at most all of its "
+        "candidates), which covers every adversary whose propensity for the value (learned from the releases or "
+        "known from outside) is at most ρ times its mean over the group's candidates ([the propensity "
+        "ratio](threat-model.md#the-propensity-ratio-propensity_ratio)); 1, paper 004's uniform charge, covers the "
+        "adversary whose prior is uniform inside a group. A larger ρ asks for ρ times the candidates per record "
+        "and so coarser groups; `serialpub plan --propensity-ratio 1,2,3` shows what each costs and what the "
+        "learners reach. Recorded in manifests when above 1",
+        json_schema_extra=documented(
+            "a whole number in [1, 1000]",
+            demo="--propensity-ratio",
+            plan="--propensity-ratio",
+            takes="whole numbers >= 1",
+        ),
+    )
     accept_known_breach: list[KnownBreach] = Field(
         default_factory=list,
         validate_default=True,
@@ -408,8 +426,8 @@ class ReleaseSettings(BaseModel):
         under a strategy other than the constant one, ``partition_model`` is
         :attr:`effective_partition_model`, and ``accepted_known_breach`` is left out when
         none is taken, and so are ``partition_test``/``partition_epsilon`` under the sound
-        test and ``split_rule`` under ``widest``, so that the default series' manifests
-        keep their keys.
+        test, ``split_rule`` under ``widest`` and ``propensity_ratio`` when it is 1, so that
+        the default series' manifests keep their keys.
 
         Raises:
             KeyError: a key of ``resolved`` that is no setting (a programming error).
@@ -428,6 +446,8 @@ class ReleaseSettings(BaseModel):
             del values["partition_test"], values["partition_epsilon"]
         if values["split_rule"] is SplitRule.WIDEST:  # and the widest rule's
             del values["split_rule"]
+        if values["propensity_ratio"] == 1:  # so do the uniform charge's
+            del values["propensity_ratio"]
         return {record_key(name): value for name, value in values.items()}
 
 
@@ -447,7 +467,7 @@ def _options(command: str) -> dict[str, str]:
 RECORDED = tuple(record_key(name) for name in ReleaseSettings.model_fields)
 #: the recorded keys written only when a release uses them (:meth:`ReleaseSettings.recorded`),
 #: so that the default series' manifests keep their keys
-OPTIONAL_RECORDED = ("accepted_known_breach", "partition_test", "partition_epsilon", "split_rule")
+OPTIONAL_RECORDED = ("accepted_known_breach", "partition_test", "partition_epsilon", "split_rule", "propensity_ratio")
 #: setting (its ``serialpub.yaml`` key) -> its ``serialpub demo`` option
 DEMO_OPTIONS = _options("demo")
 #: setting (its ``serialpub.yaml`` key) -> its ``serialpub plan`` option: the plan's grid axes

@@ -3,10 +3,10 @@
 Every setting is the configuration's (serialpub/config.py): ``l`` (ℓ), ``k_prime``,
 ``strategy``, ``alpha``, ``protected_values`` (``all``, a list of values, or
 ``rarest:m``: the m values with the fewest records in the planned snapshots),
-``partition_model`` and ``after_k_prime``. The grid is the cartesian product of the values
-given per setting; a setting not given takes the workspace's value. k' belongs to the
-constant-ratio strategy and α to the geometric one, so a candidate carries only its own
-strategy's parameter and duplicates are dropped.
+``partition_model``, ``after_k_prime``, ``partition_epsilon`` and ``propensity_ratio``. The
+grid is the cartesian product of the values given per setting; a setting not given takes
+the workspace's value. k' belongs to the constant-ratio strategy and α to the geometric
+one, so a candidate carries only its own strategy's parameter and duplicates are dropped.
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ class Candidate:
         after_k_prime: ``renew`` or ``stop`` (constant ratio only).
         partition_epsilon: ε of ``partition_test: noisy`` (docs/anonymization.md), None for
             the sound test.
+        propensity_ratio: ρ of the charge (docs/threat-model.md, "The propensity ratio").
     """
 
     ell: float
@@ -63,6 +64,7 @@ class Candidate:
     partition_model: str
     after_k_prime: str
     partition_epsilon: float | None = None
+    propensity_ratio: int = 1
 
     @property
     def known_breach(self) -> bool:
@@ -81,7 +83,8 @@ class Candidate:
         """A short name: ``ℓ=2 constant k'=20 renew all published``."""
         param = f"k'={self.k_prime} {self.after_k_prime}" if self.strategy == "constant" else f"α={self.alpha:g}"
         noisy = "" if self.partition_epsilon is None else f" noisy ε={self.partition_epsilon:g}"
-        return f"ℓ={self.ell:g} {self.strategy} {param} {self.protected_label} {self.partition_model}{noisy}"
+        rho = "" if self.propensity_ratio == 1 else f" ρ={self.propensity_ratio}"
+        return f"ℓ={self.ell:g} {self.strategy} {param} {self.protected_label} {self.partition_model}{noisy}{rho}"
 
     def record(self) -> dict[str, Any]:
         """The settings as the configuration spells them (JSON)."""
@@ -99,6 +102,8 @@ class Candidate:
                 if self.partition_epsilon is not None
                 else {}
             ),
+            # only above 1: a uniform candidate's record keeps its keys
+            **({"propensity_ratio": self.propensity_ratio} if self.propensity_ratio > 1 else {}),
         }
 
 
@@ -145,6 +150,11 @@ def _checked(setting: str, value: Any, domain: Sequence[str]) -> Any:
         if not alpha > 1:
             raise InputError(f"setting {flag}: α = {_shown(alpha)} is impossible; α must be greater than 1")
         return alpha
+    if setting == "propensity_ratio":
+        rho = _number(setting, value, float)
+        if not 1 <= rho <= 1000 or rho != int(rho):
+            raise InputError(f"setting {flag}: ρ = {_shown(rho)}; ρ must be a whole number from 1 to 1000")
+        return int(rho)
     if setting == "partition_epsilon":
         if value == "sound":
             return None
@@ -278,6 +288,7 @@ def build_grid(
                 after_k_prime=s["after_k_prime"] if constant else "renew",
                 # the noisy test runs under the published model only: a parts candidate is sound
                 partition_epsilon=s["partition_epsilon"] if s["partition_model"] == "published" else None,
+                propensity_ratio=s["propensity_ratio"],
             ),
             None,
         )
@@ -290,7 +301,7 @@ def _size(axes: Mapping[str, Sequence[Any]]) -> int:
     """The number of candidates of distinct axis values, counted without building them: k'
     and after_k_prime multiply the constant-ratio candidates only, α the geometric ones."""
     common = len(axes["l"]) * len(axes["protected_values"]) * len(axes["partition_model"])
-    common *= len(axes.get("partition_epsilon", [None]))
+    common *= len(axes.get("partition_epsilon", [None])) * len(axes.get("propensity_ratio", [1]))
     constant = len(axes["k_prime"]) * len(axes["after_k_prime"]) if "constant" in axes["strategy"] else 0
     geometric = len(axes["alpha"]) if "geometric" in axes["strategy"] else 0
     return common * (constant + geometric)

@@ -191,6 +191,7 @@ def candidate_params(candidate: Candidate, plan: PlanInputs) -> PrivacyParams:
         partition_model=PartitionModel(candidate.partition_model),
         partition_test=PartitionTest.SOUND if candidate.partition_epsilon is None else PartitionTest.NOISY,
         partition_epsilon=candidate.partition_epsilon,
+        propensity_ratio=candidate.propensity_ratio,
     )
 
 

@@ -91,6 +91,7 @@ def read_dataset_inputs(ws: Workspace) -> DatasetInputs:
         partition_test=cfg.partition_test,
         partition_epsilon=cfg.partition_epsilon,
         split_rule=cfg.split_rule,
+        propensity_ratio=cfg.propensity_ratio,
     )
     sources = {q: str(ws.hierarchy_dir / f"{q}.csv") for q in qis}
     return DatasetInputs(

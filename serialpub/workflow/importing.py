@@ -76,7 +76,14 @@ def _strategy(
     if chosen is Strategy.GEOMETRIC and k_prime is not None:
         raise InputError("--k-prime belongs to the constant strategy; the geometric one takes --alpha")
     try:
-        return PrivacyParams(ell=ell, strategy=chosen, k_prime=k_prime, alpha=alpha, guarantee=cfg.guarantee)
+        return PrivacyParams(
+            ell=ell,
+            strategy=chosen,
+            k_prime=k_prime,
+            alpha=alpha,
+            guarantee=cfg.guarantee,
+            propensity_ratio=cfg.propensity_ratio,
+        )
     except ValueError as exc:
         raise InputError(f"import parameters: {exc}") from None
 
@@ -178,7 +185,9 @@ def import_release(
         series, period, record, imported=True, source=str(data_path.resolve()), source_sha256=source_sha, **listed
     )
     try:
-        new = advance_history(_history(series, register), group_of_ind, n_j, read.groups.counts)[0]
+        new = advance_history(
+            _history(series, register), group_of_ind, n_j, read.groups.counts, propensity_ratio=params.propensity_ratio
+        )[0]
         previous = published[-1].seq if published else None
         manifest = _manifest(
             ws, inputs, register, draft.seq, period, previous, record, read, suppressed, new, source_sha
@@ -276,6 +285,8 @@ def _record(
         "suppression_budget": None,
         "numeric_quasi_identifiers": inputs.numeric,
         "protected_values": values,
+        # the workspace's ρ charges the imported counts as it charges its own releases
+        **({"propensity_ratio": params.propensity_ratio} if params.propensity_ratio > 1 else {}),
     }
 
 

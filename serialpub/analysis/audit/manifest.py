@@ -45,6 +45,8 @@ class ParsedManifest:
     # partition_test: noisy and its ε (None under the sound test: the key is absent)
     partition_test: str | None = None
     partition_epsilon: float | None = None
+    # ρ of the charge (1 when the key is absent: the uniform charge)
+    propensity_ratio: int = 1
 
 
 def parse_manifest(manifest: dict[str, Any], where: str) -> ParsedManifest:
@@ -77,6 +79,7 @@ def parse_manifest(manifest: dict[str, Any], where: str) -> ParsedManifest:
         stated_max_p=m.max_breach_probability,
         partition_test=None if m.partition_test is None else str(m.partition_test),
         partition_epsilon=m.partition_epsilon,
+        propensity_ratio=m.propensity_ratio or 1,
     )
 
 

@@ -21,7 +21,7 @@ import pandas as pd
 from anonymizer.arrays import factorize
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.intervals import release_hierarchies
-from anonymizer.privacy import exceeds_threshold, survival_factor, survival_products
+from anonymizer.privacy import charged_counts, exceeds_threshold, survival_factor, survival_products
 from anonymizer.settings import MAX_EPSILON, Dilution, Guarantee, PartitionTest
 from serialpub.analysis.audit.cells import Cells, IntArray, register_cells, snapshot_records
 from serialpub.analysis.audit.geometry import Tree, distinct_sorted
@@ -143,12 +143,12 @@ def audit_releases(
                 raise InputError(f"{directory / 'manifest.json'}: numeric_quasi_identifiers: {exc}") from None
             trees |= {q: Tree.of(extended[q]) for q in pm.numeric if q in data.columns}
         rows = audit_release(ReleaseInputs(directory, pm, data, qis, trees, cells, values, snap), result)
-        if learners:
+        if learners:  # the learners read the records, not the charge
             learned.append((cells, hs, rows.geometry))
-        published_local.append(rows.published)
-        proven_local.append(rows.proven)
+        published_local.append(charged(rows.published, pm.propensity_ratio))
+        proven_local.append(charged(rows.proven, pm.propensity_ratio))
         if rows.mechanism is not None:
-            mechanism_local.append(rows.mechanism)
+            mechanism_local.append(charged(rows.mechanism, pm.propensity_ratio))
 
     if previous is not None:
         result.findings.extend(marginal_findings(previous[0], sharing))
@@ -219,6 +219,7 @@ def _series_notes(parsed: list[ParsedManifest], values: list[str], result: Audit
             'model (docs/threat-model.md, "Models with a known breach")'
         )
     noisy_notes(parsed, result)
+    propensity_notes(parsed, result)
     datasets = {pm.dataset for pm in parsed}
     if len(datasets) > 1:
         result.findings.append(f"the manifests name several datasets: {sorted(map(str, datasets))}")
@@ -259,6 +260,38 @@ def noisy_notes(parsed: list[ParsedManifest], result: AuditResult) -> None:
             f"of {stated:.4f} bounds a posterior at {min(1.0, math.exp(eps) * stated):.4f} per release, if the "
             'seed kept beside the signing key stayed secret (docs/threat-model.md, "The noisy split test")'
         )
+
+
+def charged(rows: History, propensity_ratio: int) -> History:
+    """A release's history rows as its manifest's ρ charges them: n_{j,s} becomes
+    ``min(n_j, ρ·n_{j,s})`` (:func:`anonymizer.privacy.charged_counts`; docs/threat-model.md,
+    "The propensity ratio")."""
+    if propensity_ratio == 1:
+        return rows
+    return History(rows.cell, rows.value, rows.n, charged_counts(rows.n, rows.n_s, propensity_ratio))
+
+
+def propensity_notes(parsed: list[ParsedManifest], result: AuditResult) -> None:
+    """Which adversary the verdict covers (docs/threat-model.md, "The propensity ratio"):
+    ρ = 1 in every release covers a prior uniform inside each group only, which the note
+    says as it names a model with a known breach; a larger ρ covers every propensity up to
+    the smallest ρ of the series times a group's mean."""
+    ratios = sorted({pm.propensity_ratio for pm in parsed})
+    if ratios == [1]:
+        result.notes.append(
+            "every release charges a group's records uniformly over its candidates (propensity_ratio 1): the "
+            "verdict covers an adversary whose prior is uniform inside each group, not one who learns from the "
+            "releases how the value depends on the QIs (--learners shows what such an adversary reaches; "
+            'docs/threat-model.md, "The propensity ratio")'
+        )
+        return
+    least = ratios[0]
+    result.notes.append(
+        f"propensity_ratio {'/'.join(map(str, ratios))}: the verdict covers every adversary whose propensity for a "
+        f"protected value is at most {least} times its mean over a group's candidates, learned from the releases or "
+        'known from outside (docs/threat-model.md, "The propensity ratio")'
+        + ("; release(s) with ρ = 1 charge the uniform share only" if least == 1 else "")
+    )
 
 
 def _bound_notes(parsed: list[ParsedManifest], result: AuditResult) -> None:

@@ -177,7 +177,9 @@ def rebuild_release(
     state = grow(state, len(ctx.ids), float(cfg.ell))
     group_of_series = np.full(len(ctx.ids), -1, dtype=np.int64)
     group_of_series[inp.in_series] = group_of_ind
-    history, parent, via = advance_history(state.history, group_of_series, n_j, groups.counts)
+    history, parent, via = advance_history(
+        state.history, group_of_series, n_j, groups.counts, propensity_ratio=pm.propensity_ratio or 1
+    )
     unknown = state.unknown[parent]
     if uncertain and (groups.counts > 0).any():
         unknown = unknown | np.vstack([groups.counts > 0, np.zeros((1, len(values)), dtype=bool)])[via]
