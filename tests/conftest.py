@@ -233,7 +233,9 @@ class PublishedWorkspaces:
     (settings, releases) and handed out as private copies: publishing costs seconds, a
     copy milliseconds. A copy is relocated: the paths its state records (each release's
     snapshot, folder and staging folder) name the copy's own files, so a test may change
-    or delete them."""
+    or delete them. The workspace with n releases is that with n - 1 copied and one more
+    published (as a test that publishes on a copy does), so each release of a settings is
+    published once per worker whatever order the counts are asked in."""
 
     def __init__(self, base: Path) -> None:
         self.base = base
@@ -245,22 +247,26 @@ class PublishedWorkspaces:
         from serialpub.config import DATABASE_ENV, load_config
         from serialpub.workflow.publisher import Publisher
 
-        key = (releases, tuple(sorted((k, repr(v)) for k, v in overrides.items())))
+        settings = tuple(sorted((k, repr(v)) for k, v in overrides.items()))
+        key = (releases, settings)
         if key not in self.templates:
-            root = make_workspace(self.base / f"template-{len(self.templates)}" / "ws", **overrides)
-            with pytest.MonkeyPatch.context() as mp:
-                mp.delenv(DATABASE_ENV, raising=False)
-                mp.delenv("SERIALPUB_CRASH_AT", raising=False)
-                publisher = Publisher(load_config(root))
-                for t in range(1, releases + 1):
-                    publisher.publish(snapshot(root, t))
-                publisher.store.engine.dispose()
+            before = self._template(releases - 1, overrides) if releases else None
+            root = self.base / f"template-{len(self.templates)}" / "ws"
+            if before is None:
+                make_workspace(root, **overrides)
+            else:
+                self._relocated_copy(before, root)
+                with pytest.MonkeyPatch.context() as mp:
+                    mp.delenv(DATABASE_ENV, raising=False)
+                    mp.delenv("SERIALPUB_CRASH_AT", raising=False)
+                    publisher = Publisher(load_config(root))
+                    publisher.publish(snapshot(root, releases))
+                    publisher.store.engine.dispose()
             self.templates[key] = root
         return self.templates[key]
 
-    def copy(self, target: Path, releases: int = 1, **overrides: Any) -> Path:
-        """A private copy at ``target`` of the workspace ``make_workspace(**overrides)``
-        with releases 1..``releases`` published (SQLite state inside it)."""
+    @staticmethod
+    def _relocated_copy(template: Path, target: Path) -> None:
         import shutil
 
         from sqlalchemy import create_engine
@@ -268,8 +274,9 @@ class PublishedWorkspaces:
 
         from state.models import Release
 
-        template = self._template(releases, overrides)
         shutil.copytree(template, target)
+        if not (target / "state.sqlite").exists():  # nothing published yet
+            return
         old, new = str(template), str(target)
         engine = create_engine(f"sqlite:///{target / 'state.sqlite'}")
         with Session(engine) as session, session.begin():
@@ -278,6 +285,11 @@ class PublishedWorkspaces:
                 rel.directory = rel.directory.replace(old, new) if rel.directory else rel.directory
                 rel.staging = rel.staging.replace(old, new) if rel.staging else rel.staging
         engine.dispose()
+
+    def copy(self, target: Path, releases: int = 1, **overrides: Any) -> Path:
+        """A private copy at ``target`` of the workspace ``make_workspace(**overrides)``
+        with releases 1..``releases`` published (SQLite state inside it)."""
+        self._relocated_copy(self._template(releases, overrides), target)
         return target
 
 
@@ -287,10 +299,10 @@ def published_workspaces(tmp_path_factory: pytest.TempPathFactory) -> PublishedW
     return PublishedWorkspaces(tmp_path_factory.mktemp("published"))
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def public_copy(tmp_path_factory: pytest.TempPathFactory, published_workspaces: PublishedWorkspaces) -> Path:
     """A public copy (with the register) of the clinic workspace after two releases, one per
-    test module (the data user's tests read it; a test that edits a copy takes :func:`fresh`)."""
+    worker: the data user's tests only read it; a test that edits a copy takes :func:`fresh`."""
     from helpers import cli
 
     base = tmp_path_factory.mktemp("public-copy")

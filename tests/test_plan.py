@@ -109,10 +109,13 @@ def _real_series(root: Path, settings: dict[str, Any], protected: list[str]) -> 
 @pytest.mark.parametrize("which", [0, 1])
 def test_plan_figures_equal_a_real_series(tmp_path: Path, which: int) -> None:
     settings = CANDIDATES[which]
+    # every learner on the series of three releases; naive Bayes alone on the one refused at
+    # release 2, where the other learners would repeat the same comparison on one release
+    learners = LEARNERS if which == 1 else ("nb",)
     planned_root = make_workspace(tmp_path / "plan", periods=PERIODS)
     before = _files(planned_root)
     ws = load_config(planned_root)
-    setup = replace(prepare(ws, None, None, PERIODS), learners=LEARNERS)
+    setup = replace(prepare(ws, None, None, PERIODS), learners=learners)
     grid = {k: [v] for k, v in settings.items()}
     (candidate,) = build_grid(grid, ws.config, list(setup.plan.inputs.sensitive_domain or []))
     (row,), _ = run_plan(setup, [candidate], jobs=1)
@@ -134,8 +137,8 @@ def test_plan_figures_equal_a_real_series(tmp_path: Path, which: int) -> None:
         assert mine["gain"] == pytest.approx(mine["baseline"] - theirs["error"], rel=1e-9)
     assert row["published"] >= 1  # the comparison compared something
     # the learners' figures are the audit's on the series published for real (its public files)
-    audited = {f.name: f for f in audit_workspace(real_root, learners=LEARNERS).learners.learners}
-    assert [x["name"] for x in row["learners"]] == list(LEARNERS)
+    audited = {f.name: f for f in audit_workspace(real_root, learners=learners).learners.learners}
+    assert [x["name"] for x in row["learners"]] == list(learners)
     for mine in row["learners"]:
         theirs = audited[mine["name"]]
         # the logistic fit stops at its gradient tolerance: its cells in another order end a

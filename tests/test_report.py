@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import PublishedWorkspaces
 from helpers import DISEASES, cli, make_workspace, read_config, refused_series, snapshot, write_config
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -88,13 +89,9 @@ def test_bad_arguments_are_refused() -> None:
 
 
 @pytest.fixture(scope="module")
-def series(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The small clinic workspace with its three releases published (SQLite)."""
-    root = make_workspace(tmp_path_factory.mktemp("report") / "ws")
-    publisher = Publisher(load_config(root))
-    for t in (1, 2, 3):
-        publisher.publish(snapshot(root, t))
-    return root
+def series(tmp_path_factory: pytest.TempPathFactory, published_workspaces: PublishedWorkspaces) -> Path:
+    """The small clinic workspace with its three releases published (SQLite): a private copy."""
+    return published_workspaces.copy(tmp_path_factory.mktemp("report") / "ws", releases=3)
 
 
 def _report(root: Path, seq: int) -> dict:

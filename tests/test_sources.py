@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from conftest import StateDatabases, run_cli
+from conftest import PublishedWorkspaces, StateDatabases, run_cli
 from helpers import make_workspace, read_config, snapshot, state_of, write_config
 
 from serialpub.analysis.audit import audit_workspace
@@ -42,10 +42,10 @@ def _publish_all(root: Path, snapshots: list[str | Path]) -> list[bytes]:
 
 
 @pytest.fixture(scope="module")
-def csv_releases(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
+def csv_releases(tmp_path_factory: pytest.TempPathFactory, published_workspaces: PublishedWorkspaces) -> list[bytes]:
     """data.parquet of releases 1..3 of the clinic workspace published from its CSV files."""
-    root = make_workspace(tmp_path_factory.mktemp("csv") / "ws")
-    return _publish_all(root, [snapshot(root, t) for t in (1, 2, 3)])
+    root = published_workspaces.copy(tmp_path_factory.mktemp("csv") / "ws", releases=3)
+    return [(root / "releases" / "clinic" / f"release-{t:04d}" / "data.parquet").read_bytes() for t in (1, 2, 3)]
 
 
 @pytest.mark.slow
