@@ -417,6 +417,31 @@ def test_a_grid_over_the_cap_is_refused_unless_asked(planned: Path) -> None:
         build_grid(mixed, config, DOMAIN, max_candidates=39)
 
 
+def test_the_split_rule_and_the_propensity_ratio_are_axes_of_the_grid(planned: Path) -> None:
+    """Each value is a candidate of its own, labelled and recorded only away from its default,
+    and each reaches the anonymizer's parameters."""
+    from types import SimpleNamespace
+
+    from anonymizer.release import PrivacyParams
+    from serialpub.planning.series import candidate_params
+
+    config = load_config(planned).config
+    grid = build_grid({"split_rule": ["widest", "history"], "propensity_ratio": [1, 3]}, config, DOMAIN)
+    assert len(grid) == 4
+    labels = sorted(c.label.split("published")[-1] for c in grid)
+    assert labels == ["", " cuts=history", " ρ=3", " ρ=3 cuts=history"]
+    history = next(c for c in grid if c.split_rule == "history" and c.propensity_ratio == 3)
+    assert history.record()["split_rule"] == "history" and history.record()["propensity_ratio"] == 3
+    assert "split_rule" not in grid[0].record() and "propensity_ratio" not in grid[0].record()
+    workspace_params = SimpleNamespace(inputs=SimpleNamespace(params=PrivacyParams(ell=2)))
+    params = candidate_params(history, workspace_params)  # type: ignore[arg-type]
+    assert params.split_rule.value == "history" and params.propensity_ratio == 3
+    for bad, says in ((["nearest"], "not one of widest, history"), ([0], "ρ must be a whole number")):
+        key = "split_rule" if bad == ["nearest"] else "propensity_ratio"
+        with pytest.raises(InputError, match=says):
+            build_grid({key: bad}, config, DOMAIN)
+
+
 def test_a_grid_of_a_million_candidates_is_refused_before_it_is_built(tmp_path: Path, planned: Path) -> None:
     out = tmp_path / "out"
     thousand = ",".join(str(2 + i / 1000) for i in range(1000))

@@ -56,6 +56,10 @@ def plan(
         str | None,
         typer.Option("--partition-epsilon", help=f"sound, or ε of the noisy split test (at most 0.6931); {_LIST}"),
     ] = None,
+    split_rule: Annotated[
+        str | None,
+        typer.Option("--split-rule", help=f"widest, history (cuts placed by the published history); {_LIST}"),
+    ] = None,
     propensity_ratio: Annotated[
         str | None,
         typer.Option("--propensity-ratio", help=f"ρ of the charge, whole numbers >= 1; {_LIST}"),
@@ -101,6 +105,7 @@ def plan(
         ("after_k_prime", after_k),
         ("partition_epsilon", partition_epsilon),
         ("propensity_ratio", propensity_ratio),
+        ("split_rule", split_rule),
     ):
         if text is not None:
             given[name] = split_list(text)

@@ -279,6 +279,8 @@ class ReleaseSettings(BaseModel):
         json_schema_extra=documented(
             "`history` needs `algorithm: topdown` and `dilution: register`",
             demo="--split-rule",
+            plan="--split-rule",
+            takes="widest or history",
         ),
     )
     propensity_ratio: int = Field(

@@ -3,9 +3,9 @@
 Every setting is the configuration's (serialpub/config.py): ``l`` (ℓ), ``k_prime``,
 ``strategy``, ``alpha``, ``protected_values`` (``all``, a list of values, or
 ``rarest:m``: the m values with the fewest records in the planned snapshots),
-``partition_model``, ``after_k_prime``, ``partition_epsilon`` and ``propensity_ratio``. The
-grid is the cartesian product of the values given per setting; a setting not given takes
-the workspace's value. k' belongs to the constant-ratio strategy and α to the geometric
+``partition_model``, ``after_k_prime``, ``partition_epsilon``, ``split_rule`` and
+``propensity_ratio``. The grid is the cartesian product of the values given per setting; a
+setting not given takes the workspace's value. k' belongs to the constant-ratio strategy and α to the geometric
 one, so a candidate carries only its own strategy's parameter and duplicates are dropped.
 """
 
@@ -19,7 +19,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from anonymizer.settings import MAX_EPSILON, AfterKPrime, Dilution, PartitionModel, PartitionTest, Strategy
+from anonymizer.settings import (
+    MAX_EPSILON,
+    AfterKPrime,
+    Dilution,
+    PartitionModel,
+    PartitionTest,
+    SplitRule,
+    Strategy,
+)
 from serialpub.config import Config
 from serialpub.errors import InputError, quoted
 from serialpub.io.release_settings import PLAN_OPTIONS, PLAN_TAKES
@@ -54,6 +62,8 @@ class Candidate:
         partition_epsilon: ε of ``partition_test: noisy`` (docs/anonymization.md), None for
             the sound test.
         propensity_ratio: ρ of the charge (docs/threat-model.md, "The propensity ratio").
+        split_rule: the top-down search's choice among admissible splits, ``widest`` or
+            ``history`` (docs/anonymization.md, "Where the cuts fall").
     """
 
     ell: float
@@ -65,6 +75,7 @@ class Candidate:
     after_k_prime: str
     partition_epsilon: float | None = None
     propensity_ratio: int = 1
+    split_rule: str = SplitRule.WIDEST.value
 
     @property
     def known_breach(self) -> bool:
@@ -84,7 +95,8 @@ class Candidate:
         param = f"k'={self.k_prime} {self.after_k_prime}" if self.strategy == "constant" else f"α={self.alpha:g}"
         noisy = "" if self.partition_epsilon is None else f" noisy ε={self.partition_epsilon:g}"
         rho = "" if self.propensity_ratio == 1 else f" ρ={self.propensity_ratio}"
-        return f"ℓ={self.ell:g} {self.strategy} {param} {self.protected_label} {self.partition_model}{noisy}{rho}"
+        cuts = "" if self.split_rule == SplitRule.WIDEST.value else f" cuts={self.split_rule}"
+        return f"ℓ={self.ell:g} {self.strategy} {param} {self.protected_label} {self.partition_model}{noisy}{rho}{cuts}"
 
     def record(self) -> dict[str, Any]:
         """The settings as the configuration spells them (JSON)."""
@@ -104,6 +116,8 @@ class Candidate:
             ),
             # only above 1: a uniform candidate's record keeps its keys
             **({"propensity_ratio": self.propensity_ratio} if self.propensity_ratio > 1 else {}),
+            # only under history: a widest candidate's record keeps its keys
+            **({"split_rule": self.split_rule} if self.split_rule != SplitRule.WIDEST.value else {}),
         }
 
 
@@ -162,7 +176,12 @@ def _checked(setting: str, value: Any, domain: Sequence[str]) -> Any:
         if not 0 < eps <= MAX_EPSILON:
             raise InputError(f"setting {flag}: ε = {_shown(eps)}; give sound, or ε in (0, {MAX_EPSILON:.4f}] (ln 2)")
         return eps
-    choices = {"strategy": Strategy, "partition_model": PartitionModel, "after_k_prime": AfterKPrime}
+    choices = {
+        "strategy": Strategy,
+        "partition_model": PartitionModel,
+        "after_k_prime": AfterKPrime,
+        "split_rule": SplitRule,
+    }
     if setting in choices:
         allowed = [m.value for m in choices[setting]]
         if not isinstance(value, str) or value not in allowed:
@@ -267,6 +286,11 @@ def build_grid(
     }
     if config.dilution is not Dilution.REGISTER and any(e is not None for e in axes["partition_epsilon"]):
         raise InputError(f"setting {SETTINGS['partition_epsilon']}: the noisy split test needs dilution: register")
+    if config.dilution is not Dilution.REGISTER and SplitRule.HISTORY.value in axes["split_rule"]:
+        raise InputError(
+            f"setting {SETTINGS['split_rule']}: history needs dilution: register (under presence the statistics "
+            "file it reads depends on who was present)"
+        )
     size = _size(axes)
     if size > max_candidates:
         raise InputError(
@@ -289,6 +313,7 @@ def build_grid(
                 # the noisy test runs under the published model only: a parts candidate is sound
                 partition_epsilon=s["partition_epsilon"] if s["partition_model"] == "published" else None,
                 propensity_ratio=s["propensity_ratio"],
+                split_rule=s["split_rule"],
             ),
             None,
         )
@@ -302,6 +327,7 @@ def _size(axes: Mapping[str, Sequence[Any]]) -> int:
     and after_k_prime multiply the constant-ratio candidates only, α the geometric ones."""
     common = len(axes["l"]) * len(axes["protected_values"]) * len(axes["partition_model"])
     common *= len(axes.get("partition_epsilon", [None])) * len(axes.get("propensity_ratio", [1]))
+    common *= len(axes.get("split_rule", [SplitRule.WIDEST.value]))
     constant = len(axes["k_prime"]) * len(axes["after_k_prime"]) if "constant" in axes["strategy"] else 0
     geometric = len(axes["alpha"]) if "geometric" in axes["strategy"] else 0
     return common * (constant + geometric)

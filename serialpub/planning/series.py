@@ -42,7 +42,15 @@ from anonymizer.noisy_split import noise_generator
 from anonymizer.queries import Workload, draw_workload
 from anonymizer.release import History, PrivacyParams, ReleaseResult, SnapshotCodes, anonymize_history
 from anonymizer.search import InfeasibleError
-from anonymizer.settings import AfterKPrime, Dilution, PartitionModel, PartitionTest, Strategy, SuppressionModel
+from anonymizer.settings import (
+    AfterKPrime,
+    Dilution,
+    PartitionModel,
+    PartitionTest,
+    SplitRule,
+    Strategy,
+    SuppressionModel,
+)
 from anonymizer.topdown import name_values
 from serialpub.config import Workspace
 from serialpub.errors import REFUSED, InputError
@@ -192,6 +200,7 @@ def candidate_params(candidate: Candidate, plan: PlanInputs) -> PrivacyParams:
         partition_test=PartitionTest.SOUND if candidate.partition_epsilon is None else PartitionTest.NOISY,
         partition_epsilon=candidate.partition_epsilon,
         propensity_ratio=candidate.propensity_ratio,
+        split_rule=SplitRule(candidate.split_rule),
     )
 
 
