@@ -383,7 +383,7 @@ def test_a_long_unknown_key_in_a_grid_is_quoted_short(tmp_path: Path) -> None:
         read_grid_file(grid)
     assert str(err.value) == (
         f"{grid}: unknown setting {quoted('x' * 1000)}; a grid sets protected_values, l, strategy, k_prime, "
-        "after_k_prime, alpha, partition_model, partition_epsilon"
+        "after_k_prime, alpha, partition_model, partition_epsilon, split_rule, propensity_ratio"
     )
 
 

@@ -185,9 +185,7 @@ def import_release(
         series, period, record, imported=True, source=str(data_path.resolve()), source_sha256=source_sha, **listed
     )
     try:
-        new = advance_history(
-            _history(series, register), group_of_ind, n_j, read.groups.counts, propensity_ratio=params.propensity_ratio
-        )[0]
+        new = _advanced(_history(series, register), group_of_ind, n_j, read, params)
         previous = published[-1].seq if published else None
         manifest = _manifest(
             ws, inputs, register, draft.seq, period, previous, record, read, suppressed, new, source_sha
@@ -199,6 +197,14 @@ def import_release(
         series.abandon(draft, exc)
         raise
     return _outcome(ws, draft, manifest, read, n_j, time.perf_counter() - started)
+
+
+def _advanced(
+    history: History, group_of_ind: IntArray, n_j: IntArray, read: ReadRelease, params: PrivacyParams
+) -> History:
+    """The state after the imported release: its published counts charged as the
+    workspace's ρ charges its own releases (:func:`anonymizer.release.advance_history`)."""
+    return advance_history(history, group_of_ind, n_j, read.groups.counts, propensity_ratio=params.propensity_ratio)[0]
 
 
 def _manifest(
