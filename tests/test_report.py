@@ -391,3 +391,39 @@ def test_a_refused_series_says_so_in_its_verdict(tmp_path: Path, published_works
 def test_a_series_that_goes_on_has_a_green_verdict(series: Path) -> None:
     html = Publisher(load_config(series)).series_report(baseline=False).read_text(encoding="utf-8")
     assert '<div class="verdict" id="verdict">' in html and "Refused" not in html
+
+
+@pytest.mark.slow
+def test_the_report_shows_the_search_s_own_account_of_what_blocked_its_splits(
+    tmp_path: Path, published_workspaces: PublishedWorkspaces, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The report's ``search_levels`` are the anonymizer's own levels for the release
+    (``level_report``, values by name), carried through the draft manifest, not recounted;
+    they stay out of the published manifest (a draft-only key, evidence)."""
+    from anonymizer.topdown import name_values
+    from serialpub.workflow import anonymizing
+
+    root = published_workspaces.copy(tmp_path / "ws", releases=1)
+    seen: list[Any] = []
+    anonymize = anonymizing.anonymize_history
+
+    def kept(*args: Any, **kwargs: Any) -> Any:
+        result = anonymize(*args, **kwargs)
+        seen.append(result.generalization.levels)
+        return result
+
+    monkeypatch.setattr(anonymizing, "anonymize_history", kept)
+    Publisher(load_config(root)).publish(snapshot(root, 2))
+    folder = load_config(root).dataset_dir / release_files.release_name(2)
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    levels = _report(root, 2)["search_levels"]
+    assert seen and seen[-1] is not None
+    assert levels == name_values(seen[-1], manifest["protected_values"])
+    assert "search_levels" not in manifest
+    # every region of a level split, was forced, ended at its leaves or was blocked
+    assert levels[0]["regions"] == 1
+    for lv in levels:
+        assert lv["split"] + lv["forced"] + lv["leaf"] + lv["blocked"] == lv["regions"]
+    page = (folder / "report.html").read_text(encoding="utf-8")
+    table = page[page.index('id="search-levels-table"') : page.index("</table>", page.index('id="search-levels-table"'))]
+    assert table.count("<tr>") == len(levels) + 1  # the header and one row per level

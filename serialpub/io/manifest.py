@@ -165,7 +165,7 @@ def _name(name: str) -> str:
 
 #: keys of a draft's manifest that are computed from the raw snapshot and are left out of
 #: the published manifest (:meth:`Manifest.published`)
-RAW_DERIVED_KEYS = ("utility", "measures")
+RAW_DERIVED_KEYS = ("utility", "measures", "search_levels")
 
 
 class Manifest(_Contract):
@@ -218,6 +218,10 @@ class Manifest(_Contract):
     # the whole register), published so that a data user can spread a generalized value by it
     register_marginals: dict[str, dict[str, int]] | None = None
     measures: list[MeasureRecord] = []
+    # the top-down search's per level account of what blocked its splits
+    # (anonymizer.topdown.level_report, values by name): the report shows it. Draft only: under
+    # presence dilution or the parts model it reads counts the release does not publish
+    search_levels: list[dict[str, Any]] | None = None
     sha256: Checksums
     previous_release: int | None
     # sha256 of the previous release's manifest.json (null for the first): the hash chain
@@ -291,7 +295,7 @@ class Manifest(_Contract):
     def published(self, where: str) -> Manifest:
         """This manifest without the figures computed from the raw snapshot, as it is
         published (docs/threat-model.md, "Figures computed from the raw snapshot"):
-        ``utility``, ``measures`` and each suite's result sha256 are functions of the hidden
+        ``utility``, ``measures``, ``search_levels`` and each suite's result sha256 are functions of the hidden
         world (who is present, who holds which value), so they stay in the publisher's
         evidence (``report.json``, ``validation.json``), which the manifest binds only by
         checksums that a secret nonce makes hiding. Keys and their order are otherwise kept.

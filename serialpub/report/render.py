@@ -200,6 +200,9 @@ def write_release_report(
             "n_j_mean": float(privacy.group_candidates.mean()) if privacy.group_candidates.size else 0.0,
             "n_j_max": int(privacy.group_candidates.max()) if privacy.group_candidates.size else 0,
         },
+        # the top-down search's account of what blocked its splits, per level (absent: the
+        # bottom-up search, an import, a release drafted before it was recorded)
+        "search_levels": m.get("search_levels"),
         # a function of the published groups and the public register: no raw-derived figure
         "presence_shown": None if shown is None else asdict(shown),
         "privacy": measure_records(privacy.measures + [m for m in at_draft if m.family != "utility"]),

@@ -151,6 +151,9 @@ def anonymize_snapshot(
             budget=int(np.floor(cfg.suppression_budget * len(snap.individual))),
             seed=seq,
             noise=noise,
+            # the report's account of what blocked the splits (docs/reports.md); its cost at 1M/5M
+            # is in docs/anonymization.md
+            explain=True,
         )
 
 

@@ -20,6 +20,7 @@ from anonymizer.hierarchy import Hierarchy
 from anonymizer.queries import QueryErrorResult
 from anonymizer.release import ReleaseResult
 from anonymizer.settings import Strategy
+from anonymizer.topdown import name_values
 from serialpub.config import Config
 from serialpub.io import release_files
 from serialpub.io.manifest import FORMAT_VERSION, Checksums, Manifest, MeasureRecord, QueryWorkload
@@ -136,9 +137,19 @@ def new_manifest(
             for q, counts in register.register_leaf_counts.items()
         },
         measures=[],
+        **search_levels(inputs, result),
     )
     set_measures(cfg, manifest, None, [])
     return manifest
+
+
+def search_levels(inputs: DatasetInputs, result: ReleaseResult) -> dict[str, Any]:
+    """The draft manifest's ``search_levels``: the top-down search's per-level account of
+    what blocked its splits, the protected values by name, for the release report
+    (:func:`anonymizer.topdown.level_report`); none for the bottom-up search, which has no
+    levels."""
+    levels = result.generalization.levels
+    return {} if levels is None else {"search_levels": name_values(levels, inputs.protected)}
 
 
 def release_manifest(
