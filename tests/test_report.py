@@ -425,5 +425,6 @@ def test_the_report_shows_the_search_s_own_account_of_what_blocked_its_splits(
     for lv in levels:
         assert lv["split"] + lv["forced"] + lv["leaf"] + lv["blocked"] == lv["regions"]
     page = (folder / "report.html").read_text(encoding="utf-8")
-    table = page[page.index('id="search-levels-table"') : page.index("</table>", page.index('id="search-levels-table"'))]
+    start = page.index('id="search-levels-table"')
+    table = page[start : page.index("</table>", start)]
     assert table.count("<tr>") == len(levels) + 1  # the header and one row per level
