@@ -38,8 +38,8 @@ DOCS = Path(__file__).resolve().parents[1] / "docs"
 #: the manifest's keys that are no release setting (docs/release-contract.md)
 MANIFEST_ONLY = {
     "format_version", "dataset", "release", "period", "created", "records", "groups", "suppressed",
-    "max_breach_probability", "constant_ratio_target", "utility", "register_marginals", "measures", "sha256",
-    "previous_release", "previous_manifest_sha256", "signing_key", "validation", "sign_off", "imported",
+    "max_breach_probability", "constant_ratio_target", "utility", "register_marginals", "measures", "search_levels",
+    "sha256", "previous_release", "previous_manifest_sha256", "signing_key", "validation", "sign_off", "imported",
     "source_sha256", "report",
 }  # fmt: skip
 #: the options of ``serialpub demo`` that choose no release setting
