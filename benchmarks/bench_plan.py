@@ -11,6 +11,7 @@ measured; the plan's JSON gives the figures per release.
 Usage::
 
     uv run python benchmarks/bench_plan.py [--register 5000000] [--records 1000000] [--rounds 4] [--protected all]
+        [--partition-epsilon sound] [--split-rule widest]
 
 Writes ``benchmarks/out/plan-<protected>.json``.
 """
@@ -71,6 +72,11 @@ def main() -> None:
         default="sound",
         help="sound, and/or ε of the noisy split test, comma-separated (one candidate each)",
     )
+    ap.add_argument(
+        "--split-rule",
+        default="widest",
+        help="widest and/or history (cuts placed by the published history), comma-separated (one candidate each)",
+    )
     args = ap.parse_args()
     OUT.mkdir(exist_ok=True)
     root = snapshots(args.register, args.records, args.rounds)
@@ -79,8 +85,8 @@ def main() -> None:
     command = [
         str(exe), "plan", "--config", str(root), "--snapshots", str(root / "plan-snapshots"),
         "--rounds", str(args.rounds), "--l", "2", "--strategy", "constant", "--k", "20", "--protected", args.protected,
-        "--partition-model", "published", "--partition-epsilon", args.partition_epsilon, "--jobs", "1",
-        "--json", str(figures),
+        "--partition-model", "published", "--partition-epsilon", args.partition_epsilon,
+        "--split-rule", args.split_rule, "--jobs", "1", "--json", str(figures),
     ]  # fmt: skip
     t = time.perf_counter()
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
@@ -96,7 +102,9 @@ def main() -> None:
         "peak_rss_gib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20,
         "plan": json.loads(figures.read_text()),
     }
-    name = f"plan-{args.protected.replace(':', '')}-{args.partition_epsilon.replace(',', '_')}.json"
+    name = f"plan-{args.protected.replace(':', '')}-{args.partition_epsilon.replace(',', '_')}"
+    name += "" if args.split_rule == "widest" else f"-{args.split_rule.replace(',', '_')}"
+    name += ".json"
     RESULT.with_name(name).write_text(json.dumps(result, indent=2))
     print(
         f"one candidate, {args.rounds} releases of {args.records:,} records over {args.register:,}: "
