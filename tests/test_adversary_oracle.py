@@ -1,8 +1,8 @@
 """The guarantee against an adversary who knows the algorithm (docs/threat-model.md).
 
 The oracle (``tests/mechanism_oracle.py``) enumerates every world of a tiny snapshot,
-runs serialpub's own mechanism on each and counts, exactly, in how many of the worlds that
-give the observed output o holds s. Under the default, mechanism-aware model that
+runs serialpub's own mechanism on each that can give the observed output and counts,
+exactly, in how many of the worlds that give it o holds s. Under the default, mechanism-aware model that
 posterior never exceeds what the statistics file charges (the gate below, on random tiny
 series); under paper 004's published-count model a fixed example shows the suppression
 channel leaking past 1/ℓ.
