@@ -337,11 +337,11 @@ LONGEST_FIRST = (
     "test_airflow_standalone.py",
     "test_crash.py",
     "test_dags.py",
-    "test_adversary_oracle.py",
     "test_import.py",
     "test_race.py",
     "test_sign_off.py",
     "test_plan.py",
+    "test_adversary_oracle.py",
 )
 
 

@@ -112,41 +112,56 @@ def whole_output(inst: Instance, history: History, world: World, seed: int) -> H
 
 
 def fixed_partition_output(inst: Instance, history: History, world: World, seed: int, regions: np.ndarray) -> Hashable:
-    """The output with the partition held fixed: ``regions`` (G, d) are the node tuples of
-    every region of the observed partition (``result.generalization.groups.keys``, those
-    without records included), whatever the search (a cut or top-down boxes). Then only
-    the mechanism's suppression step depends on the world's counts, as
-    :func:`anonymizer.release.anonymize_history` performs it (nothing is suppressed under
-    the mechanism-aware model, whose budget is 0)."""
+    """The output with the partition held fixed (:func:`fixed_partition_channel` for one world)."""
+    return fixed_partition_channel(inst, history, seed, regions)(world)
+
+
+def fixed_partition_channel(
+    inst: Instance, history: History, seed: int, regions: np.ndarray
+) -> Callable[[World], Hashable]:
+    """The output with the partition held fixed, as a function of the world: ``regions``
+    (G, d) are the node tuples of every region of the observed partition
+    (``result.generalization.groups.keys``, those without records included), whatever the
+    search (a cut or top-down boxes). Then only the mechanism's suppression step depends on
+    the world's counts, as :func:`anonymizer.release.anonymize_history` performs it (nothing
+    is suppressed under the mechanism-aware model, whose budget is 0). Which regions hold
+    each register individual depends on neither the world nor its values, so it is worked
+    out once for all the worlds a posterior enumerates."""
     d = inst.keys.shape[1]
     anc = [ancestor_matrix(h) for h in inst.hierarchies]
-    members = np.asarray(world.rows, dtype=np.int64) if inst.presence else np.arange(inst.keys.shape[0])
-    group_of_ind = np.full(inst.keys.shape[0], -1, dtype=np.int64)
-    for i in members.tolist():
-        holding = [g for g in range(regions.shape[0]) if all(anc[a][inst.keys[i, a], regions[g, a]] for a in range(d))]
-        assert len(holding) == 1, (i, holding)  # the regions tile the members' part of the domain
-        group_of_ind[i] = holding[0]
-    keys_of = {g: tuple(int(x) for x in regions[g]) for g in range(regions.shape[0])}
+    holding = [
+        [g for g in range(regions.shape[0]) if all(anc[a][inst.keys[i, a], regions[g, a]] for a in range(d))]
+        for i in range(inst.keys.shape[0])
+    ]
+    keys = [tuple(int(x) for x in row) for row in regions]
     n_groups, n_sets = regions.shape[0], len(inst.protected)
-    rows = np.asarray(world.rows, dtype=np.int64)
-    sets = record_sets(inst, world)
-    group_of_record = group_of_ind[rows]
-    candidates = np.bincount(group_of_ind[members], minlength=n_groups)
-    records = np.bincount(group_of_record, minlength=n_groups)
-    counts = np.zeros((n_groups, n_sets), dtype=np.int64)
-    np.add.at(counts, (group_of_record[sets >= 0], sets[sets >= 0]), 1)
     targets = class_targets(inst.params, history)
-    requirement = np.ones((n_groups, n_sets))
-    np.maximum.at(requirement, group_of_ind[members], targets[history.class_of[members]])
-    suppress = np.zeros_like(counts)
-    if inst.params.suppression_model == "paper":
-        suppress = settle_suppression(records if inst.presence else candidates, counts, requirement, inst.presence)
-    published = _choose_published(group_of_record, sets, suppress, seed)
-    keys = [keys_of[g] for g in range(n_groups)]
-    values: list[list[str]] = [[] for _ in range(n_groups)]
-    for r in np.flatnonzero(published).tolist():
-        values[int(group_of_record[r])].append(world.values[r])
-    return _canonical(keys, values, int((~published).sum()))
+
+    def output(world: World) -> Hashable:
+        members = np.asarray(world.rows, dtype=np.int64) if inst.presence else np.arange(inst.keys.shape[0])
+        group_of_ind = np.full(inst.keys.shape[0], -1, dtype=np.int64)
+        for i in members.tolist():
+            assert len(holding[i]) == 1, (i, holding[i])  # the regions tile the members' part of the domain
+            group_of_ind[i] = holding[i][0]
+        rows = np.asarray(world.rows, dtype=np.int64)
+        sets = record_sets(inst, world)
+        group_of_record = group_of_ind[rows]
+        candidates = np.bincount(group_of_ind[members], minlength=n_groups)
+        records = np.bincount(group_of_record, minlength=n_groups)
+        counts = np.zeros((n_groups, n_sets), dtype=np.int64)
+        np.add.at(counts, (group_of_record[sets >= 0], sets[sets >= 0]), 1)
+        requirement = np.ones((n_groups, n_sets))
+        np.maximum.at(requirement, group_of_ind[members], targets[history.class_of[members]])
+        suppress = np.zeros_like(counts)
+        if inst.params.suppression_model == "paper":
+            suppress = settle_suppression(records if inst.presence else candidates, counts, requirement, inst.presence)
+        published = _choose_published(group_of_record, sets, suppress, seed)
+        values: list[list[str]] = [[] for _ in range(n_groups)]
+        for r in np.flatnonzero(published).tolist():
+            values[int(group_of_record[r])].append(world.values[r])
+        return _canonical(keys, values, int((~published).sum()))
+
+    return output
 
 
 def worlds(inst: Instance, observed: World) -> list[World]:
@@ -158,13 +173,33 @@ def worlds(inst: Instance, observed: World) -> list[World]:
     return [World(tuple(rows), tuple(vals)) for rows in choices for vals in itertools.product(inst.domain, repeat=r)]
 
 
+def published_values(output: Hashable) -> tuple[str, ...] | None:
+    """The values an output (:func:`_canonical`) publishes, sorted; None for a refusal."""
+    if output is None:
+        return None
+    groups, _ = output
+    return tuple(sorted(v for _, values in groups for v in values))
+
+
 def posterior(
-    inst: Instance, observed: World, channel: Callable[[World], Hashable]
+    inst: Instance, observed: World, channel: Callable[[World], Hashable], *, prune: bool = True
 ) -> tuple[dict[tuple[int, str], Fraction], int]:
     """P(o has s | output) for every register individual o and protected value s, over the
-    worlds ``channel`` maps to the observed world's output; and how many worlds those are."""
+    worlds ``channel`` maps to the observed world's output; and how many worlds those are.
+
+    With ``prune``, when the observed output publishes every one of its r records, the
+    channel runs only on the worlds whose values are the observed ones in some order: a
+    world's output publishes some of the world's own values (both channels build it so), so
+    an output that shows r values from a world of r records shows all of them, and a world
+    with other values cannot give it. The consistent worlds, hence the posterior, are the
+    same as without pruning (``tests/test_adversary_oracle.py`` compares both); only the
+    mechanism is run fewer times."""
     seen = channel(observed)
-    consistent = [w for w in worlds(inst, observed) if channel(w) == seen]
+    candidates = worlds(inst, observed)
+    shown = published_values(seen)
+    if prune and shown is not None and len(shown) == len(observed.rows):
+        candidates = [w for w in candidates if tuple(sorted(w.values)) == shown]
+    consistent = [w for w in candidates if channel(w) == seen]
     hits: dict[tuple[int, str], int] = {}
     for w in consistent:
         for o, v in zip(w.rows, w.values, strict=True):

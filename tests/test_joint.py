@@ -155,17 +155,20 @@ def _brute(r: _Release, ranges: QueryRanges) -> tuple[np.ndarray, np.ndarray, np
     keys = list(groups.groups)
     q = ranges.n_queries
     est, low, up, uni = np.zeros(q), np.zeros(q), np.zeros(q), np.zeros(q)
+    # the brute force loops on purpose; what depends on the group alone (its region, its
+    # published values, the register individuals its region holds) is read once per group
+    # rather than once per query and group
+    per_group = []
+    for key in keys:
+        node = {a: hs[a].node(v) for a, v in zip(QIS, key, strict=True)}
+        members = [p for p in people if all(anc[a][leaf, node[a]] for a, leaf in zip(QIS, p, strict=True))]
+        per_group.append((node, groups.get_group(key)["s"].tolist(), members))
     for i in range(q):
         s_in = set(np.array(VALUES)[ranges.sensitive[i]])
-        for key in keys:  # the brute force loops on purpose
-            rows = groups.get_group(key)
-            node = {a: hs[a].node(v) for a, v in zip(QIS, key, strict=True)}
-            c_s = int(rows["s"].isin(s_in).sum())
-            n_g = in_q = 0
-            for person in people:
-                if all(anc[a][leaf, node[a]] for a, leaf in zip(QIS, person, strict=True)):
-                    n_g += 1
-                    in_q += all(ranges.qi[a][i][leaf] for a, leaf in zip(QIS, person, strict=True))
+        for node, values, members in per_group:
+            c_s = sum(v in s_in for v in values)
+            n_g = len(members)
+            in_q = sum(all(ranges.qi[a][i][leaf] for a, leaf in zip(QIS, p, strict=True)) for p in members)
             est[i] += c_s * in_q / n_g
             low[i] += max(0, c_s - (n_g - in_q))
             up[i] += min(c_s, in_q)
