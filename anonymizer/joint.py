@@ -65,6 +65,8 @@ from anonymizer.regions import RegisterCells, cover_pairs, group_release, record
 from anonymizer.workload import QueryRanges
 
 if TYPE_CHECKING:
+    from scipy import sparse
+
     from anonymizer.queries import Workload
 
 __all__ = [
@@ -300,18 +302,29 @@ def joint_answers(release: JointRelease, ranges: QueryRanges) -> JointAnswers:
     return _evaluate(release, ranges, bounds=True, with_uniform=True)
 
 
-def joint_estimates(release: JointRelease, ranges: QueryRanges, uniform: bool = False) -> tuple[FloatArray, FloatArray]:
+def joint_estimates(
+    release: JointRelease, ranges: QueryRanges, uniform: bool = False, *, sparse_product: bool = False
+) -> tuple[FloatArray, FloatArray]:
     """Only the register-joint estimates of :func:`joint_answers` (and, with ``uniform``,
     paper 001's), the same float64 arrays (Q,) to the bit, without the bounds, the error
     figure or the cut QIs: what the draft's utility figure and the plan read. Without
-    ``uniform`` the second array is all zeros. Arguments and errors as :func:`joint_answers`."""
-    a = _evaluate(release, ranges, bounds=False, with_uniform=uniform)
+    ``uniform`` the second array is all zeros. Arguments and errors as :func:`joint_answers`.
+
+    ``sparse_product``: sum c_S(G) with scipy's sparse product (:func:`_product_counts`)
+    instead of once per distinct value set: the writer side's, for workloads whose every
+    query counts its own set of values (the draft's 5,000 queries), where it is several
+    times faster. The same floats to the bit either way; a data user's query never sets it,
+    so it never imports scipy."""
+    a = _evaluate(release, ranges, bounds=False, with_uniform=uniform, sparse_product=sparse_product)
     return a.estimate, a.uniform
 
 
-def _evaluate(release: JointRelease, ranges: QueryRanges, bounds: bool, with_uniform: bool) -> JointAnswers:
+def _evaluate(
+    release: JointRelease, ranges: QueryRanges, bounds: bool, with_uniform: bool, sparse_product: bool = False
+) -> JointAnswers:
     """:func:`joint_answers`; ``bounds`` False leaves ``lower``, ``upper``, ``variance`` and
-    ``generalized`` zero, ``with_uniform`` False the uniform estimate (callers that read neither)."""
+    ``generalized`` zero, ``with_uniform`` False the uniform estimate (callers that read
+    neither); ``sparse_product`` as :func:`joint_estimates`."""
     q = ranges.n_queries
     names = list(release.qis)
     for a, m in ranges.qi.items():
@@ -329,6 +342,7 @@ def _evaluate(release: JointRelease, ranges: QueryRanges, bounds: bool, with_uni
     # matrix nor a float copy of the (G, V) counts. Its entries are exact integers (sums of
     # whole counts far below 2**53), so they do not depend on the order of summation
     counts = _sparse_counts(release.counts)
+    product = _csr_counts(counts) if sparse_product else None
     n_g = release.register_in_group.astype(np.float64)
     g = release.counts.shape[0]
     if (release.counts.sum(axis=1) > n_g).any():  # the bounds rest on one record per individual
@@ -374,7 +388,8 @@ def _evaluate(release: JointRelease, ranges: QueryRanges, bounds: bool, with_uni
         step = max(1, CHUNK_ELEMENTS // max(first.size, g, 1))
         for start in range(0, queries.size, step):
             chunk = queries[start : start + step]
-            c_s = _chunk_counts(counts, s_mask[chunk])  # (chunk, G): c_S(G)
+            # (chunk, G): c_S(G)
+            c_s = _chunk_counts(counts, s_mask[chunk]) if product is None else _product_counts(product, s_mask[chunk])
             # a (query, group) pair with in_Q(G) = 0 adds nothing: not to the estimate or the
             # upper bound, nor to the lower bound, as c_S(G) <= n(G) (checked above)
             at, grp, in_q = _in_query(ranges, [names[k] for k in attrs], row_leaves, row_group, weight, chunk, n_g)
@@ -439,6 +454,28 @@ def _chunk_counts(counts: _NonzeroCounts, s_mask: FloatArray) -> FloatArray:
             held = sets[start : start + step][:, counts.column] * counts.count
             per_set[start : start + step, counts.groups] = np.add.reduceat(held, counts.starts, axis=1)
     return per_set[set_of.reshape(-1)]
+
+
+def _csr_counts(counts: _NonzeroCounts) -> sparse.csr_matrix:
+    """The nonzero counts as a scipy CSR matrix (G, V), for :func:`_product_counts`."""
+    from scipy import sparse  # the writer side's: a data user's query never imports scipy
+
+    g, v = counts.shape
+    indptr = np.zeros(g + 1, dtype=np.int64)
+    indptr[counts.groups + 1] = np.diff(np.r_[counts.starts, counts.column.size])
+    np.cumsum(indptr, out=indptr)
+    return sparse.csr_matrix((counts.count, counts.column, indptr), shape=(g, v))
+
+
+def _product_counts(matrix: sparse.csr_matrix, s_mask: FloatArray) -> FloatArray:
+    """:func:`_chunk_counts` by scipy's sparse product of the nonzero counts
+    (:func:`_csr_counts`) with the chunk's value masks: one pass over the E nonzero counts
+    adding each to the chunk's row of its group, where :func:`_chunk_counts` gathers,
+    multiplies and reduces a (sets, E) array per block of distinct value sets, several times
+    the memory traffic when every query counts its own set (the draft's 5,000 queries,
+    E = 614K at 1M records over the 5M register). The same whole numbers, exact in float64
+    in any order of summation, so the same floats to the bit."""
+    return np.asarray(matrix @ np.ascontiguousarray(s_mask.T)).T
 
 
 def _in_query(
@@ -599,9 +636,10 @@ def joint_workload_error(workload: Workload, release: JointRelease, histogram: n
     """
     actual = workload.actual.astype(np.float64)
     ranges = workload.ranges
-    est = joint_estimates(release, _as_text(ranges))[0]
+    # the writer side's (the draft, the experiments): every query counts its own value set
+    est = joint_estimates(release, _as_text(ranges), sparse_product=True)[0]
     base = histogram_release(release, [str(v) for v in ranges.sensitive_values], histogram)
-    base_est = joint_estimates(base, _as_text(ranges))[0]
+    base_est = joint_estimates(base, _as_text(ranges), sparse_product=True)[0]
     errors = np.abs(actual - est) / actual
     base_errors = np.abs(actual - base_est) / actual
     return JointWorkloadError(

@@ -203,6 +203,10 @@ def test_the_vectorized_estimator_equals_a_brute_force_per_register_individual(
         only, only_uniform = joint_estimates(_joint(r), ranges, uniform=True)
         np.testing.assert_array_equal(only, got.estimate)
         np.testing.assert_array_equal(only_uniform, got.uniform)
+        # and with c_S(G) by the writer side's sparse product
+        product, product_uniform = joint_estimates(_joint(r), ranges, uniform=True, sparse_product=True)
+        np.testing.assert_array_equal(product, got.estimate)
+        np.testing.assert_array_equal(product_uniform, got.uniform)
 
 
 @settings(max_examples=30, deadline=None)
@@ -263,3 +267,19 @@ def test_the_answers_do_not_depend_on_the_chunk_of_queries(monkeypatch: pytest.M
     one = joint_answers(_joint(r), ranges)
     for name in ("estimate", "lower", "upper", "uniform", "variance", "generalized"):
         np.testing.assert_array_equal(getattr(one, name), getattr(whole, name))
+
+
+def test_the_sparse_product_sums_c_s_as_the_distinct_sets_do() -> None:
+    """c_S(G) of many queries, each of its own value set (the draft's workload), by the
+    writer side's sparse product and by the distinct sets: the same floats to the bit, on
+    counts large enough that a float32 or a lost count would show."""
+    rng = np.random.default_rng(7)
+    counts = rng.integers(0, 3_000_000, size=(300, 120)) * (rng.random((300, 120)) < 0.1)
+    counts[5] = 0  # a group holding none of the values
+    nonzero = anonymizer.joint._sparse_counts(counts)
+    masks = (rng.random((200, 120)) < 0.5).astype(np.float64)
+    masks[3] = masks[4]  # two queries of one set
+    by_sets = anonymizer.joint._chunk_counts(nonzero, masks)
+    by_product = anonymizer.joint._product_counts(anonymizer.joint._csr_counts(nonzero), masks)
+    np.testing.assert_array_equal(by_product, by_sets)
+    np.testing.assert_array_equal(by_sets, masks @ counts.T.astype(np.float64))
