@@ -65,7 +65,7 @@ def learner_rows(ws: Path) -> dict[str, object]:
     bound = 1.0 / series.ell
     figures: dict[str, dict[str, float | int | None]] = {}
     anyone = np.zeros(series.truth.shape, dtype=bool)
-    for name, p, _ in posteriors(series, LEARNERS):
+    for name, p, _, _ in posteriors(series, LEARNERS):
         above = p > bound
         if name != "uniform":
             anyone |= above

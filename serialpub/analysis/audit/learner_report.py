@@ -51,6 +51,11 @@ class LearnerFigures:
         bands: the pairs per band of P' (:func:`bands`).
         seconds: the time the learner took (fit and re-weighting).
         note: a remark on the fit (the logistic model's convergence), or None.
+        ratios: per protected value, the largest within-group ratio max π / mean π the
+            learner realizes over the releases (:func:`.ratios.realized_ratios`); empty for
+            the charge itself. ``covered``: per protected value, whether that ratio stays
+            within the declared ρ_s of every release (the learner lies inside the class
+            the charge covers), or None when no ρ was declared (the planner's series).
     """
 
     name: str
@@ -63,6 +68,8 @@ class LearnerFigures:
     bands: list[Band]
     seconds: float
     note: str | None = None
+    ratios: list[float] = field(default_factory=list)
+    covered: list[bool] | None = None
 
 
 @dataclass
@@ -74,6 +81,8 @@ class LearnerReport:
 
     ell: float
     pairs: int
+    values: list[str] = field(default_factory=list)
+    declared: list[int] = field(default_factory=list)
     learners: list[LearnerFigures] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     calibrated: bool = False
@@ -140,9 +149,36 @@ def format_learners(report: LearnerReport) -> str:
             if any(c.pairs for c in cells):
                 body.append([band.label, *(_band_cell(c) for c in cells)])
         lines.extend(_table(body))
+    lines.extend(_ratio_lines(report))
     lines.extend(f"note: {n}" for n in report.notes)
     lines.extend(f"note: {f.name}: {f.note}" for f in report.learners if f.note)
     return "\n".join(lines)
+
+
+def _ratio_lines(report: LearnerReport) -> list[str]:
+    """Per learner and protected value the realized within-group ratio max π / mean π, and
+    against the declared ρ_s whether the learner lies inside the covered class."""
+    fitted = [f for f in report.learners if f.ratios]
+    if not fitted or not report.values:
+        return []
+    declared = bool(report.declared) and fitted[0].covered is not None
+    head = "realized within-group ratio max π / mean π per protected value"
+    lines = [head + (" (≤ ρ_s: inside the class the charge covers; ρ_s below each value)" if declared else "")]
+    rows = [["learner", *report.values]]
+    if declared:
+        rows.append(["ρ_s", *(str(r) for r in report.declared)])
+    for f in fitted:
+        marks = f.covered if f.covered is not None else [None] * len(f.ratios)
+        rows.append(
+            [
+                f.name,
+                *(
+                    f"{r:.2f}" + ("" if c is None else " ≤" if c else " >")
+                    for r, c in zip(f.ratios, marks, strict=True)
+                ),
+            ]
+        )
+    return lines + _table(rows)
 
 
 def _band_cell(band: Band) -> str:
