@@ -45,6 +45,10 @@ def test_the_realized_ratio_equals_the_per_group_definition(tmp_path: Path, seed
     assert nb.covered == [r <= 1 for r in nb.ratios]
     if seed in (0, 1):  # cases where the learner is sharper than the uniform charge: the check can fail
         assert any(r > 1 + 1e-9 for r in nb.ratios) and not all(nb.covered)
+    posterior = brute.learner("nb")
+    assert nb.max_per_value == pytest.approx(
+        [max(x for (_, s), x in posterior.items() if s == v) for v in brute.values], abs=1e-9
+    )
     text = format_learners(report)
     assert "realized within-group ratio max π / mean π" in text
-    assert f"{nb.ratios[0]:.2f}" in text
+    assert f"{nb.max_per_value[0]:.3f} / {nb.ratios[0]:.2f}" in text

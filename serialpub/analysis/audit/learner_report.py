@@ -56,6 +56,8 @@ class LearnerFigures:
             the charge itself. ``covered``: per protected value, whether that ratio stays
             within the declared ρ_s of every release (the learner lies inside the class
             the charge covers), or None when no ρ was declared (the planner's series).
+        max_per_value: per protected value, the largest P' (what a per-value ρ is chosen
+            from: docs/threat-model.md, "Choosing ρ per value").
     """
 
     name: str
@@ -70,6 +72,7 @@ class LearnerFigures:
     note: str | None = None
     ratios: list[float] = field(default_factory=list)
     covered: list[bool] | None = None
+    max_per_value: list[float] = field(default_factory=list)
 
 
 @dataclass
@@ -156,28 +159,24 @@ def format_learners(report: LearnerReport) -> str:
 
 
 def _ratio_lines(report: LearnerReport) -> list[str]:
-    """Per learner and protected value the realized within-group ratio max π / mean π, and
-    against the declared ρ_s whether the learner lies inside the covered class."""
+    """Per learner and protected value its max P' and its realized within-group ratio max π
+    / mean π, and against the declared ρ_s whether the learner lies inside the covered
+    class (≤) or not (>)."""
     fitted = [f for f in report.learners if f.ratios]
     if not fitted or not report.values:
         return []
     declared = bool(report.declared) and fitted[0].covered is not None
-    head = "realized within-group ratio max π / mean π per protected value"
-    lines = [head + (" (≤ ρ_s: inside the class the charge covers; ρ_s below each value)" if declared else "")]
+    lines = [
+        "per protected value: max P' / realized within-group ratio max π / mean π"
+        + (" (≤ or > the declared ρ_s: inside or outside the class the charge covers)" if declared else "")
+    ]
     rows = [["learner", *report.values]]
     if declared:
         rows.append(["ρ_s", *(str(r) for r in report.declared)])
     for f in fitted:
         marks = f.covered if f.covered is not None else [None] * len(f.ratios)
-        rows.append(
-            [
-                f.name,
-                *(
-                    f"{r:.2f}" + ("" if c is None else " ≤" if c else " >")
-                    for r, c in zip(f.ratios, marks, strict=True)
-                ),
-            ]
-        )
+        cells = zip(f.max_per_value, f.ratios, marks, strict=True)
+        rows.append([f.name, *(f"{p:.3f} / {r:.2f}" + ("" if c is None else " ≤" if c else " >") for p, r, c in cells)])
     return lines + _table(rows)
 
 

@@ -452,9 +452,8 @@ def learner_report(
                 seconds=seconds,
                 note=note,
                 ratios=[] if realized is None else [float(r) for r in realized.max(axis=0, initial=0.0)],
-                covered=None
-                if realized is None or declared is None
-                else np.all(realized <= declared, axis=0).tolist(),
+                max_per_value=[float(x) for x in p.max(axis=0, initial=0.0)],
+                covered=None if realized is None or declared is None else np.all(realized <= declared, axis=0).tolist(),
             )
         )
     return report
