@@ -166,10 +166,9 @@ def _ratio_lines(report: LearnerReport) -> list[str]:
     if not fitted or not report.values:
         return []
     declared = bool(report.declared) and fitted[0].covered is not None
-    lines = [
-        "per protected value: max P' / realized within-group ratio max π / mean π"
-        + (" (≤ or > the declared ρ_s: inside or outside the class the charge covers)" if declared else "")
-    ]
+    lines = ["per protected value: max P' / realized within-group ratio max π / mean π"]
+    if declared:
+        lines.append("  (≤ or > the declared ρ_s: the learner lies inside or outside the class the charge covers)")
     rows = [["learner", *report.values]]
     if declared:
         rows.append(["ρ_s", *(str(r) for r in report.declared)])
