@@ -57,7 +57,7 @@ class LearnerFigures:
             within the declared ρ_s of every release (the learner lies inside the class
             the charge covers), or None when no ρ was declared (the planner's series).
         max_per_value: per protected value, the largest P' (what a per-value ρ is chosen
-            from: docs/threat-model.md, "Choosing ρ per value").
+            from: docs/threat-model.md, "Choosing the ratio per value").
     """
 
     name: str
