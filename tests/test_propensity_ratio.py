@@ -297,3 +297,14 @@ def test_a_per_value_rho_naming_no_protected_value_is_refused(tmp_path: Path) ->
     root = make_workspace(tmp_path / "ws", propensity_ratio={"flu": 2})
     with pytest.raises(Exception, match="propensity_ratio lists 'flu', which is not a protected value"):
         load_config(root)
+
+
+def test_the_demo_option_takes_one_rho_or_one_per_value() -> None:
+    from serialpub.cli.app import ratio_option
+    from serialpub.errors import InputError
+
+    assert ratio_option("3") == 3
+    assert ratio_option("Tech-support=3, Armed-Forces=2") == {"Tech-support": 3, "Armed-Forces": 2}
+    for bad in ("three", "Tech-support=", "=2", "Tech-support=2,4"):
+        with pytest.raises(InputError, match="--propensity-ratio .*: give a whole number"):
+            ratio_option(bad)
