@@ -306,5 +306,5 @@ def test_the_demo_option_takes_one_rho_or_one_per_value() -> None:
     assert ratio_option("3") == 3
     assert ratio_option("Tech-support=3, Armed-Forces=2") == {"Tech-support": 3, "Armed-Forces": 2}
     for bad in ("three", "Tech-support=", "=2", "Tech-support=2,4"):
-        with pytest.raises(InputError, match="--propensity-ratio .*: give a whole number"):
+        with pytest.raises(InputError, match=r"--propensity-ratio .*: give a whole number"):
             ratio_option(bad)
