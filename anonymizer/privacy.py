@@ -19,6 +19,7 @@ carry s (``0 < n_{j,s} <= n_j``). The *survival product* is
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -92,25 +93,79 @@ def release_factor(n: IntArray, n_s: IntArray, *, complement: bool = False) -> F
     return np.asarray((n - n_s) / n, dtype=np.float64)
 
 
-def charged_counts(n_j: npt.ArrayLike, n_s: npt.ArrayLike, propensity_ratio: int) -> IntArray:
-    """The records a release is charged for: ``min(n_j, ρ·n_{j,s})`` elementwise, int64 of
-    the broadcast shape; ``n_{j,s}`` itself when ρ = 1.
+#: ρ of a release: one whole number for every protected value, or one per protected value
+#: (in the order of the protected values)
+PropensityRatio = int | tuple[int, ...]
 
-    Under ρ the factor of a linked release is ``1 - ρ·n_{j,s}/n_j`` (capped at a certain
-    link), the largest share ``n_{j,s}·π(o)/Σ_{o'} π(o')`` any propensity π with
-    ``max π <= ρ · mean π`` over the group's n_j candidates gives one of them
+
+def propensity_ratios(propensity_ratio: PropensityRatio | IntArray, n_values: int | None = None) -> IntArray:
+    """ρ as int64: a tuple (one per protected value) as a (V,) vector, a number repeated
+    ``n_values`` times (shape () when ``n_values`` is None); an int64 array is checked and
+    returned as it is (ρ per element, for callers holding one value per pair).
+
+    Raises:
+        ValueError: a ρ that is not a whole number >= 1, or a tuple of another length
+            than ``n_values``.
+    """
+    if isinstance(propensity_ratio, np.ndarray):
+        if propensity_ratio.dtype != np.int64 or not np.all(propensity_ratio >= 1):
+            raise ValueError("propensity_ratio must be whole numbers >= 1")
+        return propensity_ratio
+    items = propensity_ratio if isinstance(propensity_ratio, tuple) else (propensity_ratio,)
+    if not items or any(type(r) is not int or r < 1 for r in items):
+        raise ValueError(f"propensity_ratio must be whole numbers >= 1, got {propensity_ratio!r}")
+    if not isinstance(propensity_ratio, tuple):
+        return np.full(() if n_values is None else n_values, propensity_ratio, dtype=np.int64)
+    if n_values is not None and len(items) != n_values:
+        raise ValueError(f"propensity_ratio has {len(items)} values for {n_values} protected values")
+    return np.array(items, dtype=np.int64)
+
+
+def ratio_by_value(setting: int | Mapping[str, int], values: Sequence[str]) -> PropensityRatio:
+    """ρ as the charge takes it from its written form: a number as it is, a mapping from
+    protected value to ρ as one ρ per value of ``values`` (in their order), 1 for a value it
+    does not list.
+
+    Raises:
+        ValueError: a key that is no value of ``values`` (the message names it and them), or
+            a ρ that is not a whole number >= 1.
+    """
+    if not isinstance(setting, Mapping):
+        propensity_ratios(setting)
+        return setting
+    unknown = sorted(set(setting) - set(values))
+    if unknown:
+        raise ValueError(f"propensity_ratio names {unknown}, which are not protected values ({', '.join(values)})")
+    rho = tuple(setting.get(v, 1) for v in values)
+    propensity_ratios(rho)
+    return rho
+
+
+def is_uniform_charge(propensity_ratio: PropensityRatio) -> bool:
+    """ρ = 1 for every protected value: paper 004's uniform charge."""
+    return bool(np.all(propensity_ratios(propensity_ratio) == 1))
+
+
+def charged_counts(n_j: npt.ArrayLike, n_s: npt.ArrayLike, propensity_ratio: PropensityRatio | IntArray) -> IntArray:
+    """The records a release is charged for: ``min(n_j, ρ_s·n_{j,s})`` elementwise, int64 of
+    the broadcast shape; ``n_{j,s}`` itself when every ρ_s = 1. A per-value ρ (a tuple,
+    :data:`PropensityRatio`) is broadcast along the last axis of ``n_s``, the protected
+    values; an int64 array of ρ is broadcast against ``n_s`` as it is.
+
+    Under ρ_s the factor of a linked release is ``1 - ρ_s·n_{j,s}/n_j`` (capped at a certain
+    link), the largest share ``n_{j,s}·π(o)/Σ_{o'} π(o')`` any propensity π for s with
+    ``max π <= ρ_s · mean π`` over the group's n_j candidates gives one of them
     (docs/threat-model.md, "The propensity ratio"). Whole ρ keeps every factor a ratio of
     integers, so the exact decisions (:func:`exact_breach`) stay exact.
 
     Raises:
-        ValueError: ρ not a whole number >= 1.
+        ValueError: ρ not whole numbers >= 1 (:func:`propensity_ratios`).
     """
-    if type(propensity_ratio) is not int or propensity_ratio < 1:
-        raise ValueError(f"propensity_ratio must be a whole number >= 1, got {propensity_ratio!r}")
+    rho = propensity_ratios(propensity_ratio)
     n_s_arr = np.asarray(n_s, dtype=np.int64)
-    if propensity_ratio == 1:
+    if np.all(rho == 1):
         return n_s_arr
-    return np.minimum(np.asarray(n_j, dtype=np.int64), n_s_arr * propensity_ratio)
+    return np.minimum(np.asarray(n_j, dtype=np.int64), n_s_arr * rho)
 
 
 def breach_after_release(survival: FloatArray, n: IntArray, n_s: IntArray) -> FloatArray:

@@ -81,8 +81,9 @@ class PrivacyParams:
     ``split_rule`` (top-down, register dilution): ``"widest"`` (the default) or
     ``"history"`` (:mod:`anonymizer.placement`), which chooses among the same admissible
     splits by the rates the statistics file estimates, a function of the published releases.
-    ``propensity_ratio`` ρ (a whole number, 1 by default: paper 004's uniform charge) charges
-    each group ρ times its records of a value, ``min(n_j, ρ·n_{j,s})`` in place of
+    ``propensity_ratio`` ρ (a whole number, 1 by default: paper 004's uniform charge, or a
+    tuple of one whole number per protected value) charges each group ρ_s times its records
+    of value s, ``min(n_j, ρ·n_{j,s})`` in place of
     ``n_{j,s}`` in every factor and requirement (:func:`anonymizer.privacy.charged_counts`), which covers every
     adversary whose propensity for the value is at most ρ times its mean over the group's
     candidates (docs/threat-model.md, "The learning adversary").
@@ -100,7 +101,7 @@ class PrivacyParams:
     partition_test: PartitionTest = PartitionTest.SOUND
     partition_epsilon: float | None = None
     split_rule: SplitRule = SplitRule.WIDEST
-    propensity_ratio: int = 1
+    propensity_ratio: privacy.PropensityRatio = 1
 
     def __post_init__(self) -> None:
         # a setting given by its spelling becomes its enumeration member; any other is refused here
@@ -120,8 +121,7 @@ class PrivacyParams:
             object.__setattr__(self, name, kind(value))
         if not self.ell >= 2:
             raise ValueError(f"ℓ must be at least 2, got {self.ell}")
-        if type(self.propensity_ratio) is not int or self.propensity_ratio < 1:
-            raise ValueError(f"propensity_ratio must be a whole number >= 1, got {self.propensity_ratio!r}")
+        privacy.propensity_ratios(self.propensity_ratio)  # raises on anything but whole numbers >= 1
         if self.strategy is Strategy.CONSTANT and (self.k_prime is None or self.k_prime < 1):
             raise ValueError(f"the constant-ratio strategy needs k' >= 1, got {self.k_prime}")
         if self.strategy is Strategy.GEOMETRIC and (self.alpha is None or not self.alpha > 1):
@@ -247,12 +247,13 @@ class ReleaseResult:
 
 def class_targets(params: PrivacyParams, history: History) -> FloatArray:
     """Target ratio ``n_j / n_{j,s}`` per (history class, protected value), shape (K, V):
-    the strategy's target times ρ (``propensity_ratio``), since a group is charged
-    ρ·n_{j,s} records (:func:`anonymizer.privacy.charged_counts`)."""
+    the strategy's target times ρ_s (``propensity_ratio``), since a group is charged
+    ρ_s·n_{j,s} records (:func:`anonymizer.privacy.charged_counts`)."""
     ell_b = np.broadcast_to(history.ell[:, None], history.survival.shape)
+    rho = privacy.propensity_ratios(params.propensity_ratio, history.survival.shape[1])
     if params.guarantee is Guarantee.LOCALIZED:
-        return np.array(ell_b, dtype=np.float64) * params.propensity_ratio
-    return params.propensity_ratio * privacy.strategy_targets(
+        return np.array(ell_b, dtype=np.float64) * rho
+    return rho * privacy.strategy_targets(
         history.survival.ravel(),
         history.linked.ravel(),
         ell_b.ravel(),
@@ -270,7 +271,7 @@ def advance_history(
     counts: IntArray,
     *,
     overwrite: bool = False,
-    propensity_ratio: int = 1,
+    propensity_ratio: privacy.PropensityRatio = 1,
 ) -> tuple[History, IntArray, IntArray]:
     """The state after one more published release (paper 004, Lemma 4 and §7; docs/design.md section 4).
 
@@ -288,8 +289,8 @@ def advance_history(
         overwrite: ``group_of_ind`` is the caller's own int64 array and may be overwritten
             (the update's key per individual is then written into it, not into another 8
             bytes per individual).
-        propensity_ratio: ρ of the release (:func:`anonymizer.privacy.charged_counts`): the factor is
-            ``1 - min(n_j, ρ·n_{j,s})/n_j``.
+        propensity_ratio: ρ of the release, one number or one per protected value
+            (:func:`anonymizer.privacy.charged_counts`): the factor is ``1 - min(n_j, ρ_s·n_{j,s})/n_j``.
 
     Returns:
         the new history, and per new class its parent class and the group that linked it
@@ -301,9 +302,8 @@ def advance_history(
     holds = counts > 0
     factor = np.ones((n_groups + 1, n_sets))  # last row: not linked by this release
     n_holds = np.broadcast_to(n_j[:, None], holds.shape)[holds]
-    factor[:-1][holds] = privacy.release_factor(
-        n_holds, privacy.charged_counts(n_holds, counts[holds], propensity_ratio), complement=True
-    )
+    charged = privacy.charged_counts(n_j[:, None], counts, propensity_ratio)[holds]  # ρ_s along the values
+    factor[:-1][holds] = privacy.release_factor(n_holds, charged, complement=True)
     holds_ext = np.vstack([holds, np.zeros((1, n_sets), dtype=bool)])
     # class * (G+1) + group, G for none; in place and by blocks: one int64 array per
     # individual (the caller's, with ``overwrite``), no temporary one

@@ -110,7 +110,7 @@ def main() -> None:
         cells = sum(v.counts.size for v in series.versions)
         t = time.perf_counter()
         times = {}
-        for name, _, _ in posteriors(series, LEARNERS):
+        for name, _, _, _ in posteriors(series, LEARNERS):
             now = time.perf_counter()
             times[name] = now - t
             t = now

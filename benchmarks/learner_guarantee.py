@@ -18,7 +18,10 @@ Usage::
     uv run python benchmarks/learner_guarantee.py [--out /tmp/lg] [--only NAME ...] [--propensity-ratio RHO]
 
 With ``--propensity-ratio RHO`` (above 1) every series is published with that ρ
-(docs/threat-model.md, "The propensity ratio"); its rows are named ``NAME ρ=RHO``.
+(docs/threat-model.md, "The propensity ratio"); its rows are named ``NAME ρ=RHO``. RHO may
+also give one ρ per protected value, ``value=ρ`` items joined by commas (the others 1), as
+``serialpub demo --propensity-ratio`` takes it. Each row also keeps, per learner and
+protected value, the learner's max P' and its realized within-group ratio max π / mean π.
 
 Writes ``benchmarks/out/learner_guarantee.json`` (rows of earlier runs are kept unless
 rerun) and prints the Markdown table of docs/threat-model.md.
@@ -42,6 +45,7 @@ from demo_utility import measure  # noqa: E402
 
 from serialpub.analysis.audit import audit_workspace  # noqa: E402
 from serialpub.analysis.audit.learners import LEARNERS, posteriors  # noqa: E402
+from serialpub.analysis.audit.ratios import realized_ratios  # noqa: E402
 
 RESULT = HERE / "out" / "learner_guarantee.json"
 FIVE_RAREST = "Armed-Forces,Farming-fishing,Priv-house-serv,Protective-serv,Tech-support"
@@ -65,12 +69,19 @@ def learner_rows(ws: Path) -> dict[str, object]:
     bound = 1.0 / series.ell
     figures: dict[str, dict[str, float | int | None]] = {}
     anyone = np.zeros(series.truth.shape, dtype=bool)
-    for name, p, _ in posteriors(series, LEARNERS):
+    for name, p, _, pi in posteriors(series, LEARNERS):
         above = p > bound
         if name != "uniform":
             anyone |= above
         figures[name] = {"max_p": float(p.max(initial=0.0)), "above": int(weight[above].sum()),
                          "true": int(series.truth[above].sum())}  # fmt: skip
+        per_value = {v: round(float(p[:, k].max(initial=0.0)), 4) for k, v in enumerate(series.values)}
+        figures[name]["max_p_per_value"] = per_value  # type: ignore[assignment]
+        if pi is not None:
+            ratio = realized_ratios(series, pi).max(axis=0, initial=0.0)
+            figures[name]["ratio_per_value"] = {
+                v: round(float(r), 2) for v, r in zip(series.values, ratio, strict=True)
+            }  # type: ignore[assignment]
     pairs_any = int(weight[anyone].sum())
     return {
         "verdict": str(result.verdict),
@@ -83,10 +94,10 @@ def learner_rows(ws: Path) -> dict[str, object]:
     }
 
 
-def run(name: str, out: Path, reuse: bool, rho: int = 1) -> dict[str, object]:
-    folder = out / (name if rho == 1 else f"{name}-rho{rho}")
+def run(name: str, out: Path, reuse: bool, rho: str = "1") -> dict[str, object]:
+    folder = out / (name if rho == "1" else f"{name}-rho{rho.replace('=', '').replace(',', '-')}")
     exe = Path(sys.executable).with_name("serialpub")
-    args = SERIES[name] + ([] if rho == 1 else ["--propensity-ratio", str(rho)])
+    args = SERIES[name] + ([] if rho == "1" else ["--propensity-ratio", rho])
     t = time.perf_counter()
     stopped = None
     if not (reuse and (folder / "snapshots").is_dir()):
@@ -101,7 +112,7 @@ def run(name: str, out: Path, reuse: bool, rho: int = 1) -> dict[str, object]:
         json.loads(m.read_text(encoding="utf-8"))["groups"]
         for m in sorted((folder / "releases").glob("*/release-*/manifest.json"))
     ]
-    series = name if rho == 1 else f"{name} ρ={rho}"
+    series = name if rho == "1" else f"{name} ρ={rho}"
     return {"series": series, "args": " ".join(args), "stopped": stopped, "demo_seconds": demo_s,
             "groups_range": [min(groups), max(groups)], **util, **learner_rows(folder)}  # fmt: skip
 
@@ -137,7 +148,9 @@ def main() -> None:
     ap.add_argument("--only", nargs="*", help="series names to run (default: all four)")
     ap.add_argument("--reuse", action="store_true", help="measure existing workspaces instead of remaking them")
     ap.add_argument("--table", action="store_true", help="print the table of the stored rows only")
-    ap.add_argument("--propensity-ratio", type=int, default=1, help="ρ of every series (default 1)")
+    ap.add_argument(
+        "--propensity-ratio", default="1", help="ρ of every series (default 1), or value=ρ items joined by commas"
+    )
     ap.add_argument(
         "--result", type=Path, nargs="*", default=[RESULT], help="JSON file(s) of rows (the first is written)"
     )

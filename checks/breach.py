@@ -33,7 +33,14 @@ import pandas as pd
 
 from anonymizer.arrays import CodedRows, expand_csr, factorize
 from anonymizer.hierarchy import Hierarchy
-from anonymizer.privacy import UNDECIDED_BAND, breach_after_release, charged_counts, exact_breach
+from anonymizer.privacy import (
+    UNDECIDED_BAND,
+    PropensityRatio,
+    breach_after_release,
+    charged_counts,
+    exact_breach,
+    propensity_ratios,
+)
 from anonymizer.regions import PresenceShown, RegisterCells, cover_pairs, group_release, presence_shown, record_nodes
 
 IntArray = npt.NDArray[np.int64]
@@ -104,7 +111,7 @@ class PriorState:
     survival: npt.ArrayLike
     ell: float | npt.ArrayLike = 2.0
     history_class: npt.ArrayLike | None = None
-    propensity_ratio: int = 1
+    propensity_ratio: PropensityRatio = 1
 
 
 @dataclass(frozen=True)
@@ -387,7 +394,8 @@ def compute_breach(
     rep, unit = expand_csr(row_cell, ustart, unit_order)
     grp, val = row_group[rep], row_value[rep]
     nj, ns = n_j[grp], counts[grp, val]
-    charged = charged_counts(nj, ns, prior.propensity_ratio)
+    rho = propensity_ratios(prior.propensity_ratio, counts.shape[1])
+    charged = charged_counts(nj, ns, rho if rho.ndim == 0 else rho[val])
     rep_member = members[unit_first[unit]]
     before = surv[rep_member if row_of is None else row_of[rep_member], val]
     p = breach_after_release(before, nj, charged)

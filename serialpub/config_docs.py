@@ -13,7 +13,7 @@ import sys
 import types
 from enum import Enum
 from pathlib import Path
-from typing import Literal, Union, get_args, get_origin
+from typing import Annotated, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
@@ -42,6 +42,8 @@ def _type(annotation: object) -> str:
         return f"{text} or null" if len(kinds) < len(args) else text
     if origin is Literal:
         return " or ".join(f"`{a}`" for a in args)
+    if origin is Annotated:  # a constrained type: its words are its base type's
+        return _type(args[0])
     if origin is list:
         (item,) = args
         return (

@@ -64,7 +64,7 @@ def create_workspace(
     algorithm: str | None = None,
     partition_model: str | None = None,
     split_rule: str = "widest",
-    propensity_ratio: int = 1,
+    propensity_ratio: int | dict[str, int] = 1,
     protected: Sequence[str] | None = None,
     rounds: int = 20,
     seed: int = 0,

@@ -93,7 +93,7 @@ class DraftParams(BaseModel):
     # recorded only under split_rule: history (releases before it existed split as widest)
     split_rule: SplitRule = SplitRule.WIDEST
     # recorded only above 1 (releases before it existed charged the uniform share)
-    propensity_ratio: int = 1
+    propensity_ratio: int | dict[str, int] = 1
     accepted_known_breach: list[str] = []
     numeric_quasi_identifiers: list[str] = []
     suppression_budget: float | None = None

@@ -141,7 +141,7 @@ def module_posteriors(report: LearnerReport, names: tuple[str, ...]) -> dict[str
     """The module's P' per (individual, protected value), from its serial cells."""
     series: LearnerSeries = report.inputs
     out = {}
-    for name, p, _ in posteriors(series, names):
+    for name, p, _, _ in posteriors(series, names):
         out[name] = {
             (str(i), v): float(p[series.code[k], j])
             for k, i in enumerate(series.ids)

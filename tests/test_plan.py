@@ -434,8 +434,17 @@ def test_the_split_rule_and_the_propensity_ratio_are_axes_of_the_grid(planned: P
     assert history.record()["split_rule"] == "history" and history.record()["propensity_ratio"] == 3
     assert "split_rule" not in grid[0].record() and "propensity_ratio" not in grid[0].record()
     workspace_params = SimpleNamespace(inputs=SimpleNamespace(params=PrivacyParams(ell=2)))
-    params = candidate_params(history, workspace_params)  # type: ignore[arg-type]
+    params = candidate_params(history, workspace_params, list(DOMAIN))  # type: ignore[arg-type]
     assert params.split_rule.value == "history" and params.propensity_ratio == 3
+    # one ρ per value: value=ρ items joined by /, recorded as the configuration's mapping,
+    # charged over the candidate's protected values (a value it does not protect left out)
+    (per_value,) = build_grid({"propensity_ratio": [f"{DOMAIN[1]}=3/{DOMAIN[0]}=2"]}, config, DOMAIN)
+    assert per_value.label.endswith(" ρ=cold=3/flu=2")  # in the order of the values' names
+    assert per_value.record()["propensity_ratio"] == {DOMAIN[0]: 2, DOMAIN[1]: 3}
+    params = candidate_params(per_value, workspace_params, [DOMAIN[1], DOMAIN[2]])  # type: ignore[arg-type]
+    assert params.propensity_ratio == (3, 1)
+    with pytest.raises(InputError, match="value=ρ items joined by /"):
+        build_grid({"propensity_ratio": [f"{DOMAIN[0]}=0"]}, config, DOMAIN)
     for bad, says in ((["nearest"], "not one of widest, history"), ([0], "ρ must be a whole number")):
         key = "split_rule" if bad == ["nearest"] else "propensity_ratio"
         with pytest.raises(InputError, match=says):

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import make_workspace, snapshot
+from helpers import make_workspace, read_config, snapshot, write_config
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -212,3 +212,99 @@ def test_a_uniform_series_records_no_rho_and_the_audit_says_what_it_covers(tmp_p
     assert "(propensity_ratio 1): the verdict covers an adversary whose prior is uniform" in format_report(
         audit_workspace(root)
     )
+
+
+# --------------------------------------------------------------------------- ρ per protected value
+
+
+def test_a_per_value_rho_charges_each_value_with_its_own() -> None:
+    n_j, n_s = np.array([[10], [10]]), np.array([[3, 3], [6, 1]])
+    assert privacy.charged_counts(n_j, n_s, (2, 1)).tolist() == [[6, 3], [10, 1]]
+    assert privacy.charged_counts(n_j, n_s, (1, 1)).tolist() == n_s.tolist()  # every ρ_s = 1: the uniform charge
+    # one ρ per pair, as validation's breach table holds them
+    assert privacy.charged_counts(np.array([10, 10]), np.array([3, 3]), np.array([3, 1])).tolist() == [9, 3]
+    assert privacy.ratio_by_value({"hiv": 3}, ["cancer", "hiv"]) == (1, 3)
+    assert privacy.ratio_by_value(2, ["cancer", "hiv"]) == 2
+    with pytest.raises(ValueError, match="flu"):
+        privacy.ratio_by_value({"flu": 2}, ["cancer", "hiv"])
+    with pytest.raises(ValueError, match="whole numbers"):
+        privacy.ratio_by_value({"hiv": 0}, ["cancer", "hiv"])
+    history = History.from_dense(np.ones((1, 2)), np.zeros((1, 2), dtype=np.int64), np.full(1, 2.0))
+    with pytest.raises(ValueError, match="3 values for 2 protected values"):
+        class_targets(PrivacyParams(ell=2, propensity_ratio=(1, 2, 3)), history)
+
+
+def test_a_per_value_rho_moves_each_values_history_and_target_by_its_own() -> None:
+    """Exact fractions: a group of 6 candidates holding 1 record of each of two values under
+    ρ = (3, 1) moves the first value's survival by 1 - 3/6 and the second's by 1 - 1/6, and
+    asks 3 times the strategy's ratio of the first value only."""
+    history = History.from_dense(np.ones((6, 2)), np.zeros((6, 2), dtype=np.int64), np.full(6, 2.0))
+    new, _, _ = advance_history(
+        history, np.zeros(6, dtype=np.int64), np.array([6]), np.array([[1, 1]]), propensity_ratio=(3, 1)
+    )
+    survival = new.dense()[0]
+    assert [Fraction(x).limit_denominator(100) for x in survival[0]] == [Fraction(1, 2), Fraction(5, 6)]
+    one = class_targets(PrivacyParams(ell=2, strategy="constant", k_prime=4), history)
+    mixed = class_targets(PrivacyParams(ell=2, strategy="constant", k_prime=4, propensity_ratio=(3, 1)), history)
+    assert np.array_equal(mixed[:, 0], 3 * one[:, 0]) and np.array_equal(mixed[:, 1], one[:, 1])
+
+
+@pytest.mark.slow
+def test_a_per_value_series_is_recorded_audited_verified_and_imported(tmp_path: Path) -> None:
+    """Published under ``propensity_ratio: {hiv: 3}``: the manifests record the mapping, the
+    audit recomputes the publisher's max p from it and passes, ``serialpub state verify``
+    rebuilds the state from it, and importing the same releases into a fresh copy of the
+    workspace gives the publisher's statistics; a copy importing them under ρ = 1 does not
+    (the charge is what moves the state)."""
+    from test_import import assert_same_statistics, data_file, fresh_copy, statistics_pairs
+
+    from serialpub.analysis.verify import verify_state
+    from serialpub.workflow.importing import import_release
+
+    a_root = make_workspace(tmp_path / "A", n=120, propensity_ratio={"hiv": 3})
+    ws = load_config(a_root)
+    publisher = Publisher(ws)
+    for t in range(1, 3):
+        publisher.publish(snapshot(a_root, t))
+    manifest = json.loads((data_file(a_root, 2).parent / "manifest.json").read_text())
+    assert manifest["propensity_ratio"] == {"hiv": 3}
+    assert "hiv ρ = 3" in (data_file(a_root, 2).parent / "report.html").read_text()
+    report = audit_workspace(a_root)
+    assert report.ok, format_report(report)
+    assert report.max_p == pytest.approx(manifest["max_breach_probability"], abs=1e-12)
+    assert "hiv 3, cancer 1" in format_report(report)
+    assert verify_state(ws).ok
+
+    b_root = fresh_copy(a_root, tmp_path / "B")
+    uniform_root = fresh_copy(a_root, tmp_path / "U")
+    config = read_config(uniform_root)
+    del config["propensity_ratio"]
+    write_config(uniform_root, config)
+    for root in (b_root, uniform_root):
+        for seq in (1, 2):
+            import_release(load_config(root), data_file(a_root, seq), f"{seq:04d}", 2, ["hiv", "cancer"], "register")
+    assert json.loads((data_file(b_root, 2).parent / "manifest.json").read_text())["propensity_ratio"] == {"hiv": 3}
+    assert_same_statistics(statistics_pairs(b_root), statistics_pairs(a_root))
+    assert verify_state(load_config(b_root)).ok
+    assert audit_workspace(b_root).ok
+    theirs, ours = statistics_pairs(uniform_root), statistics_pairs(a_root)
+    hiv = (ours["value"] == "hiv").to_numpy()
+    assert (theirs["survival"].to_numpy()[hiv] > ours["survival"].to_numpy()[hiv]).any()
+    np.testing.assert_array_equal(theirs["survival"].to_numpy()[~hiv], ours["survival"].to_numpy()[~hiv])
+
+
+def test_a_per_value_rho_naming_no_protected_value_is_refused(tmp_path: Path) -> None:
+    root = make_workspace(tmp_path / "ws", propensity_ratio={"flu": 2})
+    with pytest.raises(Exception, match="propensity_ratio lists 'flu', which is not a protected value"):
+        load_config(root)
+
+
+def test_the_demo_option_takes_one_rho_or_one_per_value() -> None:
+    from serialpub.cli.app import ratio_option
+    from serialpub.errors import InputError
+
+    assert ratio_option("3") == 3
+    assert ratio_option("Tech-support=3, Armed-Forces=2") == {"Tech-support": 3, "Armed-Forces": 2}
+    for bad in ("three", "Tech-support=", "=2", "Tech-support=2,4"):
+        with pytest.raises(InputError, match=r"--propensity-ratio .*: give a whole number"):
+            ratio_option(bad)

@@ -38,6 +38,27 @@ def split_list(text: str) -> list[str]:
     return [c.strip() for c in text.split(",") if c.strip()]
 
 
+def ratio_option(text: str, option: str = "--propensity-ratio") -> int | dict[str, int]:
+    """``--propensity-ratio``: a whole number (every protected value), or ``value=ρ`` items
+    joined by commas (each listed value its own ρ, the others 1).
+
+    Raises:
+        InputError: anything else (the line names the option and the two forms)."""
+    items = split_list(text)
+    try:
+        if len(items) == 1 and "=" not in items[0]:
+            return int(items[0])
+        pairs = [item.rsplit("=", 1) for item in items]
+        if not pairs or any(len(p) != 2 or not p[0].strip() for p in pairs):
+            raise ValueError
+        return {v.strip(): int(r) for v, r in pairs}
+    except ValueError:
+        raise InputError(
+            f"{option} {text[:40]!r}: give a whole number (3) or value=ratio items joined by commas "
+            "(Tech-support=3,Armed-Forces=2)"
+        ) from None
+
+
 def read_csv_table(path: Path) -> pd.DataFrame:
     """A CSV file as text columns.
 

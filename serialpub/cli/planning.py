@@ -62,7 +62,10 @@ def plan(
     ] = None,
     propensity_ratio: Annotated[
         str | None,
-        typer.Option("--propensity-ratio", help=f"ρ of the charge, whole numbers >= 1; {_LIST}"),
+        typer.Option(
+            "--propensity-ratio",
+            help=f"ρ of the charge, whole numbers >= 1, or value=ρ items joined by / (one ρ per value); {_LIST}",
+        ),
     ] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="write every figure as JSON here")] = None,
     html_out: Annotated[Path | None, typer.Option("--html", help="write the plan's page here")] = None,

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from serialpub.cli.app import app, console, outcome_table, read_csv_table, split_list
+from serialpub.cli.app import app, console, outcome_table, ratio_option, read_csv_table, split_list
 from serialpub.errors import InputError
 
 
@@ -151,8 +151,13 @@ def demo(
         ),
     ] = "widest",
     propensity_ratio: Annotated[
-        int, typer.Option("--propensity-ratio", help="ρ: each group is charged ρ times its records (default 1)")
-    ] = 1,
+        str,
+        typer.Option(
+            "--propensity-ratio",
+            help="ρ: each group is charged ρ times its records (default 1); or value=ρ items joined by commas, "
+            "one ρ per protected value (the others 1)",
+        ),
+    ] = "1",
     budget: Annotated[
         float | None,
         typer.Option("--suppression-budget", help="fraction of records (paper model only; default 0.05 there)"),
@@ -190,7 +195,7 @@ def demo(
         algorithm=algorithm,
         partition_model=partition_model,
         split_rule=split_rule,
-        propensity_ratio=propensity_ratio,
+        propensity_ratio=ratio_option(propensity_ratio),
         protected=None if protected is None else split_list(protected),
         rounds=rounds,
         seed=seed,

@@ -21,7 +21,7 @@ import json
 import math
 import unicodedata
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -200,8 +200,9 @@ class Manifest(_Contract):
     # (docs/anonymization.md, "Where the cuts fall")
     split_rule: SplitRule | None = None
     # ρ, written only above 1 (docs/threat-model.md, "The propensity ratio"): every charge
-    # of the release is min(n_j, ρ·n_{j,s}) / n_j
-    propensity_ratio: int | None = Field(default=None, ge=2)
+    # of the release is min(n_j, ρ·n_{j,s}) / n_j; a mapping gives ρ per protected value
+    # (the values it lists, each above 1; the others are charged with 1)
+    propensity_ratio: Annotated[int, Field(ge=2)] | dict[str, Annotated[int, Field(ge=2)]] | None = None
     # the breachable models the publisher acknowledged (serialpub.known_breach); written only
     # when there is one
     accepted_known_breach: list[KnownBreach] = []
@@ -254,6 +255,10 @@ class Manifest(_Contract):
         stray = [q for q in self.numeric_quasi_identifiers if q not in self.quasi_identifiers]
         if stray:
             raise ValueError(f"numeric_quasi_identifiers names {stray}, which are not quasi_identifiers")
+        if isinstance(self.propensity_ratio, dict):
+            stray = [v for v in self.propensity_ratio if v not in self.protected_values]
+            if stray or not self.propensity_ratio:
+                raise ValueError(f"propensity_ratio names {stray or 'no value'}; name values of protected_values")
         return self
 
     # -- reading ---------------------------------------------------------------------------

@@ -20,7 +20,7 @@ import it as the writer side does.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationInfo, field_validator, model_validator
 from pydantic.fields import FieldInfo
@@ -46,6 +46,8 @@ from serialpub.known_breach import KnownBreach, acknowledgement_problem
 #: "yes" a boolean), no infinite or NaN number. Values are validated as JSON
 #: (:func:`serialpub.config.load_config`), so paths and enumerations are still given as strings.
 STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+#: one ρ of the propensity ratio (docs/threat-model.md, "The propensity ratio")
+Ratio = Annotated[int, Field(ge=1, le=1000)]
 
 
 def documented(
@@ -283,19 +285,19 @@ class ReleaseSettings(BaseModel):
             takes="widest or history",
         ),
     )
-    propensity_ratio: int = Field(
+    propensity_ratio: Ratio | dict[str, Ratio] = Field(
         default=1,
-        ge=1,
-        le=1000,
         description="ρ: each group is charged ρ times its records of a protected value (at most all of its "
         "candidates), which covers every adversary whose propensity for the value (learned from the releases or "
         "known from outside) is at most ρ times its mean over the group's candidates ([the propensity "
         "ratio](threat-model.md#the-propensity-ratio-propensity_ratio)); 1, paper 004's uniform charge, covers the "
-        "adversary whose prior is uniform inside a group. A larger ρ asks for ρ times the candidates per record "
+        "adversary whose prior is uniform inside a group. A mapping gives each protected value its own ρ "
+        "(`{Tech-support: 3}`; a value it does not list keeps 1), so that only the values a learner reads "
+        "sharply pay for it. A larger ρ asks for ρ times the candidates per record "
         "and so coarser groups; `serialpub plan --propensity-ratio 1,2,3` shows what each costs and what the "
         "learners reach. Recorded in manifests when above 1",
         json_schema_extra=documented(
-            "a whole number in [1, 1000]",
+            "a whole number in [1, 1000], or a mapping from protected value to one",
             demo="--propensity-ratio",
             plan="--propensity-ratio",
             takes="whole numbers >= 1",
@@ -375,6 +377,13 @@ class ReleaseSettings(BaseModel):
                 "who knows the algorithm can infer it); set suppression_budget: 0, or suppression_model: "
                 "paper to reproduce paper 004's weaker published-count model"
             )
+        if isinstance(self.propensity_ratio, dict) and isinstance(self.protected_values, list):
+            stray = sorted(set(self.propensity_ratio) - set(self.protected_values))
+            if stray:
+                raise ValueError(
+                    f"propensity_ratio lists {quoted(stray[0])}, which is not a protected value; "
+                    "list only values of protected_values"
+                )
         if self.algorithm is Algorithm.BOTTOMUP and self.partition_model is PartitionModel.PUBLISHED:
             raise ValueError(
                 "partition_model 'published' with algorithm 'bottomup', whose cut search reads every cell's counts; "
@@ -448,9 +457,19 @@ class ReleaseSettings(BaseModel):
             del values["partition_test"], values["partition_epsilon"]
         if values["split_rule"] is SplitRule.WIDEST:  # and the widest rule's
             del values["split_rule"]
-        if values["propensity_ratio"] == 1:  # so do the uniform charge's
+        values["propensity_ratio"] = recorded_ratio(values["propensity_ratio"])
+        if values["propensity_ratio"] is None:  # so do the uniform charge's
             del values["propensity_ratio"]
         return {record_key(name): value for name, value in values.items()}
+
+
+def recorded_ratio(setting: int | dict[str, int]) -> int | dict[str, int] | None:
+    """``propensity_ratio`` as releases record it: None for the uniform charge (the key is
+    then left out), a number above 1, or the mapping's values above 1, sorted (a value at 1
+    is charged as an unlisted one)."""
+    if isinstance(setting, dict):
+        setting = {v: r for v, r in sorted(setting.items()) if r > 1} or 1
+    return None if setting == 1 else setting
 
 
 def record_key(name: str) -> str:

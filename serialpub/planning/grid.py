@@ -61,7 +61,8 @@ class Candidate:
         after_k_prime: ``renew`` or ``stop`` (constant ratio only).
         partition_epsilon: ε of ``partition_test: noisy`` (docs/anonymization.md), None for
             the sound test.
-        propensity_ratio: ρ of the charge (docs/threat-model.md, "The propensity ratio").
+        propensity_ratio: ρ of the charge (docs/threat-model.md, "The propensity ratio"), or
+            (value, ρ) pairs: one ρ per listed protected value, the others 1.
         split_rule: the top-down search's choice among admissible splits, ``widest`` or
             ``history`` (docs/anonymization.md, "Where the cuts fall").
     """
@@ -74,7 +75,7 @@ class Candidate:
     partition_model: str
     after_k_prime: str
     partition_epsilon: float | None = None
-    propensity_ratio: int = 1
+    propensity_ratio: int | tuple[tuple[str, int], ...] = 1
     split_rule: str = SplitRule.WIDEST.value
 
     @property
@@ -94,7 +95,7 @@ class Candidate:
         """A short name: ``ℓ=2 constant k'=20 renew all published``."""
         param = f"k'={self.k_prime} {self.after_k_prime}" if self.strategy == "constant" else f"α={self.alpha:g}"
         noisy = "" if self.partition_epsilon is None else f" noisy ε={self.partition_epsilon:g}"
-        rho = "" if self.propensity_ratio == 1 else f" ρ={self.propensity_ratio}"
+        rho = "" if self.propensity_ratio == 1 else f" ρ={ratio_text(self.propensity_ratio)}"
         cuts = "" if self.split_rule == SplitRule.WIDEST.value else f" cuts={self.split_rule}"
         return f"ℓ={self.ell:g} {self.strategy} {param} {self.protected_label} {self.partition_model}{noisy}{rho}{cuts}"
 
@@ -115,10 +116,40 @@ class Candidate:
                 else {}
             ),
             # only above 1: a uniform candidate's record keeps its keys
-            **({"propensity_ratio": self.propensity_ratio} if self.propensity_ratio > 1 else {}),
+            **(
+                {}
+                if self.propensity_ratio == 1
+                else {"propensity_ratio": dict(self.propensity_ratio)}
+                if isinstance(self.propensity_ratio, tuple)
+                else {"propensity_ratio": self.propensity_ratio}
+            ),
             # only under history: a widest candidate's record keeps its keys
             **({"split_rule": self.split_rule} if self.split_rule != SplitRule.WIDEST.value else {}),
         }
+
+
+def ratio_text(rho: int | tuple[tuple[str, int], ...]) -> str:
+    """ρ as the plan's option spells it: ``3``, or ``value=ρ`` items joined by ``/``."""
+    return str(rho) if isinstance(rho, int) else "/".join(f"{v}={r}" for v, r in rho)
+
+
+def _ratio(flag: str, value: Any) -> int | tuple[tuple[str, int], ...]:
+    """One ρ of the grid: a whole number, or one per value (the configuration's mapping, or
+    ``value=ρ`` items joined by ``/`` on the command line)."""
+    if isinstance(value, str) and "=" in value:
+        value = dict(item.rsplit("=", 1) for item in value.split("/") if "=" in item)
+    if isinstance(value, dict):
+        try:
+            pairs = tuple(sorted((str(v), int(r)) for v, r in value.items()))
+        except ValueError:
+            pairs = ()
+        if not pairs or any(not 1 <= r <= 1000 for _, r in pairs):
+            raise InputError(f"setting {flag}: give value=ρ items joined by /, each ρ a whole number from 1 to 1000")
+        return pairs
+    rho = _number("propensity_ratio", value, float)
+    if not 1 <= rho <= 1000 or rho != int(rho):
+        raise InputError(f"setting {flag}: ρ = {_shown(rho)}; ρ must be a whole number from 1 to 1000")
+    return int(rho)
 
 
 def _number(setting: str, text: Any, kind: type) -> Any:
@@ -165,10 +196,7 @@ def _checked(setting: str, value: Any, domain: Sequence[str]) -> Any:
             raise InputError(f"setting {flag}: α = {_shown(alpha)} is impossible; α must be greater than 1")
         return alpha
     if setting == "propensity_ratio":
-        rho = _number(setting, value, float)
-        if not 1 <= rho <= 1000 or rho != int(rho):
-            raise InputError(f"setting {flag}: ρ = {_shown(rho)}; ρ must be a whole number from 1 to 1000")
-        return int(rho)
+        return _ratio(flag, value)
     if setting == "partition_epsilon":
         if value == "sound":
             return None

@@ -39,6 +39,7 @@ import pandas as pd
 from anonymizer.arrays import CodedRows
 from anonymizer.joint import JointRelease, joint_estimates
 from anonymizer.noisy_split import noise_generator
+from anonymizer.privacy import ratio_by_value
 from anonymizer.queries import Workload, draw_workload
 from anonymizer.release import History, PrivacyParams, ReleaseResult, SnapshotCodes, anonymize_history
 from anonymizer.search import InfeasibleError
@@ -186,9 +187,11 @@ def protected_values(candidate: Candidate, domain: list[str], snapshots: list[Sn
     return list(candidate.protected)
 
 
-def candidate_params(candidate: Candidate, plan: PlanInputs) -> PrivacyParams:
+def candidate_params(candidate: Candidate, plan: PlanInputs, protected: list[str]) -> PrivacyParams:
     """The privacy parameters the draft path would use with the candidate's settings (the
-    guarantee, suppression model and algorithm stay the workspace's)."""
+    guarantee, suppression model and algorithm stay the workspace's); a per-value ρ over
+    the candidate's ``protected`` values (a listed value it does not protect is left out)."""
+    rho = candidate.propensity_ratio
     return replace(
         plan.inputs.params,
         ell=candidate.ell,
@@ -199,7 +202,9 @@ def candidate_params(candidate: Candidate, plan: PlanInputs) -> PrivacyParams:
         partition_model=PartitionModel(candidate.partition_model),
         partition_test=PartitionTest.SOUND if candidate.partition_epsilon is None else PartitionTest.NOISY,
         partition_epsilon=candidate.partition_epsilon,
-        propensity_ratio=candidate.propensity_ratio,
+        propensity_ratio=rho
+        if isinstance(rho, int)
+        else ratio_by_value({v: r for v, r in rho if v in protected}, protected),
         split_rule=SplitRule(candidate.split_rule),
     )
 
@@ -366,7 +371,7 @@ def run_candidate(
     cfg = plan.ws.config
     domain = list(plan.inputs.sensitive_domain or [])
     protected = protected_values(candidate, domain, snapshots)
-    params = candidate_params(candidate, plan)
+    params = candidate_params(candidate, plan, protected)
     hierarchies = plan.register.search_hierarchies(params.algorithm, plan.inputs.numeric)
     index = pd.Index(protected)
     history = History.empty(np.full(len(plan.register.register.ids), float(candidate.ell)), len(protected))

@@ -5,12 +5,14 @@ may change between releases (docs/design.md section 10): :func:`input_stamp` tel
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pandas as pd
 
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.intervals import release_hierarchies
+from anonymizer.privacy import PropensityRatio, ratio_by_value
 from anonymizer.release import PrivacyParams
 from anonymizer.settings import Strategy
 from checks.input_suites import DatasetColumns
@@ -60,6 +62,19 @@ class DatasetInputs:
         return release_hierarchies(self.hierarchies, self.numeric, table)
 
 
+def workspace_ratio(ws: Workspace, protected: Sequence[str]) -> PropensityRatio:
+    """The workspace's ``propensity_ratio`` as the charge takes it, over its ``protected``
+    values in their order (:func:`anonymizer.privacy.ratio_by_value`).
+
+    Raises:
+        InputError: the setting names a value that is not protected (one line naming the
+            file, the setting and the values it may name)."""
+    try:
+        return ratio_by_value(ws.config.propensity_ratio, protected)
+    except ValueError as exc:
+        raise InputError(f"{ws.root / 'serialpub.yaml'}: {exc}") from None
+
+
 def read_dataset_inputs(ws: Workspace) -> DatasetInputs:
     """Read the QI hierarchies and the sensitive domain of ``ws``.
 
@@ -91,7 +106,7 @@ def read_dataset_inputs(ws: Workspace) -> DatasetInputs:
         partition_test=cfg.partition_test,
         partition_epsilon=cfg.partition_epsilon,
         split_rule=cfg.split_rule,
-        propensity_ratio=cfg.propensity_ratio,
+        propensity_ratio=workspace_ratio(ws, protected),
     )
     sources = {q: str(ws.hierarchy_dir / f"{q}.csv") for q in qis}
     return DatasetInputs(

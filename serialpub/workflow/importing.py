@@ -38,6 +38,7 @@ from serialpub.errors import InputError
 from serialpub.io import release_files
 from serialpub.io.inputs import present_rows
 from serialpub.io.manifest import Manifest
+from serialpub.io.release_settings import recorded_ratio
 from serialpub.workflow import identity, publishing, release_record
 from serialpub.workflow.dataset_inputs import DatasetInputs, read_dataset_inputs
 from serialpub.workflow.dataset_series import DatasetSeries
@@ -82,7 +83,6 @@ def _strategy(
             k_prime=k_prime,
             alpha=alpha,
             guarantee=cfg.guarantee,
-            propensity_ratio=cfg.propensity_ratio,
         )
     except ValueError as exc:
         raise InputError(f"import parameters: {exc}") from None
@@ -185,7 +185,7 @@ def import_release(
         series, period, record, imported=True, source=str(data_path.resolve()), source_sha256=source_sha, **listed
     )
     try:
-        new = _advanced(_history(series, register), group_of_ind, n_j, read, params)
+        new = _advanced(_history(series, register), group_of_ind, n_j, read, inputs.params)
         previous = published[-1].seq if published else None
         manifest = _manifest(
             ws, inputs, register, draft.seq, period, previous, record, read, suppressed, new, source_sha
@@ -292,7 +292,7 @@ def _record(
         "numeric_quasi_identifiers": inputs.numeric,
         "protected_values": values,
         # the workspace's ρ charges the imported counts as it charges its own releases
-        **({"propensity_ratio": params.propensity_ratio} if params.propensity_ratio > 1 else {}),
+        **({"propensity_ratio": rho} if (rho := recorded_ratio(ws.config.propensity_ratio)) is not None else {}),
     }
 
 

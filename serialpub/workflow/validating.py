@@ -182,7 +182,7 @@ def _release_suites(
     # core while the contract and disjointness suites, which do not need it, run on this one
     coded = register.register
     population = Population(coded.keys, coded.ids, presence, snap.individual if presence else None)
-    prior = PriorState(inputs.protected, history.survival, cfg.ell, history.class_of, cfg.propensity_ratio)
+    prior = PriorState(inputs.protected, history.survival, cfg.ell, history.class_of, inputs.params.propensity_ratio)
     records = (
         SnapshotRecords(snap.individual, record_sets(inputs.protected, snap))
         if cfg.suppression_model is SuppressionModel.MECHANISM

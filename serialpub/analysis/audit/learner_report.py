@@ -51,6 +51,13 @@ class LearnerFigures:
         bands: the pairs per band of P' (:func:`bands`).
         seconds: the time the learner took (fit and re-weighting).
         note: a remark on the fit (the logistic model's convergence), or None.
+        ratios: per protected value, the largest within-group ratio max π / mean π the
+            learner realizes over the releases (:func:`.ratios.realized_ratios`); empty for
+            the charge itself. ``covered``: per protected value, whether that ratio stays
+            within the declared ρ_s of every release (the learner lies inside the class
+            the charge covers), or None when no ρ was declared (the planner's series).
+        max_per_value: per protected value, the largest P' (what a per-value ρ is chosen
+            from: docs/threat-model.md, "Choosing the ratio per value").
     """
 
     name: str
@@ -63,6 +70,9 @@ class LearnerFigures:
     bands: list[Band]
     seconds: float
     note: str | None = None
+    ratios: list[float] = field(default_factory=list)
+    covered: list[bool] | None = None
+    max_per_value: list[float] = field(default_factory=list)
 
 
 @dataclass
@@ -74,6 +84,8 @@ class LearnerReport:
 
     ell: float
     pairs: int
+    values: list[str] = field(default_factory=list)
+    declared: list[int] = field(default_factory=list)
     learners: list[LearnerFigures] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     calibrated: bool = False
@@ -140,9 +152,31 @@ def format_learners(report: LearnerReport) -> str:
             if any(c.pairs for c in cells):
                 body.append([band.label, *(_band_cell(c) for c in cells)])
         lines.extend(_table(body))
+    lines.extend(_ratio_lines(report))
     lines.extend(f"note: {n}" for n in report.notes)
     lines.extend(f"note: {f.name}: {f.note}" for f in report.learners if f.note)
     return "\n".join(lines)
+
+
+def _ratio_lines(report: LearnerReport) -> list[str]:
+    """Per learner and protected value its max P' and its realized within-group ratio max π
+    / mean π, and against the declared ρ_s whether the learner lies inside the covered
+    class (≤) or not (>)."""
+    fitted = [f for f in report.learners if f.ratios]
+    if not fitted or not report.values:
+        return []
+    declared = bool(report.declared) and fitted[0].covered is not None
+    lines = ["per protected value: max P' / realized within-group ratio max π / mean π"]
+    if declared:
+        lines.append("  (≤ or > the declared ρ_s: the learner lies inside or outside the class the charge covers)")
+    rows = [["learner", *report.values]]
+    if declared:
+        rows.append(["ρ_s", *(str(r) for r in report.declared)])
+    for f in fitted:
+        marks = f.covered if f.covered is not None else [None] * len(f.ratios)
+        cells = zip(f.max_per_value, f.ratios, marks, strict=True)
+        rows.append([f.name, *(f"{p:.3f} / {r:.2f}" + ("" if c is None else " ≤" if c else " >") for p, r, c in cells)])
+    return lines + _table(rows)
 
 
 def _band_cell(band: Band) -> str:

@@ -36,7 +36,8 @@ from anonymizer.settings import Dilution
 from serialpub.analysis.audit.cells import Cells
 from serialpub.analysis.audit.geometry import row_ids
 from serialpub.analysis.audit.learner_report import FloatArray, LearnerFigures, LearnerReport, bands
-from serialpub.analysis.audit.manifest import ParsedManifest
+from serialpub.analysis.audit.manifest import ParsedManifest, ratio_vector
+from serialpub.analysis.audit.ratios import realized_ratios
 from serialpub.analysis.audit.recompute import Geometry
 from serialpub.analysis.audit.serial import SerialCells
 from serialpub.analysis.audit.spellings import value_codes
@@ -163,6 +164,7 @@ def run_learners(
         sensitive = [pm.sensitive for pm in parsed]
         truth = snapshot_truth(snapshots, id_column, sensitive, values, serial.ids, serial.code)
     series = learner_series(qis, values, parsed[-1].ell, per_release, serial, truth)
+    declared = np.array([ratio_vector(pm.propensity_ratio, values) for pm in parsed], dtype=np.int64)
     notes = []
     presence = [pm.release for pm in parsed if pm.dilution is not Dilution.REGISTER]
     if presence:
@@ -170,7 +172,7 @@ def run_learners(
             f"release(s) {release_span(presence)} were published with presence known; the public copy does not say "
             "who was present, so the learners take every register individual in a group's region as its candidate"
         )
-    return learner_report(series, names, notes)
+    return learner_report(series, names, notes, declared)
 
 
 def learner_series(
@@ -377,10 +379,13 @@ def reweight(series: LearnerSeries, pi: list[FloatArray] | None) -> tuple[list[F
     return weights, -np.expm1(log_survival)
 
 
-def posteriors(series: LearnerSeries, names: Sequence[str]) -> Iterator[tuple[str, FloatArray, str | None]]:
+def posteriors(
+    series: LearnerSeries, names: Sequence[str]
+) -> Iterator[tuple[str, FloatArray, str | None, list[FloatArray] | None]]:
     """``uniform`` (the charge), then each learner of ``names`` (of :data:`LEARNERS`), in
-    the order of :data:`LEARNERS`: its name, P' (K, P) and a note on its fit (or None).
-    The EM learners share their first passes.
+    the order of :data:`LEARNERS`: its name, P' (K, P), a note on its fit (or None) and its
+    π per version cell (C, S) (None for the charge). The EM learners share their first
+    passes.
 
     Raises:
         ValueError: a name that is not in :data:`LEARNERS` (the command line refuses it
@@ -389,41 +394,48 @@ def posteriors(series: LearnerSeries, names: Sequence[str]) -> Iterator[tuple[st
     if unknown:
         raise ValueError(f"unknown learner(s) {', '.join(unknown)}; known: {', '.join(LEARNERS)}")
     start, charge = reweight(series, None)
-    yield "uniform", charge, None
+    yield "uniform", charge, None, None
     em = [n for n in LEARNERS if n in names and n != "logistic-pairs"]
     if em:
         passes = max(EM_PASSES.get(n, 0) for n in em)
         weights = start
         for k in range(passes + 1):
-            weights, p = reweight(series, fit_nb(series, weights))
+            pi = fit_nb(series, weights)
+            weights, p = reweight(series, pi)
             for n in em:
                 if EM_PASSES.get(n, 0) == k:
-                    yield n, p, None
+                    yield n, p, None, pi
     if "logistic-pairs" in names:
         from serialpub.analysis.audit.logistic import fit_logistic  # scipy is imported only when asked
 
         fit = fit_logistic(series, start)
-        yield "logistic-pairs", reweight(series, fit.pi)[1], fit.note
+        yield "logistic-pairs", reweight(series, fit.pi)[1], fit.note, fit.pi
 
 
-def learner_report(series: LearnerSeries, names: Sequence[str], notes: Sequence[str] = ()) -> LearnerReport:
+def learner_report(
+    series: LearnerSeries, names: Sequence[str], notes: Sequence[str] = (), declared: IntArray | None = None
+) -> LearnerReport:
     """The charge (``uniform``) and each learner of ``names``, summarized per
-    :class:`LearnerFigures`; with ``series.truth``, calibrated. Seconds: the time of each
-    learner's own fit and re-weighting; the naive Bayes learners are one chain of passes,
-    so each one's time runs from the end of the charge."""
+    :class:`LearnerFigures`; with ``series.truth``, calibrated; with ``declared``, ρ_s per
+    release and protected value (T, P), whether each learner's realized ratio stays within
+    it. Seconds: the time of each learner's own fit and re-weighting; the naive Bayes
+    learners are one chain of passes, so each one's time runs from the end of the charge."""
     weight = np.broadcast_to(series.counts[:, None], (series.counts.size, len(series.values)))
     report = LearnerReport(series.ell, int(weight.sum()), notes=list(notes), calibrated=series.truth is not None)
+    report.values = list(series.values)
+    report.declared = [] if declared is None else [int(r) for r in declared.min(axis=0, initial=1000)]
     report.inputs = series
     charge: FloatArray | None = None
     bound = 1.0 / series.ell
     previous = time.perf_counter()
     after_charge = previous
-    for name, p, note in posteriors(series, names):
+    for name, p, note, pi in posteriors(series, names):
         now = time.perf_counter()
         if charge is None:
             charge, after_charge = p, now
         seconds = now - (after_charge if name.startswith("nb") else previous)
         previous = now
+        realized = None if pi is None else realized_ratios(series, pi)
         top = np.unravel_index(int(np.argmax(p)), p.shape) if p.size else (0, 0)
         linked = p.size > 0 and float(p[top]) > 0
         above = p > bound
@@ -439,6 +451,9 @@ def learner_report(series: LearnerSeries, names: Sequence[str], notes: Sequence[
                 bands=bands(p, weight, series.truth, series.ell),
                 seconds=seconds,
                 note=note,
+                ratios=[] if realized is None else [float(r) for r in realized.max(axis=0, initial=0.0)],
+                max_per_value=[float(x) for x in p.max(axis=0, initial=0.0)],
+                covered=None if realized is None or declared is None else np.all(realized <= declared, axis=0).tolist(),
             )
         )
     return report

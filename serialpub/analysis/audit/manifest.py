@@ -15,8 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from anonymizer.settings import Dilution, Guarantee
+from serialpub.analysis.audit.spellings import value_codes
 from serialpub.io.manifest import Manifest
+
+IntArray = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True)
@@ -45,8 +51,9 @@ class ParsedManifest:
     # partition_test: noisy and its ε (None under the sound test: the key is absent)
     partition_test: str | None = None
     partition_epsilon: float | None = None
-    # ρ of the charge (1 when the key is absent: the uniform charge)
-    propensity_ratio: int = 1
+    # ρ of the charge (1 when the key is absent: the uniform charge), or ρ per protected
+    # value (a value it does not list: 1)
+    propensity_ratio: int | dict[str, int] = 1
 
 
 def parse_manifest(manifest: dict[str, Any], where: str) -> ParsedManifest:
@@ -81,6 +88,19 @@ def parse_manifest(manifest: dict[str, Any], where: str) -> ParsedManifest:
         partition_epsilon=m.partition_epsilon,
         propensity_ratio=m.propensity_ratio or 1,
     )
+
+
+def ratio_vector(propensity_ratio: int | dict[str, int], values: Sequence[str]) -> IntArray:
+    """ρ_s per value of ``values`` (V,) from a manifest's ``propensity_ratio``: a number for
+    every value, or a mapping (another spelling of a protected value is that value; a value
+    it does not list is charged with 1)."""
+    if not isinstance(propensity_ratio, dict):
+        return np.full(len(values), propensity_ratio, dtype=np.int64)
+    rho = np.ones(len(values), dtype=np.int64)
+    codes = value_codes(list(values), list(propensity_ratio))
+    given = np.array(list(propensity_ratio.values()), dtype=np.int64)
+    rho[codes[codes >= 0]] = given[codes >= 0]
+    return rho
 
 
 def data_problems(m: ParsedManifest, columns: Sequence[object], records: int) -> tuple[list[str], bool]:

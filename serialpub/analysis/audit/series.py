@@ -26,7 +26,7 @@ from anonymizer.settings import MAX_EPSILON, Dilution, Guarantee, PartitionTest
 from serialpub.analysis.audit.cells import Cells, IntArray, register_cells, snapshot_records
 from serialpub.analysis.audit.geometry import Tree, distinct_sorted
 from serialpub.analysis.audit.learners import run_learners
-from serialpub.analysis.audit.manifest import ParsedManifest, marginal_findings, parse_manifest
+from serialpub.analysis.audit.manifest import ParsedManifest, marginal_findings, parse_manifest, ratio_vector
 from serialpub.analysis.audit.recompute import Geometry, History, ReleaseInputs, audit_release
 from serialpub.analysis.audit.result import AuditResult
 from serialpub.analysis.audit.serial import SerialBuilder, to_serial
@@ -145,10 +145,10 @@ def audit_releases(
         rows = audit_release(ReleaseInputs(directory, pm, data, qis, trees, cells, values, snap), result)
         if learners:  # the learners read the records, not the charge
             learned.append((cells, hs, rows.geometry))
-        published_local.append(charged(rows.published, pm.propensity_ratio))
-        proven_local.append(charged(rows.proven, pm.propensity_ratio))
+        published_local.append(charged(rows.published, pm.propensity_ratio, values))
+        proven_local.append(charged(rows.proven, pm.propensity_ratio, values))
         if rows.mechanism is not None:
-            mechanism_local.append(charged(rows.mechanism, pm.propensity_ratio))
+            mechanism_local.append(charged(rows.mechanism, pm.propensity_ratio, values))
 
     if previous is not None:
         result.findings.extend(marginal_findings(previous[0], sharing))
@@ -219,7 +219,7 @@ def _series_notes(parsed: list[ParsedManifest], values: list[str], result: Audit
             'model (docs/threat-model.md, "Models with a known breach")'
         )
     noisy_notes(parsed, result)
-    propensity_notes(parsed, result)
+    propensity_notes(parsed, values, result)
     datasets = {pm.dataset for pm in parsed}
     if len(datasets) > 1:
         result.findings.append(f"the manifests name several datasets: {sorted(map(str, datasets))}")
@@ -262,22 +262,24 @@ def noisy_notes(parsed: list[ParsedManifest], result: AuditResult) -> None:
         )
 
 
-def charged(rows: History, propensity_ratio: int) -> History:
+def charged(rows: History, propensity_ratio: int | dict[str, int], values: Sequence[str]) -> History:
     """A release's history rows as its manifest's ρ charges them: n_{j,s} becomes
-    ``min(n_j, ρ·n_{j,s})`` (:func:`anonymizer.privacy.charged_counts`; docs/threat-model.md,
-    "The propensity ratio")."""
-    if propensity_ratio == 1:
+    ``min(n_j, ρ_s·n_{j,s})`` (:func:`anonymizer.privacy.charged_counts`; docs/threat-model.md,
+    "The propensity ratio"); ``values``: the protected values the rows' value index names."""
+    rho = ratio_vector(propensity_ratio, values)
+    if np.all(rho == 1):
         return rows
-    return History(rows.cell, rows.value, rows.n, charged_counts(rows.n, rows.n_s, propensity_ratio))
+    return History(rows.cell, rows.value, rows.n, charged_counts(rows.n, rows.n_s, rho[rows.value]))
 
 
-def propensity_notes(parsed: list[ParsedManifest], result: AuditResult) -> None:
+def propensity_notes(parsed: list[ParsedManifest], values: Sequence[str], result: AuditResult) -> None:
     """Which adversary the verdict covers (docs/threat-model.md, "The propensity ratio"):
     ρ = 1 in every release covers a prior uniform inside each group only, which the note
-    says as it names a model with a known breach; a larger ρ covers every propensity up to
-    the smallest ρ of the series times a group's mean."""
-    ratios = sorted({pm.propensity_ratio for pm in parsed})
-    if ratios == [1]:
+    says as it names a model with a known breach; a larger ρ_s covers every propensity for
+    s up to the smallest ρ_s of the series times a group's mean."""
+    rhos = np.array([ratio_vector(pm.propensity_ratio, values) for pm in parsed], dtype=np.int64)
+    least = rhos.min(axis=0)
+    if np.all(rhos == 1):
         result.notes.append(
             "every release charges a group's records uniformly over its candidates (propensity_ratio 1): the "
             "verdict covers an adversary whose prior is uniform inside each group, not one who learns from the "
@@ -285,13 +287,23 @@ def propensity_notes(parsed: list[ParsedManifest], result: AuditResult) -> None:
             'docs/threat-model.md, "The propensity ratio")'
         )
         return
-    least = ratios[0]
+    if np.all(rhos == rhos.flat[0]):
+        ratios, bound = str(int(rhos.flat[0])), f"{int(rhos.flat[0])} times"
+    else:
+        ratios = "/".join(sorted({_ratio_text(pm.propensity_ratio) for pm in parsed}))
+        bound = "ρ_s times (" + ", ".join(f"{v} {int(r)}" for v, r in zip(values, least, strict=True)) + ")"
     result.notes.append(
-        f"propensity_ratio {'/'.join(map(str, ratios))}: the verdict covers every adversary whose propensity for a "
-        f"protected value is at most {least} times its mean over a group's candidates, learned from the releases or "
+        f"propensity_ratio {ratios}: the verdict covers every adversary whose propensity for a "
+        f"protected value s is at most {bound} its mean over a group's candidates, learned from the releases or "
         'known from outside (docs/threat-model.md, "The propensity ratio")'
-        + ("; release(s) with ρ = 1 charge the uniform share only" if least == 1 else "")
+        + ("; for a value with ρ = 1 it covers the uniform share only" if np.any(least == 1) else "")
     )
+
+
+def _ratio_text(propensity_ratio: int | dict[str, int]) -> str:
+    if not isinstance(propensity_ratio, dict):
+        return str(propensity_ratio)
+    return "{" + ", ".join(f"{v}: {r}" for v, r in propensity_ratio.items()) + "}"
 
 
 def _bound_notes(parsed: list[ParsedManifest], result: AuditResult) -> None:

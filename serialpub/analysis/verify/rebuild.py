@@ -21,6 +21,7 @@ import pandas as pd
 
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.intervals import release_hierarchies
+from anonymizer.privacy import ratio_by_value
 from anonymizer.regions import group_release, locate_groups, record_nodes
 from anonymizer.release import History, advance_history
 from anonymizer.settings import Dilution
@@ -178,7 +179,11 @@ def rebuild_release(
     group_of_series = np.full(len(ctx.ids), -1, dtype=np.int64)
     group_of_series[inp.in_series] = group_of_ind
     history, parent, via = advance_history(
-        state.history, group_of_series, n_j, groups.counts, propensity_ratio=pm.propensity_ratio or 1
+        state.history,
+        group_of_series,
+        n_j,
+        groups.counts,
+        propensity_ratio=ratio_by_value(pm.propensity_ratio or 1, values),
     )
     unknown = state.unknown[parent]
     if uncertain and (groups.counts > 0).any():
