@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich import box
 from rich.table import Table
+from rich.text import Text
 
 from serialpub.cli.app import app, console, split_list
 from serialpub.errors import InputError
@@ -172,19 +173,30 @@ def _single(
             )
         )
         return
-    out = Table(
-        title=f"{releases.dataset}: COUNT WHERE {_described(releases, conditions, values)}",
-        box=box.SIMPLE_HEAD,
-        caption=_CAPTION + _verified(releases),
-        caption_justify="left",
-    )
+    out = _table(f"{releases.dataset}: COUNT WHERE {_described(releases, conditions, values)}", releases)
     for col in ("release", "period", "estimate", "se", "90 % interval", "lower", "upper", "uniform", "records"):
         out.add_column(col, justify="right")
     for row in table.itertuples():
         out.add_row(str(row.release), str(row.period), *_figures(row), f"{row.uniform:.1f}", str(row.records))
-    console.print(out)
+    _print(out, note)
+
+
+def _table(title: str, releases: PublicReleases) -> Table:
+    """An answer table titled with the query; title and caption are plain text, not rich markup."""
+    return Table(
+        title=Text(title),
+        box=box.SIMPLE_HEAD,
+        caption=Text(_CAPTION + _verified(releases)),
+        caption_justify="left",
+    )
+
+
+def _print(out: Table, note: str | None) -> None:
+    """Prints an answer table and its note with rich markup off: a query's values, labels and
+    file names are data, and a cell such as ``[x]`` must print as written, not vanish as a tag."""
+    console.print(out, markup=False)
     if note:
-        console.print(f"Note: {note}.", soft_wrap=True)
+        console.print(f"Note: {note}.", soft_wrap=True, markup=False)
 
 
 def _described(releases: PublicReleases, conditions: Sequence[object], values: Sequence[str] | None) -> str:
@@ -239,19 +251,12 @@ def _crosstab(
         )
         return
     described = _described(releases, conditions, values)
-    out = Table(
-        title=f"{releases.dataset}: COUNT BY {', '.join(cells.columns)} WHERE {described}",
-        box=box.SIMPLE_HEAD,
-        caption=_CAPTION + _verified(releases),
-        caption_justify="left",
-    )
+    out = _table(f"{releases.dataset}: COUNT BY {', '.join(cells.columns)} WHERE {described}", releases)
     for col in (*cells.columns, "release", "period", "estimate", "se", "90 % interval", "lower", "upper"):
         out.add_column(col, justify="left" if col in cells.columns else "right")
     for row in table.itertuples(index=False):
         out.add_row(*(str(v) for v in row[: cells.shape[1]]), str(row.release), str(row.period), *_figures(row))
-    console.print(out)
-    if note:
-        console.print(f"Note: {note}.", soft_wrap=True)
+    _print(out, note)
 
 
 def _batch(
@@ -292,19 +297,12 @@ def _batch(
             )
         )
         return
-    out = Table(
-        title=f"{releases.dataset}: {len(batch)} queries of {path}",
-        box=box.SIMPLE_HEAD,
-        caption=_CAPTION + _verified(releases),
-        caption_justify="left",
-    )
+    out = _table(f"{releases.dataset}: {len(batch)} queries of {path}", releases)
     for col in ("line", "query", "release", "period", "estimate", "se", "90 % interval", "lower", "upper"):
         out.add_column(col, justify="left" if col == "query" else "right")
     for row in table.itertuples():
         out.add_row(str(row.line), str(row.query), str(row.release), str(row.period), *_figures(row))
-    console.print(out)
-    if note:
-        console.print(f"Note: {note}.", soft_wrap=True)
+    _print(out, note)
 
 
 def _bias_note(table: pd.DataFrame, unit: str = "release(s)") -> str | None:
@@ -349,10 +347,10 @@ def expand(
         releases=numbers,
     )
     written = write_expanded(releases, out, numbers)
-    console.print(f"{len(written)} table(s) written to {out}. {_verified(releases)}", soft_wrap=True)
+    console.print(f"{len(written)} table(s) written to {out}. {_verified(releases)}", soft_wrap=True, markup=False)
     chosen = releases.releases if numbers is None else [releases.release(n) for n in numbers]
     absent = [(r.number, in_no_region(r), r.manifest.suppressed or 0) for r in chosen]  # one step per release
-    console.print(_absent_note(absent), soft_wrap=True)
+    console.print(_absent_note(absent), soft_wrap=True, markup=False)
 
 
 def _absent_note(counts: list[tuple[int, int, int]]) -> str:
