@@ -34,9 +34,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from anonymizer.hierarchy import Hierarchy
@@ -52,6 +52,9 @@ from serialpub.analysis.copy_cache import ArrayStore
 from serialpub.analysis.copy_cache import copy_state as _copy_state
 from serialpub.errors import InputError, quoted
 from serialpub.io import verdict_cache
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["PublicReleases", "PublishedRelease", "open_releases"]
 
@@ -179,6 +182,8 @@ class PublishedRelease:
         ``group``, the QI labels, ``<qi>_leaves`` (how many leaves the label holds), for a
         numeric QI ``<qi>_lo``/``<qi>_hi``, ``records`` and, with a register,
         ``register_individuals`` (n(G), the individuals of the region)."""
+        import pandas as pd
+
         _, nodes, records = self._groups
         out = pd.DataFrame({"group": np.arange(records.size)})
         for a, q in enumerate(self.qis):
@@ -459,6 +464,8 @@ def _read_data(path: Path, m: ParsedManifest, content: bytes | None = None) -> p
         InputError: unreadable, a column missing or not named by the manifest, a record
             count other than the manifest's, an empty label: one line naming the file.
     """
+    import pandas as pd
+
     try:
         data = pd.read_parquet(path if content is None else io.BytesIO(content))
     except Exception as exc:  # pyarrow raises several unrelated types for a broken file

@@ -13,11 +13,10 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 
@@ -27,6 +26,9 @@ from serialpub.errors import InputError, quoted
 from serialpub.io.hierarchies import spelling_hint
 from serialpub.io.sources import not_a_file
 from serialpub.io.versions import RegisterVersions
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: a column read as a dictionary: int32 codes over its distinct text
 _DICTIONARY = pa.dictionary(pa.int32(), pa.string())
@@ -204,6 +206,8 @@ def _check_ids(
 
 def leaf_codes(df: pd.DataFrame, column: str, hierarchy: Hierarchy, path: Path | str) -> npt.NDArray[np.int64]:
     """Leaf ids of a column's values; InputError naming the line of the first non-leaf."""
+    import pandas as pd
+
     inverse, uniq = pd.factorize(df[column], sort=False)  # hashing: linear in the rows
     known = np.array([hierarchy.has_label(v) and hierarchy.node(v) < hierarchy.n_leaves for v in uniq])
     if not known.all():
@@ -220,6 +224,8 @@ def leaf_codes(df: pd.DataFrame, column: str, hierarchy: Hierarchy, path: Path |
 def arrow_ids(ids: pd.Index) -> pa.Array:
     """The ids as an Arrow string array: the Index's own Arrow strings when it has them
     (no Python object per id, as NumPy would make), else their text."""
+    import pandas as pd
+
     if isinstance(ids.dtype, pd.StringDtype | pd.ArrowDtype) and hasattr(ids.array, "__arrow_array__"):
         arr = pa.array(ids.array)
         if (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)) and arr.null_count == 0:
@@ -230,6 +236,8 @@ def arrow_ids(ids: pd.Index) -> pa.Array:
 def text_index(values: pa.Array | pa.ChunkedArray) -> pd.Index:
     """An Index of Arrow strings over ``values`` (text): what :func:`read_csv` gives a
     column, without a Python object per value."""
+    import pandas as pd
+
     return pd.Index(pd.array(values, dtype=pd.ArrowDtype(pa.string())).astype("str"))
 
 
@@ -260,6 +268,8 @@ class Register:
     def rows_of(self, ids: pd.Series) -> npt.NDArray[np.int64]:
         """The register row of every id, -1 for an id not in the register, shape (len(ids),)
         (:meth:`anonymizer.arrays.IdLookup.find`, or pandas' hash table without a lookup)."""
+        import pandas as pd
+
         lookup = self.id_lookup
         found = None if lookup is None else lookup.find(self.ids, ids if isinstance(ids, pd.Series) else pd.Series(ids))
         return np.asarray(self.ids.get_indexer(pd.Index(ids)), dtype=np.int64) if found is None else found
@@ -300,6 +310,8 @@ def register_from_table(
     and are not checked again here (the check was most of the cost of coding a national
     register).
     """
+    import pandas as pd
+
     missing = [c for c in [id_column, *qis] if c not in df.columns]
     if missing:
         raise InputError(
@@ -342,6 +354,8 @@ class Snapshot:
         Hashed from the table's own column when known (Arrow strings: hashing them is far
         cheaper than sorting ``value``'s texts); the labels are ``value``'s own texts.
         """
+        import pandas as pd
+
         column = self.table[self.sensitive] if self.sensitive in self.table.columns else self.value
         found, distinct = pd.factorize(column, use_na_sentinel=False)
         found = np.asarray(found, dtype=np.int64)
@@ -373,6 +387,8 @@ def snapshot_from_table(
             (len(df),), when the caller has looked the ids up (:meth:`Register.rows_of` of
             the id column); looked up here otherwise.
     """
+    import pandas as pd
+
     expected = [id_column, *qis, sensitive]
     missing = [c for c in expected if c not in df.columns]
     if missing:
@@ -425,6 +441,8 @@ def as_text(column: pd.Series) -> tuple[npt.NDArray[np.int64], pd.Index, npt.NDA
     ``pd.factorize`` with missing values as a value of their own). A column with missing
     values (which fails its input suite) is converted per record: factorize turns None into
     NaN, whose text differs."""
+    import pandas as pd
+
     codes, distinct = pd.factorize(column, use_na_sentinel=False)
     distinct = pd.Index(distinct)
     texts = column.to_numpy(dtype=str) if column.isna().any() else np.asarray(distinct.to_numpy(dtype=str))[codes]

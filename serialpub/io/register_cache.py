@@ -37,17 +37,19 @@ import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 import pyarrow as pa
 
 from anonymizer.arrays import CodedRows
 from anonymizer.overlap import Overlap
 from serialpub.io.atomic import own_tmp
 from serialpub.io.inputs import arrow_ids, text_index
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 CACHE_DIR = "cache"
 _SUITE_META = b"serialpub.register_suite"
@@ -131,7 +133,7 @@ def commit(tmp: Path, path: Path, digest: str | None = None) -> None:
 
 
 Lookup = tuple[npt.NDArray[np.uint64], npt.NDArray[np.int32] | npt.NDArray[np.int64]]
-Entry = tuple[pd.Index, CodedRows, dict[str, Any] | None, Lookup | None]
+Entry = tuple["pd.Index", CodedRows, dict[str, Any] | None, Lookup | None]
 
 
 def _read_only(entry: Entry) -> Entry:
