@@ -18,11 +18,10 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
-import pyarrow as pa
-import pyarrow.compute as pc
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
 
 IntArray = npt.NDArray[np.int64]
 
@@ -448,6 +447,7 @@ def _arrow_text(values: Any) -> pa.Array | pa.ChunkedArray | None:
     """The values' own Arrow strings, without nulls; None for anything else (object arrays,
     numbers, values with missing entries)."""
     import pandas as pd
+    import pyarrow as pa
 
     if not isinstance(values, pd.Index | pd.Series) or not hasattr(values.array, "__arrow_array__"):
         return None
@@ -460,6 +460,9 @@ def _arrow_text(values: Any) -> pa.Array | pa.ChunkedArray | None:
 def _same_values(a: Any, b: Any) -> npt.NDArray[np.bool_]:
     """``a[i] == b[i]`` for every i, as Python compares the values, shape (n,): in Arrow
     when both sides are Arrow strings (the same answer for text), else as objects."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     left, right = _arrow_text(a), _arrow_text(b)
     if left is not None and right is not None:
         return np.asarray(pc.equal(left.cast(pa.large_string()), right.cast(pa.large_string())), dtype=bool)

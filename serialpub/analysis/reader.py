@@ -37,7 +37,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pyarrow as pa
 
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.intervals import extend_hierarchy, release_hierarchies
@@ -55,6 +54,7 @@ from serialpub.io import verdict_cache
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
 
 __all__ = ["PublicReleases", "PublishedRelease", "open_releases"]
 
@@ -165,6 +165,8 @@ class PublishedRelease:
 
     def arrow(self) -> pa.Table:
         """:meth:`frame` as an Arrow table."""
+        import pyarrow as pa
+
         return pa.Table.from_pandas(self.frame(), preserve_index=False)
 
     def _bounds(self, q: str) -> tuple[np.ndarray, np.ndarray]:

@@ -17,8 +17,6 @@ from typing import TYPE_CHECKING, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
-import pyarrow as pa
-import pyarrow.csv as pa_csv
 
 from anonymizer.arrays import CodedRows, IdLookup, first_positions
 from anonymizer.hierarchy import Hierarchy
@@ -29,9 +27,9 @@ from serialpub.io.versions import RegisterVersions
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
+    import pyarrow.csv as pa_csv
 
-#: a column read as a dictionary: int32 codes over its distinct text
-_DICTIONARY = pa.dictionary(pa.int32(), pa.string())
 #: bytes of the CSV reader's blocks, each parsed by one thread into one chunk per column
 _BLOCK = 16 << 20
 
@@ -77,6 +75,9 @@ def read_csv(
 
     Uses pyarrow's multithreaded reader: a 5,000,000-row register reads in seconds.
     """
+    import pyarrow as pa
+    import pyarrow.csv as pa_csv
+
     try:
         if content is None:
             with Path(path).open(encoding="utf-8-sig", newline="") as f:  # as pyarrow, skip a byte-order mark
@@ -109,7 +110,10 @@ def read_csv(
             # (benchmarks/bench_csv_blocks.py)
             read_options=pa_csv.ReadOptions(block_size=_BLOCK),
             convert_options=pa_csv.ConvertOptions(
-                column_types={c: _DICTIONARY if c in dictionary else pa.string() for c in header},
+                # a column read as a dictionary: int32 codes over its distinct text
+                column_types={
+                    c: pa.dictionary(pa.int32(), pa.string()) if c in dictionary else pa.string() for c in header
+                },
                 strings_can_be_null=False,
                 quoted_strings_can_be_null=False,
             ),
@@ -158,6 +162,9 @@ def _first_invalid_row(path: Path | str, content: bytes | None, header: list[str
     multithreaded reader refused the file: it knows the row's text, not its line, which
     only a reader in one thread counts (this second, serial pass costs what a read does,
     and only when the file is refused)."""
+    import pyarrow as pa
+    import pyarrow.csv as pa_csv
+
     found: list[pa_csv.InvalidRow] = []
 
     def keep(row: pa_csv.InvalidRow) -> str:
@@ -225,6 +232,7 @@ def arrow_ids(ids: pd.Index) -> pa.Array:
     """The ids as an Arrow string array: the Index's own Arrow strings when it has them
     (no Python object per id, as NumPy would make), else their text."""
     import pandas as pd
+    import pyarrow as pa
 
     if isinstance(ids.dtype, pd.StringDtype | pd.ArrowDtype) and hasattr(ids.array, "__arrow_array__"):
         arr = pa.array(ids.array)
@@ -237,6 +245,7 @@ def text_index(values: pa.Array | pa.ChunkedArray) -> pd.Index:
     """An Index of Arrow strings over ``values`` (text): what :func:`read_csv` gives a
     column, without a Python object per value."""
     import pandas as pd
+    import pyarrow as pa
 
     return pd.Index(pd.array(values, dtype=pd.ArrowDtype(pa.string())).astype("str"))
 

@@ -41,7 +41,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
-import pyarrow as pa
 
 from anonymizer.arrays import CodedRows
 from anonymizer.overlap import Overlap
@@ -50,6 +49,7 @@ from serialpub.io.inputs import arrow_ids, text_index
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
 
 CACHE_DIR = "cache"
 _SUITE_META = b"serialpub.register_suite"
@@ -148,6 +148,8 @@ def load(workspace_root: Path, key: str, writes: Writes | None = None) -> Entry 
     (:class:`anonymizer.arrays.IdLookup`) or None; None when there is no readable entry.
     The arrays are read-only. ``writes``: the entries the caller is writing; one of ``key``
     is read once written."""
+    import pyarrow as pa
+
     if writes is not None:
         writes.wait(key)
     path = _path(workspace_root, key)
@@ -282,6 +284,8 @@ def save(
 ) -> None:
     """Write the entry ``key`` (atomically: a temporary file renamed into place); the
     entries of other keys are removed, the cache holds the register in use."""
+    import pyarrow as pa
+
     folder = workspace_root / CACHE_DIR
     folder.mkdir(parents=True, exist_ok=True)
     d = len(qis)

@@ -14,9 +14,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-import pyarrow.csv as pacsv
-
 from anonymizer.hierarchy import Hierarchy
 from serialpub.analysis.audit.integrity import check_store, given_key
 from serialpub.analysis.audit.manifest import ParsedManifest, file_sha256, parse_manifest
@@ -62,6 +59,9 @@ def _read_register(path: Path, id_column: str, content: bytes | None = None) -> 
 
     pyarrow's multi-threaded reader is 3-4x faster than pandas' on millions of rows.
     """
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
     try:
         if content is None:
             with path.open(encoding="utf-8", newline="") as f:
@@ -298,6 +298,9 @@ def _since(since: tuple[int, str] | None) -> tuple[int, str] | None:
 
 def _read_snapshot(folder: Path, m: ParsedManifest, id_column: str) -> tuple[pd.DataFrame, str]:
     """``<folder>/snapshot-<period>.csv`` of release ``m``: its id and sensitive columns as text."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
     if not folder.is_dir():
         raise InputError(f"{folder}: no such folder; --snapshots names the folder holding snapshot-<period>.csv")
     path = folder / f"snapshot-{m.period}.csv"
