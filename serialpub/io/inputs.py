@@ -13,10 +13,13 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import BinaryIO
 
 import numpy as np
 import numpy.typing as npt
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pa_csv
 
 from anonymizer.arrays import CodedRows, IdLookup, first_positions
 from anonymizer.hierarchy import Hierarchy
@@ -25,11 +28,8 @@ from serialpub.io.hierarchies import spelling_hint
 from serialpub.io.sources import not_a_file
 from serialpub.io.versions import RegisterVersions
 
-if TYPE_CHECKING:
-    import pandas as pd
-    import pyarrow as pa
-    import pyarrow.csv as pa_csv
-
+#: a column read as a dictionary: int32 codes over its distinct text
+_DICTIONARY = pa.dictionary(pa.int32(), pa.string())
 #: bytes of the CSV reader's blocks, each parsed by one thread into one chunk per column
 _BLOCK = 16 << 20
 
@@ -75,9 +75,6 @@ def read_csv(
 
     Uses pyarrow's multithreaded reader: a 5,000,000-row register reads in seconds.
     """
-    import pyarrow as pa
-    import pyarrow.csv as pa_csv
-
     try:
         if content is None:
             with Path(path).open(encoding="utf-8-sig", newline="") as f:  # as pyarrow, skip a byte-order mark
@@ -110,10 +107,7 @@ def read_csv(
             # (benchmarks/bench_csv_blocks.py)
             read_options=pa_csv.ReadOptions(block_size=_BLOCK),
             convert_options=pa_csv.ConvertOptions(
-                # a column read as a dictionary: int32 codes over its distinct text
-                column_types={
-                    c: pa.dictionary(pa.int32(), pa.string()) if c in dictionary else pa.string() for c in header
-                },
+                column_types={c: _DICTIONARY if c in dictionary else pa.string() for c in header},
                 strings_can_be_null=False,
                 quoted_strings_can_be_null=False,
             ),
@@ -162,9 +156,6 @@ def _first_invalid_row(path: Path | str, content: bytes | None, header: list[str
     multithreaded reader refused the file: it knows the row's text, not its line, which
     only a reader in one thread counts (this second, serial pass costs what a read does,
     and only when the file is refused)."""
-    import pyarrow as pa
-    import pyarrow.csv as pa_csv
-
     found: list[pa_csv.InvalidRow] = []
 
     def keep(row: pa_csv.InvalidRow) -> str:
@@ -213,8 +204,6 @@ def _check_ids(
 
 def leaf_codes(df: pd.DataFrame, column: str, hierarchy: Hierarchy, path: Path | str) -> npt.NDArray[np.int64]:
     """Leaf ids of a column's values; InputError naming the line of the first non-leaf."""
-    import pandas as pd
-
     inverse, uniq = pd.factorize(df[column], sort=False)  # hashing: linear in the rows
     known = np.array([hierarchy.has_label(v) and hierarchy.node(v) < hierarchy.n_leaves for v in uniq])
     if not known.all():
@@ -231,9 +220,6 @@ def leaf_codes(df: pd.DataFrame, column: str, hierarchy: Hierarchy, path: Path |
 def arrow_ids(ids: pd.Index) -> pa.Array:
     """The ids as an Arrow string array: the Index's own Arrow strings when it has them
     (no Python object per id, as NumPy would make), else their text."""
-    import pandas as pd
-    import pyarrow as pa
-
     if isinstance(ids.dtype, pd.StringDtype | pd.ArrowDtype) and hasattr(ids.array, "__arrow_array__"):
         arr = pa.array(ids.array)
         if (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)) and arr.null_count == 0:
@@ -244,9 +230,6 @@ def arrow_ids(ids: pd.Index) -> pa.Array:
 def text_index(values: pa.Array | pa.ChunkedArray) -> pd.Index:
     """An Index of Arrow strings over ``values`` (text): what :func:`read_csv` gives a
     column, without a Python object per value."""
-    import pandas as pd
-    import pyarrow as pa
-
     return pd.Index(pd.array(values, dtype=pd.ArrowDtype(pa.string())).astype("str"))
 
 
@@ -277,8 +260,6 @@ class Register:
     def rows_of(self, ids: pd.Series) -> npt.NDArray[np.int64]:
         """The register row of every id, -1 for an id not in the register, shape (len(ids),)
         (:meth:`anonymizer.arrays.IdLookup.find`, or pandas' hash table without a lookup)."""
-        import pandas as pd
-
         lookup = self.id_lookup
         found = None if lookup is None else lookup.find(self.ids, ids if isinstance(ids, pd.Series) else pd.Series(ids))
         return np.asarray(self.ids.get_indexer(pd.Index(ids)), dtype=np.int64) if found is None else found
@@ -319,8 +300,6 @@ def register_from_table(
     and are not checked again here (the check was most of the cost of coding a national
     register).
     """
-    import pandas as pd
-
     missing = [c for c in [id_column, *qis] if c not in df.columns]
     if missing:
         raise InputError(
@@ -363,8 +342,6 @@ class Snapshot:
         Hashed from the table's own column when known (Arrow strings: hashing them is far
         cheaper than sorting ``value``'s texts); the labels are ``value``'s own texts.
         """
-        import pandas as pd
-
         column = self.table[self.sensitive] if self.sensitive in self.table.columns else self.value
         found, distinct = pd.factorize(column, use_na_sentinel=False)
         found = np.asarray(found, dtype=np.int64)
@@ -396,8 +373,6 @@ def snapshot_from_table(
             (len(df),), when the caller has looked the ids up (:meth:`Register.rows_of` of
             the id column); looked up here otherwise.
     """
-    import pandas as pd
-
     expected = [id_column, *qis, sensitive]
     missing = [c for c in expected if c not in df.columns]
     if missing:
@@ -450,8 +425,6 @@ def as_text(column: pd.Series) -> tuple[npt.NDArray[np.int64], pd.Index, npt.NDA
     ``pd.factorize`` with missing values as a value of their own). A column with missing
     values (which fails its input suite) is converted per record: factorize turns None into
     NaN, whose text differs."""
-    import pandas as pd
-
     codes, distinct = pd.factorize(column, use_na_sentinel=False)
     distinct = pd.Index(distinct)
     texts = column.to_numpy(dtype=str) if column.isna().any() else np.asarray(distinct.to_numpy(dtype=str))[codes]

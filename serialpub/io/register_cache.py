@@ -45,7 +45,6 @@ import numpy.typing as npt
 from anonymizer.arrays import CodedRows
 from anonymizer.overlap import Overlap
 from serialpub.io.atomic import own_tmp
-from serialpub.io.inputs import arrow_ids, text_index
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -175,6 +174,8 @@ def load(workspace_root: Path, key: str, writes: Writes | None = None) -> Entry 
     # Arrow strings, as read_csv gives them: no Python object per id, which would cost far
     # more memory than the strings.
     # They share the entry's bytes read above
+    from serialpub.io.inputs import text_index  # the publisher's input module: not on a cached query's path
+
     ids = text_index(table.column(0))
     # the combination codes as stored: a view of the bytes read, not a copy; checked again
     # as coded rows (one pass over them: codes in range and numbered by first appearance,
@@ -285,6 +286,8 @@ def save(
     """Write the entry ``key`` (atomically: a temporary file renamed into place); the
     entries of other keys are removed, the cache holds the register in use."""
     import pyarrow as pa
+
+    from serialpub.io.inputs import arrow_ids
 
     folder = workspace_root / CACHE_DIR
     folder.mkdir(parents=True, exist_ok=True)
