@@ -14,13 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
 
 IntArray = npt.NDArray[np.int64]
 
@@ -30,6 +31,10 @@ IntArray = npt.NDArray[np.int64]
 #: once would touch a table and a position array sized by the register, not by its few
 #: distinct values (docs/scaling.md)
 _BLOCK = 1 << 22
+#: integer arrays up to this size are factorized by a numpy sort: the same codes, and a
+#: short query (the data user's, on a cached copy) need not import pandas, which costs
+#: more than such a sort
+_SMALL = 1 << 16
 
 
 def factorize(values: npt.ArrayLike) -> tuple[IntArray, IntArray]:
@@ -44,6 +49,14 @@ def factorize(values: npt.ArrayLike) -> tuple[IntArray, IntArray]:
         of each code's first value, shape (u,).
     """
     arr = np.asarray(values)
+    if arr.ndim == 1 and arr.dtype.kind in "iu" and arr.size <= _SMALL:
+        uniques, first, inverse = np.unique(arr, return_index=True, return_inverse=True)
+        order = np.argsort(first, kind="stable")  # codes numbered by first appearance
+        rank = np.empty(uniques.size, dtype=np.int64)
+        rank[order] = np.arange(uniques.size)
+        return rank[inverse.reshape(-1)], first[order].astype(np.int64)
+    import pandas as pd
+
     if arr.ndim == 1 and arr.dtype.kind in "iu" and arr.size > 2 * _BLOCK:
         blocks = _factorize_blocks(arr)
         if blocks is not None:
@@ -57,6 +70,8 @@ def _factorize_blocks(arr: npt.NDArray[np.integer[Any]]) -> tuple[IntArray, IntA
     """:func:`factorize` of the integers ``arr`` (n,) a block at a time, or None when they
     hold more than n/8 distinct values (looking each block up among them would cost more
     than one table for all)."""
+    import pandas as pd
+
     n = arr.size
     codes = np.empty(n, dtype=np.int64)
     found = pd.Index(arr[:0])  # the distinct values so far, in the order of their codes
@@ -93,6 +108,8 @@ def distinct_counts(n: int, keys_of: Callable[[int, int], IntArray]) -> tuple[In
     array of ``n`` keys, nor a code per key, is made (each would be as long as the register:
     docs/scaling.md).
     """
+    import pandas as pd
+
     values: list[IntArray] = []
     counts: list[IntArray] = []
     for start in range(0, n, _BLOCK):
@@ -344,6 +361,8 @@ def id_hashes(ids: npt.ArrayLike) -> npt.NDArray[np.uint64] | None:
     Values that are not text are hashed as their text (so 1 and "1" collide); None when
     pandas cannot hash them. An Index, Series or array is hashed a chunk at a time (the
     hash of each id is its own, so the result is the same)."""
+    import pandas as pd
+
     seq: Any
     if isinstance(ids, pd.Index | np.ndarray):
         seq = ids
@@ -404,6 +423,8 @@ class IdLookup:
 
         Nothing is kept between calls: a caller that needs an answer twice keeps it (a
         snapshot's ids are looked up once, when it is read, for its coding and its suite)."""
+        import pandas as pd
+
         hashes = id_hashes(wanted)
         if hashes is None:
             return None
@@ -425,6 +446,9 @@ class IdLookup:
 def _arrow_text(values: Any) -> pa.Array | pa.ChunkedArray | None:
     """The values' own Arrow strings, without nulls; None for anything else (object arrays,
     numbers, values with missing entries)."""
+    import pandas as pd
+    import pyarrow as pa
+
     if not isinstance(values, pd.Index | pd.Series) or not hasattr(values.array, "__arrow_array__"):
         return None
     arr = pa.array(values.array)
@@ -436,6 +460,9 @@ def _arrow_text(values: Any) -> pa.Array | pa.ChunkedArray | None:
 def _same_values(a: Any, b: Any) -> npt.NDArray[np.bool_]:
     """``a[i] == b[i]`` for every i, as Python compares the values, shape (n,): in Arrow
     when both sides are Arrow strings (the same answer for text), else as objects."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     left, right = _arrow_text(a), _arrow_text(b)
     if left is not None and right is not None:
         return np.asarray(pc.equal(left.cast(pa.large_string()), right.cast(pa.large_string())), dtype=bool)

@@ -56,7 +56,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 
 from anonymizer.arrays import CodedRows, factorize, row_keys
 from anonymizer.hierarchy import Hierarchy
@@ -65,6 +64,7 @@ from anonymizer.regions import RegisterCells, cover_pairs, group_release, record
 from anonymizer.workload import QueryRanges
 
 if TYPE_CHECKING:
+    import pandas as pd
     from scipy import sparse
 
     from anonymizer.queries import Workload
@@ -165,6 +165,8 @@ class JointRelease:
                 region holds fewer register individuals than records (the register is
                 not the release's).
         """
+        import pandas as pd
+
         nodes = record_nodes(data, list(qis), list(hierarchies))
         bad = np.flatnonzero((nodes < 0).any(axis=1))
         if bad.size:
@@ -334,7 +336,9 @@ def _evaluate(
         if m.shape != (q, h.n_leaves):
             raise ValueError(f"range mask of {a!r} has shape {m.shape}; expected ({q}, {h.n_leaves})")
     # S as a mask over the release's values (those it does not hold count nothing)
-    pos = pd.Index(list(ranges.sensitive_values)).get_indexer(pd.Index(list(release.sensitive_values)))
+    # one step per sensitive value, not per record; no pandas on a data user's query path
+    index = {v: k for k, v in enumerate(ranges.sensitive_values)}
+    pos = np.array([index.get(v, -1) for v in release.sensitive_values], dtype=np.intp)
     s_mask = np.zeros((q, len(release.sensitive_values)), dtype=np.float64)
     held = pos >= 0
     s_mask[:, held] = ranges.sensitive[:, pos[held]]
@@ -549,6 +553,8 @@ def series_answers(
         one row per (release, query): columns ``release``, ``query`` (0-based), ``estimate``,
         ``se`` (the error figure: :attr:`JointAnswers.se`), ``lower``, ``upper``, ``uniform``.
     """
+    import pandas as pd
+
     per = [ranges] * len(releases) if isinstance(ranges, QueryRanges) else list(ranges)
     if len(per) != len(releases):
         raise ValueError("ranges: one per release is needed")

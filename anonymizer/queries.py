@@ -51,7 +51,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.hierarchy_index import HierarchyIndex
@@ -59,6 +58,7 @@ from anonymizer.regions import label_nodes
 from anonymizer.workload import QueryRanges, check_parameters, draw_queries
 
 if TYPE_CHECKING:
+    import pandas as pd
     from scipy import sparse
 
     from anonymizer.joint import JointWorkloadError
@@ -236,6 +236,8 @@ class _Table:
         """The table re-aggregated on ``attrs`` (``sizes`` their node counts), as its distinct
         QI rows (per attribute the node of every distinct row, shape (D,)) and the counts
         per (sensitive code, distinct row), a sparse (n_sens, D) matrix; computed once."""
+        import pandas as pd
+
         if attrs not in self.projections:
             if attrs:
                 qi_rows, row_of = _distinct([self.codes[i] for i in attrs], sizes)
@@ -289,6 +291,8 @@ def _node_codes(column: pd.Series, h: Hierarchy, leaves_only: bool, table: str) 
 
 def _group(columns: Sequence[IntArray], sizes: Sequence[int], weights: FloatArray) -> tuple[list[IntArray], FloatArray]:
     """Distinct rows of the integer columns (each in [0, size)) and their summed weights."""
+    import pandas as pd
+
     n = len(weights)
     total = math.prod(sizes)
     if n == 0:
@@ -327,6 +331,8 @@ def _mixed_key(columns: Sequence[IntArray], sizes: Sequence[int], n: int) -> Int
 def _distinct(columns: Sequence[IntArray], sizes: Sequence[int]) -> tuple[list[IntArray], IntArray]:
     """Distinct rows of the integer columns (each in [0, size)), as columns, and the index
     of every input row among them."""
+    import pandas as pd
+
     n = len(columns[0])
     total = math.prod(sizes)
     if _dense(total, n):  # a count of every possible row: no hashing, no sort
@@ -353,6 +359,8 @@ def _encode(
     leaves_only: bool,
     table: str,
 ) -> _Table:
+    import pandas as pd
+
     missing = [c for c in [*hierarchies, sensitive] if c not in df.columns]
     if missing:
         raise ValueError(f"{table} table lacks column(s) {missing}")
@@ -490,6 +498,8 @@ def evaluate_queries(
 
 
 def _sensitive_domain(column: pd.Series) -> tuple[Any, ...]:
+    import pandas as pd
+
     if column.isna().any():
         raise ValueError(f"raw table: sensitive column {column.name!r} has missing values")
     values = list(pd.unique(column))
@@ -665,6 +675,8 @@ def _check_arguments(
 
 
 def _check_published_values(domain: tuple[Any, ...], published: pd.DataFrame, sensitive: str) -> None:
+    import pandas as pd
+
     unknown = ~published[sensitive].isin(pd.Index(list(domain)))
     if unknown.any():
         raise ValueError(

@@ -37,14 +37,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 
 from anonymizer.arrays import CodedRows, Rows, expand_csr, expand_ranges, factorize, factorize_rows, row_keys
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.hierarchy_index import HierarchyIndex
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -66,6 +69,8 @@ def label_nodes(column: pd.Series, hierarchy: Hierarchy) -> IntArray:
     (only those that occur), so a release read with ``read_dictionary`` costs one lookup
     per distinct label.
     """
+    import pandas as pd
+
     if isinstance(column.dtype, pd.CategoricalDtype):
         codes = np.asarray(column.cat.codes.to_numpy(), dtype=np.int64)
         labels = [str(x) for x in column.cat.categories]

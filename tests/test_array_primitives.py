@@ -91,10 +91,31 @@ def test_factorize_by_blocks_is_factorize_in_one_piece(values: list[int], block:
     want, uniques = pd.factorize(arr)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(arrays, "_BLOCK", block)
+        mp.setattr(arrays, "_SMALL", -1)  # not the numpy sort of short arrays
         codes, first = factorize(arr)
         assert first_positions(codes, len(first)).tolist() == first.tolist()
         if arr.size >= 24 and len(uniques) <= 3:
             assert arrays._factorize_blocks(arr) is not None  # this case did not give up
+    assert codes.dtype == np.int64 and first.dtype == np.int64
+    assert codes.tolist() == want.tolist()
+    assert first.tolist() == [want.tolist().index(c) for c in range(len(uniques))]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.integers(0, 3), max_size=80) | st.lists(st.integers(-(2**40), 2**40), max_size=60),
+    st.sampled_from([np.int64, np.int32, np.uint64]),
+)
+def test_factorize_of_a_short_integer_array_is_pandas_factorize(values: list[int], dtype: type) -> None:
+    """Short integer arrays are factorized by a numpy sort (a short query imports no
+    pandas): the same codes, numbered by first appearance, and first positions as pandas'."""
+    import anonymizer.arrays as arrays
+
+    arr = np.asarray(values, dtype=np.int64)
+    arr = (arr % 2**31 if dtype is np.int32 else np.abs(arr) if dtype is np.uint64 else arr).astype(dtype)
+    assert arr.size <= arrays._SMALL  # the numpy path is the one tested
+    want, uniques = pd.factorize(arr)
+    codes, first = factorize(arr)
     assert codes.dtype == np.int64 and first.dtype == np.int64
     assert codes.tolist() == want.tolist()
     assert first.tolist() == [want.tolist().index(c) for c in range(len(uniques))]

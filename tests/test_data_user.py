@@ -248,3 +248,21 @@ def test_expand_writes_group_labels_and_bounds_and_names_those_in_no_region(fres
     said = " ".join(done.stdout.split())
     assert f"Register individuals in no published region, so in no row: {listed}." in said
     assert "not in that period's snapshot" in said
+
+
+def test_answer_tables_print_values_as_written_not_as_rich_markup() -> None:
+    """A value, label or file name with brackets (``[x]``, ``[bold]``) is data: the query's
+    tables and notes print it as written; rich markup would drop it as a tag."""
+    from types import SimpleNamespace
+
+    from serialpub.cli import data_user
+
+    copy = SimpleNamespace(verified=1, releases=[None], key_fingerprint=None)
+    out = data_user._table("adult: COUNT WHERE occupation=[x] AND note=[bold]y[/bold]", copy)  # type: ignore[arg-type]
+    out.add_column("query")
+    out.add_row("occupation=[x]|[red]")
+    with data_user.console.capture() as captured:
+        data_user._print(out, "a note about [italic]z")
+    text = " ".join(captured.get().split())  # the table wraps at the console's width
+    for written in ("occupation=[x] AND note=[bold]y[/bold]", "occupation=[x]|[red]", "Note: a note about [italic]z."):
+        assert written in text, text

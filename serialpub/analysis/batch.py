@@ -22,11 +22,13 @@ import itertools
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from serialpub.analysis.querying import Condition, Query, parse_condition
 from serialpub.errors import InputError, quoted
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["MAX_CELLS", "crosstab_queries", "parse_queries", "query_lines"]
 
@@ -121,6 +123,8 @@ def crosstab_queries(
         InputError: ``--by`` empty, naming a QI twice or an attribute that is no
             quasi-identifier, or crossing more than :data:`MAX_CELLS` combinations.
     """
+    import pandas as pd
+
     names = [b.strip() for b in by if b.strip()]
     if not names:
         raise InputError("--by: name one or more quasi-identifiers, comma-separated")

@@ -30,11 +30,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.joint import Z_95, allocation_variance, joint_answers
@@ -42,6 +41,9 @@ from anonymizer.workload import QueryRanges
 from serialpub.analysis.reader import PublicReleases, PublishedRelease
 from serialpub.errors import InputError, quoted
 from serialpub.io.atomic import own_tmp
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "ERROR_MODEL",
@@ -278,6 +280,16 @@ def answers(copy: PublicReleases, queries: Sequence[Query], releases: Sequence[i
     Raises:
         InputError: as :func:`answer`, prefixed with the query's ``origin`` when it has one.
     """
+    import pandas as pd
+
+    return pd.DataFrame(answer_columns(copy, queries, releases))
+
+
+def answer_columns(
+    copy: PublicReleases, queries: Sequence[Query], releases: Sequence[int] | None = None
+) -> dict[str, npt.NDArray[Any]]:
+    """:func:`answers` as its columns, one array each, without pandas: a command that only
+    prints them does not import it (its import is about a third of a short query's time)."""
     domain = sensitive_domain(copy)
     s_sets = []
     for q in queries:
@@ -302,9 +314,9 @@ def answers(copy: PublicReleases, queries: Sequence[Query], releases: Sequence[i
         for c, values in zip(columns, per, strict=True):
             parts[c].append(values)
     if not chosen or not n:
-        return pd.DataFrame(columns=columns)
-    # one frame of the releases' columns put end to end, not a frame per release
-    return pd.DataFrame({c: np.concatenate(parts[c]) for c in columns})
+        return {c: np.array([], dtype=object) for c in columns}
+    # the releases' columns put end to end, not a table per release
+    return {c: np.concatenate(parts[c]) for c in columns}
 
 
 def expand(release: PublishedRelease) -> pd.DataFrame:
@@ -330,6 +342,8 @@ def expand(release: PublishedRelease) -> pd.DataFrame:
     Raises:
         InputError: the copy holds no register.
     """
+    import pandas as pd
+
     j = release.joint()
     covered = np.flatnonzero(j.group_of_cell >= 0)
     n_g = j.register_in_group

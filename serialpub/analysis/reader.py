@@ -13,14 +13,12 @@ input: its manifests' names are checked before they become paths
 (:mod:`serialpub.io.names`), and the shape of every table is checked once, here, so that a
 hostile copy is one line naming the file, never an error deep in the computation. The
 result names the fingerprint of the key the signatures were verified against; a data user
-pins the publisher's with ``key_fingerprint`` (docs/data-users.md, "Pinning the
-publisher's key").
+pins the publisher's with ``key_fingerprint`` (docs/data-users.md, "Pinning the publisher's key").
 
-Each release is then a pandas DataFrame (and an Arrow table) with the published labels,
-the group of every record and, for a numeric quasi-identifier, the bounds of its interval;
-:meth:`PublishedRelease.groups` gives every group's region resolved against the
-hierarchies, and :meth:`PublishedRelease.joint` the release resolved against its register
-for the register-joint estimator (:mod:`anonymizer.joint`).
+Each release is then a pandas DataFrame (and an Arrow table) with the published labels, the
+group of every record and, for a numeric quasi-identifier, the bounds of its interval;
+:meth:`PublishedRelease.groups` gives every group's region resolved against the hierarchies,
+and :meth:`PublishedRelease.joint` the release resolved against its register (:mod:`anonymizer.joint`).
 """
 
 from __future__ import annotations
@@ -34,10 +32,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
-import pyarrow as pa
 
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.intervals import extend_hierarchy, release_hierarchies
@@ -52,6 +49,10 @@ from serialpub.analysis.copy_cache import ArrayStore
 from serialpub.analysis.copy_cache import copy_state as _copy_state
 from serialpub.errors import InputError, quoted
 from serialpub.io import verdict_cache
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
 
 __all__ = ["PublicReleases", "PublishedRelease", "open_releases"]
 
@@ -100,9 +101,8 @@ class PublishedRelease:
     hierarchies: dict[str, Hierarchy]
     sources: Sources = field(repr=False)
     id_column: str = "id"
-    #: the register's QI combinations per (register table, QIs, leaves), shared by the
-    #: releases of one :func:`open_releases`: releases published with the same register
-    #: version resolve it once, not once each
+    #: the register's QI combinations per (register table, QIs, leaves), shared by the releases
+    #: of one :func:`open_releases`: those of one register version resolve it once, not once each
     cells_memo: dict[tuple[object, ...], tuple[pd.DataFrame, Cells]] = field(
         default_factory=dict, repr=False, compare=False
     )
@@ -162,14 +162,15 @@ class PublishedRelease:
 
     def arrow(self) -> pa.Table:
         """:meth:`frame` as an Arrow table."""
+        import pyarrow as pa
+
         return pa.Table.from_pandas(self.frame(), preserve_index=False)
 
     def _bounds(self, q: str) -> tuple[np.ndarray, np.ndarray]:
         h = self.hierarchies[q]
         spans = h.index
         numbers = h.leaf_numbers()[spans.order]
-        # min and max over each node's run of the depth-first order, one step per
-        # hierarchy node (a release's labels of one QI), never per record
+        # min and max over each node's depth-first run: one step per hierarchy node, never per record
         lo = np.array([numbers[a : b + 1].min() for a, b in zip(spans.lo, spans.hi, strict=True)])
         hi = np.array([numbers[a : b + 1].max() for a, b in zip(spans.lo, spans.hi, strict=True)])
         return lo, hi
@@ -179,6 +180,8 @@ class PublishedRelease:
         ``group``, the QI labels, ``<qi>_leaves`` (how many leaves the label holds), for a
         numeric QI ``<qi>_lo``/``<qi>_hi``, ``records`` and, with a register,
         ``register_individuals`` (n(G), the individuals of the region)."""
+        import pandas as pd
+
         _, nodes, records = self._groups
         out = pd.DataFrame({"group": np.arange(records.size)})
         for a, q in enumerate(self.qis):
@@ -344,8 +347,7 @@ def open_releases(
         for name in ("manifest.json", "data.parquet"):
             if not (d / name).is_file():
                 raise InputError(f"{d / name}: file missing; this copy is incomplete, do not use it")
-    # every data.parquet is read once: the bytes hashed (for the manifest's sha256 and the
-    # cache key) are the bytes parsed, so no file swapped in between is read unchecked
+    # each data.parquet read once: the bytes hashed (sha256, cache key) are the bytes parsed
     contents = {n: (d / "data.parquet").read_bytes() for n, d in dirs}
     state = _copy_state(root, dataset, dirs, contents, key_text, pinned, id_column) if cache_dir is not None else None
     cached = verdict_cache.load_copy(cache_dir, state) if cache_dir is not None and state is not None else None
@@ -403,8 +405,9 @@ def open_releases(
                 read_with = release_hierarchies(hierarchy_sets[j], m.numeric, data)
             except ValueError as exc:
                 raise InputError(f"{d / 'manifest.json'}: numeric_quasi_identifiers: {exc}") from None
-            register = register_of() if register_of is not None else None
-            sources = Sources(data=data, register=register, has_register=has_register, store=store)
+            sources = Sources(data=data, register_of=register_of, has_register=has_register, store=store)
+            if cached is None and register_of is not None:  # else read if resolved, as verified
+                sources.register, sources.register_of = register_of(), None
         release = PublishedRelease(n, d, m, read_with, sources, id_column, cells_memo)
         if cached is None:
             _check_labels(release)
@@ -459,6 +462,8 @@ def _read_data(path: Path, m: ParsedManifest, content: bytes | None = None) -> p
         InputError: unreadable, a column missing or not named by the manifest, a record
             count other than the manifest's, an empty label: one line naming the file.
     """
+    import pandas as pd
+
     try:
         data = pd.read_parquet(path if content is None else io.BytesIO(content))
     except Exception as exc:  # pyarrow raises several unrelated types for a broken file

@@ -13,18 +13,18 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich import box
 from rich.table import Table
+from rich.text import Text
 
 from serialpub.cli.app import app, console, split_list
 from serialpub.errors import InputError
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from serialpub.analysis.reader import PublicReleases
 
 _COPY = typer.Argument(help="the public copy (serialpub public-copy --with-register) or a workspace folder")
@@ -150,12 +150,16 @@ def query(
 def _single(
     releases: PublicReleases, where: list[str], values: list[str] | None, numbers: list[int] | None, as_json: bool
 ) -> None:
-    from serialpub.analysis.querying import ERROR_MODEL, answer, parse_condition
+    from serialpub.analysis.querying import ERROR_MODEL, Query, answer_columns, parse_condition
 
     attributes = releases.releases[-1].qis
     conditions = [parse_condition(w, attributes) for w in where]
-    table = answer(releases, conditions, values, numbers)
-    note = _bias_note(table)
+    query = Query(tuple(conditions), None if values is None else tuple(values))
+    # the answer's columns as plain values, the rows of answer()'s table: a single query
+    # does not import pandas
+    columns = {c: a.tolist() for c, a in answer_columns(releases, [query], numbers).items() if c != "query"}
+    rows = [dict(zip(columns, row, strict=True)) for row in zip(*columns.values(), strict=True)]
+    note = _bias_note(columns["generalized"])
     if as_json:
         print(
             json.dumps(
@@ -166,25 +170,36 @@ def _single(
                     "key_fingerprint": releases.key_fingerprint,
                     "error_model": ERROR_MODEL,
                     "note": note,
-                    "answers": table.to_dict(orient="records"),
+                    "answers": rows,
                 },
                 indent=2,
             )
         )
         return
-    out = Table(
-        title=f"{releases.dataset}: COUNT WHERE {_described(releases, conditions, values)}",
-        box=box.SIMPLE_HEAD,
-        caption=_CAPTION + _verified(releases),
-        caption_justify="left",
-    )
+    out = _table(f"{releases.dataset}: COUNT WHERE {_described(releases, conditions, values)}", releases)
     for col in ("release", "period", "estimate", "se", "90 % interval", "lower", "upper", "uniform", "records"):
         out.add_column(col, justify="right")
-    for row in table.itertuples():
+    for row in (SimpleNamespace(**r) for r in rows):
         out.add_row(str(row.release), str(row.period), *_figures(row), f"{row.uniform:.1f}", str(row.records))
-    console.print(out)
+    _print(out, note)
+
+
+def _table(title: str, releases: PublicReleases) -> Table:
+    """An answer table titled with the query; title and caption are plain text, not rich markup."""
+    return Table(
+        title=Text(title),
+        box=box.SIMPLE_HEAD,
+        caption=Text(_CAPTION + _verified(releases)),
+        caption_justify="left",
+    )
+
+
+def _print(out: Table, note: str | None) -> None:
+    """Prints an answer table and its note with rich markup off: a query's values, labels and
+    file names are data, and a cell such as ``[x]`` must print as written, not vanish as a tag."""
+    console.print(out, markup=False)
     if note:
-        console.print(f"Note: {note}.", soft_wrap=True)
+        console.print(f"Note: {note}.", soft_wrap=True, markup=False)
 
 
 def _described(releases: PublicReleases, conditions: Sequence[object], values: Sequence[str] | None) -> str:
@@ -220,7 +235,7 @@ def _crosstab(
     cells, cell_queries = crosstab_queries(by, leaves, conditions, values)
     table = answers(releases, cell_queries, numbers)
     table = pd.concat([cells.iloc[table["query"]].reset_index(drop=True), table.drop(columns="query")], axis=1)
-    note = _bias_note(table, "answers")
+    note = _bias_note(list(table["generalized"]), "answers")
     if as_json:
         print(
             json.dumps(
@@ -239,19 +254,12 @@ def _crosstab(
         )
         return
     described = _described(releases, conditions, values)
-    out = Table(
-        title=f"{releases.dataset}: COUNT BY {', '.join(cells.columns)} WHERE {described}",
-        box=box.SIMPLE_HEAD,
-        caption=_CAPTION + _verified(releases),
-        caption_justify="left",
-    )
+    out = _table(f"{releases.dataset}: COUNT BY {', '.join(cells.columns)} WHERE {described}", releases)
     for col in (*cells.columns, "release", "period", "estimate", "se", "90 % interval", "lower", "upper"):
         out.add_column(col, justify="left" if col in cells.columns else "right")
     for row in table.itertuples(index=False):
         out.add_row(*(str(v) for v in row[: cells.shape[1]]), str(row.release), str(row.period), *_figures(row))
-    console.print(out)
-    if note:
-        console.print(f"Note: {note}.", soft_wrap=True)
+    _print(out, note)
 
 
 def _batch(
@@ -275,7 +283,7 @@ def _batch(
     text = np.array([_described(releases, q.conditions, q.sensitive) for q in batch], dtype=object)
     table.insert(0, "line", np.array([n for n, _ in lines])[position])
     table.insert(1, "query", text[position])
-    note = _bias_note(table, "answers")
+    note = _bias_note(list(table["generalized"]), "answers")
     if as_json:
         print(
             json.dumps(
@@ -292,30 +300,24 @@ def _batch(
             )
         )
         return
-    out = Table(
-        title=f"{releases.dataset}: {len(batch)} queries of {path}",
-        box=box.SIMPLE_HEAD,
-        caption=_CAPTION + _verified(releases),
-        caption_justify="left",
-    )
+    out = _table(f"{releases.dataset}: {len(batch)} queries of {path}", releases)
     for col in ("line", "query", "release", "period", "estimate", "se", "90 % interval", "lower", "upper"):
         out.add_column(col, justify="left" if col == "query" else "right")
     for row in table.itertuples():
         out.add_row(str(row.line), str(row.query), str(row.release), str(row.period), *_figures(row))
-    console.print(out)
-    if note:
-        console.print(f"Note: {note}.", soft_wrap=True)
+    _print(out, note)
 
 
-def _bias_note(table: pd.DataFrame, unit: str = "release(s)") -> str | None:
+def _bias_note(generalized: Sequence[str], unit: str = "release(s)") -> str | None:
     """The warning a query on a generalized QI gets: the QIs named, and what the error
-    figure leaves out (docs/data-users.md, "How far to trust the error figure")."""
-    cut = sorted({q for text in table["generalized"] if text for q in text.split(",")}) if len(table) else []
+    figure leaves out (docs/data-users.md, "How far to trust the error figure").
+    ``generalized``: the answers' column of that name."""
+    cut = sorted({q for text in generalized if text for q in text.split(",")})
     if not cut:
         return None
-    cutting = int((table["generalized"] != "").sum())
+    cutting = sum(1 for text in generalized if text)
     return (
-        f"the condition on {', '.join(cut)} cuts generalized values in {cutting} of {len(table)} {unit}; "
+        f"the condition on {', '.join(cut)} cuts generalized values in {cutting} of {len(generalized)} {unit}; "
         "there the estimate assumes the values counted are spread inside each region like the register's "
         "individuals, so where they depend on that QI it leans toward independence (too low where they "
         "concentrate, too high where they are rare) and the se does not include that bias"
@@ -349,10 +351,10 @@ def expand(
         releases=numbers,
     )
     written = write_expanded(releases, out, numbers)
-    console.print(f"{len(written)} table(s) written to {out}. {_verified(releases)}", soft_wrap=True)
+    console.print(f"{len(written)} table(s) written to {out}. {_verified(releases)}", soft_wrap=True, markup=False)
     chosen = releases.releases if numbers is None else [releases.release(n) for n in numbers]
     absent = [(r.number, in_no_region(r), r.manifest.suppressed or 0) for r in chosen]  # one step per release
-    console.print(_absent_note(absent), soft_wrap=True)
+    console.print(_absent_note(absent), soft_wrap=True, markup=False)
 
 
 def _absent_note(counts: list[tuple[int, int, int]]) -> str:

@@ -37,17 +37,18 @@ import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
-import pyarrow as pa
 
 from anonymizer.arrays import CodedRows
 from anonymizer.overlap import Overlap
 from serialpub.io.atomic import own_tmp
-from serialpub.io.inputs import arrow_ids, text_index
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
 
 CACHE_DIR = "cache"
 _SUITE_META = b"serialpub.register_suite"
@@ -131,7 +132,7 @@ def commit(tmp: Path, path: Path, digest: str | None = None) -> None:
 
 
 Lookup = tuple[npt.NDArray[np.uint64], npt.NDArray[np.int32] | npt.NDArray[np.int64]]
-Entry = tuple[pd.Index, CodedRows, dict[str, Any] | None, Lookup | None]
+Entry = tuple["pd.Index", CodedRows, dict[str, Any] | None, Lookup | None]
 
 
 def _read_only(entry: Entry) -> Entry:
@@ -146,6 +147,8 @@ def load(workspace_root: Path, key: str, writes: Writes | None = None) -> Entry 
     (:class:`anonymizer.arrays.IdLookup`) or None; None when there is no readable entry.
     The arrays are read-only. ``writes``: the entries the caller is writing; one of ``key``
     is read once written."""
+    import pyarrow as pa
+
     if writes is not None:
         writes.wait(key)
     path = _path(workspace_root, key)
@@ -171,6 +174,8 @@ def load(workspace_root: Path, key: str, writes: Writes | None = None) -> Entry 
     # Arrow strings, as read_csv gives them: no Python object per id, which would cost far
     # more memory than the strings.
     # They share the entry's bytes read above
+    from serialpub.io.inputs import text_index  # the publisher's input module: not on a cached query's path
+
     ids = text_index(table.column(0))
     # the combination codes as stored: a view of the bytes read, not a copy; checked again
     # as coded rows (one pass over them: codes in range and numbered by first appearance,
@@ -280,6 +285,10 @@ def save(
 ) -> None:
     """Write the entry ``key`` (atomically: a temporary file renamed into place); the
     entries of other keys are removed, the cache holds the register in use."""
+    import pyarrow as pa
+
+    from serialpub.io.inputs import arrow_ids
+
     folder = workspace_root / CACHE_DIR
     folder.mkdir(parents=True, exist_ok=True)
     d = len(qis)

@@ -28,17 +28,17 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from serialpub.errors import InputError
 from serialpub.io.atomic import own_tmp
 from serialpub.io.names import check_name, check_sha256
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 REGISTERS_DIR = "registers"
 HIERARCHY_VERSIONS_DIR = "hierarchy-versions"
@@ -68,6 +68,8 @@ def _line_ends(buf: npt.NDArray[np.uint8]) -> npt.NDArray[np.int64]:
 def _lines(data: bytes) -> pa.LargeBinaryArray:
     """The lines of ``data``, each with its newline, as one Arrow array over the same bytes
     (no Python object per line): concatenating the values gives ``data`` back."""
+    import pyarrow as pa
+
     ends = _line_ends(np.frombuffer(data, dtype=np.uint8))
     n = ends.size + int(bool(data) and (ends.size == 0 or int(ends[-1]) != len(data)))
     offsets = np.zeros(n + 1, dtype=np.int64)
@@ -94,6 +96,8 @@ def _blocks(f: BinaryIO, digest: Any) -> Iterator[pa.LargeBinaryArray]:
 
 def _join(lines: pa.LargeBinaryArray) -> bytes:
     """The bytes of ``lines`` laid end to end (the inverse of :func:`_lines`)."""
+    import pyarrow as pa
+
     lines = lines.combine_chunks() if isinstance(lines, pa.ChunkedArray) else lines
     offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64)[lines.offset : lines.offset + len(lines) + 1]
     data = lines.buffers()[2]
@@ -106,6 +110,9 @@ def _delta_ops(parent: pa.LargeBinaryArray, child: pa.LargeBinaryArray) -> pa.Ta
     """Operations that build ``child`` from ``parent``: one row per run of consecutive
     parent lines (``start`` >= 0, ``length``) and one row per new line (``start`` = -1,
     ``length`` = 1, ``line``), in the child's order."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     src = pc.fill_null(pc.index_in(child, value_set=parent), -1).to_numpy(zero_copy_only=False).astype(np.int64)
     n = src.size
     if n == 0:
@@ -130,6 +137,8 @@ def _delta_ops(parent: pa.LargeBinaryArray, child: pa.LargeBinaryArray) -> pa.Ta
 def _whole(child: pa.LargeBinaryArray) -> pa.Table:
     """:func:`_delta_ops` from no parent: every line a new line, the lines themselves (no
     copy of them, no lookup: a national register's lines are not held a second time)."""
+    import pyarrow as pa
+
     n = len(child)
     return pa.table(
         {
@@ -142,6 +151,8 @@ def _whole(child: pa.LargeBinaryArray) -> pa.Table:
 
 def _apply(parent: pa.LargeBinaryArray, ops: pa.Table) -> pa.LargeBinaryArray:
     """The child's lines from its parent's and the operations of :func:`_delta_ops`."""
+    import pyarrow as pa
+
     starts = ops.column("start").to_numpy()
     lengths = ops.column("length").to_numpy()
     literal = starts < 0
@@ -185,6 +196,9 @@ class RegisterVersions:
         last; the write is atomic (a temporary file renamed into place). ``data``: the
         register's canonical CSV bytes when it is not a CSV file (Parquet, SQL:
         :mod:`serialpub.io.sources`); ``register_file`` then only names it."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
         if self.has(sha):
             return 0
         parent_sha = self._latest()
@@ -227,6 +241,9 @@ class RegisterVersions:
         Raises:
             InputError: the bytes read do not hash to ``sha`` (neither file is left).
         """
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
         digest = hashlib.sha256()
         ops_schema = _whole(pa.array([], pa.large_binary())).schema
         tip_schema = pa.schema([pa.field("line", pa.large_binary())]).with_metadata({"sha256": sha})
@@ -260,6 +277,8 @@ class RegisterVersions:
 
     def _tip(self, sha: str) -> pa.LargeBinaryArray | None:
         """The cached lines of version ``sha``, or None when the cache holds another."""
+        import pyarrow as pa
+
         path = self.dir / _TIP
         if not path.is_file():
             return None
@@ -273,6 +292,9 @@ class RegisterVersions:
             return None  # a torn cache: rebuild from the versions
 
     def _meta(self, sha: str) -> dict[str, str]:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
         path = self.path(sha)
         if not path.is_file():
             raise InputError(
@@ -299,6 +321,9 @@ class RegisterVersions:
 
     def lines(self, sha: str) -> pa.LargeBinaryArray:
         """The lines of version ``sha``, rebuilt and checked."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
         if self._cache is not None and self._cache[0] == sha:
             return self._cache[1]
         chain: list[str] = []

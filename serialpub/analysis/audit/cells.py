@@ -8,15 +8,18 @@ reads a snapshot as the cell and protected value of every record.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 
 from anonymizer.hierarchy import Hierarchy
 from serialpub.analysis.audit.geometry import column_codes, row_ids
 from serialpub.analysis.audit.spellings import value_codes
 from serialpub.errors import InputError, quoted
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 IntArray = npt.NDArray[np.int64]
 
@@ -101,6 +104,8 @@ def snapshot_records(
 ) -> Snapshot:
     """The records of one snapshot (id and sensitive columns as text) as cells and
     protected-value indexes; ids must be unique and in the register."""
+    import pandas as pd
+
     for col in (id_column, sensitive):
         if col not in table.columns:
             raise InputError(f"{where}: no {col!r} column; the snapshot needs the id and the sensitive column")

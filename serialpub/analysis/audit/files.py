@@ -12,11 +12,7 @@ import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
-import pyarrow as pa
-import pyarrow.csv as pacsv
+from typing import TYPE_CHECKING, Any
 
 from anonymizer.hierarchy import Hierarchy
 from serialpub.analysis.audit.integrity import check_store, given_key
@@ -26,6 +22,9 @@ from serialpub.errors import InputError
 from serialpub.io.hierarchies import read_hierarchy
 from serialpub.io.series_records import Checkpoint
 from serialpub.io.versions import RegisterVersions, check_hierarchy_version, hierarchy_version
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 _RELEASE_DIR = re.compile(r"^release-(\d{4,})$")
 
@@ -60,6 +59,9 @@ def _read_register(path: Path, id_column: str, content: bytes | None = None) -> 
 
     pyarrow's multi-threaded reader is 3-4x faster than pandas' on millions of rows.
     """
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
     try:
         if content is None:
             with path.open(encoding="utf-8", newline="") as f:
@@ -86,7 +88,7 @@ def _read_register(path: Path, id_column: str, content: bytes | None = None) -> 
     return table.to_pandas()
 
 
-class Registers(Sequence[pd.DataFrame]):
+class Registers(Sequence["pd.DataFrame"]):
     """The register of every release, by the sha256 its manifest names: ``register.csv``
     when it is that file, else the version kept under ``registers/``
     (:mod:`serialpub.io.versions`). Read in order; the version read last is kept, so
@@ -229,6 +231,8 @@ def audit_workspace(
             the register or a hierarchy file differs from the one a release was published
             with (its sha256 in the manifest); anything :func:`audit_releases` raises.
     """
+    import pandas as pd
+
     from serialpub.analysis.audit.series import audit_releases  # the series audit: not what a reader imports
 
     since = _since(since)  # bad input is refused before the work
@@ -294,6 +298,9 @@ def _since(since: tuple[int, str] | None) -> tuple[int, str] | None:
 
 def _read_snapshot(folder: Path, m: ParsedManifest, id_column: str) -> tuple[pd.DataFrame, str]:
     """``<folder>/snapshot-<period>.csv`` of release ``m``: its id and sensitive columns as text."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
     if not folder.is_dir():
         raise InputError(f"{folder}: no such folder; --snapshots names the folder holding snapshot-<period>.csv")
     path = folder / f"snapshot-{m.period}.csv"

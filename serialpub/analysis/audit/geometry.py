@@ -14,13 +14,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 
 from anonymizer.arrays import expand_ranges, factorize
 from anonymizer.hierarchy import Hierarchy
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -94,6 +97,8 @@ def column_codes(column: pd.Series) -> tuple[IntArray, list[str]]:
     A categorical column (as :func:`audit_workspace` reads them) gives its codes for free;
     only categories that occur are returned, so unused categories are never reported.
     """
+    import pandas as pd
+
     if isinstance(column.dtype, pd.CategoricalDtype):
         codes = np.asarray(column.cat.codes.to_numpy(), dtype=np.int64)
         used = np.flatnonzero(np.bincount(codes[codes >= 0], minlength=len(column.cat.categories)))
@@ -128,6 +133,8 @@ def row_ids(mat: npt.NDArray[np.integer], radices: Sequence[int]) -> tuple[IntAr
         the id of every row (equal rows, equal ids; numbered by first appearance), shape
         (n,), and the first row of every id, shape (distinct rows,).
     """
+    import pandas as pd
+
     n, d = mat.shape
     flat: IntArray = np.zeros(n, dtype=np.int64)
     if d:
