@@ -11,7 +11,7 @@ from test_audit import BF_H, _random_case, write_workspace
 from test_audit_learners import QIS, Brute
 
 from serialpub.analysis.audit import audit_workspace
-from serialpub.analysis.audit.learner_report import format_learners
+from serialpub.analysis.audit.learner_report import LearnerFigures, LearnerReport, format_learners
 
 
 def brute_ratios(brute: Brute) -> dict[str, float]:
@@ -52,3 +52,22 @@ def test_the_realized_ratio_equals_the_per_group_definition(tmp_path: Path, seed
     text = format_learners(report)
     assert "realized within-group ratio max π / mean π" in text
     assert f"{nb.max_per_value[0]:.3f} / {nb.ratios[0]:.2f}" in text
+
+
+def test_the_per_value_table_has_a_row_per_value_and_fits_the_console_with_every_value_protected() -> None:
+    # the Adult demo protects 14 occupations: a column per value ran past any console
+    values = [f"occupation-{k:02d}-with-a-long-name" for k in range(14)]
+    learners = [
+        LearnerFigures(name, 0.5, None, None, 0.25, 0, None, [], 1.0, None, [10.0 + k for k in range(14)],
+                       [k % 2 == 0 for k in range(14)], [0.1 * (k % 10) for k in range(14)])
+        for name in ("nb", "nb-em3", "nb-em10", "logistic-pairs")
+    ]  # fmt: skip
+    report = LearnerReport(ell=2.0, pairs=99_999_999, values=values, declared=[3] * 14, learners=learners)
+    lines = format_learners(report).splitlines()
+    assert all(len(line) <= 120 for line in lines if not line.startswith("note:"))
+    header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["value", "ρ_s"])
+    rows = lines[header + 1 : header + 15]
+    assert [r.split()[0] for r in rows] == values
+    # each value's row carries its own figures, in the learners' order
+    assert rows[3].split()[1:] == ["3", *(["0.300", "/", "13.00", ">"] * 4)]
+    assert rows[4].split()[1:] == ["3", *(["0.400", "/", "14.00", "≤"] * 4)]

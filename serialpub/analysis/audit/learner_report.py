@@ -159,9 +159,10 @@ def format_learners(report: LearnerReport) -> str:
 
 
 def _ratio_lines(report: LearnerReport) -> list[str]:
-    """Per learner and protected value its max P' and its realized within-group ratio max π
-    / mean π, and against the declared ρ_s whether the learner lies inside the covered
-    class (≤) or not (>)."""
+    """Per protected value (a row each, so that a series protecting every value still fits
+    the console) and learner its max P' and its realized within-group ratio max π / mean π,
+    and against the declared ρ_s whether the learner lies inside the covered class (≤) or
+    not (>)."""
     fitted = [f for f in report.learners if f.ratios]
     if not fitted or not report.values:
         return []
@@ -169,13 +170,13 @@ def _ratio_lines(report: LearnerReport) -> list[str]:
     lines = ["per protected value: max P' / realized within-group ratio max π / mean π"]
     if declared:
         lines.append("  (≤ or > the declared ρ_s: the learner lies inside or outside the class the charge covers)")
-    rows = [["learner", *report.values]]
-    if declared:
-        rows.append(["ρ_s", *(str(r) for r in report.declared)])
-    for f in fitted:
-        marks = f.covered if f.covered is not None else [None] * len(f.ratios)
-        cells = zip(f.max_per_value, f.ratios, marks, strict=True)
-        rows.append([f.name, *(f"{p:.3f} / {r:.2f}" + ("" if c is None else " ≤" if c else " >") for p, r, c in cells)])
+    rows = [["value", *(["ρ_s"] if declared else []), *(f.name for f in fitted)]]
+    for k, value in enumerate(report.values):
+        cells = []
+        for f in fitted:
+            mark = "" if f.covered is None else " ≤" if f.covered[k] else " >"
+            cells.append(f"{f.max_per_value[k]:.3f} / {f.ratios[k]:.2f}{mark}")
+        rows.append([value, *([str(report.declared[k])] if declared else []), *cells])
     return lines + _table(rows)
 
 
