@@ -335,18 +335,18 @@ def _evaluate(
         h = release.hierarchies[names.index(a)]
         if m.shape != (q, h.n_leaves):
             raise ValueError(f"range mask of {a!r} has shape {m.shape}; expected ({q}, {h.n_leaves})")
-    # S as a mask over the release's values (those it does not hold count nothing)
-    # one step per sensitive value, not per record; no pandas on a data user's query path
-    index = {v: k for k, v in enumerate(ranges.sensitive_values)}
-    pos = np.array([index.get(v, -1) for v in release.sensitive_values], dtype=np.intp)
-    s_mask = np.zeros((q, len(release.sensitive_values)), dtype=np.float64)
-    held = pos >= 0
-    s_mask[:, held] = ranges.sensitive[:, pos[held]]
+    # S as a mask over the release's values (those it does not hold count nothing), once per
+    # distinct set of values the queries count
+    sets = _value_sets(ranges, release.sensitive_values)
     # c_S(G) per chunk of queries from the sparse (group, value) counts: never a dense (Q, G)
     # matrix nor a float copy of the (G, V) counts. Its entries are exact integers (sums of
     # whole counts far below 2**53), so they do not depend on the order of summation
     counts = _sparse_counts(release.counts)
     product = _csr_counts(counts) if sparse_product else None
+    # c_S(G) of every distinct set at once when they fit, so that a batch counting the same
+    # values (a data user's: all of them, or --sensitive's) sums them once, not once a chunk
+    fits = sets.masks.shape[0] * counts.shape[0] <= SET_ELEMENTS
+    per_set = _set_counts(counts, sets.masks) if product is None and fits else None
     n_g = release.register_in_group.astype(np.float64)
     g = release.counts.shape[0]
     if (release.counts.sum(axis=1) > n_g).any():  # the bounds rest on one record per individual
@@ -392,18 +392,18 @@ def _evaluate(
         step = max(1, CHUNK_ELEMENTS // max(first.size, g, 1))
         for start in range(0, queries.size, step):
             chunk = queries[start : start + step]
-            # (chunk, G): c_S(G)
-            c_s = _chunk_counts(counts, s_mask[chunk]) if product is None else _product_counts(product, s_mask[chunk])
+            # c_S(G) of the chunk's queries: row ``of[i]`` of ``table`` (n, G) for query i
+            table, of = _chunk_sets(sets, sets.set_of[chunk], counts, per_set, product)
             # a (query, group) pair with in_Q(G) = 0 adds nothing: not to the estimate or the
             # upper bound, nor to the lower bound, as c_S(G) <= n(G) (checked above)
             at, grp, in_q = _in_query(ranges, [names[k] for k in attrs], row_leaves, row_group, weight, chunk, n_g)
-            cs = c_s[at, grp]
+            cs = table[of[at], grp]
             estimate[chunk] = np.bincount(at, weights=cs * in_q * share_den[grp], minlength=chunk.size)
             # paper 001: each group's records spread uniformly over the leaves of its nodes
             fractions = [_overlap_fractions(ranges.qi[names[k]][chunk], spans[k]) for k in attrs] if (
                 with_uniform or bounds) else []  # fmt: skip
             if with_uniform:
-                uniform[chunk] = _uniform(fractions, [release.group_nodes[:, k] for k in attrs], c_s)
+                uniform[chunk] = _uniform(fractions, [release.group_nodes[:, k] for k in attrs], table, of)
             if not bounds:
                 continue
             low = np.maximum(0.0, cs - (n_g[grp] - in_q))
@@ -441,23 +441,78 @@ def _sparse_counts(counts: IntArray) -> _NonzeroCounts:
     return _NonzeroCounts(cols, counts[rows, cols].astype(np.float64), starts, rows[starts], counts.shape)
 
 
-def _chunk_counts(counts: _NonzeroCounts, s_mask: FloatArray) -> FloatArray:
-    """c_S(G) = Σ_{s∈S} c_s(G) of a chunk of queries, float64 (chunk, G), from the nonzero
-    counts and the queries' value masks ``s_mask`` (chunk, V) of 0 and 1: whole numbers,
-    exact in float64 whatever the order of summation.
+@dataclass(frozen=True, eq=False)
+class _ValueSets:
+    """The sets S of sensitive values a batch of queries counts, coded once: ``set_of`` the
+    set of every query, int64 (Q,), and ``masks`` each distinct set as 0 and 1 over the
+    release's values, float64 (sets, V)."""
 
-    Queries of a batch mostly count the same values, so each distinct set S is summed once
-    (one row of (distinct S, E) entries per step, at most :data:`CHUNK_ELEMENTS` elements
-    at a time) and the queries take their set's row."""
+    set_of: IntArray
+    masks: FloatArray
+
+
+def _value_sets(ranges: QueryRanges, values: Sequence[object]) -> _ValueSets:
+    """:class:`_ValueSets` of ``ranges``' value masks, over the release's ``values``.
+
+    Each query's row of ``ranges.sensitive`` is read as one opaque item of its bytes, so the
+    distinct sets come from one sort of Q items, not of Q rows of V floats compared value by
+    value; the masks are made for the distinct sets only (never a (Q, V) float array)."""
+    index = {v: k for k, v in enumerate(ranges.sensitive_values)}
+    pos = np.array([index.get(v, -1) for v in values], dtype=np.intp)  # one step per value
+    held = pos >= 0
+    rows = np.ascontiguousarray(ranges.sensitive)
+    q = rows.shape[0]
+    if rows.ndim != 2 or rows.shape[1] == 0 or q == 0:
+        first, set_of = np.zeros(min(q, 1), dtype=np.int64), np.zeros(q, dtype=np.int64)
+    else:
+        keys = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).reshape(q)
+        _, first, set_of = np.unique(keys, return_index=True, return_inverse=True)
+    masks = np.zeros((first.size, len(values)), dtype=np.float64)
+    if first.size:
+        masks[:, held] = rows[first][:, pos[held]]
+    return _ValueSets(np.asarray(set_of, dtype=np.int64).reshape(q), masks)
+
+
+#: Upper bound on the elements of the (distinct value sets × groups) array of c_S(G) that
+#: :func:`joint_answers` keeps for the whole batch; beyond it each chunk sums its own sets.
+SET_ELEMENTS = 1 << 23
+
+
+def _set_counts(counts: _NonzeroCounts, masks: FloatArray) -> FloatArray:
+    """c_S(G) = Σ_{s∈S} c_s(G) of every set S of ``masks`` (sets, V) of 0 and 1, float64
+    (sets, G), from the nonzero counts: whole numbers, exact in float64 whatever the order of
+    summation. One row of (sets, E) entries per step, at most :data:`CHUNK_ELEMENTS` elements
+    at a time."""
     g = counts.shape[0]
-    sets, set_of = np.unique(s_mask, axis=0, return_inverse=True)
-    per_set = np.zeros((sets.shape[0], g), dtype=np.float64)
+    per_set = np.zeros((masks.shape[0], g), dtype=np.float64)
     if counts.starts.size:
         step = max(1, CHUNK_ELEMENTS // counts.column.size)
-        for start in range(0, sets.shape[0], step):  # one step per block of distinct value sets
-            held = sets[start : start + step][:, counts.column] * counts.count
+        for start in range(0, masks.shape[0], step):  # one step per block of distinct value sets
+            held = masks[start : start + step][:, counts.column] * counts.count
             per_set[start : start + step, counts.groups] = np.add.reduceat(held, counts.starts, axis=1)
-    return per_set[set_of.reshape(-1)]
+    return per_set
+
+
+def _chunk_sets(
+    sets: _ValueSets,
+    set_of: IntArray,
+    counts: _NonzeroCounts,
+    per_set: FloatArray | None,
+    product: sparse.csr_matrix | None,
+) -> tuple[FloatArray, IntArray]:
+    """c_S(G) of a chunk of queries whose sets are ``set_of`` (chunk,), as a table (n, G) and
+    the row of it each query reads (chunk,): the batch's own ``per_set`` when it was made;
+    else the chunk's distinct sets summed (found among the coded ids, no sort of masks), or
+    with ``product`` every query's row by the sparse product. The same whole numbers either
+    way."""
+    if product is not None:
+        return _product_counts(product, sets.masks[set_of]), np.arange(set_of.size, dtype=np.int64)
+    if per_set is not None:
+        return per_set, set_of
+    seen = np.zeros(sets.masks.shape[0], dtype=bool)
+    seen[set_of] = True
+    ids = np.flatnonzero(seen)
+    return _set_counts(counts, sets.masks[ids]), np.searchsorted(ids, set_of).astype(np.int64)
 
 
 def _csr_counts(counts: _NonzeroCounts) -> sparse.csr_matrix:
@@ -472,9 +527,9 @@ def _csr_counts(counts: _NonzeroCounts) -> sparse.csr_matrix:
 
 
 def _product_counts(matrix: sparse.csr_matrix, s_mask: FloatArray) -> FloatArray:
-    """:func:`_chunk_counts` by scipy's sparse product of the nonzero counts
+    """:func:`_set_counts` by scipy's sparse product of the nonzero counts
     (:func:`_csr_counts`) with the chunk's value masks: one pass over the E nonzero counts
-    adding each to the chunk's row of its group, where :func:`_chunk_counts` gathers,
+    adding each to the chunk's row of its group, where :func:`_set_counts` gathers,
     multiplies and reduces a (sets, E) array per block of distinct value sets, several times
     the memory traffic when every query counts its own set (the draft's 5,000 queries,
     E = 614K at 1M records over the 5M register). The same whole numbers, exact in float64
@@ -520,21 +575,22 @@ def _in_query(
     return pairs // g, pairs % g, np.asarray(in_q, dtype=np.float64)
 
 
-def _uniform(fractions: list[FloatArray], nodes: list[IntArray], cs: FloatArray) -> FloatArray:
+def _uniform(fractions: list[FloatArray], nodes: list[IntArray], table: FloatArray, of: IntArray) -> FloatArray:
     """Paper 001's estimate of a chunk of queries, shape (chunk,): Σ_G c_S(G) · Π_k the
     fraction of G's node on attribute k inside the query's range (``fractions[k]``, shape
-    (chunk, nodes); ``nodes[k]`` G's node, shape (G,); ``cs`` c_S(G), shape (chunk, G)).
-    Only the (query, group) pairs whose box meets the query are multiplied out."""
+    (chunk, nodes); ``nodes[k]`` G's node, shape (G,); c_S(G) of query i is row ``of[i]`` of
+    ``table``, shape (n, G)). Only the (query, group) pairs whose box meets the query are
+    multiplied out."""
     if not fractions:
-        return cs.sum(axis=1)
+        return np.asarray(table.sum(axis=1)[of], dtype=np.float64)
     meets = (fractions[0] > 0)[:, nodes[0]]
     for f, n in zip(fractions[1:], nodes[1:], strict=True):
         meets &= (f > 0)[:, n]
     at, grp = np.nonzero(meets)
-    value = cs[at, grp]
+    value = table[of[at], grp]
     for f, n in zip(fractions, nodes, strict=True):
         value = value * f[at, n[grp]]
-    return np.asarray(np.bincount(at, weights=value, minlength=cs.shape[0]), dtype=np.float64)
+    return np.asarray(np.bincount(at, weights=value, minlength=of.size), dtype=np.float64)
 
 
 def series_answers(

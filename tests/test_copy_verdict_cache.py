@@ -270,7 +270,13 @@ def test_releases_of_one_register_version_resolve_it_once(fresh: Path, monkeypat
 
 
 def _arrays(folder: Path) -> list[Path]:
-    return sorted(folder.glob("copy-*.*.npz"))
+    """The resolutions kept: the coded registers and the releases' entries."""
+    return [p for p in sorted(folder.glob("copy-*.*.npz")) if ".labels-" not in p.name]
+
+
+def _labels(folder: Path) -> list[Path]:
+    """The releases' labels alone (every release of a verified copy)."""
+    return sorted(folder.glob("copy-*.labels-*.npz"))
 
 
 def _answers(copy: reader.PublicReleases) -> pd.DataFrame:
@@ -301,6 +307,7 @@ def test_a_second_open_answers_from_the_cached_arrays_without_the_register_or_th
     first = reader.open_releases(fresh, cache_dir=cache)
     made = _answers(first)
     assert len(_arrays(cache)) == 3, "one coded register (both releases share it) and one entry per release"
+    assert len(_labels(cache)) == 2, "the labels of each release"
     calls = len(resolved)
     second = reader.open_releases(fresh, cache_dir=cache)
     again = _answers(second)
@@ -375,7 +382,9 @@ def test_arrays_are_kept_only_under_the_state_they_were_made_from(fresh: Path, t
         lambda entry: entry.with_suffix(".sha256").unlink(),
         lambda entry: _forge_arrays(entry, {"group_nodes": np.zeros((3, 1), dtype=np.int64)}),  # not the shapes
         lambda entry: _forge_arrays(entry, {"values": np.array(["x"], dtype=object)}),  # needs pickle
-        lambda entry: _forge_arrays(entry, {"counts": np.full((1, 1), 10**6, dtype=np.int64)}),
+        lambda entry: _forge_arrays(entry, {"count_at": np.array([10**9]), "count": np.array([10**6])}),  # outside
+        lambda entry: _forge_arrays(entry, {"count_at": np.array([3, 3]), "count": np.array([1, 2])}),  # twice
+        lambda entry: _forge_arrays(entry, {"count": np.array([1])}),  # not one count per entry
         lambda entry: _forge_bytes(entry, b"not an archive"),
     ],
 )
@@ -421,7 +430,51 @@ def test_the_arrays_go_with_their_verdict(fresh: Path, tmp_path: Path, monkeypat
     _answers(reader.open_releases(fresh, cache_dir=cache))
     kept = _arrays(cache)
     assert len(kept) == 3 and not set(old) & set(kept)
+    kept += _labels(cache)
     assert sorted(p.name for p in cache.iterdir()) == sorted(
         [*(p.name for p in kept), *(p.with_suffix(".sha256").name for p in kept), *(
             f"{_entries(cache)[0].stem}{s}" for s in (".json", ".sha256"))]
     )  # fmt: skip
+
+
+def test_a_release_read_but_not_resolved_is_not_decoded_from_the_cache(fresh: Path, tmp_path: Path) -> None:
+    """The newest release is read on every command (its hierarchies name a cross-tab's
+    cells). Asked for release 1 only, a cached copy reads release 2 with the labels kept
+    beside the verdict: its table is not decoded, and its hierarchies are those read from it."""
+    cache = tmp_path / "verdicts"
+    full = reader.open_releases(fresh)
+    reader.open_releases(fresh, cache_dir=cache)
+    one = reader.open_releases(fresh, cache_dir=cache, releases=[1])
+    newest = one.releases[-1]
+    assert newest.number == 2 and newest.sources.data is None, "the newest release's table was decoded"
+    assert newest.sources.content is not None, "its verified bytes wait to be decoded when read"
+    assert {q: h.labels for q, h in newest.hierarchies.items()} == {
+        q: h.labels for q, h in full.releases[-1].hierarchies.items()
+    }
+    assert newest.records == len(full.releases[-1].data)
+    pd.testing.assert_frame_equal(newest.data, full.releases[-1].data)  # decoded when asked for
+
+
+@pytest.mark.parametrize(
+    "corrupt",
+    [
+        lambda entry: _flip(entry, 100),
+        lambda entry: entry.with_suffix(".sha256").unlink(),
+        lambda entry: _forge_arrays(entry, {"records": np.array([1, 2])}),  # not one number
+        lambda entry: _forge_arrays(entry, {"records": np.array(2.5)}),  # not a whole number
+    ],
+)
+def test_a_corrupt_or_forged_labels_entry_is_ignored_and_made_afresh(
+    fresh: Path, tmp_path: Path, corrupt: Callable[[Path], None]
+) -> None:
+    cache = tmp_path / "verdicts"
+    full = reader.open_releases(fresh)
+    reader.open_releases(fresh, cache_dir=cache)
+    corrupt(next(p for p in _labels(cache) if ".labels-0002." in p.name))
+    again = reader.open_releases(fresh, cache_dir=cache, releases=[1])
+    assert again.releases[-1].sources.data is not None, "release 2 was read from a corrupt entry"
+    assert {q: h.labels for q, h in again.releases[-1].hierarchies.items()} == {
+        q: h.labels for q, h in full.releases[-1].hierarchies.items()
+    }
+    third = reader.open_releases(fresh, cache_dir=cache, releases=[1])
+    assert third.releases[-1].sources.data is None, "the labels were not kept again"

@@ -279,7 +279,7 @@ def test_the_sparse_product_sums_c_s_as_the_distinct_sets_do() -> None:
     nonzero = anonymizer.joint._sparse_counts(counts)
     masks = (rng.random((200, 120)) < 0.5).astype(np.float64)
     masks[3] = masks[4]  # two queries of one set
-    by_sets = anonymizer.joint._chunk_counts(nonzero, masks)
+    by_sets = anonymizer.joint._set_counts(nonzero, masks)
     by_product = anonymizer.joint._product_counts(anonymizer.joint._csr_counts(nonzero), masks)
     np.testing.assert_array_equal(by_product, by_sets)
     np.testing.assert_array_equal(by_sets, masks @ counts.T.astype(np.float64))

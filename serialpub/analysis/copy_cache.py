@@ -9,7 +9,9 @@ what answering a query costs beyond the verdict: the register coded as its disti
 combinations (cells, with their individuals) and, per release, the groups resolved against
 it (:class:`anonymizer.joint.JointRelease`), the distinct labels of its numeric
 quasi-identifiers (the nodes a numeric QI is read with, :func:`anonymizer.intervals.extend_hierarchy`)
-and its number of records. A copy state whose verdict is in the cache answers from these
+and its number of records; and, for every release of a verified copy, those labels and
+records alone (a release read but not resolved, such as the newest one that names a
+cross-tab's cells, is then not decoded). A copy state whose verdict is in the cache answers from these
 without reading its register or decoding its tables. Any changed byte of the copy, another
 key or another version of this code is another key: its arrays are never read for it.
 An entry that is not intact, not of the shapes the release's manifest and hierarchies
@@ -29,6 +31,7 @@ import numpy.typing as npt
 
 import anonymizer
 from anonymizer.hierarchy import Hierarchy
+from anonymizer.intervals import extend_hierarchy
 from anonymizer.joint import JointRelease
 from serialpub.io import verdict_cache
 
@@ -65,6 +68,7 @@ def copy_state(
     key_text: str | None,
     pinned: str | None,
     id_column: str,
+    digests: dict[str, str] | None = None,
 ) -> str | None:
     """The cache key of the copy's state (:func:`serialpub.io.verdict_cache.verdict_key`):
     the key given (its text and a pinned fingerprint), the dataset, the id column, the sha256
@@ -72,7 +76,9 @@ def copy_state(
     ``registers/``, ``keys/`` and of ``register.csv`` with their paths (so an added, removed
     or renamed file changes it too), and of the verifying code (:data:`CODE_FILES`).
     ``contents``: the bytes of each release's ``data.parquet`` already read (hashed from
-    them, not read again). None when a file cannot be read (no cache then)."""
+    them, not read again). ``digests``, when given, receives the sha256 of every file by its
+    path relative to ``root`` (so that no caller hashes a file twice). None when a file
+    cannot be read (no cache then)."""
     try:
         files = [p for p in (root / "releases" / dataset).rglob("*") if p.is_file()]
         for sub in ("hierarchies", "hierarchy-versions", "registers", "keys"):
@@ -81,18 +87,20 @@ def copy_state(
         if (root / "register.csv").is_file():
             files.append(root / "register.csv")
         known = {(d / "data.parquet"): contents[n] for n, d in dirs} if contents is not None else {}
-        digests = verdict_cache.files_digest(root, [p for p in files if p not in known])
-        digests.update({p.relative_to(root).as_posix(): hashlib.sha256(b).hexdigest() for p, b in known.items()})
+        hashed = verdict_cache.files_digest(root, [p for p in files if p not in known])
+        hashed.update({p.relative_to(root).as_posix(): hashlib.sha256(b).hexdigest() for p, b in known.items()})
         code = _code_digest()
     except (OSError, ValueError):
         return None
+    if digests is not None:
+        digests.update(hashed)
     return verdict_cache.verdict_key(
         kind="public copy",
         key=key_text,
         pinned=pinned,
         dataset=dataset,
         id_column=id_column,
-        files=sorted(digests.items()),
+        files=sorted(hashed.items()),
         code=code,
     )
 
@@ -177,9 +185,8 @@ class ArrayStore:
         """The arrays of release ``number`` (QIs ``qis``, numeric QIs ``numeric``), None when
         they are not cached or not of the shapes those imply (a miss)."""
         entry = verdict_cache.load_arrays(self.folder, self.key, f"release-{number:04d}")
-        if entry is None or not {"group_nodes", "counts", "group_of_cell", "values", "register", "records"} <= set(
-            entry
-        ):
+        names = {"group_nodes", "count_at", "count", "group_of_cell", "values", "register", "records"}
+        if entry is None or not names <= set(entry):
             return None
         name = str(entry["register"])
         if name not in self.registers:
@@ -189,12 +196,15 @@ class ArrayStore:
             self.registers[name] = (coded["cell_leaves"], coded["cell_counts"])
         leaves, cell_counts = self.registers[name]
         labels = {q: [str(v) for v in entry[f"labels-{q}"]] for q in numeric if f"labels-{q}" in entry}
-        nodes, counts, of_cell = entry["group_nodes"], entry["counts"], entry["group_of_cell"]
-        d, g = len(qis), nodes.shape[0] if nodes.ndim == 2 else -1
+        nodes, at, count, of_cell = entry["group_nodes"], entry["count_at"], entry["count"], entry["group_of_cell"]
+        d, g, v = len(qis), nodes.shape[0] if nodes.ndim == 2 else -1, entry["values"].size
         shaped = (
-            all(a.dtype == np.int64 for a in (nodes, counts, of_cell, leaves, cell_counts))
+            all(a.dtype == np.int64 for a in (nodes, at, count, of_cell, leaves, cell_counts))
             and nodes.shape == (g, d)
-            and counts.shape == (g, entry["values"].size)
+            and at.ndim == 1
+            and count.shape == at.shape
+            # nonzero entries in row-major order, each within (G, V): the table they fill is whole
+            and (at.size == 0 or (int(at[0]) >= 0 and int(at[-1]) < g * v and bool((np.diff(at) > 0).all())))
             and leaves.ndim == 2
             and leaves.shape[1] == d
             and cell_counts.shape == of_cell.shape == (leaves.shape[0],)
@@ -204,8 +214,68 @@ class ArrayStore:
         )
         if not shaped:
             return None
-        values = tuple(str(v) for v in entry["values"])
+        counts = np.zeros((g, v), dtype=np.int64)
+        counts.reshape(-1)[at] = count
+        counts.flags.writeable = False
+        values = tuple(str(x) for x in entry["values"])
         return Resolved(nodes, counts, leaves, cell_counts, of_cell, values, labels, int(entry["records"]))
+
+    def read(
+        self,
+        number: int,
+        qis: list[str],
+        numeric: list[str],
+        suppressed: int,
+        declared: Mapping[str, Hierarchy],
+        extended: dict[object, Hierarchy],
+    ) -> tuple[dict[str, Hierarchy], JointRelease | None, int] | None:
+        """Release ``number``'s hierarchies (``declared``, one per QI of ``qis``, the numeric
+        QIs' extended by their cached labels; ``extended`` holds those made for earlier
+        releases, by declared hierarchy and labels), its resolution (None when it was read
+        but not resolved before) and its records; None when neither is cached or they do not
+        fit those hierarchies (a miss)."""
+        resolved = self.load(number, qis, numeric)
+        held = (resolved.labels, resolved.records) if resolved is not None else self.load_labels(number, numeric)
+        if held is None:
+            return None
+        read_with = dict(declared)
+        try:
+            for q in numeric:  # one step per numeric QI
+                key = (id(declared[q]), tuple(held[0][q]))
+                if key not in extended:
+                    extended[key] = extend_hierarchy(declared[q], held[0][q])
+                read_with[q] = extended[key]
+        except (KeyError, ValueError):
+            return None
+        if resolved is None:
+            return read_with, None, held[1]
+        joint = resolved.joint(qis, [read_with[q] for q in qis], suppressed)
+        return None if joint is None else (read_with, joint, held[1])
+
+    def load_labels(self, number: int, numeric: list[str]) -> tuple[dict[str, list[str]], int] | None:
+        """The distinct labels of release ``number``'s numeric QIs ``numeric`` and its records,
+        as :meth:`save_labels` kept them; None when they are not cached or not of that shape
+        (a miss)."""
+        entry = verdict_cache.load_arrays(self.folder, self.key, f"labels-{number:04d}")
+        names = ["records", *(f"labels-{q}" for q in numeric)]
+        if entry is None or any(name not in entry for name in names):
+            return None
+        records, arrays = entry["records"], [entry[f"labels-{q}"] for q in numeric]
+        if records.shape != () or records.dtype != np.int64 or any(a.ndim != 1 or a.dtype.kind != "U" for a in arrays):
+            return None
+        return {q: [str(v) for v in a] for q, a in zip(numeric, arrays, strict=True)}, int(records)
+
+    def save_labels(self, number: int, labels: Mapping[str, list[str]], records: int) -> None:
+        """Keep the distinct ``labels`` of release ``number``'s numeric QIs (in order of first
+        appearance) and its ``records``: what reading it with its hierarchies needs, so that a
+        release not resolved (the newest, whose hierarchies name a cross-tab's cells) is not
+        decoded on every command. Unlike :meth:`save`, no second hash of the copy is needed:
+        they are read from the very bytes of its ``data.parquet`` that were hashed into
+        :attr:`key`, whatever happened to the file since."""
+        arrays = {f"labels-{q}": np.array(v, dtype=str) for q, v in labels.items()}
+        verdict_cache.save_arrays(
+            self.folder, self.key, f"labels-{number:04d}", {**arrays, "records": np.array(records, dtype=np.int64)}
+        )
 
     def save(self, number: int, joint: JointRelease, labels: Mapping[str, list[str]], records: int) -> None:
         """Keep release ``number``'s resolution ``joint``, the distinct ``labels`` of its
@@ -218,9 +288,15 @@ class ArrayStore:
             if not verdict_cache.save_arrays(self.folder, self.key, name, coded):
                 return
             self.registers[name] = (joint.cell_leaves, joint.cell_counts)
+        # the counts by their nonzero entries: a group holds few of the values, and the dense
+        # (G, V) table is hundreds of MB at 16,581 groups of 2,000 values, read and hashed on
+        # every command
+        flat = np.ascontiguousarray(joint.counts, dtype=np.int64).reshape(-1)
+        at = np.flatnonzero(flat)
         arrays = {
             "group_nodes": joint.group_nodes,
-            "counts": joint.counts,
+            "count_at": at.astype(np.int64),
+            "count": flat[at],
             "group_of_cell": joint.group_of_cell,
             "values": np.array(joint.sensitive_values, dtype=str),
             "register": np.array(name),

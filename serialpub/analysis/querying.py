@@ -68,6 +68,7 @@ ERROR_MODEL = (
 )
 
 BoolArray = npt.NDArray[np.bool_]
+FloatArray = npt.NDArray[np.float64]
 
 _HALF = re.compile(r"^(>=|<=)\s*(.+)$")
 _RANGE = re.compile(r"^\[\s*([^,\]]+?)\s*,\s*([^,\]]+?)\s*\]$")
@@ -93,15 +94,17 @@ class Condition:
     def __str__(self) -> str:
         return f"{self.attribute}={self.value}"
 
-    def mask(self, h: Hierarchy) -> BoolArray:
-        """The leaves of ``h`` that satisfy the condition, bool (n_leaves,).
+    def mask(self, h: Hierarchy, anc: BoolArray | None = None, numbers: FloatArray | None = None) -> BoolArray:
+        """The leaves of ``h`` that satisfy the condition, bool (n_leaves,). ``anc`` and
+        ``numbers``: ``h``'s ancestor matrix and leaf numbers when the caller made them once
+        for many conditions (a batch), else made here.
 
         Raises:
             InputError: a value that is no leaf or node of the hierarchy, a range on a QI
                 whose leaves are not numbers, an unreadable or empty range; the line names
                 the allowed values.
         """
-        anc = h.index.ancestor_matrix()
+        anc = h.index.ancestor_matrix() if anc is None else anc
         text = self.value.strip()
         if h.has_label(text):
             return np.asarray(anc[:, h.node(text)])
@@ -109,7 +112,8 @@ class Condition:
         # labels first: a label may itself begin like a range ('<=50K', '>50K'), in any part
         if text and all(h.has_label(p) for p in parts):
             return np.asarray(anc[:, [h.node(p) for p in parts]].any(axis=1))
-        numbers = h.leaf_numbers() if h.numeric else None
+        if numbers is None and h.numeric:
+            numbers = h.leaf_numbers()
         lo = hi = None
         single = len(parts) == 1  # several values joined by '|' are labels, never a range
         if single and (m := _RANGE.match(text)) is not None:
@@ -207,28 +211,64 @@ def _ranges(
     release: PublishedRelease, queries: Sequence[Query], domain: list[str], s_sets: list[list[str]]
 ) -> QueryRanges:
     """The queries as leaf masks over ``release``'s hierarchies, (Q, n_leaves) per QI named
-    by a condition; a condition is resolved once per hierarchy however many queries hold it."""
-    masks: dict[str, BoolArray] = {}
-    seen: dict[Condition, BoolArray] = {}
-    for i, q in enumerate(queries):  # one step per query: each mask is one vectorized call
+    by a condition.
+
+    Each distinct condition is resolved once (:meth:`Condition.mask`, with one ancestor
+    matrix per hierarchy) into a row of a table per QI; the queries' masks are then
+    those rows gathered and ANDed, one vectorized step per QI and per repeat of a QI within
+    a query, never a step per query. A query's value set S is coded the same way. The first
+    condition (in query order) that a release cannot resolve is refused, naming its query."""
+    n = len(queries)
+    code: dict[Condition, int] = {}
+    first: list[tuple[Condition, str]] = []  # each distinct condition and the query it first appears in
+    at_query: list[int] = []
+    at_condition: list[int] = []
+    for i, q in enumerate(queries):  # coding only: one dict lookup per condition
         for c in q.conditions:
-            if c.attribute not in release.qis:
-                missing = InputError(f"--where {c}: release {release.number} does not publish {c.attribute}")
-                raise _located(q.origin, missing)
+            k = code.get(c)
+            if k is None:
+                k = code[c] = len(first)
+                first.append((c, q.origin))
+            at_query.append(i)
+            at_condition.append(k)
+    rows: list[BoolArray] = []
+    of: dict[str, tuple[Hierarchy, BoolArray, FloatArray | None]] = {}  # made once per QI
+    for c, origin in first:  # one step per distinct condition, in order of first appearance
+        if c.attribute not in release.qis:
+            missing = InputError(f"--where {c}: release {release.number} does not publish {c.attribute}")
+            raise _located(origin, missing)
+        if c.attribute not in of:
             h = release.hierarchies[c.attribute]
-            if c not in seen:
-                try:
-                    seen[c] = c.mask(h)
-                except InputError as exc:
-                    raise _located(q.origin, exc) from None
-            if c.attribute not in masks:
-                masks[c.attribute] = np.ones((len(queries), h.n_leaves), dtype=bool)
-            masks[c.attribute][i] &= seen[c]
-    s_mask = np.zeros((len(queries), len(domain)), dtype=bool)
+            of[c.attribute] = (h, h.index.ancestor_matrix(), h.leaf_numbers() if h.numeric else None)
+        try:
+            rows.append(c.mask(*of[c.attribute]))
+        except InputError as exc:
+            raise _located(origin, exc) from None
+    query_of = np.asarray(at_query, dtype=np.int64)
+    condition_of = np.asarray(at_condition, dtype=np.int64)
+    attribute = np.array([list(of).index(c.attribute) for c, _ in first], dtype=np.int64)
+    masks: dict[str, BoolArray] = {}
+    for a, name in enumerate(of):  # one step per QI named
+        mine = np.flatnonzero(attribute == a)
+        table = np.stack([rows[k] for k in mine]) if mine.size else np.zeros((0, of[name][0].n_leaves), dtype=bool)
+        local = np.full(len(first), -1, dtype=np.int64)
+        local[mine] = np.arange(mine.size)
+        on = local[condition_of] >= 0
+        qs, ks = query_of[on], local[condition_of[on]]
+        # qs is non-decreasing: a query's k-th condition on this QI has rank k
+        rank = np.arange(qs.size) - np.searchsorted(qs, qs, side="left")
+        mask = np.ones((n, table.shape[1]), dtype=bool)
+        for r in range(int(rank.max()) + 1 if rank.size else 0):  # one step per repeat of the QI in a query
+            at = rank == r
+            mask[qs[at]] &= table[ks[at]]
+        masks[name] = mask
+    s_code: dict[tuple[str, ...], int] = {}
+    s_of = np.array([s_code.setdefault(tuple(v), len(s_code)) for v in s_sets], dtype=np.int64)
     position = {v: k for k, v in enumerate(domain)}
-    for i, values in enumerate(s_sets):
-        s_mask[i, [position[v] for v in values]] = True
-    return QueryRanges(masks, tuple(domain), s_mask)
+    s_rows = np.zeros((len(s_code), len(domain)), dtype=bool)
+    for values, k in s_code.items():  # one step per distinct value set
+        s_rows[k, [position[v] for v in values]] = True
+    return QueryRanges(masks, tuple(domain), s_rows[s_of])
 
 
 def answer(

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from anonymizer.hierarchy import Hierarchy
-from anonymizer.intervals import extend_hierarchy, release_hierarchies
+from anonymizer.intervals import release_hierarchies
 from anonymizer.joint import JointRelease
 from anonymizer.regions import group_release, record_nodes
 from serialpub.analysis.audit.cells import Cells, register_cells
@@ -230,9 +230,13 @@ class PublishedRelease:
         except ValueError as exc:
             raise InputError(f"{self.folder / 'data.parquet'}: {exc}") from None
         if self.sources.store is not None:
-            labels = {q: list(self.data[q].astype(str).unique()) for q in self.manifest.numeric}
-            self.sources.store.save(self.number, joint, labels, len(self.data))
+            self.sources.store.save(self.number, joint, self.numeric_labels(), len(self.data))
         return joint
+
+    def numeric_labels(self) -> dict[str, list[str]]:
+        """Per numeric QI its distinct published labels, in order of first appearance (what
+        :func:`anonymizer.intervals.release_hierarchies` reads the release with)."""
+        return {q: list(self.data[q].astype(str).unique()) for q in self.manifest.numeric}
 
     def joint(self) -> JointRelease:
         """The release resolved against the register it was published with
@@ -349,7 +353,8 @@ def open_releases(
                 raise InputError(f"{d / name}: file missing; this copy is incomplete, do not use it")
     # each data.parquet read once: the bytes hashed (sha256, cache key) are the bytes parsed
     contents = {n: (d / "data.parquet").read_bytes() for n, d in dirs}
-    state = _copy_state(root, dataset, dirs, contents, key_text, pinned, id_column) if cache_dir is not None else None
+    hashed: dict[str, str] = {}  # each file's sha256 for the key, so the register's is not taken twice
+    state = _copy_state(root, dataset, dirs, contents, key_text, pinned, id_column, hashed) if cache_dir else None
     cached = verdict_cache.load_copy(cache_dir, state) if cache_dir is not None and state is not None else None
     if cached is None:
         try:
@@ -377,7 +382,7 @@ def open_releases(
         manifests.append((manifest, mpath))
     hierarchy_sets = read_release_hierarchies(root, manifests)
     has_register = (root / "register.csv").is_file() or (root / "registers").is_dir()
-    registers = Registers(root, id_column, manifests) if has_register else None
+    registers = Registers(root, id_column, manifests, hashed.get("register.csv")) if has_register else None
     # the newest release always: its hierarchies name a cross-tab's cells; and every release
     # when the sensitive domain is read from the published values (no hierarchy file of it)
     newest = manifests[-1][0]
@@ -409,6 +414,8 @@ def open_releases(
             if cached is None and register_of is not None:  # else read if resolved, as verified
                 sources.register, sources.register_of = register_of(), None
         release = PublishedRelease(n, d, m, read_with, sources, id_column, cells_memo)
+        if store is not None and held is None:
+            store.save_labels(n, release.numeric_labels(), release.records)
         if cached is None:
             _check_labels(release)
         opened.append(release)
@@ -426,30 +433,20 @@ def open_releases(
                 kept = ArrayStore(cache_dir, state, unchanged)
                 for r in opened:
                     r.sources.store = kept
+                    kept.save_labels(r.number, r.numeric_labels(), r.records)
     return PublicReleases(root, dataset, opened, notes, has_register, fp, source, len(dirs))
 
 
 def _from_cache(
     store: ArrayStore, m: ParsedManifest, declared: dict[str, Hierarchy], extended: dict[object, Hierarchy]
 ) -> tuple[dict[str, Hierarchy], Sources] | None:
-    """Release ``m``'s hierarchies (``declared``, the numeric QIs' extended by their cached
-    labels; ``extended`` holds those made for earlier releases, by declared hierarchy and
-    labels) and its cached resolution, None when the store does not hold one that fits."""
-    qis = list(m.quasi_identifiers)
-    resolved = store.load(m.release, qis, list(m.numeric))
-    if resolved is None:
+    """Release ``m``'s hierarchies and cached resolution (:meth:`ArrayStore.read`; without
+    one, its table is decoded when first read), None when the store holds neither."""
+    held = store.read(m.release, list(m.quasi_identifiers), list(m.numeric), m.suppressed or 0, declared, extended)
+    if held is None:
         return None
-    read_with = dict(declared)
-    try:
-        for q in m.numeric:  # one step per numeric QI
-            key = (id(declared[q]), tuple(resolved.labels[q]))
-            if key not in extended:
-                extended[key] = extend_hierarchy(declared[q], resolved.labels[q])
-            read_with[q] = extended[key]
-    except (KeyError, ValueError):
-        return None
-    joint = resolved.joint(qis, [read_with[q] for q in qis], m.suppressed or 0)
-    return None if joint is None else (read_with, Sources(joint=joint, records=resolved.records))
+    read_with, joint, records = held
+    return read_with, Sources(joint=joint, records=records, store=store if joint is None else None)
 
 
 def _read_data(path: Path, m: ParsedManifest, content: bytes | None = None) -> pd.DataFrame:

@@ -94,10 +94,21 @@ class Registers(Sequence["pd.DataFrame"]):
     (:mod:`serialpub.io.versions`). Read in order; the version read last is kept, so
     releases that share a register share one table (read once)."""
 
-    def __init__(self, workspace: Path, id_column: str, manifests: list[tuple[ParsedManifest, Path]]) -> None:
+    def __init__(
+        self,
+        workspace: Path,
+        id_column: str,
+        manifests: list[tuple[ParsedManifest, Path]],
+        current_sha: str | None = None,
+    ) -> None:
+        """``current_sha``: the sha256 of ``register.csv`` when the caller hashed it already
+        (a data user's cache key reads every byte of it: a second pass over a national
+        register is a third of a second more)."""
         self.workspace, self.id_column = workspace, id_column
         self.current = workspace / "register.csv"
-        self.current_sha = file_sha256(self.current) if self.current.is_file() else None
+        if current_sha is None and self.current.is_file():
+            current_sha = file_sha256(self.current)
+        self.current_sha = current_sha
         self.versions = RegisterVersions(workspace)
         self.shas: list[str] = []
         # the columns each version must have: the id and the QIs of every release that used it
