@@ -211,13 +211,10 @@ def _ranges(
     release: PublishedRelease, queries: Sequence[Query], domain: list[str], s_sets: list[list[str]]
 ) -> QueryRanges:
     """The queries as leaf masks over ``release``'s hierarchies, (Q, n_leaves) per QI named
-    by a condition.
-
-    Each distinct condition is resolved once (:meth:`Condition.mask`, with one ancestor
-    matrix per hierarchy) into a row of a table per QI; the queries' masks are then
-    those rows gathered and ANDed, one vectorized step per QI and per repeat of a QI within
-    a query, never a step per query. A query's value set S is coded the same way. The first
-    condition (in query order) that a release cannot resolve is refused, naming its query."""
+    by a condition. Each distinct condition is resolved once (:meth:`Condition.mask`, one
+    ancestor matrix per hierarchy); the queries' masks gather and AND those rows, one step per
+    QI and per repeat of a QI in a query, never one per query; the value sets likewise. The
+    first condition (in query order) a release cannot resolve is refused, naming its query."""
     n = len(queries)
     code: dict[Condition, int] = {}
     first: list[tuple[Condition, str]] = []  # each distinct condition and the query it first appears in
@@ -263,7 +260,12 @@ def _ranges(
             mask[qs[at]] &= table[ks[at]]
         masks[name] = mask
     s_code: dict[tuple[str, ...], int] = {}
-    s_of = np.array([s_code.setdefault(tuple(v), len(s_code)) for v in s_sets], dtype=np.int64)
+    # most queries share one list (the domain): coded by identity (alive in s_sets), not hashed per query
+    by_id: dict[int, int] = {}
+    for v in s_sets:
+        if id(v) not in by_id:
+            by_id[id(v)] = s_code.setdefault(tuple(v), len(s_code))
+    s_of = np.array([by_id[id(v)] for v in s_sets], dtype=np.int64)
     position = {v: k for k, v in enumerate(domain)}
     s_rows = np.zeros((len(s_code), len(domain)), dtype=bool)
     for values, k in s_code.items():  # one step per distinct value set
