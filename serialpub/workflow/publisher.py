@@ -42,7 +42,7 @@ from serialpub.io import register_cache
 from serialpub.io.inputs import Register, Snapshot
 from serialpub.io.statistics_file import StatisticsFile
 from serialpub.report.render import read_presence_shown
-from serialpub.workflow import drafting, input_checks, memory, progress, publishing, sign_off, validating
+from serialpub.workflow import drafting, input_checks, progress, publishing, sign_off, validating
 from serialpub.workflow.baseline import series_report as baseline_report
 from serialpub.workflow.dataset_inputs import input_stamp, read_dataset_inputs
 from serialpub.workflow.dataset_series import DatasetSeries
@@ -112,9 +112,6 @@ class Publisher:
     def __init__(
         self, ws: Workspace, cache_writes: register_cache.Writes | None = None, request: ReleaseRequest | None = None
     ) -> None:
-        # before the register is read: its columns and every later step's arrays go back to
-        # the system when freed, not into a heap that holds them to the next release's peak
-        memory.map_large_blocks()
         self._stamp = input_stamp(ws)
         #: the dataset's small inputs, frozen; read again when their files change (refresh_inputs).
         #: Read before the state database is opened: bad input leaves no trace, not even a new
