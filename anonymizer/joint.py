@@ -94,6 +94,8 @@ Z_95 = 1.959963984540054
 #: Upper bound on the elements of one (queries × cells or groups) work matrix, so that memory
 #: stays bounded whatever the number of queries.
 CHUNK_ELEMENTS = 1 << 21
+#: whole numbers below this are exact in float32 (its 24-bit significand)
+FLOAT32_EXACT = 1 << 24
 
 
 @dataclass(frozen=True, eq=False)
@@ -523,7 +525,13 @@ def _csr_counts(counts: _NonzeroCounts) -> sparse.csr_matrix:
     indptr = np.zeros(g + 1, dtype=np.int64)
     indptr[counts.groups + 1] = np.diff(np.r_[counts.starts, counts.column.size])
     np.cumsum(indptr, out=indptr)
-    return sparse.csr_matrix((counts.count, counts.column, indptr), shape=(g, v))
+    # every c_S(G) is a sum of whole counts no larger than the records published in all: below
+    # 2**24 they are exact in float32, whose product moves half the bytes (and int32 indices
+    # half again) for the same whole numbers, so the same float64 figures to the bit
+    narrow = counts.count.sum() < FLOAT32_EXACT
+    data = counts.count.astype(np.float32) if narrow else counts.count
+    index = np.int32 if max(counts.column.size, v) < 2**31 else np.int64
+    return sparse.csr_matrix((data, counts.column.astype(index), indptr.astype(index)), shape=(g, v))
 
 
 def _product_counts(matrix: sparse.csr_matrix, s_mask: FloatArray) -> FloatArray:
@@ -533,8 +541,10 @@ def _product_counts(matrix: sparse.csr_matrix, s_mask: FloatArray) -> FloatArray
     multiplies and reduces a (sets, E) array per block of distinct value sets, several times
     the memory traffic when every query counts its own set (the draft's 5,000 queries,
     E = 614K at 1M records over the 5M register). The same whole numbers, exact in float64
-    in any order of summation, so the same floats to the bit."""
-    return np.asarray(matrix @ np.ascontiguousarray(s_mask.T)).T
+    in any order of summation, so the same floats to the bit (float32 when
+    :func:`_csr_counts` found them exact in it, returned as float64)."""
+    product = np.asarray(matrix @ np.ascontiguousarray(s_mask.T, dtype=matrix.dtype)).T
+    return product.astype(np.float64, copy=False)
 
 
 def _in_query(

@@ -3,10 +3,13 @@ a thread samples /proc/self/statm every fiftieth of a second, and each step (ser
 gets the highest sample inside its time. The register cache is emptied first (a new register
 version) unless ``--warm``. Run it in a process that did not just build the data: a process
 keeps memory it freed, so build with ``bench_scaling.py`` or ``bench_release_steps.py`` first.
+With ``--next`` the first release is published untraced and the next one (the scaling
+study's second snapshot, in the same process) is traced: the steady state of
+``ab_release.sh``, with what the first release left in memory.
 
 Usage::
 
-    uv run python benchmarks/bench_memory_steps.py [--register 5000000] [--warm]
+    uv run python benchmarks/bench_memory_steps.py [--register 5000000] [--warm] [--next]
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--register", type=int, default=5_000_000)
     ap.add_argument("--warm", action="store_true")
+    ap.add_argument("--next", action="store_true", help="trace the second release, not the first")
     args = ap.parse_args()
     root = register_root(args.register)
     snapshots = snapshot_pair(root, "diagnosis", 1_000_000)
@@ -59,6 +63,10 @@ def main() -> None:
     for verdict in root.glob("cache/snapshot-*"):
         verdict.unlink()
     write_config(root, "diagnosis", "register")
+    publisher = Publisher(load_config(root)) if args.next else None
+    if publisher is not None:
+        publisher.publish(snapshots[0], period="0001")
+        print(f"after release 1: {_rss_gib():.2f} GiB resident")
     samples: list[tuple[float, float]] = []
     done = threading.Event()
     t0 = time.perf_counter()
@@ -71,10 +79,12 @@ def main() -> None:
     sampler.start()
     steps = Steps(t0)
     with progress.listening(steps):
-        Publisher(load_config(root)).publish(snapshots[0], period="0001")
+        if publisher is None:  # a fresh process: reading the register is traced too
+            publisher = Publisher(load_config(root))
+        publisher.publish(*((snapshots[1], "0002") if args.next else (snapshots[0], "0001")))
     done.set()
     sampler.join()
-    print(f"release 1 in a fresh process: {time.perf_counter() - t0:.1f} s")
+    print(f"release {2 if args.next else 1}: {time.perf_counter() - t0:.1f} s")
     for start, end, thread, name in sorted(steps.rows):
         inside = [rss for t, rss in samples if start <= t <= end]
         peak = f"{max(inside):.2f} GiB" if inside else "-"

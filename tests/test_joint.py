@@ -283,3 +283,23 @@ def test_the_sparse_product_sums_c_s_as_the_distinct_sets_do() -> None:
     by_product = anonymizer.joint._product_counts(anonymizer.joint._csr_counts(nonzero), masks)
     np.testing.assert_array_equal(by_product, by_sets)
     np.testing.assert_array_equal(by_sets, masks @ counts.T.astype(np.float64))
+
+
+def test_the_sparse_product_in_float32_gives_the_float64_sums() -> None:
+    """Below 2**24 records in all the product runs in float32: counts whose sums reach
+    just under 2**24 (where a float32 sum of larger whole numbers would round) give the
+    float64 sums to the bit, as float64; one record more and the product stays in float64."""
+    rng = np.random.default_rng(8)
+    counts = rng.integers(1, 1_600, size=(60, 400)) * (rng.random((60, 400)) < 0.8)
+    assert counts.sum() < (1 << 24)
+    counts[0, 0] += (1 << 24) - 1 - int(counts.sum())  # the records in all: 2**24 - 1
+    nonzero = anonymizer.joint._sparse_counts(counts)
+    matrix = anonymizer.joint._csr_counts(nonzero)
+    assert matrix.dtype == np.float32
+    masks = (rng.random((90, 400)) < 0.5).astype(np.float64)
+    masks[7] = 1.0  # a query of every value: its c_S(G) is the group's whole count
+    got = anonymizer.joint._product_counts(matrix, masks)
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got, masks @ counts.T.astype(np.float64))
+    counts[0, 0] += 1
+    assert anonymizer.joint._csr_counts(anonymizer.joint._sparse_counts(counts)).dtype == np.float64
