@@ -114,6 +114,7 @@ def test_the_command_prints_each_step_and_writes_the_tuning(tmp_path: Path) -> N
     assert entry["outcome"] == "converged" and len(entry["steps"]) >= 2
     assert entry["steps"][0]["propensity_ratio"] == 1 and entry["reached"] == entry["steps"][-1]["propensity_ratio"]
     assert "step 0: ρ=1" in proc.stdout and "converged" in proc.stdout
+    assert f"({len(entry['steps'])} series with the rule's steps)" in proc.stdout
     # the table ranks each candidate at the ρ reached
     (row,) = json.loads(out.read_text())["candidates"]
     assert row["settings"]["propensity_ratio"] == entry["reached"]

@@ -201,7 +201,10 @@ def plan(
         if r["reason"]:
             reason = r["reason"] if len(r["reason"]) <= 240 else r["reason"][:239] + "…"
             console.print(f"refused: {r['candidate']}, release {r['refused_at']}: {reason}", markup=False)
-    console.print(f"{len(candidates)} candidates × {rounds} releases in {seconds:.1f} s on {used_jobs} process(es)")
+    series = f" ({sum(len(t) for t in trails)} series with the rule's steps)" if tune_ratio else ""
+    console.print(
+        f"{len(candidates)} candidates × {rounds} releases{series} in {seconds:.1f} s on {used_jobs} process(es)"
+    )
     if json_out is not None:
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
