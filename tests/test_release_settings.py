@@ -47,7 +47,7 @@ DEMO_ONLY = {"--out", "--rounds", "--seed", "--evolving-register", "--help"}
 #: the options of ``serialpub plan`` that are no axis of its grid
 PLAN_ONLY = {
     "--config", "--rounds", "--snapshots", "--simulate", "--seed", "--grid", "--json", "--html", "--jobs",
-    "--max-candidates", "--learners", "--help",
+    "--max-candidates", "--learners", "--tune-ratio", "--help",
 }  # fmt: skip
 #: a configuration that sets every release setting away from its default
 EVERY_SETTING: dict[str, Any] = {

@@ -82,6 +82,14 @@ def plan(
             "(nb, nb-em3, nb-em10, logistic-pairs)",
         ),
     ] = "nb",
+    tune_ratio: Annotated[
+        int,
+        typer.Option(
+            "--tune-ratio",
+            help="raise ρ per protected value by the rule of docs/threat-model.md for at most this many steps, "
+            "each step the candidate's series published again (0: off); reads nb and logistic-pairs",
+        ),
+    ] = 0,
 ) -> None:
     """Try candidate settings on the workspace's register and snapshots before release 1.
 
@@ -96,6 +104,8 @@ def plan(
 
     if jobs is not None and jobs < 1:
         raise InputError(f"--jobs must be at least 1, got {jobs}")
+    if tune_ratio < 0:
+        raise InputError(f"--tune-ratio must be 0 (off) or a number of steps, got {tune_ratio}")
     if max_candidates is not None and max_candidates < 1:
         raise InputError(f"--max-candidates must be at least 1, got {max_candidates}")
     given: dict[str, list[Any]] = read_grid_file(grid) if grid is not None else {}
@@ -122,13 +132,18 @@ def plan(
     from serialpub.analysis.audit.learners import learner_names
     from serialpub.planning.page import advice, flag_texts, protected_setting, ranked, write_page
     from serialpub.planning.run import prepare, run_plan
+    from serialpub.planning.tune import ONE_PASS, tune_ratios, tuning_lines, tuning_record
     from serialpub.workflow.measuring import QUERY_COUNT, QUERY_DIMENSIONS, QUERY_SELECTIVITY
 
     names = learner_names(learners)
+    if tune_ratio and not set(names) & set(ONE_PASS):
+        raise InputError(
+            f"--tune-ratio reads the one-pass learners ({', '.join(ONE_PASS)}); give --learners nb,logistic-pairs"
+        )
     setup = replace(prepare(ws, snapshots, simulate, rounds, seed), learners=names)
     domain = list(setup.plan.inputs.sensitive_domain or [])
     candidates = build_grid(given, ws.config, domain, max_candidates or MAX_CANDIDATES)
-    total = len(candidates) * rounds
+    total = len(candidates) * rounds * (tune_ratio + 1)  # tuning: at most, a candidate may stop early
     with Progress(
         TextColumn("candidates × releases"),
         BarColumn(),
@@ -139,7 +154,12 @@ def plan(
         disable=not console.is_terminal,
     ) as bar:
         task = bar.add_task("plan", total=total)
-        rows, seconds = run_plan(setup, candidates, jobs, lambda: bar.advance(task))
+        if tune_ratio:
+            trails, seconds = tune_ratios(setup, candidates, tune_ratio, jobs, lambda: bar.advance(task))
+            rows = [t[-1] for t in trails]  # each candidate at the ρ the rule reached
+        else:
+            rows, seconds = run_plan(setup, candidates, jobs, lambda: bar.advance(task))
+            trails = []
     cfg = ws.config
     order = ranked(rows, rounds)
     used_jobs = max(1, min(jobs or os.cpu_count() or 1, len(candidates)))
@@ -163,6 +183,8 @@ def plan(
         "advice": lines,
         "candidates": order,
     }
+    if tune_ratio:
+        document["tuning"] = tuning_record(trails)
     console.print(_table(order, rounds, flag_texts))
     # serialpub.yaml needs the values themselves: what each rarest:m of the grid stands for
     for spec, r in {
@@ -173,11 +195,16 @@ def plan(
         console.print(f"{spec} = {protected_setting(r)}", markup=False)
     for line in lines:
         console.print(f"• {line}")
+    for line in tuning_lines(document.get("tuning", [])):
+        console.print(line, markup=False)
     for r in order:
         if r["reason"]:
             reason = r["reason"] if len(r["reason"]) <= 240 else r["reason"][:239] + "…"
             console.print(f"refused: {r['candidate']}, release {r['refused_at']}: {reason}", markup=False)
-    console.print(f"{len(candidates)} candidates × {rounds} releases in {seconds:.1f} s on {used_jobs} process(es)")
+    series = f" ({sum(len(t) for t in trails)} series with the rule's steps)" if tune_ratio else ""
+    console.print(
+        f"{len(candidates)} candidates × {rounds} releases{series} in {seconds:.1f} s on {used_jobs} process(es)"
+    )
     if json_out is not None:
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")

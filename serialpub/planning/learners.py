@@ -29,7 +29,8 @@ def learner_figures(
     order of :data:`serialpub.analysis.audit.learners.LEARNERS`), its largest posterior P'
     (``max_p``) with a pair attaining it (``max_individual``, ``max_value``) and that pair's
     uniform charge (``max_uniform``), the pairs (register individual, protected value) above
-    1/ℓ (``above``), and its ``seconds``.
+    1/ℓ (``above``), its ``seconds``, and per protected value its largest P'
+    (``max_per_value``, what the per-value rule of :mod:`serialpub.planning.tune` reads).
 
     ``releases`` are the series' releases resolved against the register as the public copy
     shows them (:class:`JointRelease`: regions, records per value); each group's candidates
@@ -78,6 +79,7 @@ def learner_figures(
     report = learner_report(series, names)
     return [
         {"name": f.name, "max_p": f.max_p, "max_individual": f.max_individual, "max_value": f.max_value,
-         "max_uniform": f.max_uniform, "above": f.above, "seconds": f.seconds}
+         "max_uniform": f.max_uniform, "above": f.above, "seconds": f.seconds,
+         "max_per_value": dict(zip(report.values, f.max_per_value, strict=True))}
         for f in report.learners if f.name != "uniform"
     ]  # fmt: skip
