@@ -33,8 +33,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from anonymizer.learners.core import LEARNERS, LearnerSeries, Release, Version, posteriors
 from serialpub.analysis.audit import audit_workspace
-from serialpub.analysis.audit.learners import LEARNERS, LearnerSeries, Release, Version, posteriors
 
 
 def peak_gib() -> float:

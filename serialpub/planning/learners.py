@@ -1,5 +1,5 @@
 """The learning adversary on a planned series (``serialpub plan --learners``): the audit's
-learners (:mod:`serialpub.analysis.audit.learners`, docs/threat-model.md "The learning
+learners (:mod:`anonymizer.learners`, docs/threat-model.md "The learning
 adversary") run on the candidate's releases as the planner holds them in memory, so that
 a plan shows, per candidate, the figures ``serialpub audit --learners`` would give on the
 same series published for real (docs/choosing.md)."""
@@ -26,7 +26,7 @@ def learner_figures(
     names: Sequence[str],
 ) -> list[dict[str, Any]]:
     """The learning adversary on a series held in memory: per learner of ``names`` (in the
-    order of :data:`serialpub.analysis.audit.learners.LEARNERS`), its largest posterior P'
+    order of :data:`anonymizer.learners.core.LEARNERS`), its largest posterior P'
     (``max_p``) with a pair attaining it (``max_individual``, ``max_value``) and that pair's
     uniform charge (``max_uniform``), the pairs (register individual, protected value) above
     1/ℓ (``above``), and its ``seconds``.
@@ -38,7 +38,7 @@ def learner_figures(
     them (:func:`serialpub.analysis.audit.learners.learner_series`), so the figures are the
     audit's on the same series published for real (tests/test_plan.py)."""
     from anonymizer.arrays import factorize_rows
-    from serialpub.analysis.audit.learners import cell_series, learner_report
+    from anonymizer.learners.core import cell_series, learner_report
 
     others = sorted(
         {
