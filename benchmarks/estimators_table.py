@@ -8,7 +8,11 @@ plan``'s ``rarest:5`` picks them) and reads each series with ``demo_utility.py``
 series: the median over releases of each release's mean relative error of 5,000 range-count
 queries under the register-joint estimator, the register-marginal one and paper 001's
 uniform one; the baseline (joint estimator on a release of the sensitive histogram only);
-the gain (baseline − joint); groups per release; the largest breach probability.
+the gain (baseline − joint); groups per release; the largest breach probability; and the
+learning adversary's largest posterior P' after the last release under the one-pass learners
+``nb`` and ``logistic-pairs``, fitted on every release (with the pairs above 1/ℓ), by the
+release report's code, which equals ``serialpub audit --learners`` (docs/threat-model.md,
+"The learning adversary").
 
 Usage::
 
@@ -34,6 +38,8 @@ sys.path.insert(0, str(HERE))
 from demo_utility import measure  # noqa: E402
 
 RESULT = HERE / "out" / "estimators.json"
+#: the learners of the table's last columns: the one-pass ones
+LEARNERS = ("nb", "logistic-pairs")
 SERIES: dict[str, list[str]] = {
     "demo defaults": [],
     "--partition-model parts": ["--partition-model", "parts"],
@@ -67,7 +73,7 @@ def run(name: str, args: list[str], out: Path) -> dict[str, object]:
     stopped = None if proc.returncode == 0 else (proc.stderr.strip().splitlines() or ["?"])[-1]
     if proc.returncode not in (0, 2):
         raise SystemExit(f"serialpub demo {' '.join(args)} failed: {stopped}")
-    row = measure(folder)
+    row = measure(folder, LEARNERS)
     return {"series": name, "args": " ".join(args), "seconds": time.perf_counter() - t, "stopped": stopped, **row}
 
 
@@ -91,15 +97,28 @@ def main() -> None:
         RESULT.write_text(json.dumps(rows, indent=2))
     order = list(SERIES)
     rows.sort(key=lambda r: order.index(str(r["series"])))
-    print("| series | releases | groups (median) | joint | marginal | uniform (paper 001) | baseline | gain | max p |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print(
+        "| series | releases | groups (median) | joint | marginal | uniform (paper 001) | baseline | gain | max p "
+        "| `nb` max P' | `logistic-pairs` max P' |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(
             f"| {r['series']} | {r['releases']}{' (then refused)' if r.get('stopped') else ''} "
             f"| {r['groups_median']:,} | **{r['joint_median']:.3f}** | "
             f"{r['weighted_error_median']:.3f} | {r['error_median']:.2f} | {r['baseline_median']:.3f} | "
-            f"{r['gain_median']:.3f} | {r['max_p']:.3f} |"
+            f"{r['gain_median']:.3f} | {r['max_p']:.3f} | {_learned(r, 'nb')} | {_learned(r, 'logistic-pairs')} |"
         )
+
+
+def _learned(row: dict[str, object], name: str) -> str:
+    """A learner's cell: max P' and, when any, the pairs above 1/ℓ ("-" for a row measured
+    before the column existed)."""
+    figures = row.get("learners")
+    if not isinstance(figures, dict) or name not in figures:
+        return "-"
+    f = figures[name]
+    return f"{f['max_p']:.3f}" + (f" ({f['above']:,} > 1/ℓ)" if f["above"] else "")
 
 
 if __name__ == "__main__":

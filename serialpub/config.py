@@ -11,6 +11,7 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -152,6 +153,14 @@ class ReportConfig(BaseModel):
             example="{cancer: [C34, C50], infectious: [A15, B20]}",
             type="mapping of name → list of strings, or null",
         ),
+    )
+    learners: list[Literal["nb", "nb-em3", "nb-em10", "logistic-pairs"]] = Field(
+        default=["nb"],
+        description="the learning adversary's learners whose largest posterior P' each release report shows beside "
+        'the uniform charge, fitted on the releases published so far and the draft (docs/threat-model.md, "The '
+        'learning adversary"); [] for none. The default is the one-pass naive Bayes learner alone: the others cost '
+        "seconds to minutes per release ([benchmarks](benchmarks.md)); e.g. `[nb, logistic-pairs]`",
+        json_schema_extra=documented("names from nb, nb-em3, nb-em10, logistic-pairs", type="list of strings"),
     )
 
 
