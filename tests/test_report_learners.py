@@ -11,6 +11,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 from helpers import cli, make_workspace, read_config, snapshot, write_config
 
@@ -103,3 +104,23 @@ def test_the_setting_names_the_learners() -> None:
     (item,) = typing.get_args(ReportConfig.model_fields["learners"].annotation)
     assert typing.get_args(item) == LEARNERS
     assert ReportConfig().learners == ["nb"]
+
+
+def test_a_series_above_the_work_bound_is_named_not_computed(tmp_path: Path) -> None:
+    """Above ``report.learners_max_work`` (register cells × sensitive values × releases) the
+    report says so and gives the figures to the audit; at the bound it computes them."""
+    root = make_workspace(tmp_path / "ws", periods=1)
+    # the clinic register's cells × its six diseases × one release: the work of release 1
+    cells = len(set(map(tuple, pd.read_csv(root / "register.csv", dtype=str)[["sex", "zipcode", "age"]].values)))
+    work = cells * 6
+    config = read_config(root)
+    write_config(root, {**config, "report": {"learners": ["nb"], "learners_max_work": work - 1}})
+    assert cli("release", "--config", root, "--snapshot", snapshot(root, 1)).returncode == 0
+    record = json.loads((root / "releases" / "clinic" / "release-0001" / "report.json").read_text())["learners"]
+    assert record["learners"] == []
+    assert record["notes"][0].startswith(f"not computed: {work:,} register cells × sensitive values × releases")
+    again = make_workspace(tmp_path / "again", periods=1)
+    write_config(again, {**read_config(again), "report": {"learners": ["nb"], "learners_max_work": work}})
+    assert cli("release", "--config", again, "--snapshot", snapshot(again, 1)).returncode == 0
+    record = json.loads((again / "releases" / "clinic" / "release-0001" / "report.json").read_text())["learners"]
+    assert [f["name"] for f in record["learners"]] == ["uniform", "nb"] and record["notes"] == []

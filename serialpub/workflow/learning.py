@@ -36,13 +36,29 @@ def draft_learners(
     """The learners of ``names`` (the ``report.learners`` setting, in the order of
     :data:`anonymizer.learners.core.LEARNERS`) on the releases published so far and
     ``draft`` (the staged table as read back), with the charge (``uniform``) first. None
-    when no learner is asked or no value is protected. A series whose earlier releases were
+    when no learner is asked or no value is protected. A series larger than
+    ``report.learners_max_work`` (register cells × sensitive values × releases) gets a report
+    without figures and a note saying so. A series whose earlier releases were
     published with another register or other hierarchies gets a report without figures and
     a note naming the release: the learners here read one register, the audit reads every
     version (``serialpub audit --learners nb`` on the public copy)."""
     cfg = series.ws.config
     if not names or not inputs.protected:
         return None
+    # the learners' arrays are (cells × sensitive values) per release: their size, known
+    # before any table is read, bounds the time and memory they add to the validation
+    values = len({*(inputs.sensitive_domain or ()), *inputs.protected})
+    work = register.register.keys.counts.size * values * (len(series.store.published(cfg.dataset)) + 1)
+    if work > cfg.report.learners_max_work:
+        return LearnerReport(
+            float(cfg.ell),
+            0,
+            notes=[
+                f"not computed: {work:,} register cells × sensitive values × releases, above report.learners_max_work "
+                f"({cfg.report.learners_max_work:,}); run 'serialpub audit --learners nb' on the public copy once the "
+                "draft is published, or raise the setting"
+            ],
+        )
     tables = published_tables(series, register)
     if isinstance(tables, str):
         return LearnerReport(float(cfg.ell), 0, notes=[tables])
