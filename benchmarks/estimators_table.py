@@ -16,7 +16,11 @@ release report's code, which equals ``serialpub audit --learners`` (docs/threat-
 
 Usage::
 
-    uv run python benchmarks/estimators_table.py [--out /tmp/estimators] [--only NAME ...]
+    uv run python benchmarks/estimators_table.py [--out /tmp/estimators] [--only NAME ...] [--reuse]
+
+``--reuse`` measures the series already under ``--out`` instead of making them again (a
+series the anonymizer refused part-way is then measured over what it published, without
+the refusal's note).
 
 Writes ``benchmarks/out/estimators.json`` and prints the Markdown table of the docs.
 """
@@ -64,10 +68,12 @@ def rarest(workspace: Path, m: int = 5) -> list[str]:
     return sorted(per.sort_values(kind="stable").index[:m].tolist())
 
 
-def run(name: str, args: list[str], out: Path) -> dict[str, object]:
+def run(name: str, args: list[str], out: Path, reuse: bool = False) -> dict[str, object]:
     folder = out / name.replace(" ", "_").replace("-", "").strip("_")
     exe = Path(sys.executable).with_name("serialpub")
     t = time.perf_counter()
+    if reuse and (folder / "releases").is_dir():
+        return {"series": name, "args": " ".join(args), "seconds": None, "stopped": None, **measure(folder, LEARNERS)}
     proc = subprocess.run([str(exe), "demo", "--out", str(folder), *args], capture_output=True, text=True)
     # a series the anonymizer refuses part-way (exit 2) is measured over what it published
     stopped = None if proc.returncode == 0 else (proc.stderr.strip().splitlines() or ["?"])[-1]
@@ -81,6 +87,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=Path("/tmp/estimators"))
     ap.add_argument("--only", nargs="*", help="series names to run (default: all six)")
+    ap.add_argument("--reuse", action="store_true", help="measure the series under --out instead of remaking them")
     args = ap.parse_args()
     rows = json.loads(RESULT.read_text()) if RESULT.exists() and args.only else []
     rows = [r for r in rows if not args.only or r["series"] not in args.only]
@@ -92,7 +99,7 @@ def main() -> None:
             if not (defaults / "snapshots").is_dir():
                 run("demo defaults", [], args.out)
             extra = ["--protected", ",".join(rarest(defaults))]
-        rows.append(run(name, extra, args.out))
+        rows.append(run(name, extra, args.out, args.reuse))
         RESULT.parent.mkdir(exist_ok=True)
         RESULT.write_text(json.dumps(rows, indent=2))
     order = list(SERIES)
