@@ -27,8 +27,9 @@ versions. Time and memory grow with (cells) × (sensitive values) × (releases) 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 import numpy.typing as npt
@@ -42,7 +43,7 @@ IntArray = npt.NDArray[np.int64]
 #: the learners, in the order they are reported; ``uniform`` is the charge itself
 LEARNERS = ("nb", "nb-em3", "nb-em10", "logistic-pairs")
 #: EM passes of the ``nb-em*`` learners
-EM_PASSES = {"nb-em3": 3, "nb-em10": 10}
+EM_PASSES: Mapping[str, int] = MappingProxyType({"nb-em3": 3, "nb-em10": 10})
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from anonymizer.learners.core import learner_report
 from anonymizer.learners.figures import LearnerReport
 from anonymizer.learners.resolved import resolved_series
 from serialpub.io import release_files
+from serialpub.workflow import progress
 from serialpub.workflow.dataset_inputs import DatasetInputs
 from serialpub.workflow.dataset_series import DatasetSeries
 from serialpub.workflow.register_reader import RegisterReader
@@ -59,10 +60,11 @@ def draft_learners(
                 "draft is published, or raise the setting"
             ],
         )
-    tables = published_tables(series, register)
-    if isinstance(tables, str):
-        return LearnerReport(float(cfg.ell), 0, notes=[tables])
-    return series_learners([*tables, draft], inputs, register, float(cfg.ell), names)
+    with progress.step("learning adversary"):
+        tables = published_tables(series, register)
+        if isinstance(tables, str):
+            return LearnerReport(float(cfg.ell), 0, notes=[tables])
+        return series_learners([*tables, draft], inputs, register, float(cfg.ell), names)
 
 
 def published_tables(series: DatasetSeries, register: RegisterReader) -> list[pd.DataFrame] | str:

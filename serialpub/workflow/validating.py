@@ -227,14 +227,9 @@ def _release_suites(
                 return classical_measures(report_inputs(cfg, inputs, draft, breach, history), cfg.report)
 
         figuring, measuring = beside.submit(figures), beside.submit(measures)
-
-        def learners() -> LearnerReport | None:
-            with progress.step("learning adversary"):
-                return learn()
-
         # it reads the releases and the register, not the breach computation: it starts on
         # the first thread free
-        learning = beside.submit(learners)
+        learning = beside.submit(learn)
         with progress.step("release suites"):
             suites = release_suite(
                 draft,
