@@ -16,9 +16,18 @@ every cell repeated k times (k times the cells, candidate pairs and serial cells
 region's individuals and records multiplied by k, so the charges stay the same), the
 cost of a register with k times as many distinct combinations.
 
+``--report NAMES`` times instead what every release report adds
+(:mod:`serialpub.workflow.learning`, the ``report.learners`` setting): per release t of
+each workspace (``--releases``: which ones, default all), reading the tables of releases
+1..t, resolving them against the register and running the charge and the learners NAMES,
+in wall and CPU seconds (the workspace's register read once beforehand, as the publisher
+holds it), with the figures the report would show.
+
 Usage::
 
     uv run python benchmarks/bench_learners.py /tmp/l-demo /tmp/l-rare --tile 1 5 25
+    uv run python benchmarks/bench_learners.py /tmp/l-demo --report nb            # per release of the demo
+    uv run python benchmarks/bench_learners.py SCALE_WS --report nb --releases 2  # release 2 at 1M/5M
 """
 
 from __future__ import annotations
@@ -33,8 +42,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from anonymizer.learners.core import LEARNERS, LearnerSeries, Release, Version, posteriors
 from serialpub.analysis.audit import audit_workspace
-from serialpub.analysis.audit.learners import LEARNERS, LearnerSeries, Release, Version, posteriors
 
 
 def peak_gib() -> float:
@@ -76,13 +85,45 @@ def tiled(series: LearnerSeries, k: int) -> LearnerSeries:
     )
 
 
+def report_cost(ws: Path, names: list[str], which: list[int] | None) -> None:
+    """Per release t of ``ws``: the release report's learner step on releases 1..t, timed."""
+    from serialpub.config import load_config
+    from serialpub.io import release_files
+    from serialpub.workflow.learning import series_learners
+    from serialpub.workflow.publisher import Publisher
+
+    publisher = Publisher(load_config(ws))
+    inputs, register = publisher.inputs, publisher.register_reader
+    t0 = time.perf_counter()
+    cells = register.register.keys.counts.size  # read and code the register before the clock starts
+    print(f"{ws}: register {len(register.register.ids):,} individuals, {cells:,} cells, read in "
+          f"{time.perf_counter() - t0:.1f} s; learners {', '.join(names)}", flush=True)  # fmt: skip
+    seqs = [r.seq for r in publisher.series.store.published(publisher.ws.config.dataset)]
+    for t in which or seqs:
+        wall, cpu = time.perf_counter(), time.process_time()
+        tables = [release_files.read_release(publisher.ws.dataset_dir / release_files.release_name(s))[1]
+                  for s in seqs if s <= t]  # fmt: skip
+        read_s = time.perf_counter() - wall
+        report = series_learners(tables, inputs, register, float(publisher.ws.config.ell), names)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        fits = ", ".join(f"{f.name} {f.max_p:.4f} ({f.above} > 1/ℓ, {f.seconds:.2f} s)" for f in report.learners)
+        print(f"  release {t}: {wall:.2f} s wall ({read_s:.2f} s reading {len(tables)} tables), {cpu:.2f} s CPU, "
+              f"peak RSS {peak_gib():.2f} GiB; {fits}", flush=True)  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("workspaces", nargs="+", type=Path)
     ap.add_argument(
         "--tile", type=int, nargs="*", default=[], help="time the learner stage with cells repeated k times"
     )
+    ap.add_argument("--report", help="time the release report's learners (comma-separated names) per release")
+    ap.add_argument("--releases", type=int, nargs="*", default=None, help="with --report: these releases only")
     args = ap.parse_args()
+    if args.report:
+        for ws in args.workspaces:
+            report_cost(ws, [n for n in LEARNERS if n in args.report.split(",")], args.releases)
+        return
     first: LearnerSeries | None = None
     for ws in args.workspaces:
         snapshots = ws / "snapshots" if (ws / "snapshots").is_dir() else None

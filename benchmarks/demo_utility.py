@@ -8,12 +8,16 @@ histogram-only baseline's and the joint gain over it), the discernibility metric
 C_DM and the normalized certainty penalty NCP (mean over
 releases), the largest breach probability; then, from the statistics file after the last
 release, the distribution of linked-release counts over the (register individual,
-protected value) pairs that were linked at least once, and the largest count.
+protected value) pairs that were linked at least once, and the largest count. With
+``--learners NAMES`` (comma-separated, of ``anonymizer.learners.core.LEARNERS``), also each
+learner's largest posterior P' after the last release, its pairs above 1/ℓ and the value of
+the pair attaining it, fitted on every published release as the release report and
+``serialpub audit --learners`` fit them (docs/threat-model.md, "The learning adversary").
 
 Usage::
 
     .venv/bin/serialpub demo --out /tmp/ws [options]
-    .venv/bin/python benchmarks/demo_utility.py /tmp/ws [/tmp/other-ws ...]
+    .venv/bin/python benchmarks/demo_utility.py /tmp/ws [/tmp/other-ws ...] [--learners nb,logistic-pairs]
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from __future__ import annotations
 import json
 import statistics
 import sys
+import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -33,7 +39,26 @@ from serialpub.config import load_config  # noqa: E402
 from serialpub.workflow.publisher import Publisher  # noqa: E402
 
 
-def measure(root: Path) -> dict[str, object]:
+def learner_figures(publisher: Publisher, names: Sequence[str]) -> dict[str, dict[str, object]]:
+    """Per learner of ``names`` (and ``uniform``, the charge): max P' after the last
+    release, its pairs above 1/ℓ, the value of the pair attaining it and the seconds of the
+    whole step (reading, resolving, fitting), by the release report's own code."""
+    from serialpub.io import release_files
+    from serialpub.workflow.learning import series_learners
+
+    ws = publisher.ws
+    t = time.perf_counter()
+    seqs = [r.seq for r in publisher.series.store.published(ws.config.dataset)]
+    tables = [release_files.read_release(ws.dataset_dir / release_files.release_name(s))[1] for s in seqs]
+    report = series_learners(tables, publisher.inputs, publisher.register_reader, float(ws.config.ell), names)
+    seconds = time.perf_counter() - t
+    return {
+        f.name: {"max_p": f.max_p, "above": f.above, "max_value": f.max_value, "seconds": seconds}
+        for f in report.learners
+    }
+
+
+def measure(root: Path, learners: Sequence[str] = ()) -> dict[str, object]:
     ws = load_config(root)
     releases = sorted(ws.dataset_dir.glob("release-*"))
     rows = []
@@ -84,12 +109,19 @@ def measure(root: Path) -> dict[str, object]:
         "linked_releases_max": int(counts.size - 1),
         "linked_releases_quartiles": [float(q) for q in np.percentile(linked[linked > 0], [25, 50, 75])],
         "linked_releases_histogram": {int(k): int(v) for k, v in enumerate(counts) if v},
+        **({"learners": learner_figures(publisher, learners)} if learners else {}),
     }
 
 
 def main() -> int:
-    for arg in sys.argv[1:]:
-        print(json.dumps(measure(Path(arg))))
+    args = sys.argv[1:]
+    learners: list[str] = []
+    if "--learners" in args:
+        at = args.index("--learners")
+        learners = args[at + 1].split(",")
+        args = args[:at] + args[at + 2 :]
+    for arg in args:
+        print(json.dumps(measure(Path(arg), learners)))
     return 0
 
 

@@ -43,9 +43,9 @@ sys.path.insert(0, str(HERE))
 
 from demo_utility import measure  # noqa: E402
 
+from anonymizer.learners.core import LEARNERS, posteriors  # noqa: E402
+from anonymizer.learners.ratios import realized_ratios  # noqa: E402
 from serialpub.analysis.audit import audit_workspace  # noqa: E402
-from serialpub.analysis.audit.learners import LEARNERS, posteriors  # noqa: E402
-from serialpub.analysis.audit.ratios import realized_ratios  # noqa: E402
 
 RESULT = HERE / "out" / "learner_guarantee.json"
 FIVE_RAREST = "Armed-Forces,Farming-fishing,Priv-house-serv,Protective-serv,Tech-support"

@@ -11,6 +11,7 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -152,6 +153,24 @@ class ReportConfig(BaseModel):
             example="{cancer: [C34, C50], infectious: [A15, B20]}",
             type="mapping of name → list of strings, or null",
         ),
+    )
+    learners: list[Literal["nb", "nb-em3", "nb-em10", "logistic-pairs"]] = Field(
+        default=["nb"],
+        description="the learning adversary's learners whose largest posterior P' each release report shows beside "
+        'the uniform charge, fitted on the releases published so far and the draft (docs/threat-model.md, "The '
+        'learning adversary"); [] for none. The default is the one-pass naive Bayes learner alone: the others cost '
+        "seconds to minutes per release ([benchmarks](benchmarks.md)); e.g. `[nb, logistic-pairs]`",
+        json_schema_extra=documented("names from nb, nb-em3, nb-em10, logistic-pairs", type="list of strings"),
+    )
+    learners_max_work: int = Field(
+        default=10_000_000,
+        ge=0,
+        description="the largest series on which the release report runs the learners, in register cells × sensitive "
+        "values × releases (this one included); above it the report says so and leaves the figures to `serialpub "
+        "audit --learners nb`. The default keeps the learners on series the size of the demo (16,581 cells × 14 "
+        "values × 20 releases: about 1 s of CPU at release 20) and off a 1M/5M series with 2,000 values (16,581 × "
+        "2,000 × 2: about 19 s of CPU and 3.4 GiB more at release 2) "
+        "([threat model](threat-model.md#in-the-release-report))",
     )
 
 

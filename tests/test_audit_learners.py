@@ -18,8 +18,8 @@ import pytest
 from helpers import cli
 from test_audit import BF_H, BF_VALUES, _inside, _random_case, write_workspace
 
+from anonymizer.learners import logistic as logistic_module
 from serialpub.analysis.audit import audit_releases, audit_workspace
-from serialpub.analysis.audit import logistic as logistic_module
 from serialpub.analysis.audit.learner_report import LearnerReport, band_edges, format_learners
 from serialpub.analysis.audit.learners import EM_PASSES, LEARNERS, LearnerSeries, posteriors, reweight
 from serialpub.io.hierarchies import read_hierarchies

@@ -1,5 +1,5 @@
 """The realized within-group propensity ratio of the learner report
-(serialpub.analysis.audit.ratios; docs/threat-model.md, "The propensity ratio") against a
+(anonymizer.learners.ratios; docs/threat-model.md, "The propensity ratio") against a
 per-group re-implementation on the random tiny published series of tests/test_audit.py."""
 
 from __future__ import annotations

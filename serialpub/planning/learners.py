@@ -1,5 +1,5 @@
 """The learning adversary on a planned series (``serialpub plan --learners``): the audit's
-learners (:mod:`serialpub.analysis.audit.learners`, docs/threat-model.md "The learning
+learners (:mod:`anonymizer.learners`, docs/threat-model.md "The learning
 adversary") run on the candidate's releases as the planner holds them in memory, so that
 a plan shows, per candidate, the figures ``serialpub audit --learners`` would give on the
 same series published for real (docs/choosing.md)."""
@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
-
-import numpy as np
 
 from anonymizer.joint import JointRelease
 
@@ -26,7 +24,7 @@ def learner_figures(
     names: Sequence[str],
 ) -> list[dict[str, Any]]:
     """The learning adversary on a series held in memory: per learner of ``names`` (in the
-    order of :data:`serialpub.analysis.audit.learners.LEARNERS`), its largest posterior P'
+    order of :data:`anonymizer.learners.core.LEARNERS`), its largest posterior P'
     (``max_p``) with a pair attaining it (``max_individual``, ``max_value``) and that pair's
     uniform charge (``max_uniform``), the pairs (register individual, protected value) above
     1/ℓ (``above``), its ``seconds``, and per protected value its largest P'
@@ -36,47 +34,15 @@ def learner_figures(
     shows them (:class:`JointRelease`: regions, records per value); each group's candidates
     are the register individuals of its region (or its records, if more) and the sensitive
     domain is the protected values, then every other value published, as the audit reads
-    them (:func:`serialpub.analysis.audit.learners.learner_series`), so the figures are the
+    them (:func:`anonymizer.learners.resolved.resolved_series`), so the figures are the
     audit's on the same series published for real (tests/test_plan.py)."""
     from anonymizer.arrays import factorize_rows
-    from serialpub.analysis.audit.learners import cell_series, learner_report
+    from anonymizer.learners.core import learner_report
+    from anonymizer.learners.resolved import resolved_series
 
-    others = sorted(
-        {
-            v
-            for r in releases
-            for v, n in zip(r.sensitive_values, r.counts.sum(axis=0), strict=True)
-            if n > 0 and v not in protected
-        }
-    )
-    domain = [*protected, *others]
-    column = {v: i for i, v in enumerate(domain)}
-    cells = releases[0]
-    per_release = []
-    for r in releases:
-        if r.cell_counts.size != cells.cell_counts.size:
-            raise ValueError("the releases of a plan are resolved against one register")
-        counts = np.zeros((r.counts.shape[0], len(domain)), dtype=np.int64)
-        for u, v in enumerate(r.sensitive_values):
-            if v in column:
-                counts[:, column[v]] = r.counts[:, u]
-        candidates = np.maximum(r.register_in_group, r.counts.sum(axis=1))
-        per_release.append((r.group_of_cell, candidates, counts))
     hs = [plan.inputs.hierarchies[q] for q in plan.inputs.qis]
     cell_of, _ = factorize_rows(measure.leaves, [h.n_leaves for h in hs])
-    series = cell_series(
-        list(plan.inputs.qis),
-        [h.n_leaves for h in hs],
-        cells.cell_leaves,
-        cells.cell_counts,
-        per_release,
-        domain,
-        protected,
-        ell,
-        plan.register.register.ids,
-        np.asarray(cell_of, dtype=np.int64),
-    )
-    report = learner_report(series, names)
+    report = learner_report(resolved_series(releases, protected, ell, plan.register.register.ids, cell_of), names)
     return [
         {"name": f.name, "max_p": f.max_p, "max_individual": f.max_individual, "max_value": f.max_value,
          "max_uniform": f.max_uniform, "above": f.above, "seconds": f.seconds,

@@ -33,7 +33,7 @@ from serialpub.planning.series import (
 class PlanSetup:
     """A plan's checked inputs: the workspace's inputs and register, the snapshots and what is measured
     on them independently of the candidates, and the learners run on every candidate's series
-    (names of :data:`serialpub.analysis.audit.learners.LEARNERS`; none when empty)."""
+    (names of :data:`anonymizer.learners.core.LEARNERS`; none when empty)."""
 
     plan: PlanInputs
     snapshots: list[Snapshot]

@@ -17,7 +17,7 @@ histogram (one group, every QI ``*``), and the **gain** is baseline error − re
 Paper 001's uniform reading of the same release is kept beside it.
 
 Beside the uniform charge the plan runs the audit's learning adversary
-(:mod:`serialpub.analysis.audit.learners`, docs/threat-model.md "The learning adversary")
+(:mod:`anonymizer.learners`, docs/threat-model.md "The learning adversary")
 on each candidate's series, fed the groups as the public copy would show them (the same
 :class:`~anonymizer.joint.JointRelease` the utility is read from): per learner its largest
 posterior P', the figure ``serialpub audit --learners`` reports on the series published for real.
@@ -364,7 +364,7 @@ def run_candidate(
     The series stops at the first release the anonymizer refuses (``InfeasibleError``:
     no partition meets the requirement), with the draft path's message and advice.
     ``tick`` is called once per release attempted and once per release not attempted.
-    ``learners`` (names of :data:`serialpub.analysis.audit.learners.LEARNERS`) run on the
+    ``learners`` (names of :data:`anonymizer.learners.core.LEARNERS`) run on the
     releases published (:func:`learner_figures`); none when empty.
     """
     started = time.perf_counter()

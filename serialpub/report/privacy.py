@@ -18,6 +18,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from anonymizer.hierarchy import Hierarchy
+from anonymizer.learners.figures import LearnerReport
 from anonymizer.measures import personalized
 from anonymizer.measures.categorical import categorical_figures, sensitive_categories
 from anonymizer.measures.closeness import closeness_figures
@@ -88,6 +89,9 @@ class PrivacyFigures:
         presence_shown: the register individuals the release shows absent or present,
             whatever the dilution (docs/threat-model.md, "What a release reveals about
             presence").
+        learners: the learning adversary's figures on the releases published so far and
+            this one, beside the uniform charge (docs/threat-model.md, "The learning
+            adversary"), or None when the ``report.learners`` setting asks for none.
     """
 
     distribution: BreachDistribution
@@ -96,6 +100,7 @@ class PrivacyFigures:
     group_candidates: IntArray
     measures: list[Measure]
     presence_shown: PresenceShown | None = None
+    learners: LearnerReport | None = None
 
 
 def _pairs_after(

@@ -18,6 +18,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
+from anonymizer.learners.figures import LearnerReport
 from anonymizer.regions import PresenceShown
 from serialpub import __version__
 from serialpub.io.manifest import Manifest
@@ -94,6 +95,36 @@ def read_presence_shown(folder: Path) -> PresenceShown | None:
     return None if shown is None else PresenceShown(**shown)
 
 
+def learner_record(report: LearnerReport | None) -> dict[str, Any] | None:
+    """The learning adversary's figures as report.json keeps them (None: no learner asked):
+    ℓ, the (individual, protected value) pairs, the releases the learners were fitted on,
+    the notes, and per learner (``uniform``, the charge, first) its largest P', the pair
+    attaining it and that pair's uniform charge, the pairs above 1/ℓ, the largest P' per
+    protected value and its seconds."""
+    if report is None:
+        return None
+    inputs = report.inputs
+    return {
+        "ell": report.ell,
+        "pairs": report.pairs,
+        "releases": 0 if inputs is None else len(inputs.releases),
+        "notes": list(report.notes),
+        "learners": [
+            {
+                "name": f.name,
+                "max_p": f.max_p,
+                "max_value": f.max_value,
+                "max_individual": f.max_individual,
+                "max_uniform": f.max_uniform,
+                "above": f.above,
+                "max_per_value": dict(zip(report.values, f.max_per_value, strict=True)),
+                "seconds": round(f.seconds, 3),
+            }
+            for f in report.learners
+        ],
+    }
+
+
 def write_text(folder: Path, name: str, text: str) -> str:
     data = text.encode("utf-8")
     (folder / name).write_bytes(data)
@@ -162,6 +193,7 @@ def write_release_report(
             utility=utility,
             known_breach=[RISK[b] for b in manifest.accepted_known_breach],
             shown=privacy.presence_shown,
+            learned=learner_record(privacy.learners),
         )
     )
     dist, shown = privacy.distribution, privacy.presence_shown
@@ -205,6 +237,8 @@ def write_release_report(
         "search_levels": m.get("search_levels"),
         # a function of the published groups and the public register: no raw-derived figure
         "presence_shown": None if shown is None else asdict(shown),
+        # the learning adversary on the public releases so far and this one: reported, not the verdict
+        "learners": learner_record(privacy.learners),
         "privacy": measure_records(privacy.measures + [m for m in at_draft if m.family != "utility"]),
         "utility": measure_records(utility),
     }

@@ -45,6 +45,7 @@ RELEASE_STEPS = (
     "breach probabilities",
     "report figures",  # on the breach thread, beside the release suites
     "report measures",  # on a third thread, beside the report figures
+    "learning adversary",  # on the first of those threads free: it reads the releases, not the breach
     "release suites",
     "report",
     "publishing",

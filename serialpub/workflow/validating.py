@@ -9,14 +9,17 @@ counted).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from anonymizer.learners.figures import LearnerReport
 from anonymizer.overlap import Overlap
 from anonymizer.release import History
 from anonymizer.settings import Dilution, Guarantee, SuppressionModel
@@ -40,6 +43,7 @@ from serialpub.workflow.anonymizing import record_sets
 from serialpub.workflow.dataset_inputs import DatasetInputs
 from serialpub.workflow.dataset_series import DatasetSeries
 from serialpub.workflow.input_checks import InputChecks, check_inputs, snapshot_source
+from serialpub.workflow.learning import draft_learners
 from serialpub.workflow.register_reader import RegisterReader
 from serialpub.workflow.request import ReleaseRequest
 from state.store import OpenRelease, ReleaseStatus, StateError, this_process
@@ -86,7 +90,10 @@ def _validate(
     ell = np.full(len(register.register.ids), float(cfg.ell))
     history = register.statistics.load_latest(series.store, cfg.dataset, ell)
     draft = Draft(table, inputs.qis, cfg.sensitive, inputs.read_hierarchies(table))
-    suites, figuring, measuring = _release_suites(cfg, inputs, register, manifest, draft, checked.snapshot, history)
+    learn = partial(draft_learners, series, inputs, register, table, cfg.report.learners)
+    suites, figuring, measuring, learning = _release_suites(
+        cfg, inputs, register, manifest, draft, checked.snapshot, history, learn
+    )
     suites = [register_check, snapshot_check, *suites]
     passed = series.store.record_validation(
         rel.id, [(r.suite, r.success, r.result, r.sha256) for r in suites], this_process()
@@ -108,7 +115,9 @@ def _validate(
     )
     with progress.step("report"):
         figures_drawn, plots = figuring.result()
-        figures_drawn = replace(figures_drawn, measures=[*figures_drawn.measures, *measuring.result()])
+        figures_drawn = replace(
+            figures_drawn, measures=[*figures_drawn.measures, *measuring.result()], learners=learning.result()
+        )
         manifest.report = write_report(cfg, staging, manifest, figures_drawn, plots)
     release_files.write_manifest(staging, manifest)
     manifest_binding.bind(series, rel.id, manifest)
@@ -169,9 +178,16 @@ def _release_suites(
     draft: Draft,
     snap: Snapshot,
     history: History,
-) -> tuple[list[SuiteResult], Future[tuple[PrivacyFigures, dict[str, str]]], Future[list[Measure]]]:
+    learn: Callable[[], LearnerReport | None],
+) -> tuple[
+    list[SuiteResult],
+    Future[tuple[PrivacyFigures, dict[str, str]]],
+    Future[list[Measure]],
+    Future[LearnerReport | None],
+]:
     """The release suites' results (without the global-guarantee suite under the localized
-    baseline), with the report's figures and measures computed beside them."""
+    baseline), with the report's figures and measures computed beside them, and the
+    learning adversary's figures (``learn``: :func:`draft_learners`)."""
     presence = cfg.dilution is Dilution.PRESENCE
     thresholds = cfg.validation.model_dump()
     if thresholds["max_suppression_rate"] is None:
@@ -211,6 +227,9 @@ def _release_suites(
                 return classical_measures(report_inputs(cfg, inputs, draft, breach, history), cfg.report)
 
         figuring, measuring = beside.submit(figures), beside.submit(measures)
+        # it reads the releases and the register, not the breach computation: it starts on
+        # the first thread free
+        learning = beside.submit(learn)
         with progress.step("release suites"):
             suites = release_suite(
                 draft,
@@ -227,7 +246,7 @@ def _release_suites(
     computing.result()  # a computation that failed raises here, before anything is recorded
     if cfg.guarantee is Guarantee.LOCALIZED:
         suites = [r for r in suites if r.suite != "guarantee"]
-    return suites, figuring, measuring
+    return suites, figuring, measuring, learning
 
 
 def report_figures(

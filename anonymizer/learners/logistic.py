@@ -24,8 +24,8 @@ import numpy as np
 import scipy.optimize
 import scipy.sparse as sp
 
-from serialpub.analysis.audit.learner_report import FloatArray, IntArray
-from serialpub.analysis.audit.learners import LearnerSeries, softmax
+from anonymizer.learners.core import LearnerSeries, softmax
+from anonymizer.learners.figures import FloatArray, IntArray
 
 #: L2 strength λ of the coefficients, per unit of label mass
 L2 = 1e-4

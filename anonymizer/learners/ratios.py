@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from serialpub.analysis.audit.learner_report import FloatArray
+from anonymizer.learners.figures import FloatArray
 
 if TYPE_CHECKING:  # the learners call this module
-    from serialpub.analysis.audit.learners import LearnerSeries
+    from anonymizer.learners.core import LearnerSeries
 
 
 def realized_ratios(series: LearnerSeries, pi: list[FloatArray]) -> FloatArray:
