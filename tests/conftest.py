@@ -17,7 +17,12 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, settings
 
-from serialpub.datasets import adult
+# The test processes (pytest and its xdist workers) keep the bytecode of the project and of
+# the test modules (pytest's assertion rewriting included) in the checkout's __pycache__
+# folders (ignored by git), even where PYTHONDONTWRITEBYTECODE is set: otherwise every worker
+# of every run compiles and rewrites them all again. Set before the project is imported
+# (nothing above imports it).
+sys.dont_write_bytecode = False
 
 # No property test may fail on timing: hypothesis' per-example deadline and its too-slow
 # health check both trip when the machine is busy (two xdist workers on two cores, or a
@@ -39,6 +44,8 @@ def _verdict_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 @pytest.fixture(scope="session")
 def adult_table() -> pd.DataFrame:
     """The cleaned Adult table. Tests must not modify it (copy first)."""
+    from serialpub.datasets import adult
+
     return adult.load_adult()
 
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ENGINES, StateDatabases, cli_env, freeze_stats
+from conftest import ENGINES, PublishedWorkspaces, StateDatabases, cli_env, freeze_stats
 from helpers import make_workspace, snapshot
 from sqlalchemy import func, select
 
@@ -114,15 +114,25 @@ def _crash(crash: Crash) -> Crash:
 
 @pytest.fixture(scope="module", params=ENGINES)
 def crashes(
-    request: pytest.FixtureRequest, state_databases: StateDatabases, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest,
+    state_databases: StateDatabases,
+    published_workspaces: PublishedWorkspaces,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> dict[str, Crash]:
-    """Per failpoint: a workspace with release 1 published, then killed while publishing 2."""
+    """Per failpoint: a workspace with release 1 published, then killed while publishing 2.
+    On SQLite each is a relocated copy of the worker's published workspace (its state file
+    inside it), as ``published_once`` is; a PostgreSQL state lives in its own schema, so
+    there release 1 is published into each."""
     kind = request.param
     base = tmp_path_factory.mktemp(f"crash-{kind}")
     jobs = []
     with pytest.MonkeyPatch.context() as mp:
         mp.delenv(faults.ENV, raising=False)
         for point in POINTS:
+            if kind == "sqlite":
+                root = published_workspaces.copy(base / point)
+                jobs.append(Crash(point, root, f"sqlite:///{root / 'state.sqlite'}"))
+                continue
             crash = Crash(point, make_workspace(base / point), state_databases.new(kind))
             mp.setenv(DATABASE_ENV, crash.url)
             publisher = Publisher(load_config(crash.root))
