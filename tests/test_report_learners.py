@@ -84,6 +84,7 @@ def test_the_learners_change_no_published_byte(tmp_path: Path) -> None:
     assert all(r["record"]["learners"][1]["name"] == "nb" for r in with_nb)
 
 
+@pytest.mark.slow  # publishes a series to reach the note; the figures' check stays quick
 def test_a_changed_register_is_named_not_computed(tmp_path: Path) -> None:
     """A series whose register changed after a release: the report's learners read one
     register, so they say which release was published with another and leave the figures
@@ -106,6 +107,7 @@ def test_the_setting_names_the_learners() -> None:
     assert ReportConfig().learners == ["nb"]
 
 
+@pytest.mark.slow  # publishes a series to reach the note; the figures' check stays quick
 def test_a_series_above_the_work_bound_is_named_not_computed(tmp_path: Path) -> None:
     """Above ``report.learners_max_work`` (register cells × sensitive values × releases) the
     report says so and gives the figures to the audit; at the bound it computes them."""
