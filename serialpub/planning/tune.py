@@ -1,9 +1,11 @@
 """Choosing ρ per protected value on the plan's own series (``serialpub plan --tune-ratio``):
 the rule of docs/threat-model.md ("Choosing the ratio per value") iterated, each step a
 candidate's series published again in memory with the ρ the previous step's learners ask
-for. The rule reads public figures only (the learners' largest P' per value), so a
-publisher can follow it by hand with the audit's per-value table; this module saves the
-rounds of reading and retyping."""
+for. The rule reads only the learners' largest P' per value, which the audit's per-value
+table gives on published releases, so a publisher can follow it by hand; this module saves
+the rounds of reading and retyping. On a plan those figures come from series made of the
+publisher's own snapshots (what the ρ reached then reveals: docs/threat-model.md, "Choosing
+the ratio per value")."""
 
 from __future__ import annotations
 
