@@ -12,7 +12,6 @@ published figures must not move by one bit.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import Any
@@ -30,7 +29,6 @@ from anonymizer.queries import _overlap_fractions
 from anonymizer.workload import QueryRanges
 from serialpub.analysis import querying
 from serialpub.analysis.querying import Condition, Query
-from serialpub.cli.data_user import _json_with_rows
 from serialpub.errors import InputError
 
 ZONES = {"a": "ab", "b": "ab", "c": "cd", "d": "cd", "e": "ef", "f": "ef"}
@@ -299,19 +297,3 @@ def test_the_first_condition_a_release_cannot_resolve_is_named_with_its_line() -
         querying._ranges(release, queries, ["v00"], [["v00"]] * 3)  # type: ignore[arg-type]
     with pytest.raises(InputError, match=r"^q\.txt, line 3: sex=F: release 4 does not publish sex"):
         querying._ranges(release, [queries[0], queries[2]], ["v00"], [["v00"]] * 2)  # type: ignore[arg-type]
-
-
-def test_the_batch_json_is_json_dumps_byte_for_byte() -> None:
-    rng = np.random.default_rng(5)
-    special = [float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 1e300, 5e-324, 0.1 + 0.2, 10**20, -3]
-    text = ["", 'a"b', "back\\slash", "line\nbreak", "tab\t", "é", "€", "😀", "[20, 24]", "x: {y}, z"]
-    for _ in range(200):
-        n = int(rng.integers(0, 5))
-        columns: dict[str, list[Any]] = {}
-        for k in range(int(rng.integers(1, 6))):
-            kind = rng.integers(0, 4)
-            pool: list[Any] = special if kind == 0 else text if kind == 1 else [None, True, False, 7]
-            columns[f"c{k}" + ("é" if k == 2 else "")] = [pool[int(rng.integers(0, len(pool)))] for _ in range(n)]
-        head = {"dataset": "d", "note": None if rng.random() < 0.5 else "a note", "n": 1.5}
-        rows = [dict(zip(columns, r, strict=True)) for r in zip(*columns.values(), strict=True)]
-        assert _json_with_rows(head, "answers", columns) == json.dumps({**head, "answers": rows}, indent=2)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from json.encoder import encode_basestring_ascii as _encode_text  # json's own, in C
 from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Annotated, Any
@@ -291,14 +290,20 @@ def _batch(
     }
     note = _bias_note(columns["generalized"], "answers")
     if as_json:
-        head = {
-            "dataset": releases.dataset,
-            "queries": str(path),
-            "key_fingerprint": releases.key_fingerprint,
-            "error_model": ERROR_MODEL,
-            "note": note,
-        }
-        print(_json_with_rows(head, "answers", columns))
+        rows = [dict(zip(columns, row, strict=True)) for row in zip(*columns.values(), strict=True)]
+        print(
+            json.dumps(
+                {
+                    "dataset": releases.dataset,
+                    "queries": str(path),
+                    "key_fingerprint": releases.key_fingerprint,
+                    "error_model": ERROR_MODEL,
+                    "note": note,
+                    "answers": rows,
+                },
+                indent=2,
+            )
+        )
         return
     out = _table(f"{releases.dataset}: {len(batch)} queries of {path}", releases)
     for col in ("line", "query", "release", "period", "estimate", "se", "90 % interval", "lower", "upper"):
@@ -307,44 +312,6 @@ def _batch(
         row = SimpleNamespace(**dict(zip(columns, values_, strict=True)))
         out.add_row(str(row.line), str(row.query), str(row.release), str(row.period), *_figures(row))
     _print(out, note)
-
-
-def _json_with_rows(head: dict[str, Any], name: str, columns: dict[str, list[Any]]) -> str:
-    """``json.dumps({**head, name: rows}, indent=2)``, the rows being ``columns`` read across
-    (a list of flat objects of numbers, text, booleans and nulls), written column by column:
-    the same text, byte for byte, without the json module's indented encoder, which is pure
-    Python and visits each of the 5,000 × 16 values of a large batch through several calls."""
-    keys = [json.dumps(k) + ": " for k in columns]
-    encoded = [[_json_scalar(v) for v in values] for values in columns.values()]  # one step per value
-    n = len(next(iter(columns.values()), []))
-    if not n:
-        return json.dumps({**head, name: []}, indent=2)
-    rows = ",\n".join(
-        "    {\n" + ",\n".join(f"      {k}{v}" for k, v in zip(keys, row, strict=True)) + "\n    }"
-        for row in zip(*encoded, strict=True)
-    )
-    text = json.dumps({**head, name: None}, indent=2)
-    tail = f"{json.dumps(name)}: null\n}}"
-    if not text.endswith(tail):  # no other way json could have written it
-        raise AssertionError("unexpected JSON layout")
-    return f"{text[: -len(tail)]}{json.dumps(name)}: [\n{rows}\n  ]\n}}"
-
-
-def _json_scalar(value: Any) -> str:
-    """One value as ``json.dumps`` writes it (ensure_ascii, NaN and Infinity allowed)."""
-    if isinstance(value, str):
-        return _encode_text(value)
-    if value is None or isinstance(value, bool):
-        return "null" if value is None else ("true" if value else "false")
-    if isinstance(value, int):
-        return int.__repr__(value)
-    if isinstance(value, float):
-        if value != value:
-            return "NaN"
-        if value in (float("inf"), float("-inf")):
-            return "Infinity" if value > 0 else "-Infinity"
-        return float.__repr__(value)
-    return json.dumps(value)
 
 
 def _bias_note(generalized: Sequence[str], unit: str = "release(s)") -> str | None:
