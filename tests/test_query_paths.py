@@ -279,7 +279,9 @@ def test_the_masks_are_those_of_one_condition_and_one_query_at_a_time(seed: int)
             domain if rng.random() < 0.5 else list(rng.choice(domain, int(rng.integers(1, 4)), replace=False))
         )
     old = _old_ranges(release, queries, domain, s_sets)
-    new = querying._ranges(release, queries, domain, s_sets)  # type: ignore[arg-type]
+    distinct = sorted({tuple(v) for v in s_sets})
+    s_of = np.array([distinct.index(tuple(v)) for v in s_sets], dtype=np.int64)
+    new = querying._ranges(release, queries, domain, [list(v) for v in distinct], s_of)  # type: ignore[arg-type]
     assert list(new.qi) == list(old.qi) and new.sensitive_values == old.sensitive_values
     for a in old.qi:
         assert _same_bits(new.qi[a], old.qi[a]), a
@@ -294,6 +296,6 @@ def test_the_first_condition_a_release_cannot_resolve_is_named_with_its_line() -
         Query((Condition("sex", "F"),), None, "q.txt, line 3"),
     ]
     with pytest.raises(InputError, match=r"^q\.txt, line 2: zone=nowhere: 'nowhere' is not a value of zone"):
-        querying._ranges(release, queries, ["v00"], [["v00"]] * 3)  # type: ignore[arg-type]
+        querying._ranges(release, queries, ["v00"], [["v00"]], np.zeros(3, dtype=np.int64))  # type: ignore[arg-type]
     with pytest.raises(InputError, match=r"^q\.txt, line 3: sex=F: release 4 does not publish sex"):
-        querying._ranges(release, [queries[0], queries[2]], ["v00"], [["v00"]] * 2)  # type: ignore[arg-type]
+        querying._ranges(release, [queries[0], queries[2]], ["v00"], [["v00"]], np.zeros(2, dtype=np.int64))  # type: ignore[arg-type]

@@ -69,6 +69,7 @@ ERROR_MODEL = (
 
 BoolArray = npt.NDArray[np.bool_]
 FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
 
 _HALF = re.compile(r"^(>=|<=)\s*(.+)$")
 _RANGE = re.compile(r"^\[\s*([^,\]]+?)\s*,\s*([^,\]]+?)\s*\]$")
@@ -208,13 +209,15 @@ def _located(origin: str, exc: InputError) -> InputError:
 
 
 def _ranges(
-    release: PublishedRelease, queries: Sequence[Query], domain: list[str], s_sets: list[list[str]]
+    release: PublishedRelease, queries: Sequence[Query], domain: list[str], s_sets: list[list[str]], s_of: IntArray
 ) -> QueryRanges:
     """The queries as leaf masks over ``release``'s hierarchies, (Q, n_leaves) per QI named
     by a condition. Each distinct condition is resolved once (:meth:`Condition.mask`, one
     ancestor matrix per hierarchy); the queries' masks gather and AND those rows, one step per
-    QI and per repeat of a QI in a query, never one per query; the value sets likewise. The
-    first condition (in query order) a release cannot resolve is refused, naming its query."""
+    QI and per repeat of a QI in a query, never one per query. ``s_sets``: the distinct sets
+    of sensitive values counted, each a list of ``domain``'s values; ``s_of`` (Q,): the set
+    of each query. The first condition (in query order) a release cannot resolve is refused,
+    naming its query."""
     n = len(queries)
     code: dict[Condition, int] = {}
     first: list[tuple[Condition, str]] = []  # each distinct condition and the query it first appears in
@@ -259,16 +262,9 @@ def _ranges(
             at = rank == r
             mask[qs[at]] &= table[ks[at]]
         masks[name] = mask
-    s_code: dict[tuple[str, ...], int] = {}
-    # most queries share one list (the domain): coded by identity (alive in s_sets), not hashed per query
-    by_id: dict[int, int] = {}
-    for v in s_sets:
-        if id(v) not in by_id:
-            by_id[id(v)] = s_code.setdefault(tuple(v), len(s_code))
-    s_of = np.array([by_id[id(v)] for v in s_sets], dtype=np.int64)
     position = {v: k for k, v in enumerate(domain)}
-    s_rows = np.zeros((len(s_code), len(domain)), dtype=bool)
-    for values, k in s_code.items():  # one step per distinct value set
+    s_rows = np.zeros((len(s_sets), len(domain)), dtype=bool)
+    for k, values in enumerate(s_sets):  # one step per distinct value set
         s_rows[k, [position[v] for v in values]] = True
     return QueryRanges(masks, tuple(domain), s_rows[s_of])
 
@@ -330,15 +326,21 @@ def answers(copy: PublicReleases, queries: Sequence[Query], releases: Sequence[i
 def answer_columns(
     copy: PublicReleases, queries: Sequence[Query], releases: Sequence[int] | None = None
 ) -> dict[str, npt.NDArray[Any]]:
-    """:func:`answers` as its columns, one array each, without pandas: a command that only
-    prints them does not import it (its import is about a third of a short query's time)."""
+    """:func:`answers` as its columns, one array each: a command that only prints them need not import pandas."""
     domain = sensitive_domain(copy)
-    s_sets = []
-    for q in queries:
-        try:
-            s_sets.append(_s_values(copy, domain, q.sensitive))
-        except InputError as exc:
-            raise _located(q.origin, exc) from None
+    # each distinct --sensitive list resolved once: a batch mostly counts one (domain or command's)
+    code: dict[tuple[str, ...] | None, int] = {}
+    s_sets: list[list[str]] = []
+    s_of = np.empty(len(queries), dtype=np.int64)
+    for i, q in enumerate(queries):
+        k = code.get(q.sensitive)
+        if k is None:
+            try:
+                s_sets.append(_s_values(copy, domain, q.sensitive))
+            except InputError as exc:
+                raise _located(q.origin, exc) from None
+            k = code[q.sensitive] = len(s_sets) - 1
+        s_of[i] = k
     chosen = copy.releases if releases is None else [copy.release(n) for n in releases]
     columns = ["query", "release", "period", "estimate", "se", "low90", "high90", "low95", "high95", "lower",
                "upper", "uniform", "records", "generalized"]  # fmt: skip
@@ -346,7 +348,7 @@ def answer_columns(
     n = len(queries)
     for r in chosen:  # one step per release; the queries are columns of its arrays
         j = r.joint()
-        a = joint_answers(j, _ranges(r, queries, domain, s_sets))
+        a = joint_answers(j, _ranges(r, queries, domain, s_sets, s_of))
         low90, high90 = a.interval()
         low95, high95 = a.interval(Z_95)
         names = np.asarray(j.qis, dtype=object)
