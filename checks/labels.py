@@ -40,7 +40,8 @@ class LabelCodes:
 
     def __init__(self, table: pd.DataFrame) -> None:
         self.table = table
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the codes
+        self._nodes_lock = threading.Lock()  # the nodes (taken before the codes' lock, never after)
         self._codes: dict[str, tuple[IntArray, pd.Index]] = {}
         self._nodes: dict[tuple[str, ...], IntArray] = {}
 
@@ -49,7 +50,7 @@ class LabelCodes:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self._lock = threading.Lock()
+        self._lock, self._nodes_lock = threading.Lock(), threading.Lock()
 
     def codes(self, column: str) -> tuple[IntArray, pd.Index]:
         """``pd.factorize(table[column], use_na_sentinel=True)``: the code of every row,
@@ -70,20 +71,18 @@ class LabelCodes:
         every row, shape (R, d), -1 where a label is no node of its hierarchy. Computed once
         per list of QIs (the hierarchies are the draft's, one per QI)."""
         key = tuple(qis)
-        with self._lock:
-            kept = self._nodes.get(key)
-        if kept is not None:
-            return kept
-        out = np.empty((len(self.table), len(qis)), dtype=np.int64)
-        for a, q in enumerate(qis):
-            column = self.table[q]
-            if isinstance(column.dtype, pd.CategoricalDtype):  # coded already, by its categories
-                out[:, a] = label_nodes(column, hierarchies[q])
-            else:
-                found, uniques = self.codes(q)
-                out[:, a] = nodes_of_labels(found, [str(x) for x in uniques], hierarchies[q])
-        with self._lock:
-            return self._nodes.setdefault(key, out)
+        with self._nodes_lock:
+            if key not in self._nodes:
+                out = np.empty((len(self.table), len(qis)), dtype=np.int64)
+                for a, q in enumerate(qis):
+                    column = self.table[q]
+                    if isinstance(column.dtype, pd.CategoricalDtype):  # coded already, by its categories
+                        out[:, a] = label_nodes(column, hierarchies[q])
+                    else:
+                        found, uniques = self.codes(q)
+                        out[:, a] = nodes_of_labels(found, [str(x) for x in uniques], hierarchies[q])
+                self._nodes[key] = out
+            return self._nodes[key]
 
     def distinct(self, column: str) -> pd.Series:
         """``table[column].drop_duplicates()`` with a fresh index: the distinct values in order
