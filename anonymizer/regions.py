@@ -16,7 +16,7 @@ keeps its own geometry on purpose, so that a bug here cannot both make and pass 
   where every node's leaves are one run ``lo..hi``. Any hierarchy has one, including the
   per-release hierarchies of :mod:`anonymizer.intervals`, whose ``[lo, hi]`` intervals are
   nodes.
-- :func:`label_nodes`, :func:`record_nodes`: the generalized labels of a table as node ids.
+- :func:`label_nodes`, :func:`record_nodes`, :func:`nodes_of_labels`: the generalized labels of a table as node ids.
 - Row keys: :func:`anonymizer.arrays.row_keys` is the one mixed-radix encoder of a row of
   per-QI codes; it stays in :mod:`anonymizer.arrays`, which the report measures import.
 - :class:`RegisterCells`: the *cells* of the register (its distinct QI leaf combinations,
@@ -78,6 +78,14 @@ def label_nodes(column: pd.Series, hierarchy: Hierarchy) -> IntArray:
         found, uniques = pd.factorize(column, use_na_sentinel=True)
         codes = np.asarray(found, dtype=np.int64)
         labels = [str(x) for x in uniques]
+    return nodes_of_labels(codes, labels, hierarchy)
+
+
+def nodes_of_labels(codes: IntArray, labels: Sequence[str], hierarchy: Hierarchy) -> IntArray:
+    """Node id of every value coded as ``codes`` (shape (R,), -1 for a missing value) into
+    ``labels`` (the distinct values as text), shape (R,); -1 where a label is no node of
+    ``hierarchy``. :func:`label_nodes` once the column is factorized (a caller that
+    factorized it for another check passes its codes)."""
     mapped = np.array([hierarchy.node(x) if hierarchy.has_label(x) else -1 for x in labels], dtype=np.int64)
     if mapped.size == 0:
         return np.full(codes.size, -1, dtype=np.int64)

@@ -23,7 +23,7 @@ figures for the exact verdict); individuals appear only in the final expansion o
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
@@ -42,6 +42,7 @@ from anonymizer.privacy import (
     propensity_ratios,
 )
 from anonymizer.regions import PresenceShown, RegisterCells, cover_pairs, group_release, presence_shown, record_nodes
+from checks.labels import LabelCodes
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -59,12 +60,18 @@ class Draft:
         table: one string column per QI (hierarchy node labels) and the sensitive column.
         qis, sensitive: column names; ``qis`` in the order of the register keys' columns.
         hierarchies: one per QI, by name (a release's intervals as nodes).
+        labels: the table's columns factorized once for every check that reads them
+            (:class:`checks.labels.LabelCodes`; the table must not change after).
     """
 
     table: pd.DataFrame
     qis: Sequence[str]
     sensitive: str
     hierarchies: Mapping[str, Hierarchy]
+    labels: LabelCodes = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "labels", LabelCodes(self.table))
 
 
 @dataclass(frozen=True)
@@ -145,7 +152,7 @@ class DraftGroups:
 
 
 def draft_groups(
-    draft: pd.DataFrame,
+    draft: pd.DataFrame | Draft,
     qis: Sequence[str],
     sensitive: str,
     hierarchies: Mapping[str, Hierarchy],
@@ -154,14 +161,21 @@ def draft_groups(
     """Groups of the draft (distinct QI label tuples) with their counts.
 
     Rows carrying a label that is not a node of its hierarchy belong to no group (the
-    contract suite reports them); they are counted in ``unknown_records``.
+    contract suite reports them); they are counted in ``unknown_records``. A :class:`Draft`
+    is read through its :attr:`Draft.labels` (columns factorized once for every check);
+    the groups are the same as from its table.
     """
-    r = len(draft)
+    labels = draft.labels if isinstance(draft, Draft) else None
+    table = draft.table if isinstance(draft, Draft) else draft
+    r = len(table)
     hs = [hierarchies[q] for q in qis]
-    nodes = record_nodes(draft, qis, hs)
+    nodes = labels.nodes(qis, hierarchies) if labels is not None else record_nodes(table, qis, hs)
     known = (nodes >= 0).all(axis=1)
     value_index = {v: i for i, v in enumerate(protected)}
-    s_codes, s_uniques = pd.factorize(draft[sensitive], use_na_sentinel=True)
+    if labels is not None:
+        s_codes, s_uniques = labels.codes(sensitive)
+    else:
+        s_codes, s_uniques = pd.factorize(table[sensitive], use_na_sentinel=True)
     s_map = np.array([value_index.get(str(u), -1) for u in s_uniques], dtype=np.int64)
     s_codes = np.asarray(s_codes, dtype=np.int64)
     rec_value = np.where(s_codes >= 0, s_map[np.maximum(s_codes, 0)], -1) if s_map.size else np.full(r, -1)
@@ -333,7 +347,7 @@ def compute_breach(
     if len(ids) != n_ind:
         raise ValueError("Population.ids must hold one id per register row (Population.keys)")
     hs = [hierarchies[q] for q in qis]
-    dg = draft_groups(draft.table, qis, sensitive, hierarchies, protected)
+    dg = draft_groups(draft, qis, sensitive, hierarchies, protected)
     g = dg.records.size
 
     # candidates: distinct QI combinations of the members (present individuals or everyone)
@@ -507,9 +521,10 @@ def breach_table(draft: Draft, population: Population, prior: PriorState) -> pd.
     return compute_breach(draft, population, prior).table
 
 
-def region_spans(draft: pd.DataFrame, qis: Sequence[str], hierarchies: Mapping[str, Hierarchy]) -> pd.DataFrame:
+def region_spans(draft: pd.DataFrame | Draft, qis: Sequence[str], hierarchies: Mapping[str, Hierarchy]) -> pd.DataFrame:
     """Per draft group and QI, the leaf interval of its label in depth-first leaf order
-    (:attr:`anonymizer.hierarchy.Hierarchy.index`).
+    (:attr:`anonymizer.hierarchy.Hierarchy.index`). A :class:`Draft` is grouped through its
+    :attr:`Draft.labels`, which the breach computation shares.
 
     Returns:
         one row per group (numbered as in :func:`breach_table`): ``group``, the QI labels,
@@ -519,7 +534,8 @@ def region_spans(draft: pd.DataFrame, qis: Sequence[str], hierarchies: Mapping[s
     dg = draft_groups(draft, qis, qis[0] if qis else "", hierarchies, []) if qis else None
     out: dict[str, Any] = {}
     if dg is None:
-        return pd.DataFrame({"group": np.zeros(1 if len(draft) else 0, dtype=np.int64)})
+        rows = len(draft.table) if isinstance(draft, Draft) else len(draft)
+        return pd.DataFrame({"group": np.zeros(1 if rows else 0, dtype=np.int64)})
     out["group"] = np.arange(dg.records.size)
     for a, qi in enumerate(qis):
         h = hierarchies[qi]

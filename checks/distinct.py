@@ -32,7 +32,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Any
 
 import numpy as np
@@ -64,17 +64,28 @@ def _on_distinct(expectation: Expectation, distinct_columns: Collection[str]) ->
     return kind in SET_EXPECTATIONS and column in distinct_columns
 
 
-def distinct_table(table: pd.DataFrame, distinct_columns: Collection[str]) -> pd.DataFrame:
+#: a column's distinct values as ``table[column].drop_duplicates()`` gives them (index aside)
+Distinct = Callable[[str], pd.Series]
+
+
+def distinct_table(
+    table: pd.DataFrame, distinct_columns: Collection[str], distinct: Distinct | None = None
+) -> pd.DataFrame:
     """``table``'s columns in order, each of ``distinct_columns`` reduced to its distinct
     values (dtype kept, a Categorical's as its values' dtype; a missing value kept once)
     and repeated at the end up to the longest one's count; every other column is its first
     rows (only its name is read).
 
+    Args:
+        distinct: a column's distinct values in order of first appearance, when the caller
+            has them (:meth:`checks.labels.LabelCodes.distinct`); ``drop_duplicates`` otherwise.
+
     Returns:
         shape (m, table's columns), m the largest distinct count (at least 1 when the table
         has rows).
     """
-    reduced = {c: _as_text(table[c].drop_duplicates()) for c in table.columns if c in distinct_columns}
+    values_of = distinct or (lambda c: table[c].drop_duplicates())
+    reduced = {c: _as_text(values_of(c)) for c in table.columns if c in distinct_columns}
     m = max((len(v) for v in reduced.values()), default=min(len(table), 1))
     out = {}
     for c in table.columns:
@@ -108,6 +119,7 @@ def run_suite_on_distinct_values(
     expectations: list[Expectation],
     distinct_columns: Collection[str],
     row_label: str = "row",
+    distinct: Distinct | None = None,
 ) -> SuiteResult:
     """The verdict of :func:`checks.gx.run_suite` ``(name, table, expectations, row_label)``,
     with the per-value expectations on ``distinct_columns`` run on those columns' distinct
@@ -117,6 +129,8 @@ def run_suite_on_distinct_values(
         table: the table as read, indexed as the failure lines should name its rows.
         distinct_columns: columns whose values may be checked as a set (QIs, sensitive);
             the id column is not one of them (its uniqueness needs the rows).
+        distinct: the distinct values of a column of ``table``, as :func:`distinct_table`
+            takes them (the same verdicts and results; computed from the table without it).
     """
     reduced = [c for c in table.columns if c in distinct_columns]
     if not reduced or len(table) == 0:
@@ -131,7 +145,7 @@ def run_suite_on_distinct_values(
     read_on_rows = {getattr(expectations[i], "column", None) for i in parts[False]}
     rows_columns = [c for c in table.columns if c not in reduced or c in read_on_rows]
     rows = run_suite(name, as_text(table[rows_columns]), those(False), row_label)
-    values = run_suite(name, distinct_table(table, reduced), those(True), row_label) if rows.success else None
+    values = run_suite(name, distinct_table(table, reduced, distinct), those(True), row_label) if rows.success else None
     merged = None if values is None or not values.success else _merged(name, expectations, parts, rows, values, reduced)
     # on a failure the rows as text: the evidence of a table read without dictionaries
     return merged or run_suite(name, as_text(table), [copy.copy(e) for e in expectations], row_label)

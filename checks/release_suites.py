@@ -176,8 +176,14 @@ def release_suite(
     qis, sensitive, hierarchies = draft.qis, draft.sensitive, draft.hierarchies
     # on the distinct values: the rows repeat them, the verdict is the same (checks/distinct.py)
     contract = contract_expectations(qis, sensitive, hierarchies, id_column, sensitive_domain)
-    results = [run_suite_on_distinct_values("contract", draft.table, contract, [*qis, sensitive])]
-    spans = region_spans(draft.table, qis, hierarchies)
+    # the columns factorized once (draft.labels): the distinct values here, the groups of the
+    # disjointness suite and of the breach computation on the other thread
+    results = [
+        run_suite_on_distinct_values(
+            "contract", draft.table, contract, [*qis, sensitive], distinct=draft.labels.distinct
+        )
+    ]
+    spans = region_spans(draft, qis, hierarchies)
     results.append(
         run_suite(
             "disjointness",

@@ -184,7 +184,7 @@ def classical_measures(inp: PrivacyInputs, settings: ReportConfig) -> list[Measu
     bc, d = inp.breach, inp.draft
     group_of_record = bc.group_of_record  # grouped once, by the breach computation of this draft
     if group_of_record is None or len(group_of_record) != len(d.table):
-        group_of_record = draft_groups(d.table, d.qis, d.sensitive, d.hierarchies, inp.protected).group_of_record
+        group_of_record = draft_groups(d, d.qis, d.sensitive, d.hierarchies, inp.protected).group_of_record
     return _classical(inp, settings, group_of_record, bc.groups["n_j"].to_numpy(np.int64))
 
 
@@ -193,7 +193,11 @@ def _classical(inp: PrivacyInputs, settings: ReportConfig, group: IntArray, n_j:
     worded by :mod:`serialpub.report.wording`."""
     known = group >= 0
     domain = pd.Index(list(inp.sensitive_domain))
-    codes = domain.get_indexer(pd.Index(inp.draft.table[inp.draft.sensitive].astype(str)))
+    found, distinct = inp.draft.labels.codes(inp.draft.sensitive)
+    if (found >= 0).all():  # each distinct value looked up once (the column is factorized once per draft)
+        codes = domain.get_indexer(pd.Index(distinct.astype(str)))[found]
+    else:  # a missing value: its text as astype(str) gives it
+        codes = domain.get_indexer(pd.Index(inp.draft.table[inp.draft.sensitive].astype(str)))
     if (codes[known] < 0).any():
         bad = inp.draft.table[inp.draft.sensitive][known & (codes < 0)].iloc[0]
         raise ValueError(f"sensitive value {bad!r} is not in the sensitive domain")
