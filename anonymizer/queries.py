@@ -52,7 +52,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from anonymizer.arrays import factorize, row_keys
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.hierarchy_index import HierarchyIndex
 from anonymizer.regions import label_nodes
@@ -224,13 +223,8 @@ def _leaf_weights(
 class _Table:
     codes: list[IntArray]  # per QI, node id of every distinct row, shape (D,)
     sens: IntArray  # (D,) sensitive code, ascending; n_sens for values outside the domain
-    counts: FloatArray  # (D,) records per distinct row: whole numbers
+    counts: FloatArray  # (D,) records per distinct row
     n_records: int
-    # the distinct QI tuples of the rows (a release's groups: tens of thousands where the
-    # rows are half a million), numbered by first appearance in row order: per QI the node
-    # of every tuple, shape (U,), and the tuple of every row, shape (D,)
-    tuples: list[IntArray]
-    tuple_of: IntArray
     # re-aggregations on a subset of the QIs (by QI position), computed once (factor)
     projections: dict[tuple[int, ...], tuple[list[IntArray], sparse.csr_matrix]] = field(
         default_factory=dict, compare=False, repr=False
@@ -242,21 +236,31 @@ class _Table:
         """The table re-aggregated on ``attrs`` (``sizes`` their node counts), as its distinct
         QI rows (per attribute the node of every distinct row, shape (D,)) and the counts
         per (sensitive code, distinct row), a sparse (n_sens, D) matrix; computed once."""
+        import pandas as pd
+
         if attrs not in self.projections:
             if attrs:
-                # the distinct QI rows found among the table's QI tuples, not its rows: the
-                # same rows, numbered as among the rows (:func:`_distinct`), at a fraction of
-                # the cost, once per set of attributes (56 of them at 8 QIs)
-                qi_rows, of_tuple = _distinct([self.tuples[i] for i in attrs], sizes, len(self.counts))
-                row_of = of_tuple[self.tuple_of]
+                qi_rows, row_of = _distinct([self.codes[i] for i in attrs], sizes)
             else:
                 qi_rows, row_of = [], np.zeros(len(self.counts), dtype=np.int64)
             width = len(qi_rows[0]) if attrs else 1
             # one entry per (sensitive code, distinct QI row): the table's rows that agree on
             # ``attrs`` are summed here once, so every product costs the projection's entries
             # (tens of thousands) instead of the table's rows (half a million at 1M records).
-            # The key is sensitive-major, so the entries come out in CSR order
-            keys, summed = _key_sums(self.sens * width + row_of, self.counts, n_sens * width)
+            # The key is sensitive-major, so the entries come out in CSR order without a sort
+            pair = self.sens * width + row_of
+            total = n_sens * width
+            if _dense(total, len(pair)):
+                dense = np.bincount(pair, weights=self.counts, minlength=total)
+                keys = np.flatnonzero(dense)
+                summed = dense[keys]
+            else:
+                # hashing, then a sort of the distinct keys only (a fraction of the rows): the
+                # same keys and sums as np.unique, each key's weights added in row order
+                inverse, found = pd.factorize(pair, sort=False)
+                unsorted = np.bincount(inverse, weights=self.counts, minlength=len(found))
+                order = np.argsort(found)
+                keys, summed = np.asarray(found)[order], unsorted[order]
             sens_of, column = np.divmod(keys, width)
             indptr = np.zeros(n_sens + 1, dtype=np.int64)
             np.cumsum(np.bincount(sens_of, minlength=n_sens), out=indptr[1:])
@@ -265,30 +269,6 @@ class _Table:
             matrix = sparse.csr_matrix((summed, column, indptr), shape=(n_sens, width))
             self.projections[attrs] = (qi_rows, matrix)
         return self.projections[attrs]
-
-
-def _key_sums(key: IntArray, counts: FloatArray, total: int) -> tuple[IntArray, FloatArray]:
-    """The distinct values of ``key`` (each in [0, total)) in ascending order, shape (u,), and
-    the sum of ``counts`` (whole numbers, float64) over each, shape (u,).
-
-    The sums are of whole numbers far below 2**53, exact in any order, so they are the same
-    floats as a ``np.bincount`` of the weights. Key and count are packed into one int64 and
-    sorted (numpy sorts 600K int64 in a few ms), where counting every possible key wrote and
-    scanned an array of up to 4M floats per call.
-    """
-    if key.size == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
-    whole = counts.astype(np.int64)
-    bits = max(int(whole.max()).bit_length(), 1)
-    if total << bits < 2**63:
-        packed = np.sort((key << bits) | whole)
-        ordered = packed >> bits
-        low = packed & ((1 << bits) - 1)
-    else:  # too wide to pack: sort the keys and carry the counts along
-        order = np.argsort(key, kind="stable")
-        ordered, low = key[order], whole[order]
-    starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
-    return ordered[starts], np.add.reduceat(low, starts).astype(np.float64)
 
 
 def _node_codes(column: pd.Series, h: Hierarchy, leaves_only: bool, table: str) -> IntArray:
@@ -311,6 +291,7 @@ def _node_codes(column: pd.Series, h: Hierarchy, leaves_only: bool, table: str) 
 
 def _group(columns: Sequence[IntArray], sizes: Sequence[int], weights: FloatArray) -> tuple[list[IntArray], FloatArray]:
     """Distinct rows of the integer columns (each in [0, size)) and their summed weights."""
+    import pandas as pd
 
     n = len(weights)
     total = math.prod(sizes)
@@ -323,8 +304,7 @@ def _group(columns: Sequence[IntArray], sizes: Sequence[int], weights: FloatArra
             keys = np.flatnonzero(dense)
             summed = dense[keys]
         else:
-            inverse, first = _first_appearance(key, total)
-            keys = key[first]
+            inverse, keys = pd.factorize(key, sort=False)  # hashing, O(n)
             summed = np.asarray(np.bincount(inverse, weights=weights, minlength=len(keys)), np.float64)
         return [np.asarray(c, dtype=np.int64) for c in np.unravel_index(keys, tuple(sizes))], summed
     stacked = np.stack(list(columns), axis=1)
@@ -348,73 +328,27 @@ def _mixed_key(columns: Sequence[IntArray], sizes: Sequence[int], n: int) -> Int
     return key
 
 
-def _distinct(
-    columns: Sequence[IntArray], sizes: Sequence[int], n_rows: int | None = None
-) -> tuple[list[IntArray], IntArray]:
+def _distinct(columns: Sequence[IntArray], sizes: Sequence[int]) -> tuple[list[IntArray], IntArray]:
     """Distinct rows of the integer columns (each in [0, size)), as columns, and the index
-    of every input row among them.
-
-    Numbered by ascending row when the rows' possible values are few enough to count
-    (:func:`_dense` of ``n_rows``, default the number of rows given), else by first
-    appearance (or ascending beyond 2**62 possible rows). ``n_rows``: the rows these stand
-    for, so that a table's distinct QI tuples are numbered as its rows would be."""
+    of every input row among them."""
+    import pandas as pd
 
     n = len(columns[0])
     total = math.prod(sizes)
-    if _dense(total, n if n_rows is None else n_rows):  # ascending: the keys sorted
-        keys, inverse = np.unique(_mixed_key(columns, sizes, n), return_inverse=True)
-        rows = np.unravel_index(keys, tuple(sizes))
-        return [np.asarray(c, dtype=np.int64) for c in rows], np.asarray(inverse, dtype=np.int64).reshape(-1)
-    if total < 2**62:  # by first appearance
+    if _dense(total, n):  # a count of every possible row: no hashing, no sort
         key = _mixed_key(columns, sizes, n)
-        found, first = _first_appearance(key, total)
-        rows = np.unravel_index(key[first], tuple(sizes))
-        return [np.asarray(c, dtype=np.int64) for c in rows], found
+        present = np.bincount(key, minlength=total) > 0
+        keys = np.flatnonzero(present)
+        inverse = (np.cumsum(present) - 1)[key]
+        rows = np.unravel_index(keys, tuple(sizes))
+        return [np.asarray(c, dtype=np.int64) for c in rows], inverse
+    if total < 2**62:
+        key = _mixed_key(columns, sizes, n)
+        inverse, keys = pd.factorize(key, sort=False)  # hashing, O(n)
+        rows = np.unravel_index(np.asarray(keys), tuple(sizes))
+        return [np.asarray(c, dtype=np.int64) for c in rows], np.asarray(inverse, dtype=np.int64)
     uniq, inverse = np.unique(np.stack(list(columns), axis=1), axis=0, return_inverse=True)
     return [uniq[:, i].astype(np.int64) for i in range(uniq.shape[1])], inverse.reshape(-1).astype(np.int64)
-
-
-def _tuples(codes: Sequence[IntArray], sizes: Sequence[int], n: int) -> tuple[list[IntArray], IntArray]:
-    """The distinct QI tuples of a table's ``n`` rows (``codes`` per QI, shape (n,), each in
-    [0, size)), numbered by first appearance: per QI the node of every tuple, shape (U,), and
-    the tuple of every row, shape (n,). Numbered so, a projection's rows found among the
-    tuples in their order first appear in the order they first appear among the rows."""
-    if not codes:
-        return [], np.zeros(n, dtype=np.int64)
-    if math.prod(sizes) < 2**62:
-        key = _mixed_key(codes, sizes, n)
-    else:
-        key = row_keys(np.stack(list(codes), axis=1), list(sizes))
-    of_row, first = _first_appearance(key, math.prod(sizes) if math.prod(sizes) < 2**62 else 2**62)
-    return [c[first] for c in codes], of_row
-
-
-def _first_appearance(key: IntArray, total: int) -> tuple[IntArray, IntArray]:
-    """The code of every value of ``key`` (n,) (each in [0, total)), numbered by first
-    appearance, and the index of each code's first value, shape (u,): the codes of
-    ``pd.factorize(key, sort=False)``.
-
-    By one sort of key and position packed into an int64, where they fit (a table's row
-    keys do: below 2**43 at 8 QIs), instead of hashing: a hash table of a million keys
-    nearly all distinct (a raw snapshot's rows) cost most of the table's encoding.
-    """
-    n = key.size
-    bits = max(int(n - 1).bit_length(), 1)
-    if n == 0 or total << bits >= 2**63:
-        return factorize(key)
-    packed = np.sort((key << bits) | np.arange(n, dtype=np.int64))
-    ordered, index = packed >> bits, packed & ((1 << bits) - 1)
-    new = np.concatenate(([True], ordered[1:] != ordered[:-1]))
-    first_sorted = index[new]  # the first position of every distinct key, keys ascending
-    # the distinct keys in order of first appearance, by marking their first positions
-    slot = np.full(n, -1, dtype=np.int64)
-    slot[first_sorted] = np.arange(first_sorted.size, dtype=np.int64)
-    by_first = slot[slot >= 0]
-    rank = np.empty(by_first.size, dtype=np.int64)
-    rank[by_first] = np.arange(by_first.size, dtype=np.int64)
-    codes = np.empty(n, dtype=np.int64)
-    codes[index] = rank[np.cumsum(new) - 1]
-    return codes, first_sorted[by_first]
 
 
 def _encode(
@@ -441,9 +375,7 @@ def _encode(
     sizes = [h.n_nodes for h in hierarchies.values()] + [n_sens + 1]
     cols, counts = _group([*qi_codes, sens], sizes, np.ones(len(df), dtype=np.float64))
     by_sens = np.argsort(cols[-1], kind="stable")
-    codes = [c[by_sens] for c in cols[:-1]]
-    tuples, tuple_of = _tuples(codes, sizes[:-1], len(by_sens))
-    return _Table(codes, cols[-1][by_sens], counts[by_sens], len(df), tuples, tuple_of)
+    return _Table([c[by_sens] for c in cols[:-1]], cols[-1][by_sens], counts[by_sens], len(df))
 
 
 # --------------------------------------------------------------------------------------

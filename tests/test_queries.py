@@ -496,39 +496,16 @@ def test_a_projection_sums_like_np_unique(seed: int, n_sens: int) -> None:
     counts = rng.integers(1, 5, n).astype(np.float64)
     for dense_elements in (0, queries.DENSE_ELEMENTS):  # 0: the hashing path wherever n_sens > 4
         with patch.object(queries, "DENSE_ELEMENTS", dense_elements):
-            rows, row_of = queries._distinct(codes, sizes)  # among the rows themselves
-            # the projection is found among the distinct QI tuples (here with a fourth QI, so
-            # that tuples differ from projected rows): the same rows, numbered the same
-            extra = rng.integers(0, 3, n)
-            tuples, tuple_of = queries._tuples([*codes, extra], [*sizes, 3], n)
-            table = queries._Table([*codes, extra], sens, counts, int(counts.sum()), tuples, tuple_of)
+            _, row_of = queries._distinct(codes, sizes)
+            table = queries._Table(codes, sens, counts, int(counts.sum()))
             qi_rows, matrix = table.factor((0, 1, 2), sizes, n_sens)
         width = int(row_of.max()) + 1
         keys, inverse = np.unique(sens * width + row_of, return_inverse=True)
         summed = np.bincount(inverse.reshape(-1), weights=counts, minlength=len(keys))
         assert len(qi_rows[0]) == width
-        assert all(np.array_equal(a, b) for a, b in zip(qi_rows, rows, strict=True))
         coo = matrix.tocoo()
         assert np.array_equal(coo.row * width + coo.col, keys)
         assert np.array_equal(coo.data, summed)
-
-
-@given(st.integers(0, 2**32 - 1), st.integers(1, 2000), st.integers(1, 3000), st.booleans())
-def test_the_sorted_groupings_give_the_hashing_s(seed: int, n: int, distinct: int, wide: bool) -> None:
-    # first appearance by a sort gives pandas' codes, and the packed sums bincount's; a
-    # total too wide to pack takes the other path, to the same result
-    rng = np.random.default_rng(seed)
-    total = 2**62 - 1 if wide else distinct
-    key = rng.integers(0, distinct, n) * (total // distinct)
-    codes, uniques = pd.factorize(key, sort=False)
-    found, first = queries._first_appearance(key, total)
-    assert np.array_equal(found, codes)
-    assert np.array_equal(key[first], uniques)
-    counts = rng.integers(1, 2**20, n).astype(np.float64)
-    keys, sums = queries._key_sums(key, counts, total)
-    want, inverse = np.unique(key, return_inverse=True)
-    assert np.array_equal(keys, want)
-    assert np.array_equal(sums, np.bincount(inverse.reshape(-1), weights=counts))
 
 
 # --------------------------------------------------------------------------------------
