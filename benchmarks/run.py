@@ -92,6 +92,11 @@ BENCHMARKS: dict[str, Benchmark] = {
     ),
     "bench_queries": Benchmark("the 5,000-query utility measure, raw against release", "benchmarks.md", "1 min"),
     "bench_query_workload": Benchmark("the query workload of one large release", "benchmarks.md", "2 min"),
+    "bench_utility_parts": Benchmark(
+        "release 2's query workload and utility parts alone at 1M/5M, CPU seconds and a digest of their figures",
+        "scaling.md",
+        "8 min",
+    ),
     "bench_reader_install": Benchmark(
         "size, packages, import and query time of the reader's install against the publisher's",
         "benchmarks.md",
