@@ -384,3 +384,10 @@ class UnmarkedSlowTests:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(UnmarkedSlowTests(), "serialpub-unmarked-slow")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    # an xdist worker may leave without running atexit handlers: stop the fork server of
+    # tests/forked_cli.py here, so the commands it ran count in the worker's CPU time
+    if "forked_cli" in sys.modules:
+        sys.modules["forked_cli"].stop_server()

@@ -231,6 +231,12 @@ def test_standalone_airflow_publishes_after_rest_approval(tmp_path: Path, adult_
         AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL="5",
         AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC="2",
         AIRFLOW__CORE__PARALLELISM="4",
+        # each task runs in a process forked from a LocalExecutor worker; started from a fork
+        # server that imported the pipeline once (Airflow 3.3's documented start method and
+        # preload), no task imports pandas, pyarrow and Great Expectations again: that import
+        # was most of the CPU of each of the test's ~50 tasks (docs/testing.md)
+        AIRFLOW__SCHEDULER__MP_START_METHOD="forkserver",
+        AIRFLOW__SCHEDULER__MP_FORKSERVER_PRELOAD="airflow.executors.local_executor,serialpub.workflow.orchestration",
         # a worker waits this long for the execution API (longer than the default; Airflow's advice under
         # load): with the rest of the test suite on the other core its calls took longer
         AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT="60",

@@ -1,7 +1,9 @@
 """Atomic publication under SIGKILL, on SQLite and PostgreSQL.
 
-For every failpoint of ``serialpub.faults`` a real ``python -m serialpub.cli release``
-process publishing release 2 of the small workspace kills itself there. Then:
+For every failpoint of ``serialpub.faults`` a real process running ``serialpub release``
+(``python -m serialpub.cli``'s entry point, forked from a server that imported the pipeline
+once: tests/forked_cli.py) publishing release 2 of the small workspace kills itself there.
+Then:
 
 (a) before any recovery, what is on disk and in the state is exactly what :data:`BEFORE`
     allows for that point: the release is published-and-in-place, or invisible (no final
@@ -10,8 +12,7 @@ process publishing release 2 of the small workspace kills itself there. Then:
     checksums, or invisible with no trace but a failed draft; no staging folder remains;
     the series then goes on, and its files and statistics equal an uninterrupted run.
 
-The crashes of one engine run two at a time in a module fixture (each process spends
-about a second importing); the checks run per point.
+The crashes of one engine run two at a time in a module fixture; the checks run per point.
 """
 
 from __future__ import annotations
@@ -21,14 +22,13 @@ import json
 import os
 import signal
 import socket
-import subprocess
-import sys
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import forked_cli
 import pytest
 from conftest import ENGINES, PublishedWorkspaces, StateDatabases, cli_env, freeze_stats
 from helpers import make_workspace, snapshot
@@ -88,27 +88,14 @@ def _crash(crash: Crash) -> Crash:
     recovery rolls release 2 forward and dies there."""
     runs = [("after_commit", 2), ("during_recovery", 3)] if crash.point == "during_recovery" else [(crash.point, 2)]
     for point, k in runs:
-        with subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "serialpub.cli",
-                "release",
-                "--config",
-                str(crash.root),
-                "--snapshot",
-                str(snapshot(crash.root, k)),
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=crash.root,
+        done = forked_cli.run(
+            ["release", "--config", str(crash.root), "--snapshot", str(snapshot(crash.root, k))],
             env=cli_env(crash.url, point),
-        ) as proc:
-            _, err = proc.communicate(timeout=600)
-        crash.returncodes.append(proc.returncode)
-        crash.pids.append(proc.pid)
-        crash.stderr += err
+            cwd=crash.root,
+        )
+        crash.returncodes.append(done.returncode)
+        crash.pids.append(done.pid)
+        crash.stderr += done.stderr
     return crash
 
 
@@ -279,14 +266,10 @@ def test_recovery_rewrites_the_checkpoint_a_crash_left_behind(
     monkeypatch.delenv(faults.ENV, raising=False)
     root = published_once
     env = {k: v for k, v in os.environ.items() if k != DATABASE_ENV}
-    done = subprocess.run(
-        [sys.executable, "-m", "serialpub.cli", "release", "--config", str(root), "--snapshot", str(snapshot(root, 2))],
-        capture_output=True,
-        text=True,
-        cwd=root,
+    done = forked_cli.run(
+        ["release", "--config", str(root), "--snapshot", str(snapshot(root, 2))],
         env={**env, faults.ENV: point},
-        timeout=600,
-        check=False,
+        cwd=root,
     )
     assert done.returncode == -signal.SIGKILL, done.stderr
     ws = load_config(root)
