@@ -2,8 +2,8 @@
 (docs/scaling.md, "Memory").
 
 glibc serves an allocation above its mmap threshold with a mapping of its own and unmaps it
-when freed, but it raises that threshold to the size of any such block freed (up to 32 MiB
-on 64-bit Linux), so the arrays of a few MiB that a release makes and frees (a column of 1M
+when freed, but it raises that threshold to the size of any such block freed (up to glibc's
+``DEFAULT_MMAP_THRESHOLD_MAX``), so the arrays of a few MiB that a release makes and frees (a column of 1M
 records, a chunk of queries) end up in the heap of the thread that allocated them, and stay
 resident after they are freed. Each thread that allocates gets a heap (an *arena*) of its
 own, and one arena's free memory is never used for another's allocations: memory one step
