@@ -13,13 +13,15 @@ Usage::
     uv run python benchmarks/bench_plan.py [--register 5000000] [--records 1000000] [--rounds 4] [--protected all]
         [--partition-epsilon sound] [--split-rule widest]
 
-Writes ``benchmarks/out/plan-<protected>.json``.
+Writes ``benchmarks/out/plan-<protected>.json`` (wall and CPU seconds, peak RSS, the load at
+the start, whether the register came from the register cache, the plan's figures).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -81,6 +83,9 @@ def main() -> None:
     OUT.mkdir(exist_ok=True)
     root = snapshots(args.register, args.records, args.rounds)
     figures = OUT / "plan-figures.json"
+    # the plan codes the register once per register version, then loads the cache entry
+    # (serialpub.io.register_cache): a first plan and the next ones cost differently
+    cached = any((root / "cache").glob("register-*.arrow"))
     exe = Path(sys.executable).with_name("serialpub")
     command = [
         str(exe), "plan", "--config", str(root), "--snapshots", str(root / "plan-snapshots"),
@@ -88,9 +93,12 @@ def main() -> None:
         "--partition-model", "published", "--partition-epsilon", args.partition_epsilon,
         "--split-rule", args.split_rule, "--jobs", "1", "--json", str(figures),
     ]  # fmt: skip
+    load = os.getloadavg()[0]
     t = time.perf_counter()
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - t
+    # CPU seconds: on a shared machine the wall time is the load's as much as the command's
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
     result = {
         "machine": machine(),
         "register": args.register,
@@ -99,6 +107,9 @@ def main() -> None:
         "protected": args.protected,
         "command": " ".join(command[1:]),
         "wall_s": wall,
+        "cpu_s": used.ru_utime + used.ru_stime,
+        "load_at_start": load,
+        "register_cached": cached,
         "peak_rss_gib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20,
         "plan": json.loads(figures.read_text()),
     }
@@ -108,7 +119,8 @@ def main() -> None:
     RESULT.with_name(name).write_text(json.dumps(result, indent=2))
     print(
         f"one candidate, {args.rounds} releases of {args.records:,} records over {args.register:,}: "
-        f"{wall:.1f} s, peak RSS {result['peak_rss_gib']:.2f} GiB"
+        f"{wall:.1f} s ({result['cpu_s']:.1f} CPU s, load {load:.1f}, register "
+        f"{'from the cache' if cached else 'coded'}), peak RSS {result['peak_rss_gib']:.2f} GiB"
     )
     plan = result["plan"]
     print(pd.json_normalize(plan["candidates"] if isinstance(plan, dict) else plan).T.to_string())

@@ -48,6 +48,15 @@ def _files(root: Path) -> list[str]:
     return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
 
 
+def _written(root: Path, before: list[str]) -> list[str]:
+    """The files a plan added to ``root``: its register cache entry alone (checked here) or nothing."""
+    added = sorted(set(_files(root)) - set(before))
+    assert set(_files(root)) >= set(before)
+    assert [Path(a).suffix for a in added if a != "cache"] in ([], [".arrow", ".sha256"]), added
+    assert all(a == "cache" or a.startswith("cache/register-") for a in added), added
+    return added
+
+
 def _real_series(root: Path, settings: dict[str, Any], protected: list[str]) -> list[dict[str, Any]]:
     """Publish the periods with ``serialpub release`` under ``settings``; per published
     release its figures read back from the release store."""
@@ -119,7 +128,9 @@ def test_plan_figures_equal_a_real_series(tmp_path: Path, which: int) -> None:
     grid = {k: [v] for k, v in settings.items()}
     (candidate,) = build_grid(grid, ws.config, list(setup.plan.inputs.sensitive_domain or []))
     (row,), _ = run_plan(setup, [candidate], jobs=1)
-    assert _files(planned_root) == before  # no state, no release store, no cache
+    setup.plan.register.cache_writes.wait()
+    # no state, no release store: the register cache entry alone
+    assert len(_written(planned_root, before)) == 3
 
     real_root = make_workspace(tmp_path / "real", periods=PERIODS)
     real = _real_series(real_root, settings, row["protected"])
@@ -192,7 +203,7 @@ def test_plan_command_writes_json_and_page_and_ranks_lasting_candidates(tmp_path
         tmp_path / "p.html",
     )
     assert proc.returncode == 0, proc.stderr
-    assert _files(root) == before
+    assert len(_written(root, before)) == 3
     doc = json.loads((tmp_path / "p.json").read_text())
     rows = doc["candidates"]
     assert len(rows) == 4 and doc["advice"]
@@ -725,3 +736,18 @@ def test_a_workspace_under_the_paper_suppression_model_flags_every_candidate(tmp
     assert proc.returncode == 0, proc.stderr
     rows = json.loads((tmp_path / "p.json").read_text())["candidates"]
     assert rows and all(r["known_breach"] for r in rows)
+
+
+def test_the_plan_keeps_each_snapshot_without_its_table(tmp_path: Path) -> None:
+    """Once its workload is drawn a snapshot is held (and sent to the workers) as its
+    register rows and values alone: the same rows, values and value order as read."""
+    from serialpub.planning.snapshots import read_snapshot
+
+    root = make_workspace(tmp_path / "ws", periods=1)
+    setup = prepare(load_config(root), None, None, 1)
+    for t, kept in enumerate(setup.snapshots, start=1):
+        full = read_snapshot(setup.plan, snapshot(root, t))
+        assert len(kept.table) == 0 and list(kept.table.columns) == list(full.table.columns)
+        assert np.array_equal(kept.individual, full.individual) and kept.value.tolist() == full.value.tolist()
+        (codes, labels), (full_codes, full_labels) = kept.value_order, full.value_order
+        assert np.array_equal(codes, full_codes) and labels.tolist() == full_labels.tolist()

@@ -424,3 +424,36 @@ def test_a_reader_and_inputs_of_two_reads_are_refused(root: Path) -> None:
     with pytest.raises(ValueError, match="another read of the dataset's inputs"):
         input_checks.check_inputs(pub.series, other, pub.register_reader, pub.request, snapshot(root, 1), "0001")
     assert pub.store.open_release("clinic") is None
+
+
+@pytest.mark.slow
+def test_a_plans_entry_has_no_verdict_and_the_release_adds_it(root: Path) -> None:
+    from serialpub.planning.series import PlanInputs
+
+    ws = load_config(root)
+    plan = PlanInputs.read(ws)
+    coded = plan.register.register
+    plan.register.cache_writes.wait()
+    (entry,) = sorted((root / register_cache.CACHE_DIR).glob("register-*.arrow"))
+    # the plan never runs the register suite: its entry carries no verdict
+    loaded = register_cache.load(root, plan.register.cache_key)
+    assert loaded is not None and loaded[2] is None
+    parsed = load_register(ws.register_path, "id", ws.config.quasi_identifiers, plan.inputs.hierarchies)
+    assert list(loaded[0]) == list(parsed.ids) and np.array_equal(loaded[1].dense(), parsed.keys.dense())
+    assert np.array_equal(coded.keys.codes, parsed.keys.codes)
+    # a release codes the register from it, runs the suite (no verdict to take), and writes
+    # the entry again with the verdict
+    pub = _publisher(root)
+    pub.publish(snapshot(root, 1))
+    assert pub.register_reader.cached_entry is not None and pub.register_reader.cached_entry[2] is None
+    ran = pub.register_reader.check()
+    assert ran.success
+    assert _entries(root) == [entry]
+    again = _publisher(root).register_reader.cached_entry
+    assert again is not None and again[2] is not None and again[2]["sha256"] == ran.sha256
+    # a plan leaves an entry with a verdict as it is
+    replan = PlanInputs.read(ws)
+    assert replan.register.register.ids.equals(parsed.ids)
+    replan.register.cache_writes.wait()
+    kept = register_cache.load(root, plan.register.cache_key)
+    assert kept is not None and kept[2] is not None

@@ -132,6 +132,7 @@ def plan(
     from serialpub.analysis.audit.learners import learner_names
     from serialpub.planning.page import advice, flag_texts, protected_setting, ranked, write_page
     from serialpub.planning.run import prepare, run_plan
+    from serialpub.planning.series import PlanInputs
     from serialpub.planning.tune import ONE_PASS, tune_ratios, tuning_lines, tuning_record
     from serialpub.workflow.measuring import QUERY_COUNT, QUERY_DIMENSIONS, QUERY_SELECTIVITY
 
@@ -140,9 +141,12 @@ def plan(
         raise InputError(
             f"--tune-ratio reads the one-pass learners ({', '.join(ONE_PASS)}); give --learners nb,logistic-pairs"
         )
-    setup = replace(prepare(ws, snapshots, simulate, rounds, seed), learners=names)
-    domain = list(setup.plan.inputs.sensitive_domain or [])
+    # the grid checked before the register is read: a bad grid writes nothing, not even the
+    # register cache entry a plan leaves (serialpub.planning.series)
+    plan_inputs = PlanInputs.read(ws)
+    domain = list(plan_inputs.inputs.sensitive_domain or [])
     candidates = build_grid(given, ws.config, domain, max_candidates or MAX_CANDIDATES)
+    setup = replace(prepare(ws, snapshots, simulate, rounds, seed, plan_inputs), learners=names)
     total = len(candidates) * rounds * (tune_ratio + 1)  # tuning: at most, a candidate may stop early
     with Progress(
         TextColumn("candidates × releases"),

@@ -22,11 +22,11 @@ from serialpub.planning.series import (
     DEFAULT_LEARNERS,
     Measured,
     PlanInputs,
+    measure_snapshot,
     measured,
-    read_snapshots,
     run_candidate,
-    simulated_snapshots,
 )
+from serialpub.planning.snapshots import read_snapshot, simulated_snapshots, slim, snapshot_files
 
 
 @dataclass
@@ -42,9 +42,17 @@ class PlanSetup:
     learners: tuple[str, ...] = DEFAULT_LEARNERS
 
 
-def prepare(ws: Workspace, snapshots: Path | None, simulate: str | None, rounds: int, seed: int = 0) -> PlanSetup:
-    """Read the workspace and the snapshots (``snapshots`` DIR, else ``simulate`` PRESET,
-    else the workspace's own ``snapshots/`` folder) and draw their query workloads.
+def prepare(
+    ws: Workspace,
+    snapshots: Path | None,
+    simulate: str | None,
+    rounds: int,
+    seed: int = 0,
+    plan: PlanInputs | None = None,
+) -> PlanSetup:
+    """Read the workspace (``plan``: its inputs when read already) and the snapshots
+    (``snapshots`` DIR, else ``simulate`` PRESET, else the workspace's own ``snapshots/``
+    folder) and draw their query workloads.
 
     Raises:
         InputError: bad rounds, a missing folder, snapshots that do not match the register.
@@ -55,7 +63,7 @@ def prepare(ws: Workspace, snapshots: Path | None, simulate: str | None, rounds:
         raise InputError(f"--rounds must be at least 1, got {rounds}")
     if snapshots is not None and simulate is not None:
         raise InputError("give --snapshots DIR or --simulate PRESET, not both")
-    plan = PlanInputs.read(ws)
+    plan = plan if plan is not None else PlanInputs.read(ws)
     if simulate is not None:
         snaps = simulated_snapshots(plan, simulate, rounds, seed)
         source = f"simulated: preset {simulate}, seed {seed}"
@@ -63,9 +71,18 @@ def prepare(ws: Workspace, snapshots: Path | None, simulate: str | None, rounds:
         folder = snapshots if snapshots is not None else ws.root / "snapshots"
         if not folder.is_dir():
             raise InputError(f"--snapshots {folder}: not a folder; give the folder of the snapshot files")
-        snaps = read_snapshots(plan, folder, rounds)
-        source = str(folder)
-    return PlanSetup(plan, snaps, measured(plan, snaps), source)
+        # one snapshot's table at a time: read, checked, its workload drawn, then slimmed
+        workloads, baseline = [], []
+        snaps = []
+        for path in snapshot_files(folder, rounds):
+            snap = read_snapshot(plan, path)
+            w, error = measure_snapshot(plan, snap)
+            workloads.append(w)
+            baseline.append(error)
+            snaps.append(slim(snap))
+        measure = Measured(workloads, baseline, plan.register.register.keys)
+        return PlanSetup(plan, snaps, measure, str(folder))
+    return PlanSetup(plan, [slim(s) for s in snaps], measured(plan, snaps), source)
 
 
 # -- worker processes --------------------------------------------------------------------
@@ -115,6 +132,8 @@ def run_plan(
             ]
         return out, time.perf_counter() - started
     results: dict[int, dict[str, Any]] = {}
+    # each worker reads the register again: from the cache entry this process wrote, once written
+    setup.plan.register.cache_writes.wait()
     # spawned workers: a fork would copy the parent's threads' locks (rich's live display)
     mp = multiprocessing.get_context("spawn")
     with mp.Manager() as manager:

@@ -6,8 +6,10 @@ and every release is computed by the function the draft path calls,
 :func:`anonymizer.release.anonymize_history`, with the release number as its seed and the
 workspace's dilution; the release table is :func:`serialpub.workflow.drafting.published_table`.
 So a series published with ``serialpub release`` under the same settings has the same
-groups, breach probabilities and figures (tests/test_plan.py checks it). Nothing is written:
-no state, no release store, no register cache.
+groups, breach probabilities and figures (tests/test_plan.py checks it). Nothing is written
+but the register cache (:mod:`serialpub.io.register_cache`, without the suite's verdict, which
+the plan does not run): no state, no release store. The next plan and release 1 then load the
+coded register instead of coding it again.
 
 Per release the utility is the mean relative error of the draft's query workload (5,000
 range-count queries, qd 3, selectivity 0.05, the workspace's query seed; docs/design.md
@@ -29,7 +31,6 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -54,11 +55,10 @@ from anonymizer.settings import (
 )
 from anonymizer.topdown import name_values
 from serialpub.config import Workspace
-from serialpub.errors import REFUSED, InputError
-from serialpub.io.inputs import Snapshot, read_csv, snapshot_from_table
+from serialpub.errors import REFUSED
+from serialpub.io.inputs import Snapshot
 from serialpub.planning.grid import RAREST, Candidate
 from serialpub.planning.learners import learner_figures
-from serialpub.simulate import PRESETS, SeriesSpec, simulate_series
 from serialpub.workflow import drafting
 from serialpub.workflow.dataset_inputs import DatasetInputs, read_dataset_inputs
 from serialpub.workflow.measuring import QUERY_COUNT, QUERY_DIMENSIONS, QUERY_SELECTIVITY
@@ -88,89 +88,14 @@ class PlanInputs:
 
     @classmethod
     def read(cls, ws: Workspace) -> PlanInputs:
-        """The inputs of ``ws`` (the register read on first use).
+        """The inputs of ``ws`` (the register read on first use, from the register cache when
+        this version was coded before, and cached when it was not).
 
         Raises:
             InputError: as :func:`serialpub.workflow.dataset_inputs.read_dataset_inputs`.
         """
         inputs = read_dataset_inputs(ws)
-        return cls(ws, inputs, RegisterReader(ws, inputs))
-
-
-def _snapshot_files(folder: Path) -> list[Path]:
-    return sorted([*folder.glob("*.csv"), *folder.glob("*.parquet")])
-
-
-def read_snapshots(plan: PlanInputs, folder: Path, rounds: int) -> list[Snapshot]:
-    """The first ``rounds`` snapshots of ``folder`` (file-name order), checked against the
-    register as ``serialpub release`` checks them.
-
-    Raises:
-        InputError: fewer files than rounds, or a snapshot that does not match the register
-            (the pipeline's message, naming the file and line).
-    """
-    files = _snapshot_files(folder)
-    if len(files) < rounds:
-        raise InputError(
-            f"--snapshots {folder}: {len(files)} snapshot file(s) for --rounds {rounds}; give at most "
-            f"{len(files)} rounds or more snapshots"
-        )
-    cfg = plan.ws.config
-    domain = set(plan.inputs.sensitive_domain) if plan.inputs.sensitive_domain is not None else None
-    out = []
-    for p in files[:rounds]:
-        table = read_csv(p, "snapshot") if p.suffix == ".csv" else pd.read_parquet(p).astype(str)
-        out.append(
-            snapshot_from_table(
-                table,
-                p,
-                cfg.id_column,
-                plan.inputs.qis,
-                cfg.sensitive,
-                plan.register.register,
-                plan.inputs.hierarchies,
-                domain,
-            )
-        )
-    return out
-
-
-def simulated_snapshots(plan: PlanInputs, preset: str, rounds: int, seed: int = 0) -> list[Snapshot]:
-    """Snapshots simulated by paper 004's generator (:mod:`serialpub.simulate`, the preset's
-    carry-over and redraw, ``seed``) from a base table of the register's individuals.
-
-    The register holds no sensitive value, so each individual takes the last one recorded
-    for them in the workspace's own ``snapshots/`` folder; the generator partitions the
-    individuals found there into max(rounds, the preset's rounds) periods. On the demo
-    workspace (whose snapshots cover its whole base table) the preset ``paper`` with seed 0
-    gives the demo's snapshots.
-
-    Raises:
-        InputError: an unknown preset, or a workspace without snapshots to take values from.
-    """
-    if preset not in PRESETS:
-        raise InputError(f"--simulate {preset!r}: unknown preset; use one of {', '.join(PRESETS)}")
-    cfg = plan.ws.config
-    files = _snapshot_files(plan.ws.root / "snapshots")
-    if not files:
-        raise InputError(
-            f"--simulate {preset}: {plan.ws.root / 'snapshots'} holds no snapshot to take the sensitive values "
-            "from (the register has none); give --snapshots DIR"
-        )
-    seen = pd.concat([read_csv(p, "snapshot") for p in files], ignore_index=True)
-    base = seen.drop_duplicates(cfg.id_column, keep="last")
-    rows = plan.register.register.rows_of(base[cfg.id_column])
-    base = base.iloc[np.argsort(rows, kind="stable")].reset_index(drop=True)  # register order
-    p = PRESETS[preset]
-    spec = SeriesSpec(rounds=max(rounds, int(p["rounds"])), carry_over=p["carry_over"], redraw=p["redraw"], seed=seed)
-    domain = set(plan.inputs.sensitive_domain) if plan.inputs.sensitive_domain is not None else None
-    return [
-        snapshot_from_table(
-            t[[cfg.id_column, *plan.inputs.qis, cfg.sensitive]].reset_index(drop=True), f"simulated snapshot {i}",
-            cfg.id_column, plan.inputs.qis, cfg.sensitive, plan.register.register, plan.inputs.hierarchies, domain,
-        )
-        for i, t in enumerate(simulate_series(base, cfg.sensitive, spec)[:rounds], start=1)
-    ]  # fmt: skip
+        return cls(ws, inputs, RegisterReader(ws, inputs, cache_unchecked=True))
 
 
 def protected_values(candidate: Candidate, domain: list[str], snapshots: list[Snapshot]) -> list[str]:
@@ -221,29 +146,57 @@ class Measured:
 
 def measured(plan: PlanInputs, snapshots: list[Snapshot]) -> Measured:
     """The workload of every snapshot (as the draft draws it) and its baseline error."""
-    cfg = plan.ws.config
     # the register's cells as coded (distinct combinations and their counts), never an (N, d)
     # matrix that every release would group again: JointRelease.of reads them as they are
     leaves = plan.register.register.keys
     workloads, baseline = [], []
-    hs = [plan.inputs.hierarchies[q] for q in plan.inputs.qis]
     for snap in snapshots:
-        w = draw_workload(
-            snap.table[[*plan.inputs.qis, cfg.sensitive]],
-            plan.inputs.hierarchies,
-            cfg.sensitive,
-            n_queries=QUERY_COUNT,
-            qd=QUERY_DIMENSIONS,
-            selectivity=QUERY_SELECTIVITY,
-            seed=cfg.query_seed,
-        )
+        w, error = measure_snapshot(plan, snap)
         workloads.append(w)
-        histogram = pd.DataFrame({q: h.labels[h.root] for q, h in zip(plan.inputs.qis, hs, strict=True)}, index=[0])
-        histogram = histogram.loc[np.zeros(len(snap.individual), dtype=np.int64)].reset_index(drop=True)
-        histogram[cfg.sensitive] = snap.value
-        release = JointRelease.of(histogram, plan.inputs.qis, cfg.sensitive, hs, leaves, w.ranges.sensitive_values)
-        baseline.append(_errors(release, w)[0])
+        baseline.append(error)
     return Measured(workloads, baseline, leaves)
+
+
+def measure_snapshot(plan: PlanInputs, snap: Snapshot) -> tuple[Workload, float]:
+    """A snapshot's query workload (as the draft draws it, from its table) and its baseline
+    error."""
+    cfg = plan.ws.config
+    leaves = plan.register.register.keys
+    hs = [plan.inputs.hierarchies[q] for q in plan.inputs.qis]
+    w = draw_workload(
+        snap.table[[*plan.inputs.qis, cfg.sensitive]],
+        plan.inputs.hierarchies,
+        cfg.sensitive,
+        n_queries=QUERY_COUNT,
+        qd=QUERY_DIMENSIONS,
+        selectivity=QUERY_SELECTIVITY,
+        seed=cfg.query_seed,
+    )
+    release = JointRelease.of(
+        _histogram_release(snap, plan.inputs.qis, hs, cfg.sensitive),
+        plan.inputs.qis,
+        cfg.sensitive,
+        hs,
+        leaves,
+        w.ranges.sensitive_values,
+    )
+    return w, _errors(release, w)[0]
+
+
+def _histogram_release(snap: Snapshot, qis: Sequence[str], hs: Sequence[Any], sensitive: str) -> pd.DataFrame:
+    """The release publishing only the snapshot's sensitive histogram, one row per record,
+    shape (R, d + 1): every QI its hierarchy's root, the sensitive column the records'
+    values. Categorical columns (the root once, each value once): the same labels as text
+    columns, read by :meth:`JointRelease.of` through their categories, without a million
+    strings per column to make and hash again."""
+    n = len(snap.individual)
+    codes, labels = snap.value_order  # labels[codes] == snap.value
+    columns: dict[str, Any] = {
+        q: pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), categories=pd.Index([h.labels[h.root]]))
+        for q, h in zip(qis, hs, strict=True)
+    }
+    columns[sensitive] = pd.Categorical.from_codes(codes, categories=pd.Index(labels.tolist()))
+    return pd.DataFrame(columns)
 
 
 def _errors(release: JointRelease, w: Workload) -> tuple[float, float]:

@@ -60,11 +60,21 @@ class RegisterReader:
 
     Args:
         cache_writes: the register cache entries the owner writes beside its releases.
+        cache_unchecked: cache the coded register before its suite has run, the entry then
+            without a verdict (a plan, which never runs the suite, leaves the next plan and
+            release 1 the coding; the first reader that runs the suite adds its verdict).
     """
 
-    def __init__(self, ws: Workspace, inputs: DatasetInputs, cache_writes: register_cache.Writes | None = None) -> None:
+    def __init__(
+        self,
+        ws: Workspace,
+        inputs: DatasetInputs,
+        cache_writes: register_cache.Writes | None = None,
+        cache_unchecked: bool = False,
+    ) -> None:
         self.ws, self.inputs = ws, inputs
         self.cache_writes = cache_writes if cache_writes is not None else register_cache.Writes()
+        self.cache_unchecked = cache_unchecked
         self._sha: str | None = None  # of the bytes the register was read from
         # a Parquet or SQL register's canonical CSV bytes, until its version is kept (a CSV
         # file is read again for that: it is on disk)
@@ -187,22 +197,33 @@ class RegisterReader:
         return entry
 
     def _save_cache(self) -> None:
-        """Cache the coded register with its passed suite (once both are built)."""
+        """Cache the coded register with its passed suite (once both are built), or without a
+        verdict before the suite ran when :attr:`cache_unchecked`; an entry without a verdict
+        is written again with the verdict once the suite passed."""
         check = self._check
-        if self._register is not None and check is not None and check.success and self.cached_entry is None:
-            suite = {"suite": check.suite, "success": True, "failures": [], "result": check.result,
-                     "sha256": check.sha256}  # fmt: skip
-            lookup = self.register.id_lookup
-            # written on a thread of its own while the release goes on (register_cache.Writes)
-            self.cache_writes.save_soon(
-                self.ws.root,
-                self.cache_key,
-                self.register.ids,
-                self.register.keys,
-                self.inputs.qis,
-                suite,
-                None if lookup is None else (lookup.hashes, lookup.rows),
-            )
+        if self._register is None:
+            return
+        entry = self.cached_entry
+        if check is not None and check.success:
+            if entry is not None and entry[2] is not None:
+                return
+            suite: dict[str, Any] | None = {"suite": check.suite, "success": True, "failures": [],
+                                            "result": check.result, "sha256": check.sha256}  # fmt: skip
+        elif check is None and self.cache_unchecked and entry is None:
+            suite = None
+        else:
+            return  # a failed suite is never cached: its messages are made afresh
+        lookup = self.register.id_lookup
+        # written on a thread of its own while the release goes on (register_cache.Writes)
+        self.cache_writes.save_soon(
+            self.ws.root,
+            self.cache_key,
+            self.register.ids,
+            self.register.keys,
+            self.inputs.qis,
+            suite,
+            None if lookup is None else (lookup.hashes, lookup.rows),
+        )
 
     @property
     def register(self) -> Register:
@@ -223,11 +244,15 @@ class RegisterReader:
         if self.cached_entry is not None:
             with progress.step("coding the register"):
                 lookup = self.cached_entry[3]
-                return Register(
+                self._register = Register(
                     ids=self.cached_entry[0],
                     keys=self.cached_entry[1],
                     lookup=None if lookup is None else IdLookup(*lookup),
                 )
+            if self._check is not None:  # the suite ran on the rows (an entry without its verdict)
+                self._table = None
+            self._save_cache()  # an entry without a verdict (a plan's): written again with the suite's
+            return self._register
         cfg = self.ws.config
         rows = self._rows()
         try:
