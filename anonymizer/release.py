@@ -265,10 +265,10 @@ def class_targets(params: PrivacyParams, history: History) -> FloatArray:
             renew=params.after_k_prime is AfterKPrime.RENEW,
         )
 
-    # the target is a function of each pair's (P, linked releases, ℓ) alone, and most pairs
-    # were never linked (P = 1, none linked: after a release of 16,581 groups, 22K of 3.3M
-    # pairs were): those take their class's ℓ's target, computed once per distinct ℓ by the
-    # same formula, so every target is the one the formula gives for that pair
+    # the target is a function of each pair's (P, linked releases, ℓ) alone, and at national
+    # scale all but a few pairs were never linked (P = 1, none linked): those take their
+    # class's ℓ's target, computed once per distinct ℓ by the same formula, so every target
+    # is the one the formula gives for that pair
     never = (history.linked == 0) & (history.survival == 1.0)
     ells, ell_code = np.unique(history.ell, return_inverse=True)
     out = np.empty(history.survival.shape)
