@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from anonymizer import heap, privacy
+from anonymizer import privacy
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.overlap import Overlap, sequential
 from anonymizer.queries import QueryErrorResult
@@ -229,10 +229,6 @@ def _open_and_stage(
         done = take(series, anonymized_ahead(), opened)
         computed = _compute(series, inputs, register, opened, snap, source.label, done)
         previous = published[-1].seq if published else None
-        # what the snapshot's suite, its coding and the anonymizer freed goes back to the system
-        # before the two threads below allocate the most of the release at once: kept in the
-        # other thread's heap it would count in the peak (anonymizer.heap)
-        heap.give_back()
         # the query workload and the utility measures read the draft in memory, not its files
         # or state: they run on the other thread while this one writes the data file and
         # stages the state. The manifest is written first without them and again with them

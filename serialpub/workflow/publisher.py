@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Concatenate, ParamSpec, Protocol, TypeVar
 
 import pandas as pd
 
-from anonymizer import heap, overlap
+from anonymizer import overlap
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.release import PrivacyParams, ReleaseResult
 from checks.gx import SuiteResult
@@ -187,9 +187,7 @@ class Publisher:
         # the command into the draft and on to the anonymizer
         series, inputs, register = self.series, self.inputs, self.register_reader
         staged = drafting.draft(series, inputs, register, self.request, snapshot_path, period, owner)
-        heap.give_back()  # between the steps, what one freed is not held into the next (anonymizer.heap)
         validating.validate(series, inputs, register, staged.seq)
-        heap.give_back()
         # the figure the release report recorded, so that the release table shows it too
         shown = read_presence_shown(staged.staging)
         absent = shown.in_no_region if shown is not None else None
@@ -218,11 +216,9 @@ class Publisher:
         """:func:`serialpub.workflow.drafting.draft` (arguments, errors), with the inputs
         read again if their files changed (:meth:`refresh_inputs`)."""
         self.refresh_inputs()  # the register of this period may differ from the last one read
-        staged = drafting.draft(
+        return drafting.draft(
             self.series, self.inputs, self.register_reader, self.request, snapshot_path, period, owner
         )
-        heap.give_back()  # between the steps, what one freed is not held into the next (anonymizer.heap)
-        return staged
 
     def series_report(self, baseline: bool = True, png_dir: Path | None = None) -> Path:
         """:func:`serialpub.workflow.baseline.series_report` (arguments, errors)."""
@@ -231,9 +227,7 @@ class Publisher:
     @_as_configured
     def validate(self, seq: int) -> list[SuiteResult]:
         """:func:`serialpub.workflow.validating.validate` (arguments, errors)."""
-        results = validating.validate(self.series, self.inputs, self.register_reader, seq)
-        heap.give_back()
-        return results
+        return validating.validate(self.series, self.inputs, self.register_reader, seq)
 
     @_as_configured
     def report(self, seq: int) -> ApprovalFacts:
@@ -259,9 +253,7 @@ class Publisher:
     def finish(self, seq: int) -> Path:
         """:func:`serialpub.workflow.publishing.finish` (arguments, errors)."""
         with progress.step("publishing"):
-            done = publishing.finish(self.series, seq)
-        heap.give_back()  # a process that publishes the next release starts from what it holds
-        return done
+            return publishing.finish(self.series, seq)
 
     def close(self, seq: int, reason: str) -> None:
         """:func:`serialpub.workflow.sign_off.close` (arguments, errors)."""
