@@ -52,6 +52,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -60,7 +61,7 @@ import numpy.typing as npt
 from anonymizer.arrays import CodedRows, factorize, row_keys
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.queries import _overlap_fractions
-from anonymizer.regions import RegisterCells, cover_pairs, group_release, record_nodes
+from anonymizer.regions import RegisterCells, cover_pairs, groups_of_nodes, record_nodes
 from anonymizer.workload import QueryRanges
 
 if TYPE_CHECKING:
@@ -70,6 +71,7 @@ if TYPE_CHECKING:
     from anonymizer.queries import Workload
 
 __all__ = [
+    "GroupValueCounts",
     "JointAnswers",
     "JointRelease",
     "JointWorkloadError",
@@ -99,6 +101,72 @@ FLOAT32_EXACT = 1 << 24
 
 
 @dataclass(frozen=True, eq=False)
+class GroupValueCounts:
+    """The published counts c_s(G) of a release, (G, V), by their nonzero entries: a group
+    holds few of the sensitive values, so the dense table (16,581 groups of 2,000 values at
+    1M records over the 5M register) would be hundreds of times larger than its entries.
+
+    Attributes:
+        column: the value of every entry, int64 (E,), entries in row-major (group, value)
+            order.
+        count: its count, float64 (E,), whole numbers.
+        starts: the first entry of every group that holds one, int64 (G',).
+        groups: those groups, ascending, int64 (G',).
+        shape: (G, V).
+    """
+
+    column: IntArray
+    count: FloatArray
+    starts: IntArray
+    groups: IntArray
+    shape: tuple[int, int]
+
+    @classmethod
+    def of_dense(cls, counts: npt.ArrayLike) -> GroupValueCounts:
+        """The nonzero entries of a dense integer table (G, V)."""
+        table = np.asarray(counts)
+        rows, cols = np.nonzero(table)
+        return cls._of_entries(rows, cols, table[rows, cols], (int(table.shape[0]), int(table.shape[1])))
+
+    @classmethod
+    def of_records(cls, group: IntArray, value: IntArray, shape: tuple[int, int]) -> GroupValueCounts:
+        """The counts of records given by their group (R,) in [0, G) and value (R,) in
+        [0, V): one sort of the R (group, value) keys, never a dense (G, V) table."""
+        keys, count = np.unique(group.astype(np.int64) * shape[1] + value, return_counts=True)
+        return cls.of_flat(keys, count, shape)
+
+    @classmethod
+    def of_flat(cls, at: IntArray, count: npt.ArrayLike, shape: tuple[int, int]) -> GroupValueCounts:
+        """Entries given by their row-major position ``at`` (E,), ascending, in a (G, V)
+        table and their nonzero counts (E,)."""
+        rows, cols = np.divmod(np.asarray(at, dtype=np.int64), max(shape[1], 1))
+        return cls._of_entries(rows, cols, np.asarray(count), shape)
+
+    @classmethod
+    def _of_entries(
+        cls, rows: IntArray, cols: IntArray, count: npt.ArrayLike, shape: tuple[int, int]
+    ) -> GroupValueCounts:
+        starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]]) if rows.size else np.zeros(0, dtype=np.int64)
+        count64 = np.asarray(count).astype(np.float64)
+        return cls(np.asarray(cols, dtype=np.int64), count64, starts, np.asarray(rows[starts], dtype=np.int64), shape)
+
+    @property
+    def rows(self) -> IntArray:
+        """The group of every entry, int64 (E,)."""
+        return np.repeat(self.groups, np.diff(np.r_[self.starts, self.column.size]))
+
+    def per_group(self) -> IntArray:
+        """Published records per group, int64 (G,): Σ_s c_s(G)."""
+        return np.bincount(self.rows, weights=self.count, minlength=self.shape[0]).astype(np.int64)
+
+    def dense(self) -> IntArray:
+        """The dense table c_s(G), int64 (G, V)."""
+        out = np.zeros(self.shape, dtype=np.int64)
+        out[self.rows, self.column] = self.count.astype(np.int64)
+        return out
+
+
+@dataclass(frozen=True, eq=False)
 class JointRelease:
     """One release resolved against the register it was published with.
 
@@ -109,7 +177,8 @@ class JointRelease:
             leaf ids are the declared hierarchy's.
         sensitive_values: the sensitive values counted, the columns of ``counts``.
         group_nodes: node id per QI of every group, shape (G, d).
-        counts: published records per (group, sensitive value), int64 (G, V): c_s(G).
+        nonzero: the published records per (group, sensitive value), c_s(G), by their
+            nonzero entries (:class:`GroupValueCounts`); :attr:`counts` is the dense table.
         cell_leaves: leaf id per QI of every distinct register QI combination, shape (C, d).
         cell_counts: register individuals per cell, shape (C,).
         group_of_cell: the group whose region holds each cell, -1 for none, shape (C,).
@@ -120,7 +189,7 @@ class JointRelease:
     hierarchies: tuple[Hierarchy, ...]
     sensitive_values: tuple[str, ...]
     group_nodes: IntArray
-    counts: IntArray
+    nonzero: GroupValueCounts
     cell_leaves: IntArray
     cell_counts: IntArray
     group_of_cell: IntArray
@@ -131,8 +200,14 @@ class JointRelease:
         """n(G): register individuals in every group's region, shape (G,)."""
         inside = self.group_of_cell >= 0
         return np.bincount(
-            self.group_of_cell[inside], weights=self.cell_counts[inside], minlength=self.counts.shape[0]
+            self.group_of_cell[inside], weights=self.cell_counts[inside], minlength=self.nonzero.shape[0]
         ).astype(np.int64)
+
+    @cached_property
+    def counts(self) -> IntArray:
+        """c_s(G) as a dense table, int64 (G, V), made when first read (the estimator reads
+        :attr:`nonzero`; the learners read rows of this)."""
+        return self.nonzero.dense()
 
     @classmethod
     def of(
@@ -145,6 +220,7 @@ class JointRelease:
         sensitive_values: Sequence[str] | None = None,
         suppressed: int = 0,
         register_counts: npt.ArrayLike | None = None,
+        nodes: IntArray | None = None,
     ) -> JointRelease:
         """Resolve a published table against a register.
 
@@ -160,6 +236,9 @@ class JointRelease:
             register_counts: individuals per row of ``register_leaves``, shape (N,) (default 1).
             sensitive_values: the values counted (default: those published, sorted).
             suppressed: records the release left out (the manifest's ``suppressed``).
+            nodes: ``data``'s QI labels resolved in ``hierarchies``
+                (:func:`anonymizer.regions.record_nodes`), shape (R, d), when the caller
+                has them (default: resolved here).
 
         Raises:
             ValueError: a QI label that is not a node of its hierarchy, a missing value, a
@@ -169,7 +248,8 @@ class JointRelease:
         """
         import pandas as pd
 
-        nodes = record_nodes(data, list(qis), list(hierarchies))
+        if nodes is None or nodes.shape != (len(data), len(qis)):
+            nodes = record_nodes(data, list(qis), list(hierarchies))
         bad = np.flatnonzero((nodes < 0).any(axis=1))
         if bad.size:
             row = int(bad[0])
@@ -182,7 +262,9 @@ class JointRelease:
         value = pd.Index(list(values)).get_indexer(pd.Index(column)).astype(np.int64)
         if (value < 0).any():
             raise ValueError(f"sensitive value {column.iloc[int(np.flatnonzero(value < 0)[0])]!r} is not counted")
-        groups = group_release(nodes, value, len(values), list(hierarchies))
+        of_record, group_nodes, records = groups_of_nodes(nodes, list(hierarchies))
+        nonzero = GroupValueCounts.of_records(of_record, value, (int(records.size), len(values)))
+        del of_record
         if isinstance(register_leaves, CodedRows):  # its distinct rows are the cells already
             leaves, register_counts = np.asarray(register_leaves.table), register_leaves.counts
         else:
@@ -193,21 +275,21 @@ class JointRelease:
             cell_counts = np.bincount(cells.of_individual, weights=per_row, minlength=cells.counts.size)
             cells = RegisterCells(cells.of_individual, cells.leaves, cells.first, cell_counts.astype(np.int64))
         spans = [h.index for h in hierarchies]
-        ci, gi = cover_pairs(groups.nodes, cells.leaves, spans)
+        ci, gi = cover_pairs(group_nodes, cells.leaves, spans)
         group_of_cell = np.full(cells.counts.size, -1, dtype=np.int64)
         group_of_cell[ci] = gi
         out = cls(
             tuple(qis),
             tuple(hierarchies),
             values,
-            groups.nodes,
-            groups.counts,
+            group_nodes,
+            nonzero,
             cells.leaves,
             cells.counts,
             group_of_cell,
             int(suppressed),
         )
-        short = np.flatnonzero(out.register_in_group < groups.records)
+        short = np.flatnonzero(out.register_in_group < records)
         if short.size:
             raise ValueError(
                 f"{short.size} group(s) hold more records than register individuals in their region; "
@@ -343,15 +425,15 @@ def _evaluate(
     # c_S(G) per chunk of queries from the sparse (group, value) counts: never a dense (Q, G)
     # matrix nor a float copy of the (G, V) counts. Its entries are exact integers (sums of
     # whole counts far below 2**53), so they do not depend on the order of summation
-    counts = _sparse_counts(release.counts)
+    counts = release.nonzero
     product = _csr_counts(counts) if sparse_product else None
     # c_S(G) of every distinct set at once when they fit, so that a batch counting the same
     # values (a data user's: all of them, or --sensitive's) sums them once, not once a chunk
     fits = sets.masks.shape[0] * counts.shape[0] <= SET_ELEMENTS
     per_set = _set_counts(counts, sets.masks) if product is None and fits else None
     n_g = release.register_in_group.astype(np.float64)
-    g = release.counts.shape[0]
-    if (release.counts.sum(axis=1) > n_g).any():  # the bounds rest on one record per individual
+    g = counts.shape[0]
+    if (counts.per_group() > n_g).any():  # the bounds rest on one record per individual
         raise ValueError("a group holds more records than register individuals in its region")
 
     estimate = np.zeros(q, dtype=np.float64)
@@ -423,27 +505,6 @@ def _evaluate(
 
 
 @dataclass(frozen=True, eq=False)
-class _NonzeroCounts:
-    """The published counts c_s(G), int64 (G, V), by their nonzero entries (a group holds
-    few of the sensitive values): ``column`` (value) and ``count`` (float64, whole numbers)
-    of each entry, shape (E,), in row-major order; ``starts`` the first entry of every group
-    that holds one and ``groups`` those groups, shape (G',); ``shape`` (G, V)."""
-
-    column: IntArray
-    count: FloatArray
-    starts: IntArray
-    groups: IntArray
-    shape: tuple[int, int]
-
-
-def _sparse_counts(counts: IntArray) -> _NonzeroCounts:
-    """:class:`_NonzeroCounts` of the published counts c_s(G), int64 (G, V)."""
-    rows, cols = np.nonzero(counts)
-    starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]]) if rows.size else np.zeros(0, dtype=np.int64)
-    return _NonzeroCounts(cols, counts[rows, cols].astype(np.float64), starts, rows[starts], counts.shape)
-
-
-@dataclass(frozen=True, eq=False)
 class _ValueSets:
     """The sets S of sensitive values a batch of queries counts, coded once: ``set_of`` the
     set of every query, int64 (Q,), and ``masks`` each distinct set as 0 and 1 over the
@@ -480,7 +541,7 @@ def _value_sets(ranges: QueryRanges, values: Sequence[object]) -> _ValueSets:
 SET_ELEMENTS = 1 << 23
 
 
-def _set_counts(counts: _NonzeroCounts, masks: FloatArray) -> FloatArray:
+def _set_counts(counts: GroupValueCounts, masks: FloatArray) -> FloatArray:
     """c_S(G) = Σ_{s∈S} c_s(G) of every set S of ``masks`` (sets, V) of 0 and 1, float64
     (sets, G), from the nonzero counts: whole numbers, exact in float64 whatever the order of
     summation. One row of (sets, E) entries per step, at most :data:`CHUNK_ELEMENTS` elements
@@ -498,7 +559,7 @@ def _set_counts(counts: _NonzeroCounts, masks: FloatArray) -> FloatArray:
 def _chunk_sets(
     sets: _ValueSets,
     set_of: IntArray,
-    counts: _NonzeroCounts,
+    counts: GroupValueCounts,
     per_set: FloatArray | None,
     product: sparse.csr_matrix | None,
 ) -> tuple[FloatArray, IntArray]:
@@ -517,7 +578,7 @@ def _chunk_sets(
     return _set_counts(counts, sets.masks[ids]), np.searchsorted(ids, set_of).astype(np.int64)
 
 
-def _csr_counts(counts: _NonzeroCounts) -> sparse.csr_matrix:
+def _csr_counts(counts: GroupValueCounts) -> sparse.csr_matrix:
     """The nonzero counts as a scipy CSR matrix (G, V), for :func:`_product_counts`."""
     from scipy import sparse  # the writer side's: a data user's query never imports scipy
 
@@ -654,7 +715,7 @@ def histogram_release(release: JointRelease, values: Sequence[str], counts: npt.
     over the same register. What a release tells beyond the histogram is its gain over this
     baseline (docs/data-users.md)."""
     roots = np.array([[h.root for h in release.hierarchies]], dtype=np.int64)
-    hist = np.asarray(counts, dtype=np.int64).reshape(1, -1)
+    hist = GroupValueCounts.of_dense(np.asarray(counts, dtype=np.int64).reshape(1, -1))
     return JointRelease(
         release.qis,
         release.hierarchies,

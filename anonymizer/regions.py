@@ -22,7 +22,7 @@ keeps its own geometry on purpose, so that a bug here cannot both make and pass 
 - :class:`RegisterCells`: the *cells* of the register (its distinct QI leaf combinations,
   docs/concepts.md).
 - :func:`group_release`: the groups of a release (records with equal node tuples) and
-  their counts.
+  their counts; :func:`groups_of_nodes` the groups alone.
 - :func:`cover_pairs`: every (cell, group) whose region holds the cell.
 - :func:`presence_shown`: the register individuals a release shows absent (in no region)
   or present (in a region with as many records as register individuals).
@@ -172,17 +172,26 @@ def group_release(nodes: IntArray, value: IntArray, n_values: int, hierarchies: 
         n_values: V.
         hierarchies: one per QI column (for the node counts).
     """
-    of_record, first = factorize(row_keys(nodes, [h.n_nodes for h in hierarchies]))
-    n_groups = first.size
+    of_record, group_nodes, records = groups_of_nodes(nodes, hierarchies)
+    n_groups = records.size
     prot = value >= 0
     counts = np.bincount(of_record[prot] * n_values + value[prot], minlength=n_groups * n_values)
     return ReleaseGroups(
         of_record,
-        np.asarray(nodes[first], dtype=np.int64).reshape(-1, nodes.shape[1]),
-        np.bincount(of_record, minlength=n_groups).astype(np.int64),
+        group_nodes,
+        records,
         # bincount's int64 as it is: a copy of the (G, V) counts would double the largest array
         counts.reshape(n_groups, n_values).astype(np.int64, copy=False),
     )
+
+
+def groups_of_nodes(nodes: IntArray, hierarchies: Sequence[Hierarchy]) -> tuple[IntArray, IntArray, IntArray]:
+    """:func:`group_release` without the per-value counts: the group of every record (R,),
+    numbered by first appearance, the node id per QI of every group (G, d) and the records
+    per group (G,), all int64. ``nodes`` (R, d) all >= 0, one hierarchy per column."""
+    of_record, first = factorize(row_keys(nodes, [h.n_nodes for h in hierarchies]))
+    group_nodes = np.asarray(nodes[first], dtype=np.int64).reshape(-1, nodes.shape[1])
+    return of_record, group_nodes, np.bincount(of_record, minlength=first.size).astype(np.int64)
 
 
 def cover_pairs(

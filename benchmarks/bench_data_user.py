@@ -145,7 +145,7 @@ def measure_open_and_queries(snapshot: Path) -> dict[str, float]:
     inside = bool(((answers.lower <= actual) & (actual <= answers.upper)).all())
     return {
         "records": len(raw),
-        "groups": int(joint.counts.shape[0]),
+        "groups": int(joint.group_nodes.shape[0]),
         "register_cells": int(joint.cell_counts.size),
         "open_verify_s": t_verified - t,
         "resolve_s": t_open - t_verified,

@@ -89,7 +89,7 @@ def main() -> None:
         j.group_of_cell,
         j.suppressed,
     )
-    print(f"release {args.release}: {j.counts.shape[0]:,} groups, {j.cell_counts.size:,} register cells")
+    print(f"release {args.release}: {j.group_nodes.shape[0]:,} groups, {j.cell_counts.size:,} register cells")
     answers = {}
     for _ in range(args.repeat):
         for label, module, resolved in ((args.before, before, old), ("now", now, j)):

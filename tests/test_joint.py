@@ -276,7 +276,7 @@ def test_the_sparse_product_sums_c_s_as_the_distinct_sets_do() -> None:
     rng = np.random.default_rng(7)
     counts = rng.integers(0, 3_000_000, size=(300, 120)) * (rng.random((300, 120)) < 0.1)
     counts[5] = 0  # a group holding none of the values
-    nonzero = anonymizer.joint._sparse_counts(counts)
+    nonzero = anonymizer.joint.GroupValueCounts.of_dense(counts)
     masks = (rng.random((200, 120)) < 0.5).astype(np.float64)
     masks[3] = masks[4]  # two queries of one set
     by_sets = anonymizer.joint._set_counts(nonzero, masks)
@@ -293,7 +293,7 @@ def test_the_sparse_product_in_float32_gives_the_float64_sums() -> None:
     counts = rng.integers(1, 1_600, size=(60, 400)) * (rng.random((60, 400)) < 0.8)
     assert counts.sum() < (1 << 24)
     counts[0, 0] += (1 << 24) - 1 - int(counts.sum())  # the records in all: 2**24 - 1
-    nonzero = anonymizer.joint._sparse_counts(counts)
+    nonzero = anonymizer.joint.GroupValueCounts.of_dense(counts)
     matrix = anonymizer.joint._csr_counts(nonzero)
     assert matrix.dtype == np.float32
     masks = (rng.random((90, 400)) < 0.5).astype(np.float64)
@@ -302,4 +302,30 @@ def test_the_sparse_product_in_float32_gives_the_float64_sums() -> None:
     assert got.dtype == np.float64
     np.testing.assert_array_equal(got, masks @ counts.T.astype(np.float64))
     counts[0, 0] += 1
-    assert anonymizer.joint._csr_counts(anonymizer.joint._sparse_counts(counts)).dtype == np.float64
+    assert anonymizer.joint._csr_counts(anonymizer.joint.GroupValueCounts.of_dense(counts)).dtype == np.float64
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(1, 12),
+    st.integers(1, 9),
+    st.lists(st.tuples(st.integers(0, 11), st.integers(0, 8)), max_size=80),
+)
+def test_group_value_counts_of_records_are_the_dense_tables_entries(g: int, v: int, pairs: list) -> None:
+    """The counts of records by (group, value), made by one sort of their keys, are the
+    nonzero entries of the dense table np.bincount gives, in the same row-major order, and
+    every other way to make or read them agrees: from the dense table, from the flat
+    positions the copy cache stores, back to the dense table, and per group."""
+    pairs = [(a % g, b % v) for a, b in pairs]
+    group = np.array([a for a, _ in pairs], dtype=np.int64)
+    value = np.array([b for _, b in pairs], dtype=np.int64)
+    dense = np.bincount(group * v + value, minlength=g * v).reshape(g, v)
+    made = anonymizer.joint.GroupValueCounts.of_records(group, value, (g, v))
+    want = anonymizer.joint.GroupValueCounts.of_dense(dense)
+    for got in (made, anonymizer.joint.GroupValueCounts.of_flat(made.rows * v + made.column, dense[dense > 0], (g, v))):
+        assert got.shape == want.shape == (g, v)
+        for name in ("column", "count", "starts", "groups"):
+            np.testing.assert_array_equal(getattr(got, name), getattr(want, name))
+            assert getattr(got, name).dtype == getattr(want, name).dtype
+        np.testing.assert_array_equal(got.dense(), dense)
+        np.testing.assert_array_equal(got.per_group(), dense.sum(axis=1))

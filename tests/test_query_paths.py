@@ -115,7 +115,7 @@ def _old_answers(release: joint.JointRelease, ranges: QueryRanges) -> joint.Join
     s_mask = np.zeros((q, len(release.sensitive_values)), dtype=np.float64)
     held = pos >= 0
     s_mask[:, held] = ranges.sensitive[:, pos[held]]
-    counts = joint._sparse_counts(release.counts)
+    counts = joint.GroupValueCounts.of_dense(release.counts)
     n_g = release.register_in_group.astype(np.float64)
     g = release.counts.shape[0]
     estimate, uniform, variance = (np.zeros(q) for _ in range(3))

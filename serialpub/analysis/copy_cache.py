@@ -32,7 +32,7 @@ import numpy.typing as npt
 import anonymizer
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.intervals import extend_hierarchy
-from anonymizer.joint import JointRelease
+from anonymizer.joint import GroupValueCounts, JointRelease
 from serialpub.io import verdict_cache
 
 __all__ = ["ArrayStore", "Resolved", "copy_state"]
@@ -111,13 +111,14 @@ IntArray = npt.NDArray[np.int64]
 @dataclass(frozen=True, eq=False)
 class Resolved:
     """One release's cached arrays: the fields of :class:`anonymizer.joint.JointRelease`
-    but its hierarchies (``group_nodes`` (G, d), ``counts`` (G, V), ``cell_leaves`` (C, d),
+    but its hierarchies (``group_nodes`` (G, d), ``nonzero`` (the (G, V) counts by their
+    nonzero entries), ``cell_leaves`` (C, d),
     ``cell_counts`` (C,), ``group_of_cell`` (C,), ``sensitive_values`` (V,)), ``labels``:
     per numeric QI its distinct published labels in order of first appearance, and
     ``records``: the release's records."""
 
     group_nodes: IntArray
-    counts: IntArray
+    nonzero: GroupValueCounts
     cell_leaves: IntArray
     cell_counts: IntArray
     group_of_cell: IntArray
@@ -143,7 +144,7 @@ class Resolved:
             tuple(hierarchies),
             self.sensitive_values,
             self.group_nodes,
-            self.counts,
+            self.nonzero,
             self.cell_leaves,
             self.cell_counts,
             self.group_of_cell,
@@ -203,6 +204,7 @@ class ArrayStore:
             and nodes.shape == (g, d)
             and at.ndim == 1
             and count.shape == at.shape
+            and bool((count > 0).all())
             # nonzero entries in row-major order, each within (G, V): the table they fill is whole
             and (at.size == 0 or (int(at[0]) >= 0 and int(at[-1]) < g * v and bool((np.diff(at) > 0).all())))
             and leaves.ndim == 2
@@ -214,11 +216,9 @@ class ArrayStore:
         )
         if not shaped:
             return None
-        counts = np.zeros((g, v), dtype=np.int64)
-        counts.reshape(-1)[at] = count
-        counts.flags.writeable = False
+        nonzero = GroupValueCounts.of_flat(at, count, (g, v))
         values = tuple(str(x) for x in entry["values"])
-        return Resolved(nodes, counts, leaves, cell_counts, of_cell, values, labels, int(entry["records"]))
+        return Resolved(nodes, nonzero, leaves, cell_counts, of_cell, values, labels, int(entry["records"]))
 
     def read(
         self,
@@ -288,15 +288,14 @@ class ArrayStore:
             if not verdict_cache.save_arrays(self.folder, self.key, name, coded):
                 return
             self.registers[name] = (joint.cell_leaves, joint.cell_counts)
-        # the counts by their nonzero entries: a group holds few of the values, and the dense
-        # (G, V) table is hundreds of MB at 16,581 groups of 2,000 values, read and hashed on
-        # every command
-        flat = np.ascontiguousarray(joint.counts, dtype=np.int64).reshape(-1)
-        at = np.flatnonzero(flat)
+        # the counts by their nonzero entries, as the release holds them: the dense (G, V)
+        # table would be hundreds of times larger, read and hashed on every command
+        nonzero = joint.nonzero
+        at = nonzero.rows * nonzero.shape[1] + nonzero.column
         arrays = {
             "group_nodes": joint.group_nodes,
             "count_at": at.astype(np.int64),
-            "count": flat[at],
+            "count": nonzero.count.astype(np.int64),
             "group_of_cell": joint.group_of_cell,
             "values": np.array(joint.sensitive_values, dtype=str),
             "register": np.array(name),

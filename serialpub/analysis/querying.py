@@ -392,8 +392,8 @@ def expand(release: PublishedRelease) -> pd.DataFrame:
     covered = np.flatnonzero(j.group_of_cell >= 0)
     n_g = j.register_in_group
     cells = pd.DataFrame({"cell": covered, "group": j.group_of_cell[covered]})
-    g_idx, v_idx = np.nonzero(j.counts)
-    held = pd.DataFrame({"group": g_idx, "value": v_idx, "count": j.counts[g_idx, v_idx]})
+    nz = j.nonzero  # (group, value) entries in row-major order, as np.nonzero of the dense table
+    held = pd.DataFrame({"group": nz.rows, "value": nz.column, "count": nz.count.astype(np.int64)})
     rows = cells.merge(held, on="group", how="inner", sort=False)
     cell = rows["cell"].to_numpy()
     group = rows["group"].to_numpy()
