@@ -358,13 +358,21 @@ def _encode(
     sensitive_values: Sequence[Any],
     leaves_only: bool,
     table: str,
+    nodes: IntArray | None = None,
 ) -> _Table:
+    """The table's records grouped on (QI nodes, sensitive value). ``nodes``: the node id
+    per QI of every record, (R, d), when the caller resolved the labels already (read
+    as the columns are: one that is not a node of its hierarchy is resolved again here, for
+    the same error)."""
     import pandas as pd
 
     missing = [c for c in [*hierarchies, sensitive] if c not in df.columns]
     if missing:
         raise ValueError(f"{table} table lacks column(s) {missing}")
-    qi_codes = [_node_codes(df[a], h, leaves_only, table) for a, h in hierarchies.items()]
+    if nodes is not None and nodes.shape == (len(df), len(hierarchies)) and not leaves_only and (nodes >= 0).all():
+        qi_codes = [nodes[:, i] for i in range(len(hierarchies))]
+    else:
+        qi_codes = [_node_codes(df[a], h, leaves_only, table) for a, h in hierarchies.items()]
     n_sens = len(sensitive_values)
     # each distinct value is looked up once (1M records hold a few thousand values)
     found, values = pd.factorize(df[sensitive], use_na_sentinel=True)
@@ -691,9 +699,13 @@ def estimate_workload(
     hierarchies: Mapping[str, Hierarchy],
     sensitive: str,
     leaf_weights: Mapping[str, npt.ArrayLike] | None = None,
+    nodes: IntArray | None = None,
 ) -> QueryErrorResult:
     """The errors of a :func:`draw_workload` workload on a release: the second half of
-    :func:`average_relative_error`, whose arguments these are.
+    :func:`average_relative_error`, whose arguments these are. ``nodes``: the published
+    table's labels resolved in ``hierarchies`` (:func:`anonymizer.regions.record_nodes`),
+    shape (R, d), when the caller has them (the draft resolves them once for this and the
+    register-joint figure).
 
     Raises:
         ValueError: ``hierarchies`` are not over the workload's QIs and leaves; a missing
@@ -708,7 +720,7 @@ def estimate_workload(
     _check_published_values(ranges.sensitive_values, published, sensitive)
     weights = _leaf_weights(hierarchies, leaf_weights)
     spans = [h.index for h in hierarchies.values()]
-    pub_t = _encode(published, hierarchies, sensitive, ranges.sensitive_values, False, "published")
+    pub_t = _encode(published, hierarchies, sensitive, ranges.sensitive_values, False, "published", nodes)
     estimate = _answers(pub_t, hierarchies, spans, ranges)
     errors = np.abs(actual_i - estimate) / actual_i
     weighted = None

@@ -9,11 +9,13 @@ import contextlib
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from anonymizer.joint import JointRelease, JointWorkloadError, joint_workload_error
 from anonymizer.overlap import Overlap
 from anonymizer.queries import QueryErrorResult, Workload, draw_workload, estimate_workload
+from anonymizer.regions import record_nodes
 from anonymizer.release import ReleaseResult
 from serialpub.config import Config
 from serialpub.io.inputs import Snapshot
@@ -92,26 +94,42 @@ def _measures(
         query = None
         if workload is not None:
             with contextlib.suppress(ValueError):
+                hierarchies = inputs.read_hierarchies(table)
+                # the labels resolved once, for the estimates and the register-joint figure
+                # (the estimates read the QIs in the mapping's order, the figure in inputs.qis')
+                names = list(hierarchies)
+                nodes = record_nodes(table, names, [hierarchies[q] for q in names])
                 query = estimate_workload(
                     workload,
                     table,
-                    inputs.read_hierarchies(table),
+                    hierarchies,
                     cfg.sensitive,
                     leaf_weights=register.register_leaf_counts,
+                    nodes=nodes,
                 )
-                query = replace(query, joint=_joint_error(inputs, register, snap, table, workload))
+                in_qi_order = nodes if names == list(inputs.qis) else nodes[:, [names.index(q) for q in inputs.qis]]
+                query = replace(query, joint=_joint_error(inputs, register, snap, table, workload, in_qi_order))
+                del nodes, in_qi_order
         utility = [*query_measures(query, query_settings(cfg)), *figures.result()]
     return query, utility
 
 
 def _joint_error(
-    inputs: DatasetInputs, register: RegisterReader, snap: Snapshot, table: pd.DataFrame, workload: Workload
+    inputs: DatasetInputs,
+    register: RegisterReader,
+    snap: Snapshot,
+    table: pd.DataFrame,
+    workload: Workload,
+    nodes: np.ndarray,
 ) -> JointWorkloadError:
     """The workload under the register-joint estimator and its histogram-only baseline
     (:mod:`anonymizer.joint`; docs/data-users.md), over the whole register: what a data
-    user with the public copy computes."""
+    user with the public copy computes. ``nodes``: ``table``'s labels resolved
+    (:func:`anonymizer.regions.record_nodes`)."""
     hs, qis, sensitive = inputs.read_hierarchies(table), inputs.qis, inputs.sensitive
     values = [str(v) for v in workload.ranges.sensitive_values]
-    release = JointRelease.of(table, qis, sensitive, [hs[q] for q in qis], register.register.keys, values, 0)
+    release = JointRelease.of(
+        table, qis, sensitive, [hs[q] for q in qis], register.register.keys, values, 0, nodes=nodes
+    )
     histogram = snap.table[sensitive].astype(str).value_counts().reindex(values, fill_value=0).to_numpy()
     return joint_workload_error(workload, release, histogram)
