@@ -434,9 +434,9 @@ def _answers(
         group_of = group_of.reshape(-1)
     else:
         patterns, group_of = np.zeros((1, 0), dtype=bool), np.zeros(q, dtype=np.int64)
-    s_mask = np.zeros((q, len(ranges.sensitive_values) + 1), dtype=np.float64)
-    s_mask[:, :-1] = ranges.sensitive
-    n_sens = s_mask.shape[1]
+    # the value masks as floats a chunk at a time: for all queries at once, (Q, V + 1) float64
+    # is the largest array of the estimate (thousands of values)
+    n_sens = len(ranges.sensitive_values) + 1
     by_group = np.argsort(group_of, kind="stable")
     bounds = np.searchsorted(group_of[by_group], np.arange(len(patterns) + 1))
     for g, pattern in enumerate(patterns):
@@ -454,7 +454,9 @@ def _answers(
                 shares *= np.take(fractions, col, axis=1)
             # per sensitive value s: Σ_r count(r, s) · F[q, r], one sparse product
             per_value = by_value @ shares.T  # (n_sens, chunk)
-            out[chunk] = np.einsum("sq,qs->q", per_value, s_mask[chunk])
+            s_mask = np.zeros((len(chunk), n_sens), dtype=np.float64)
+            s_mask[:, :-1] = ranges.sensitive[chunk]
+            out[chunk] = np.einsum("sq,qs->q", per_value, s_mask)
     return out
 
 

@@ -92,8 +92,11 @@ def nodes_of_labels(codes: IntArray, labels: Sequence[str], hierarchy: Hierarchy
     return np.where(codes >= 0, mapped[np.maximum(codes, 0)], -1)
 
 
-def record_nodes(table: pd.DataFrame, columns: Sequence[str], hierarchies: Sequence[Hierarchy]) -> IntArray:
+def record_nodes(
+    table: pd.DataFrame, columns: Sequence[str], hierarchies: Sequence[Hierarchy], dtype: type = np.int64
+) -> IntArray:
     """Node id per QI of every record, shape (R, d), -1 where :func:`label_nodes` finds no node.
+    ``dtype``: a signed integer type that holds every node id (int32 halves the array).
 
     Args:
         table: the release, one column of generalized labels per name in ``columns``.
@@ -101,7 +104,9 @@ def record_nodes(table: pd.DataFrame, columns: Sequence[str], hierarchies: Seque
         hierarchies: the hierarchy each column is read with (for a numeric QI, the
             release's own, :func:`anonymizer.intervals.release_hierarchies`).
     """
-    nodes = np.empty((len(table), len(columns)), dtype=np.int64)
+    if any(h.n_nodes > np.iinfo(dtype).max for h in hierarchies):
+        raise ValueError(f"{np.dtype(dtype).name} cannot hold the node ids of these hierarchies")
+    nodes: IntArray = np.empty((len(table), len(columns)), dtype=dtype)
     for a, (name, h) in enumerate(zip(columns, hierarchies, strict=True)):
         nodes[:, a] = label_nodes(table[name], h)
     return nodes

@@ -98,7 +98,7 @@ def _measures(
                 # the labels resolved once, for the estimates and the register-joint figure
                 # (the estimates read the QIs in the mapping's order, the figure in inputs.qis')
                 names = list(hierarchies)
-                nodes = record_nodes(table, names, [hierarchies[q] for q in names])
+                nodes = record_nodes(table, names, [hierarchies[q] for q in names], np.int32)
                 query = estimate_workload(
                     workload,
                     table,
