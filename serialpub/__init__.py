@@ -6,3 +6,7 @@ reports. It builds on ``anonymizer`` (computation), ``state`` (persistence) and 
 """
 
 __version__ = "0.1.0"
+
+from serialpub.heap import share_one_arena
+
+share_one_arena()
