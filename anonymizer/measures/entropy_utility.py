@@ -175,9 +175,9 @@ def attribute_utilities(
         if table.group is not None and table.group.size == 0:
             raise ValueError("table must be a non-empty (records, attributes) array, got shape (0, ...)")
     r = head.shape[0]
-    ends = [int_table(np.asarray(c).reshape(-1, 1), f"tail[{i}]")[:, 0] for i, c in enumerate(tail)]
-    if any(c.shape[0] != r for c in ends):
-        raise ValueError(f"every tail column must have the table's {r} records")
+    if any(np.shape(c) != (r,) for c in tail):
+        raise ValueError(f"every tail column must hold the table's {r} records, shape ({r},)")
+    ends = [int_table(np.asarray(c)[:, None], f"tail[{i}]")[:, 0] for i, c in enumerate(tail)]
     p = head.table.shape[1] + len(ends)
     k = np.asarray(domain_sizes, dtype=np.int64)
     if k.shape != (p,) or (k < 1).any():
