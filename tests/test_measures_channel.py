@@ -398,3 +398,14 @@ def test_channel_figures_of_nodes_held_per_group_are_the_array_s_to_the_bit() ->
     assert by_group.utility_published != by_group.utility_original  # the published table is generalized
     with pytest.raises(ValueError, match="group codes"):
         KC.channel_figures(leaves, PublishedNodes.grouped(table, np.full(500, 3)), [AGE, SEX], value)
+
+
+def test_table_utility_with_a_tail_column_is_the_stacked_table_s() -> None:
+    rng = np.random.default_rng(9)
+    t = rng.integers(0, 4, (300, 2)).astype(np.int8)
+    v = rng.integers(0, 5, 300)
+    stacked = EU.table_utility(np.column_stack([t, v]), [4, 4, 5])
+    assert EU.table_utility(t, [4, 4, 5], tail=[v]) == stacked
+    assert stacked != EU.table_utility(t, [4, 4], tail=[])  # the tail is counted
+    with pytest.raises(ValueError, match="tail column"):
+        EU.table_utility(t, [4, 4, 5], tail=[v[:, None]])
