@@ -379,3 +379,33 @@ def test_bad_arguments() -> None:
         KC.factorized_privacy(np.array([[99]]), [AGE])
     with pytest.raises(ValueError, match="n_values"):
         KC.channel_figures(np.array([[0]]), np.array([[0]]), [AGE], np.array([3]), n_values=2)
+
+
+def test_channel_figures_of_nodes_held_per_group_are_the_array_s_to_the_bit() -> None:
+    """The draft passes the published nodes as the groups' rows and each record's group; every
+    figure must be the float the (R, q) array gives, and a bad group code must be refused."""
+    from anonymizer.measures.published import PublishedNodes
+
+    rng = np.random.default_rng(5)
+    leaves = np.column_stack([rng.integers(0, 4, 500), rng.integers(0, 2, 500)]).astype(np.int32)
+    table = np.array([[AGE.node("a01"), SEX.node("*")], [AGE.node("a23"), SEX.node("*")], [AGE.root, SEX.root]])
+    group = np.where(leaves[:, 0] < 2, 0, 1)
+    group[::7] = 2  # some records fully generalized
+    value = rng.integers(0, 3, 500)
+    by_array = KC.channel_figures(leaves, table[group], [AGE, SEX], value, k=2)
+    by_group = KC.channel_figures(leaves, PublishedNodes.grouped(table, group), [AGE, SEX], value, k=2)
+    assert by_group == by_array
+    assert by_group.utility_published != by_group.utility_original  # the published table is generalized
+    with pytest.raises(ValueError, match="group codes"):
+        KC.channel_figures(leaves, PublishedNodes.grouped(table, np.full(500, 3)), [AGE, SEX], value)
+
+
+def test_table_utility_with_a_tail_column_is_the_stacked_table_s() -> None:
+    rng = np.random.default_rng(9)
+    t = rng.integers(0, 4, (300, 2)).astype(np.int8)
+    v = rng.integers(0, 5, 300)
+    stacked = EU.table_utility(np.column_stack([t, v]), [4, 4, 5])
+    assert EU.table_utility(t, [4, 4, 5], tail=[v]) == stacked
+    assert stacked != EU.table_utility(t, [4, 4], tail=[])  # the tail is counted
+    with pytest.raises(ValueError, match="tail column"):
+        EU.table_utility(t, [4, 4, 5], tail=[v[:, None]])

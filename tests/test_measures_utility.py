@@ -331,6 +331,27 @@ def test_figures_of_table_4_3_2_with_a_suppressed_record() -> None:
         u.utility_figures(hs, leaves, group, group_nodes, None, k=0)
 
 
+def test_figures_refuse_a_group_node_that_does_not_generalize_its_records() -> None:
+    """The release's figures check the records against their groups' nodes once, for every
+    measure: a node that is not an ancestor of a record's leaf is refused, with or without
+    sensitive values."""
+    hs = [GENDER, NAT2]
+    leaves, nodes, s = table_43(2)
+    keys = [tuple(r) for r in nodes.tolist()]
+    group_ids = {k: i for i, k in enumerate(dict.fromkeys(keys))}
+    group = np.array([group_ids[k] for k in keys])
+    group_nodes = np.array(list(group_ids))
+    other = np.flatnonzero(group_nodes[:, 0] != group_nodes[group[0], 0])[0]
+    group[0] = other  # record 0 moved to a group whose nodes are not its values'
+    bad = any(
+        all(h.leaf_nodes[lv][leaves[0, j]] != group_nodes[other, j] for lv in range(h.depth)) for j, h in enumerate(hs)
+    )
+    assert bad
+    for sensitive in (s, None):
+        with pytest.raises(ValueError, match="does not generalize"):
+            u.utility_figures(hs, leaves, group, group_nodes, sensitive)
+
+
 def test_figures_when_nothing_is_published() -> None:
     hs = [GENDER, NAT2]
     leaves, _, s = table_43(1)

@@ -31,6 +31,7 @@ Utility (information loss):
 - :mod:`.certainty_penalty`: the normalized certainty penalty NCP.
 - :mod:`.information_loss`: the thesis's redaction, tree, entropy and tuple-wise variance measures (paper 000 ch. 4).
 - :mod:`.utility`: the conventions they share and every utility figure of a release.
+- :mod:`.published`: a release's published nodes held per QI-group, as the measures read them.
 
 The report's record of one figure, :class:`serialpub.report.measure.Measure`, is built
 from these numbers by the report, not here.

@@ -8,16 +8,24 @@ values its leaf ids, one column per QI; every check raises ValueError naming the
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from anonymizer.hierarchy import Hierarchy
+from anonymizer.measures.published import IdArray, PublishedNodes
 
 IntArray = npt.NDArray[np.int64]
 
 
 def int_array(values: npt.ArrayLike, name: str, ndim: int) -> IntArray:
+    return int_array_as_given(values, name, ndim).astype(np.int64, copy=False)
+
+
+def int_array_as_given(values: npt.ArrayLike, name: str, ndim: int) -> npt.NDArray[np.integer[Any]]:
+    """``values`` checked as :func:`int_array` does, in their own integer type where every
+    index operation takes it (not uint64): ids as long as the snapshot are read, not copied."""
     arr = np.asarray(values)
     if arr.size == 0 and arr.dtype.kind not in "iu":
         arr = arr.astype(np.int64)  # an empty list arrives as float64
@@ -25,7 +33,7 @@ def int_array(values: npt.ArrayLike, name: str, ndim: int) -> IntArray:
         raise ValueError(f"{name} must hold integers, got dtype {arr.dtype}")
     if arr.ndim != ndim:
         raise ValueError(f"{name} must be {ndim}-dimensional, got shape {arr.shape}")
-    return arr.astype(np.int64, copy=False)
+    return arr if arr.dtype.kind == "i" or arr.dtype.itemsize < 8 else arr.astype(np.int64)
 
 
 def check_hierarchies(hierarchies: Sequence[Hierarchy]) -> list[Hierarchy]:
@@ -38,13 +46,14 @@ def check_hierarchies(hierarchies: Sequence[Hierarchy]) -> list[Hierarchy]:
     return hs
 
 
-def check_ids(hs: list[Hierarchy], ids: npt.ArrayLike, name: str, leaves: bool) -> IntArray:
-    """An (R, d) array of node ids (or leaf ids with ``leaves``), one column per hierarchy.
+def check_ids(hs: list[Hierarchy], ids: npt.ArrayLike, name: str, leaves: bool) -> IdArray:
+    """An (R, d) array of node ids (or leaf ids with ``leaves``), one column per hierarchy,
+    in its own integer type (:func:`int_array_as_given`).
 
     Raises:
         ValueError: wrong shape, or an id outside its hierarchy's nodes (leaves).
     """
-    arr = int_array(ids, name, 2)
+    arr = int_array_as_given(ids, name, 2)
     if arr.shape[1] != len(hs):
         raise ValueError(f"{name} has {arr.shape[1]} columns but there are {len(hs)} QI hierarchies")
     kind = "leaf" if leaves else "node"
@@ -60,23 +69,26 @@ def check_ids(hs: list[Hierarchy], ids: npt.ArrayLike, name: str, leaves: bool) 
     return arr
 
 
-def check_nodes(hs: list[Hierarchy], nodes: npt.ArrayLike, name: str) -> IntArray:
+def check_nodes(hs: list[Hierarchy], nodes: npt.ArrayLike, name: str) -> IdArray:
     return check_ids(hs, nodes, name, leaves=False)
 
 
-def check_leaves(hs: list[Hierarchy], leaves: npt.ArrayLike, name: str) -> IntArray:
+def check_leaves(hs: list[Hierarchy], leaves: npt.ArrayLike, name: str) -> IdArray:
     return check_ids(hs, leaves, name, leaves=True)
 
 
-def check_generalizes(hs: list[Hierarchy], nodes: IntArray, leaves: IntArray) -> None:
-    """Every published node must be the record's leaf or an ancestor of it. Both arrays hold
-    valid ids (:func:`check_leaves`, :func:`check_nodes`)."""
+def check_generalizes(hs: list[Hierarchy], published: IdArray | PublishedNodes, leaves: IdArray) -> None:
+    """Every published node must be the record's leaf or an ancestor of it. Both hold valid
+    ids (:func:`check_leaves`, :func:`check_nodes`); ``published`` (R, d) as an array or per
+    group."""
+    nodes = published if isinstance(published, PublishedNodes) else PublishedNodes.per_record(published)
     if nodes.shape != leaves.shape:
         raise ValueError(f"published nodes have shape {nodes.shape} but original leaves have shape {leaves.shape}")
     for j, h in enumerate(hs):
         # each distinct (leaf, node) pair is checked once: a QI has a few hundred among
         # any number of records, so the records are read only to find them
-        key = leaves[:, j].astype(np.int64) * h.n_nodes + nodes[:, j]
+        node = nodes.column(j)
+        key = leaves[:, j].astype(np.int64) * h.n_nodes + node
         possible = h.n_leaves * h.n_nodes
         if possible <= max(4 * key.size, 1 << 22):
             pairs = np.flatnonzero(np.bincount(key, minlength=possible))
@@ -89,12 +101,12 @@ def check_generalizes(hs: list[Hierarchy], nodes: IntArray, leaves: IntArray) ->
         if not ok.all():
             r = int(np.flatnonzero(np.isin(key, pairs[~ok]))[0])
             raise ValueError(
-                f"record {r}: published value {h.labels[nodes[r, j]]!r} of QI {h.attribute!r} does not "
+                f"record {r}: published value {h.labels[node[r]]!r} of QI {h.attribute!r} does not "
                 f"generalize its original value {h.labels[leaves[r, j]]!r}"
             )
 
 
-def check_counts(hs: list[Hierarchy], leaf_counts: Sequence[npt.ArrayLike], leaves: IntArray) -> list[IntArray]:
+def check_counts(hs: list[Hierarchy], leaf_counts: Sequence[npt.ArrayLike], leaves: IdArray) -> list[IntArray]:
     """Snapshot leaf frequencies: one (n_leaves,) count array per QI, equal totals, and at
     least the published records' own counts (published records are part of the snapshot)."""
     counts = list(leaf_counts)

@@ -13,6 +13,7 @@ import numpy.typing as npt
 
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.measures._checks import check_count, check_hierarchies, check_nodes
+from anonymizer.measures.published import PublishedNodes
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -87,9 +88,14 @@ def ncp(
     n = nodes.shape[0] + sup
     if n == 0:
         raise ValueError("no records: the NCP of an empty snapshot is undefined")
+    return checked_ncp(hs, PublishedNodes.per_record(nodes), sup, w)
+
+
+def checked_ncp(hs: list[Hierarchy], nodes: PublishedNodes, suppressed: int, w: FloatArray) -> float:
+    """:func:`ncp` of arguments it has checked: at least one record, weights ``w`` (d,)."""
     total = 0.0
     for j, h in enumerate(hs):
         table = node_ncp(h)
-        per_node = np.bincount(nodes[:, j], minlength=h.n_nodes)
-        total += w[j] * (float(per_node @ table) + sup * float(table[h.root]))
-    return total / n
+        per_node = nodes.node_counts(j, h.n_nodes)
+        total += w[j] * (float(per_node @ table) + suppressed * float(table[h.root]))
+    return total / (nodes.shape[0] + suppressed)

@@ -21,6 +21,7 @@ import numpy.typing as npt
 
 from anonymizer.arrays import row_keys, sorted_counts
 from anonymizer.measures.channel import STOCHASTIC_TOL
+from anonymizer.measures.published import IdArray, PublishedNodes
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -38,8 +39,9 @@ def _key_entropy(keys: IntArray) -> float:
     return _entropy_of(sorted_counts(keys)[1].astype(np.float64))
 
 
-def int_table(table: npt.ArrayLike, name: str) -> IntArray:
-    """``table`` as an int64 array of shape (R records, p attributes), R, p ≥ 1.
+def int_table(table: npt.ArrayLike, name: str) -> IdArray:
+    """``table`` as an integer array of shape (R records, p attributes), R, p ≥ 1, in its own
+    integer type (int64 for uint64): a table as long as the release is read, not copied.
 
     Raises:
         ValueError: not a non-empty 2-d array of non-negative integer codes (``name`` says which).
@@ -51,56 +53,86 @@ def int_table(table: npt.ArrayLike, name: str) -> IntArray:
         raise ValueError(f"{name} must hold integer codes")
     if t.min() < 0:
         raise ValueError(f"{name} codes must be non-negative")
-    return t.astype(np.int64, copy=False)  # no copy of int64 codes (the table is as long as the release)
+    return t if t.dtype.kind == "i" or t.dtype.itemsize < 8 else t.astype(np.int64)
 
 
 LeafCounts = Sequence[npt.ArrayLike | None] | None
 
 
-def _leaf_counts(leaf_counts: LeafCounts, t: IntArray) -> list[FloatArray | None]:
+def _leaf_counts(leaf_counts: LeafCounts, codes: Sequence[IdArray]) -> list[FloatArray | None]:
+    """The leaf counts checked against ``codes``, per attribute the codes that occur (every
+    record's, or every row's of a grouped table)."""
     if leaf_counts is None:
-        return [None] * t.shape[1]
-    if len(leaf_counts) != t.shape[1]:
-        raise ValueError(f"leaf_counts must give one entry (array or None) per attribute ({t.shape[1]})")
+        return [None] * len(codes)
+    if len(leaf_counts) != len(codes):
+        raise ValueError(f"leaf_counts must give one entry (array or None) per attribute ({len(codes)})")
     out: list[FloatArray | None] = []
     for i, lc in enumerate(leaf_counts):
         if lc is None:
             out.append(None)
             continue
         c = np.asarray(lc, dtype=np.float64)
-        if c.ndim != 1 or c.size <= int(t[:, i].max()) or (c[t[:, i]] < 1).any():
+        if c.ndim != 1 or c.size <= int(codes[i].max()) or (c[codes[i]] < 1).any():
             raise ValueError(f"leaf_counts[{i}] must map every code of attribute {i} to a leaf count ≥ 1")
         out.append(c)
     return out
 
 
-def _rest_keys(rows: IntArray, radices: IntArray) -> tuple[IntArray, Callable[[int], IntArray]]:
-    """A key per row of ``rows`` (n, p), equal iff the rows are, and a function giving, for
-    attribute i, a key per row that is equal iff the rows agree on every attribute but i.
+def _rest_keys(
+    head: PublishedNodes, tail: Sequence[IdArray], radices: IntArray
+) -> tuple[IntArray, Callable[[int], IntArray]]:
+    """A key per record of the table ``head``'s columns then ``tail``'s, equal iff the rows
+    are, and a function giving, for attribute i, a key per record that is equal iff the rows
+    agree on every attribute but i.
 
     While the radices' product stays below 2**62, the rows' mixed-radix number
     (:func:`anonymizer.arrays.row_keys`) minus attribute i's digit: one multiply-subtract
     per attribute instead of copying and re-encoding p − 1 columns, which was most of a
-    table's cost. Beyond that, the other columns re-encoded.
+    table's cost. ``head``'s part of the number is taken once per row of its table and spread
+    to the records (the same integers). Beyond 2**62, the other columns re-encoded.
     """
-    p = rows.shape[1]
-    full = row_keys(rows, radices.tolist())
+    a = head.table.shape[1]
+    p = a + len(tail)
     # exact integers: row_keys re-ranks (and the digits no longer add up) from 2**62 on
-    if math.prod(int(r) for r in radices) < 2**62:
-        mult = np.ones(p, dtype=np.int64)
-        for j in range(p - 2, -1, -1):
-            mult[j] = mult[j + 1] * radices[j + 1]
-        return full, lambda i: full - rows[:, i] * mult[i]
+    if math.prod(int(r) for r in radices) >= 2**62:
+        rows = np.column_stack([head.column(j) for j in range(a)] + list(tail))
+        full = row_keys(rows, radices.tolist())
 
-    def encoded(i: int) -> IntArray:
-        rest = np.delete(np.arange(p), i)
-        return row_keys(rows[:, rest], radices[rest].tolist())
+        def encoded(i: int) -> IntArray:
+            rest = np.delete(np.arange(p), i)
+            return row_keys(rows[:, rest], radices[rest].tolist())
 
-    return full, encoded
+        return full, encoded
+    mult = np.ones(p, dtype=np.int64)
+    for j in range(p - 2, -1, -1):
+        mult[j] = mult[j + 1] * radices[j + 1]
+    per_row = np.zeros(head.table.shape[0], dtype=np.int64)
+    for j in range(a):
+        per_row += head.table[:, j] * mult[j]
+    rest_part: IntArray | None = None
+    for i, col in enumerate(tail):
+        term = col * mult[a + i]
+        rest_part = term if rest_part is None else rest_part + term
+
+    def spread(per: IntArray) -> IntArray:
+        keys = per if head.group is None else per[head.group]
+        return keys if rest_part is None else keys + rest_part
+
+    full = spread(per_row)
+
+    def rest_keys(i: int) -> IntArray:
+        if i < a:
+            return spread(per_row - head.table[:, i] * mult[i])
+        return full - tail[i - a] * mult[i]
+
+    return full, rest_keys
 
 
 def attribute_utilities(
-    table: npt.ArrayLike, domain_sizes: Sequence[int], leaf_counts: LeafCounts = None
+    table: npt.ArrayLike | PublishedNodes,
+    domain_sizes: Sequence[int],
+    leaf_counts: LeafCounts = None,
+    tail: Sequence[npt.ArrayLike] = (),
 ) -> FloatArray:
     """U_max(A_i) = H_max(A_i) − H(A_i | all other attributes) per attribute, in bits
     (paper 003 §4.2 eq 13, with eq 8's H_max = log k).
@@ -121,38 +153,56 @@ def attribute_utilities(
     entropy and the *highest* utility.
 
     Args:
-        table: integer codes, shape (R records, p attributes).
+        table: integer codes, shape (R records, p attributes); or the first attributes' codes
+            held per QI-group (:class:`~anonymizer.measures.published.PublishedNodes`, e.g. a
+            release's published nodes) and the rest in ``tail``.
         domain_sizes: k_i per attribute (H_max = log₂ k_i), each ≥ 1: the leaf domain sizes.
         leaf_counts: per attribute None (codes are leaves) or an array mapping each code to
             the number of leaves it covers (e.g. ``Hierarchy.index.size`` for node ids).
+        tail: further attributes after ``table``'s, each the codes of the R records, shape (R,)
+            (e.g. the sensitive attribute, without stacking a copy of the table).
 
     Returns:
         float64 array (p,).
 
     Raises:
-        ValueError: malformed table, wrong number of domain sizes or leaf counts, a size < 1,
-            or a code without a leaf count.
+        ValueError: malformed table or tail, wrong number of domain sizes or leaf counts, a
+            size < 1, or a code without a leaf count.
     """
-    t = int_table(table, "table")
+    head = table if isinstance(table, PublishedNodes) else PublishedNodes.per_record(int_table(table, "table"))
+    if isinstance(table, PublishedNodes):
+        int_table(table.table, "table")
+        if table.group is not None and table.group.size == 0:
+            raise ValueError("table must be a non-empty (records, attributes) array, got shape (0, ...)")
+    r = head.shape[0]
+    if any(np.shape(c) != (r,) for c in tail):
+        raise ValueError(f"every tail column must hold the table's {r} records, shape ({r},)")
+    ends = [int_table(np.asarray(c)[:, None], f"tail[{i}]")[:, 0] for i, c in enumerate(tail)]
+    p = head.table.shape[1] + len(ends)
     k = np.asarray(domain_sizes, dtype=np.int64)
-    if k.shape != (t.shape[1],) or (k < 1).any():
-        raise ValueError(f"domain_sizes must give one size ≥ 1 per attribute ({t.shape[1]})")
-    counts = _leaf_counts(leaf_counts, t)
-    radices = t.max(axis=0) + 1
-    r = t.shape[0]
+    if k.shape != (p,) or (k < 1).any():
+        raise ValueError(f"domain_sizes must give one size ≥ 1 per attribute ({p})")
+    present = head.present()
+    codes = [present[:, j] for j in range(present.shape[1])] + ends
+    counts = _leaf_counts(leaf_counts, codes)
+    radices = np.array([int(c.max()) + 1 for c in codes], dtype=np.int64)
     # every entropy is of one int64 key per record, counted by sorting: grouping the records
     # into distinct rows first and hashing those (600,000 of 1M) per attribute cost 7x more
-    full, rest_keys = _rest_keys(t, radices)
+    full, rest_keys = _rest_keys(head, ends, radices)
     h_all = _key_entropy(full)
-    out = np.empty(t.shape[1], dtype=np.float64)
-    for i in range(t.shape[1]):
-        h_rest = _key_entropy(rest_keys(i)) if t.shape[1] > 1 else 0.0
+    out = np.empty(p, dtype=np.float64)
+    for i in range(p):
+        h_rest = _key_entropy(rest_keys(i)) if p > 1 else 0.0
         c = counts[i]
         spread = 0.0
         if c is not None:  # the mean over records of log₂ n(node), by node: codes absent weigh 0
-            per_code = np.bincount(t[:, i], minlength=c.size).astype(np.float64)
-            present = per_code > 0
-            spread = float(per_code[present] @ np.log2(c[present])) / r
+            per_code = (
+                head.node_counts(i, c.size)
+                if i < head.table.shape[1]
+                else np.bincount(ends[i - head.table.shape[1]], minlength=c.size)
+            ).astype(np.float64)
+            present_code = per_code > 0
+            spread = float(per_code[present_code] @ np.log2(c[present_code])) / r
         out[i] = math.log2(int(k[i])) - (h_all - h_rest + spread)
     return out
 
@@ -172,22 +222,23 @@ def attribute_weights(attribute_prior: npt.ArrayLike | None, p: int) -> FloatArr
 
 
 def table_utility(
-    table: npt.ArrayLike,
+    table: npt.ArrayLike | PublishedNodes,
     domain_sizes: Sequence[int],
     attribute_prior: npt.ArrayLike | None = None,
     leaf_counts: LeafCounts = None,
+    tail: Sequence[npt.ArrayLike] = (),
 ) -> float:
     """Utility_T = Σ_i ℙ(A_i)·U_max(A_i) in bits (paper 003 §4.2 eq 14).
 
     Args:
-        table, domain_sizes, leaf_counts: as :func:`attribute_utilities`.
+        table, domain_sizes, leaf_counts, tail: as :func:`attribute_utilities`.
         attribute_prior: ℙ(A_i), the publisher's belief that an application targets A_i,
             shape (p,); None = uniform.
 
     Raises:
         ValueError: as :func:`attribute_utilities`, or a bad attribute_prior.
     """
-    u = attribute_utilities(table, domain_sizes, leaf_counts)
+    u = attribute_utilities(table, domain_sizes, leaf_counts, tail)
     return float(np.dot(attribute_weights(attribute_prior, u.size), u))
 
 

@@ -28,6 +28,7 @@ from anonymizer.measures._checks import (
     check_nodes,
     int_array,
 )
+from anonymizer.measures.published import IdArray, PublishedNodes
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -197,6 +198,14 @@ def information_loss(
     leaves = check_leaves(hs, original, "original")
     check_generalizes(hs, nodes, leaves)
     counts = check_counts(hs, leaf_counts, leaves)
+    return checked_information_loss(hs, PublishedNodes.per_record(nodes), leaves, counts)
+
+
+def checked_information_loss(
+    hs: list[Hierarchy], nodes: PublishedNodes, leaves: IdArray, counts: Sequence[IntArray]
+) -> InformationLoss:
+    """:func:`information_loss` of arguments it has checked: ``nodes`` the published records'
+    nodes (R, d), ``leaves`` their leaves (R, d), ``counts`` the snapshot's per leaf."""
     n = int(counts[0].sum())
     suppressed = n - nodes.shape[0]  # ≥ 0: the published records are part of the counts
     d = len(hs)
@@ -207,7 +216,7 @@ def information_loss(
     pi_ne = np.zeros(d)
     for j, h in enumerate(hs):
         tables = entropy_tables(h, counts[j])
-        per_node = np.bincount(nodes[:, j], minlength=h.n_nodes).astype(np.float64)
+        per_node = nodes.node_counts(j, h.n_nodes).astype(np.float64)
         pub_leaves = np.bincount(leaves[:, j], minlength=h.n_leaves)
         sup_leaves = (counts[j] - pub_leaves).astype(np.float64)  # the suppressed records' values
         root = h.root
@@ -217,8 +226,11 @@ def information_loss(
         pi_e[j] = float(per_node @ tables.entropy) + suppressed * float(tables.entropy[root])
         pi_me[j] = float(per_node @ tables.monotone) + suppressed * float(tables.monotone[root])
         # −log₂ Pr(a | B) = log₂ C_B − log₂ c_a, per record so that an unchanged cell is exactly 0;
-        # both counts are ≥ 1 because the record itself is counted (checked above)
-        published_part = float(np.sum(tables.log_count[nodes[:, j]] - tables.log_count[leaves[:, j]]))
+        # both counts are ≥ 1 because the record itself is counted (checked above). A node's
+        # log count is looked up once per row of the nodes' table, then spread to its records.
+        node_log = tables.log_count[nodes.table[:, j]]
+        per_record = node_log if nodes.group is None else node_log[nodes.group]
+        published_part = float(np.sum(per_record - tables.log_count[leaves[:, j]]))
         suppressed_part = float(
             sup_leaves @ np.where(sup_leaves > 0, tables.log_count[root] - tables.log_count[: h.n_leaves], 0.0)
         )
@@ -306,15 +318,34 @@ def tuple_wise_variance(
     leaves = check_leaves(hs, original, "original")
     pub = check_nodes(hs, nodes, "nodes")
     check_generalizes(hs, pub, leaves)
-    s = int_array(sensitive, "sensitive", 1)
-    if s.shape[0] != leaves.shape[0]:
-        raise ValueError(f"sensitive has {s.shape[0]} records but original has {leaves.shape[0]}")
-    if s.size and s.min() < 0:
-        raise ValueError("sensitive codes must be non-negative")
+    s = check_sensitive(sensitive, leaves.shape[0])
     d = len(hs)
     attrs = tuple(range(d)) if attributes is None else tuple(int(a) for a in attributes)
     if not attrs or len(set(attrs)) != len(attrs) or any(not 0 <= a < d for a in attrs):
         raise ValueError(f"attributes must be distinct QI positions in [0, {d}), got {attributes!r}")
+    return checked_tuple_wise_variance(hs, leaves, PublishedNodes.per_record(pub), s, attrs)
+
+
+def check_sensitive(sensitive: npt.ArrayLike, records: int) -> IntArray:
+    """Sensitive codes of ``records`` records, shape (records,), integers ≥ 0.
+
+    Raises:
+        ValueError: another length, or a negative code.
+    """
+    s = int_array(sensitive, "sensitive", 1)
+    if s.shape[0] != records:
+        raise ValueError(f"sensitive has {s.shape[0]} records but original has {records}")
+    if s.size and s.min() < 0:
+        raise ValueError("sensitive codes must be non-negative")
+    return s
+
+
+def checked_tuple_wise_variance(
+    hs: list[Hierarchy], leaves: IdArray, pub: PublishedNodes, s: IntArray, attrs: tuple[int, ...]
+) -> TupleVariance:
+    """:func:`tuple_wise_variance` of arguments it has checked (``check_sensitive``): every
+    snapshot record's leaves (N, d) and published nodes (N, d), ``attrs`` the QIs of Q."""
+    d = len(hs)
     if s.size == 0:
         return TupleVariance(0.0, 0.0, attrs)
     value, _ = factorize(s)  # dense codes 0..V-1 of the values that occur
@@ -322,5 +353,9 @@ def tuple_wise_variance(
     # every QI (the default): the arrays as they are, not a copy of every column
     every = attrs == tuple(range(d))
     orig_block = factorize(row_keys(leaves if every else leaves[:, attrs], [hs[a].n_leaves for a in attrs]))[0]
-    rel_block = factorize(row_keys(pub if every else pub[:, attrs], [hs[a].n_nodes for a in attrs]))[0]
+    # the q*-blocks are numbered by the first record of each (factorize), so any key equal
+    # iff the published rows are gives the same blocks: the table's rows are keyed, not the records'
+    table = pub.table if every else pub.table[:, attrs]
+    row = row_keys(table, [hs[a].n_nodes for a in attrs])
+    rel_block = factorize(row if pub.group is None else row[pub.group])[0]
     return TupleVariance(_variance(orig_block, value, global_p), _variance(rel_block, value, global_p), attrs)

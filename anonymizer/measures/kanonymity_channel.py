@@ -28,6 +28,7 @@ import numpy.typing as npt
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.measures.channel import privacy_error
 from anonymizer.measures.entropy_utility import attribute_weights, int_table, table_utility
+from anonymizer.measures.published import PublishedNodes
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -218,7 +219,9 @@ class FactorizedPrivacy:
         return -math.expm1(-self.log2_preimages * math.log(2))
 
 
-def factorized_privacy(published: npt.ArrayLike, hierarchies: Sequence[Hierarchy]) -> FactorizedPrivacy:
+def factorized_privacy(
+    published: npt.ArrayLike | PublishedNodes, hierarchies: Sequence[Hierarchy]
+) -> FactorizedPrivacy:
     """Per-cell MAP error of a published generalized table ([DERIVED], docs/reports.md D6).
 
     Exact statement. Suppose (a) the adversary's prior over the original table is uniform over
@@ -237,7 +240,8 @@ def factorized_privacy(published: npt.ArrayLike, hierarchies: Sequence[Hierarchy
     have n_cell = 1 (error 0) and are not counted.
 
     Args:
-        published: node id per record per QI, shape (R, q).
+        published: node id per record per QI, shape (R, q), as an array or held per QI-group
+            (:class:`~anonymizer.measures.published.PublishedNodes`).
         hierarchies: the q QI hierarchies, in column order.
 
     Raises:
@@ -245,22 +249,46 @@ def factorized_privacy(published: npt.ArrayLike, hierarchies: Sequence[Hierarchy
 
     Vectorized: O(R·q).
     """
-    t = np.asarray(published)
-    if t.ndim != 2 or t.shape[1] != len(hierarchies) or t.shape[0] == 0:
-        raise ValueError(f"published must be (R, {len(hierarchies)}) node ids with R ≥ 1, got shape {t.shape}")
-    if not np.issubdtype(t.dtype, np.integer):
-        raise ValueError("published must hold integer node ids")
+    nodes = _published(published, len(hierarchies))
+    present = nodes.present()
     err = 0.0
     bits = 0.0
     for i, h in enumerate(hierarchies):
-        col = t[:, i].astype(np.int64)
+        col = present[:, i]
         if col.min() < 0 or col.max() >= h.n_nodes:
             raise ValueError(f"QI {h.attribute!r}: node ids must lie in 0..{h.n_nodes - 1}")
-        n = h.index.size[col].astype(np.float64)
-        err += float((1.0 - 1.0 / n).sum())
-        bits += float(np.log2(n).sum())
-    cells = int(t.size)
+        # each record's terms, looked up per row of the nodes' table: the same floats, summed
+        # over the records in their order
+        n = h.index.size[nodes.table[:, i]].astype(np.float64)
+        miss, log_n = 1.0 - 1.0 / n, np.log2(n)
+        if nodes.group is not None:
+            miss, log_n = miss[nodes.group], log_n[nodes.group]
+        err += float(miss.sum())
+        bits += float(log_n.sum())
+    rows, q = nodes.shape
+    cells = rows * q
     return FactorizedPrivacy(cells=cells, mean_cell_error=err / cells, log2_preimages=bits)
+
+
+def _published(published: npt.ArrayLike | PublishedNodes, q: int) -> PublishedNodes:
+    """``published`` (R, q) node ids checked for shape and type, per record or per group.
+
+    Raises:
+        ValueError: not R ≥ 1 records of q integer node ids, or group codes outside the table.
+    """
+    if isinstance(published, PublishedNodes):
+        t, rows = np.asarray(published.table), published.shape[0]
+        group = published.group
+        if group is not None and group.size and (int(group.min()) < -t.shape[0] or int(group.max()) >= t.shape[0]):
+            raise ValueError(f"published group codes must lie in [-{t.shape[0]}, {t.shape[0]})")
+    else:
+        t = np.asarray(published)
+        rows = t.shape[0] if t.ndim == 2 else 0
+    if t.ndim != 2 or t.shape[1] != q or rows == 0:
+        raise ValueError(f"published must be (R, {q}) node ids with R ≥ 1, got shape {t.shape}")
+    if not np.issubdtype(t.dtype, np.integer):
+        raise ValueError("published must hold integer node ids")
+    return published if isinstance(published, PublishedNodes) else PublishedNodes.per_record(t)
 
 
 # ---------------------------------------------------------------------------------------
@@ -305,7 +333,7 @@ class ChannelFigures:
 
 def channel_figures(
     original: npt.ArrayLike,
-    published: npt.ArrayLike,
+    published: npt.ArrayLike | PublishedNodes,
     hierarchies: Sequence[Hierarchy],
     value: npt.ArrayLike,
     *,
@@ -317,7 +345,9 @@ def channel_figures(
 
     Args:
         original: leaf code per record per QI of the original snapshot, shape (R, q).
-        published: published node id per record per QI (row i published from row i), (R, q).
+        published: published node id per record per QI (row i published from row i), (R, q),
+            as an array or held per QI-group
+            (:class:`~anonymizer.measures.published.PublishedNodes`: no (R, q) copy).
         hierarchies: the q QI hierarchies in column order.
         value: sensitive-attribute code per record, shape (R,) (published intact).
         n_values: size of the sensitive domain; None = max(value) + 1.
@@ -334,7 +364,11 @@ def channel_figures(
         ValueError: shapes disagree, codes out of range, or a bad attribute_prior.
     """
     orig = int_table(original, "original")
-    pub = int_table(published, "published")
+    if isinstance(published, PublishedNodes):
+        int_table(published.table, "published")
+        pub = _published(published, published.shape[1])
+    else:
+        pub = PublishedNodes.per_record(int_table(published, "published"))
     v = np.asarray(value)
     if orig.shape != pub.shape or orig.shape[1] != len(hierarchies) or v.shape != (orig.shape[0],):
         raise ValueError(
@@ -343,7 +377,7 @@ def channel_figures(
         )
     if not np.issubdtype(v.dtype, np.integer) or v.min() < 0:
         raise ValueError("value must hold non-negative integer codes")
-    v = v.astype(np.int64)
+    v = v.astype(np.int64, copy=False)
     s = int(v.max()) + 1 if n_values is None else int(n_values)
     if s <= int(v.max()):
         raise ValueError(f"n_values = {s} but value codes reach {int(v.max())}")
@@ -366,10 +400,10 @@ def channel_figures(
         ch = kanonymity_channel([*hierarchies, s], r, k)
         bayes, n_in, n_out = float(privacy_error(ch.matrix)), len(ch.inputs), len(ch.outputs)
     w = attribute_weights(attribute_prior, len(sizes))
-    # one (R, q + 1) table at a time: each is as long as the release
-    utility_original = table_utility(np.column_stack([orig, v]), sizes, w)
+    # the sensitive column beside the QIs' without stacking an (R, q + 1) copy of either table
+    utility_original = table_utility(PublishedNodes.per_record(orig), sizes, w, tail=[v])
     leaf_counts = [h.index.size for h in hierarchies] + [None]
-    utility_published = table_utility(np.column_stack([pub, v]), sizes, w, leaf_counts)
+    utility_published = table_utility(pub, sizes, w, leaf_counts, tail=[v])
     return ChannelFigures(
         records=r,
         k=k,

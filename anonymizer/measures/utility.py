@@ -50,15 +50,29 @@ import numpy as np
 import numpy.typing as npt
 
 from anonymizer.hierarchy import Hierarchy
-from anonymizer.measures._checks import IntArray, check_hierarchies, check_leaves, check_nodes, int_array
-from anonymizer.measures.certainty_penalty import ncp
+from anonymizer.measures._checks import (
+    IntArray,
+    check_generalizes,
+    check_hierarchies,
+    check_leaves,
+    check_nodes,
+    int_array,
+)
+from anonymizer.measures.certainty_penalty import checked_ncp
 from anonymizer.measures.group_size import (
     average_group_size,
     discernibility,
     normalized_average_group_size,
     suppression_rate,
 )
-from anonymizer.measures.information_loss import InformationLoss, TupleVariance, information_loss, tuple_wise_variance
+from anonymizer.measures.information_loss import (
+    InformationLoss,
+    TupleVariance,
+    check_sensitive,
+    checked_information_loss,
+    checked_tuple_wise_variance,
+)
+from anonymizer.measures.published import PublishedNodes
 
 
 def snapshot_nodes(
@@ -76,16 +90,24 @@ def snapshot_nodes(
         ValueError: group codes outside [−1, G), or node ids outside the hierarchies.
     """
     hs = check_hierarchies(hierarchies)
+    nodes = _grouped_snapshot_nodes(hs, group_of_record, group_nodes)
+    out = np.empty(nodes.shape, dtype=np.int64)
+    for j in range(len(hs)):
+        out[:, j] = nodes.column(j)
+    return out
+
+
+def _grouped_snapshot_nodes(
+    hs: list[Hierarchy], group_of_record: npt.ArrayLike, group_nodes: npt.ArrayLike
+) -> PublishedNodes:
+    """:func:`snapshot_nodes` held per group: the groups' rows, then a row of roots that the
+    suppressed records' code −1 takes."""
     gn = check_nodes(hs, group_nodes, "group_nodes")
     group = int_array(group_of_record, "group_of_record", 1)
     if group.size and (group.min() < -1 or group.max() >= gn.shape[0]):
         raise ValueError(f"group_of_record must hold codes in [-1, {gn.shape[0]}), -1 for suppressed records")
-    roots = np.array([h.root for h in hs], dtype=np.int64)
-    out = np.empty((group.size, len(hs)), dtype=np.int64)
-    published = group >= 0
-    out[published] = gn[group[published]]
-    out[~published] = roots
-    return out
+    roots = np.array([[h.root for h in hs]], dtype=np.int64)
+    return PublishedNodes.grouped(np.concatenate([gn.astype(np.int64, copy=False), roots]), group)
 
 
 @dataclass(frozen=True)
@@ -159,21 +181,28 @@ def utility_figures(
     """
     hs = check_hierarchies(hierarchies)
     leaves = check_leaves(hs, original, "original")
-    nodes = snapshot_nodes(hs, group_of_record, group_nodes)
+    nodes = _grouped_snapshot_nodes(hs, group_of_record, group_nodes)
     if nodes.shape[0] != leaves.shape[0]:
         raise ValueError(f"group_of_record has {nodes.shape[0]} records but original has {leaves.shape[0]}")
     if k is not None and not (isinstance(k, int | float | np.integer | np.floating) and np.isfinite(k) and k > 0):
         raise ValueError(f"k must be a positive number, got {k!r}")
-    group = np.asarray(group_of_record, dtype=np.int64)
+    group = nodes.group
+    assert group is not None
     published = group >= 0
     n = int(group.size)
     r = int(published.sum())
     suppressed = n - r
-    sizes_all = np.bincount(group[published], minlength=int(np.asarray(group_nodes).shape[0]))
+    # the groups' sizes, less the last row (the suppressed records' roots)
+    sizes_all = nodes.sizes[:-1]
     sizes = sizes_all[sizes_all > 0]
     counts = [np.bincount(leaves[:, j], minlength=h.n_leaves) for j, h in enumerate(hs)]
+    # every input is checked once here, not again by each measure: a suppressed record's roots
+    # generalize any leaf, so every record is checked for the measures of all and of the published
+    if n:
+        check_generalizes(hs, nodes, leaves)
+    s = check_sensitive(sensitive, n) if n and sensitive is not None else None
     # a release without suppression (the top-down search's) publishes every row: no copies
-    pub_nodes = nodes if r == n else nodes[published]
+    pub_nodes = nodes if r == n else PublishedNodes.grouped(nodes.table[:-1], group[published])
     pub_leaves = leaves if r == n else leaves[published]
     k_used: float | None = None
     avg: float | None = None
@@ -183,8 +212,8 @@ def utility_figures(
         avg = average_group_size(sizes)
         cavg = normalized_average_group_size(sizes, k_used)
     tv: TupleVariance | None = None
-    if n and sensitive is not None:
-        tv = tuple_wise_variance(hs, leaves, nodes, sensitive)
+    if s is not None:
+        tv = checked_tuple_wise_variance(hs, leaves, nodes, s, tuple(range(len(hs))))
     return UtilityFigures(
         records=n,
         published=r,
@@ -197,8 +226,8 @@ def utility_figures(
         discernibility=discernibility(sizes, suppressed),
         average_group_size=avg,
         normalized_average_group_size=cavg,
-        ncp=ncp(hs, pub_nodes, suppressed) if n else None,
+        ncp=checked_ncp(hs, pub_nodes, suppressed, np.full(len(hs), 1.0 / len(hs))) if n else None,
         # an empty snapshot has no frequencies to take the entropy measures' probabilities from
-        loss=information_loss(hs, pub_nodes, pub_leaves, counts) if n else None,
+        loss=checked_information_loss(hs, pub_nodes, pub_leaves, counts) if n else None,
         tuple_variance=tv,
     )

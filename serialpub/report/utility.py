@@ -17,6 +17,7 @@ import numpy as np
 
 from anonymizer.hierarchy import Hierarchy
 from anonymizer.measures.kanonymity_channel import channel_figures
+from anonymizer.measures.published import PublishedNodes
 from anonymizer.measures.utility import utility_figures
 from anonymizer.queries import QueryErrorResult
 from anonymizer.release import ReleaseResult
@@ -87,7 +88,10 @@ def _channel(
     if keep.size == 0:
         return []
     every = keep.size == result.published.size  # nothing suppressed: no copies of the records
-    nodes = result.group_nodes[result.group_of_record if every else result.group_of_record[keep]]
+    # the published nodes as the groups' rows and each record's group: no (R, d) array of them
+    nodes = PublishedNodes.grouped(
+        result.group_nodes, result.group_of_record if every else result.group_of_record[keep]
+    )
     k = int(result.group_records.min()) if result.group_records.size else None
     figures = channel_figures(
         leaf_keys if every else leaf_keys[keep], nodes, hierarchies, sensitive if every else sensitive[keep], k=k
