@@ -87,8 +87,8 @@ def check_generalizes(hs: list[Hierarchy], published: IdArray | PublishedNodes, 
     for j, h in enumerate(hs):
         # each distinct (leaf, node) pair is checked once: a QI has a few hundred among
         # any number of records, so the records are read only to find them
-        node = nodes.column(j)
-        key = leaves[:, j].astype(np.int64) * h.n_nodes + node
+        record_node = nodes.column(j)
+        key = leaves[:, j].astype(np.int64) * h.n_nodes + record_node
         possible = h.n_leaves * h.n_nodes
         if possible <= max(4 * key.size, 1 << 22):
             pairs = np.flatnonzero(np.bincount(key, minlength=possible))
@@ -101,7 +101,7 @@ def check_generalizes(hs: list[Hierarchy], published: IdArray | PublishedNodes, 
         if not ok.all():
             r = int(np.flatnonzero(np.isin(key, pairs[~ok]))[0])
             raise ValueError(
-                f"record {r}: published value {h.labels[node[r]]!r} of QI {h.attribute!r} does not "
+                f"record {r}: published value {h.labels[record_node[r]]!r} of QI {h.attribute!r} does not "
                 f"generalize its original value {h.labels[leaves[r, j]]!r}"
             )
 
