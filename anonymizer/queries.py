@@ -418,12 +418,28 @@ def _answers(
 ) -> FloatArray:
     """Expected count of every query on ``table``, shape (Q,); exact counts for leaf-only tables.
     ``weights``: per QI its leaf weights (:func:`_leaf_weights`), None for uniform shares."""
-    weights = [None] * len(spans) if weights is None else weights
+    return _answers_each(table, hierarchies, spans, ranges, [weights])[0]
+
+
+def _answers_each(
+    table: _Table,
+    hierarchies: Mapping[str, Hierarchy],
+    spans: Sequence[HierarchyIndex],
+    ranges: QueryRanges,
+    variants: Sequence[Sequence[FloatArray | None] | None],
+    keep: bool = True,
+) -> list[FloatArray]:
+    """:func:`_answers` for each of ``variants`` (its ``weights``), in one pass over the
+    queries' sets of constrained QIs: each set's re-aggregation of the table is made once for
+    all of them, and with ``keep`` False dropped once its queries are answered (a caller that
+    answers every query at once needs no more than one at a time). The same floats as one
+    :func:`_answers` call per variant."""
+    per_variant = [[None] * len(spans) if w is None else w for w in variants]
     names = list(hierarchies)
     q = ranges.n_queries
-    out = np.zeros(q, dtype=np.float64)
+    outs = [np.zeros(q, dtype=np.float64) for _ in per_variant]
     if q == 0 or len(table.counts) == 0:
-        return out
+        return outs
     # which attributes each query constrains; queries are grouped by that set
     constrained = np.zeros((q, len(names)), dtype=bool)
     for i, a in enumerate(names):
@@ -447,17 +463,20 @@ def _answers(
         step = max(1, CHUNK_ELEMENTS // width)
         for start in range(0, len(queries), step):
             chunk = queries[start : start + step]
-            # F[q, r]: the share of distinct QI row r inside query q's ranges (Π_i F_i)
-            shares = np.ones((len(chunk), len(qi_rows[0]) if attrs else 1), dtype=np.float64)
-            for i, col in zip(attrs, qi_rows, strict=True):
-                fractions = _overlap_fractions(ranges.qi[names[i]][chunk], spans[i], weights[i])
-                shares *= np.take(fractions, col, axis=1)
-            # per sensitive value s: Σ_r count(r, s) · F[q, r], one sparse product
-            per_value = by_value @ shares.T  # (n_sens, chunk)
             s_mask = np.zeros((len(chunk), n_sens), dtype=np.float64)
             s_mask[:, :-1] = ranges.sensitive[chunk]
-            out[chunk] = np.einsum("sq,qs->q", per_value, s_mask)
-    return out
+            for weights, out in zip(per_variant, outs, strict=True):
+                # F[q, r]: the share of distinct QI row r inside query q's ranges (Π_i F_i)
+                shares = np.ones((len(chunk), len(qi_rows[0]) if attrs else 1), dtype=np.float64)
+                for i, col in zip(attrs, qi_rows, strict=True):
+                    fractions = _overlap_fractions(ranges.qi[names[i]][chunk], spans[i], weights[i])
+                    shares *= np.take(fractions, col, axis=1)
+                # per sensitive value s: Σ_r count(r, s) · F[q, r], one sparse product
+                per_value = by_value @ shares.T  # (n_sens, chunk)
+                out[chunk] = np.einsum("sq,qs->q", per_value, s_mask)
+        if not keep:
+            table.projections.pop(attrs, None)
+    return outs
 
 
 def evaluate_queries(
@@ -723,11 +742,15 @@ def estimate_workload(
     weights = _leaf_weights(hierarchies, leaf_weights)
     spans = [h.index for h in hierarchies.values()]
     pub_t = _encode(published, hierarchies, sensitive, ranges.sensitive_values, False, "published", nodes)
-    estimate = _answers(pub_t, hierarchies, spans, ranges)
+    # the uniform and the register-weighted estimates in one pass: the release's projections
+    # are made once and none is kept past its queries
+    variants = [None, weights] if leaf_weights is not None else [None]
+    answers = _answers_each(pub_t, hierarchies, spans, ranges, variants, keep=False)
+    estimate = answers[0]
     errors = np.abs(actual_i - estimate) / actual_i
     weighted = None
     if leaf_weights is not None:
-        w_estimate = _answers(pub_t, hierarchies, spans, ranges, weights)
+        w_estimate = answers[1]
         w_errors = np.abs(actual_i - w_estimate) / actual_i
         weighted = WeightedEstimate(
             float(w_errors.mean()), float(np.median(w_errors)), float(np.percentile(w_errors, 85)), w_estimate, w_errors

@@ -572,3 +572,20 @@ def test_a_workload_is_not_estimated_with_other_leaves() -> None:
     with pytest.raises(ValueError, match="leaves differ"):
         estimate_workload(workload, raw, {"age": age, "sex": other}, "disease")
     assert estimate_workload(workload, raw, {"age": age, "sex": sex}, "disease").mean == 0.0
+
+
+def test_the_draft_estimate_in_one_pass_is_both_evaluations_to_the_bit() -> None:
+    """estimate_workload answers the uniform and the weighted estimates in one pass over the
+    release's projections, dropping each once used: the same floats, bit for bit, as
+    evaluate_queries gives for each alone (fresh tables, the projections kept)."""
+    rng = np.random.default_rng(21)
+    for _ in range(3):
+        hierarchies = random_hierarchies(rng, 3)
+        raw, pub = random_tables(rng, hierarchies, 90, 3)
+        weights = {a: rng.integers(0, 6, h.n_leaves).astype(float) for a, h in hierarchies.items()}
+        workload = draw_workload(raw, hierarchies, "disease", n_queries=50, qd=2, selectivity=0.2, seed=3)
+        got = estimate_workload(workload, pub, hierarchies, "disease", leaf_weights=weights)
+        _, uniform = evaluate_queries(raw, pub, hierarchies, "disease", workload.ranges)
+        _, weighted = evaluate_queries(raw, pub, hierarchies, "disease", workload.ranges, leaf_weights=weights)
+        assert got.estimate.tobytes() == uniform.tobytes()
+        assert got.weighted is not None and got.weighted.estimate.tobytes() == weighted.tobytes()
