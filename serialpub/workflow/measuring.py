@@ -6,6 +6,7 @@ snapshot and estimated on the release table, and the utility measures
 from __future__ import annotations
 
 import contextlib
+from concurrent.futures import Future
 from dataclasses import replace
 from typing import Any
 
@@ -83,15 +84,16 @@ def _measures(
 ) -> tuple[QueryErrorResult | None, list[Measure]]:
     sensitive_codes = snap.value_order[0]  # Π_tv and the entropies only compare values
     leaf_keys = register.register.keys[snap.individual]
-    # the information-loss and then the channel figures, which do not depend on the query
-    # workload, on a second thread beside its estimates, while the main thread stages the
-    # draft (numpy and pandas release the GIL in their array work). Not each on a thread of
-    # its own: with the staging that is four threads on two cores, no faster, and their
-    # temporaries at once raise the peak (docs/scaling.md)
-    with Overlap(1, "serialpub-measures") as beside:
-        figures = beside.submit(draft_measures, result, leaf_keys, register.search_hierarchies(), sensitive_codes)
+    # three pieces of work beside the main thread's staging of the draft: the register-joint
+    # figure on a second thread; the workload's estimates and then the information-loss and
+    # channel figures on this one (numpy, pandas and scipy release the GIL in their array
+    # work). The joint figure is the longest piece, so it starts first; the estimates and
+    # the figures, each shorter, follow one another, so no more than three threads run at
+    # once and their temporaries do not all coincide (docs/scaling.md)
+    with Overlap(1, "serialpub-joint") as beside:
         # None: a draft the measure cannot read fails the contract suite, which names the value
-        query = None
+        query: QueryErrorResult | None = None
+        joint: Future[JointWorkloadError] | None = None
         if workload is not None:
             with contextlib.suppress(ValueError):
                 hierarchies = inputs.read_hierarchies(table)
@@ -99,6 +101,9 @@ def _measures(
                 # (the estimates read the QIs in the mapping's order, the figure in inputs.qis')
                 names = list(hierarchies)
                 nodes = record_nodes(table, names, [hierarchies[q] for q in names], np.int32)
+                in_qi_order = nodes if names == list(inputs.qis) else nodes[:, [names.index(q) for q in inputs.qis]]
+                joint = beside.submit(_joint_error, inputs, register, snap, table, workload, in_qi_order)
+                del in_qi_order
                 query = estimate_workload(
                     workload,
                     table,
@@ -107,10 +112,12 @@ def _measures(
                     leaf_weights=register.register_leaf_counts,
                     nodes=nodes,
                 )
-                in_qi_order = nodes if names == list(inputs.qis) else nodes[:, [names.index(q) for q in inputs.qis]]
-                query = replace(query, joint=_joint_error(inputs, register, snap, table, workload, in_qi_order))
-                del nodes, in_qi_order
-        utility = [*query_measures(query, query_settings(cfg)), *figures.result()]
+                del nodes
+        figures = draft_measures(result, leaf_keys, register.search_hierarchies(), sensitive_codes)
+        if query is not None and joint is not None:
+            with contextlib.suppress(ValueError):
+                query = replace(query, joint=joint.result())
+        utility = [*query_measures(query, query_settings(cfg)), *figures]
     return query, utility
 
 
