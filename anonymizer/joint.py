@@ -258,8 +258,11 @@ class JointRelease:
                 f"record {row + 1}: {qis[col]} = {data[qis[col]].iloc[row]!r} is not a node of its hierarchy"
             )
         column = data[sensitive].astype(str)
-        values = tuple(sorted(column.unique())) if sensitive_values is None else tuple(sensitive_values)
-        value = pd.Index(list(values)).get_indexer(pd.Index(column)).astype(np.int64)
+        # each distinct value looked up once (a release holds a few thousand among 1M records)
+        found, distinct = pd.factorize(column, use_na_sentinel=True)
+        values = tuple(sorted(str(v) for v in distinct)) if sensitive_values is None else tuple(sensitive_values)
+        position = np.append(pd.Index(list(values)).get_indexer(pd.Index(distinct)), -1).astype(np.int64)
+        value = position[found]  # a missing value's code -1 takes the last entry: not counted
         if (value < 0).any():
             raise ValueError(f"sensitive value {column.iloc[int(np.flatnonzero(value < 0)[0])]!r} is not counted")
         of_record, group_nodes, records = groups_of_nodes(nodes, list(hierarchies))
@@ -508,10 +511,10 @@ def _evaluate(
 class _ValueSets:
     """The sets S of sensitive values a batch of queries counts, coded once: ``set_of`` the
     set of every query, int64 (Q,), and ``masks`` each distinct set as 0 and 1 over the
-    release's values, float64 (sets, V)."""
+    release's values, (sets, V): bool when the queries' masks are, else float64."""
 
     set_of: IntArray
-    masks: FloatArray
+    masks: npt.NDArray[np.bool_] | FloatArray
 
 
 def _value_sets(ranges: QueryRanges, values: Sequence[object]) -> _ValueSets:
@@ -530,7 +533,12 @@ def _value_sets(ranges: QueryRanges, values: Sequence[object]) -> _ValueSets:
     else:
         keys = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).reshape(q)
         _, first, set_of = np.unique(keys, return_index=True, return_inverse=True)
-    masks = np.zeros((first.size, len(values)), dtype=np.float64)
+    # boolean where the queries' masks are (a data user's and the draft's): a byte per
+    # element, where float64 made this (distinct sets x values) array the largest of the
+    # draft's joint figure; both sums below read it as 0 and 1 exactly
+    masks: npt.NDArray[np.bool_] | FloatArray = np.zeros(
+        (first.size, len(values)), dtype=np.bool_ if rows.dtype == np.bool_ else np.float64
+    )
     if first.size:
         masks[:, held] = rows[first][:, pos[held]]
     return _ValueSets(np.asarray(set_of, dtype=np.int64).reshape(q), masks)
@@ -541,7 +549,7 @@ def _value_sets(ranges: QueryRanges, values: Sequence[object]) -> _ValueSets:
 SET_ELEMENTS = 1 << 23
 
 
-def _set_counts(counts: GroupValueCounts, masks: FloatArray) -> FloatArray:
+def _set_counts(counts: GroupValueCounts, masks: npt.NDArray[np.bool_] | FloatArray) -> FloatArray:
     """c_S(G) = Σ_{s∈S} c_s(G) of every set S of ``masks`` (sets, V) of 0 and 1, float64
     (sets, G), from the nonzero counts: whole numbers, exact in float64 whatever the order of
     summation. One row of (sets, E) entries per step, at most :data:`CHUNK_ELEMENTS` elements
@@ -595,7 +603,7 @@ def _csr_counts(counts: GroupValueCounts) -> sparse.csr_matrix:
     return sparse.csr_matrix((data, counts.column.astype(index), indptr.astype(index)), shape=(g, v))
 
 
-def _product_counts(matrix: sparse.csr_matrix, s_mask: FloatArray) -> FloatArray:
+def _product_counts(matrix: sparse.csr_matrix, s_mask: npt.NDArray[np.bool_] | FloatArray) -> FloatArray:
     """:func:`_set_counts` by scipy's sparse product of the nonzero counts
     (:func:`_csr_counts`) with the chunk's value masks: one pass over the E nonzero counts
     adding each to the chunk's row of its group, where :func:`_set_counts` gathers,
