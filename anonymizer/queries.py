@@ -383,7 +383,9 @@ def _encode(
     sizes = [h.n_nodes for h in hierarchies.values()] + [n_sens + 1]
     cols, counts = _group([*qi_codes, sens], sizes, np.ones(len(df), dtype=np.float64))
     by_sens = np.argsort(cols[-1], kind="stable")
-    return _Table([c[by_sens] for c in cols[:-1]], cols[-1][by_sens], counts[by_sens], len(df))
+    # node ids fit int32 (a hierarchy's nodes number far fewer): half the table's codes
+    narrow = np.int32 if max(sizes) < 2**31 else np.int64
+    return _Table([c[by_sens].astype(narrow) for c in cols[:-1]], cols[-1][by_sens], counts[by_sens], len(df))
 
 
 # --------------------------------------------------------------------------------------

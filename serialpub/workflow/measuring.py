@@ -83,7 +83,6 @@ def _measures(
     workload: Workload | None,
 ) -> tuple[QueryErrorResult | None, list[Measure]]:
     sensitive_codes = snap.value_order[0]  # Π_tv and the entropies only compare values
-    leaf_keys = register.register.keys[snap.individual]
     # three pieces of work beside the main thread's staging of the draft: the register-joint
     # figure on a second thread; the workload's estimates and then the information-loss and
     # channel figures on this one (numpy, pandas and scipy release the GIL in their array
@@ -113,7 +112,10 @@ def _measures(
                     nodes=nodes,
                 )
                 del nodes
+        # the records' leaf ids made here, not held through the estimates
+        leaf_keys = register.register.keys[snap.individual]
         figures = draft_measures(result, leaf_keys, register.search_hierarchies(), sensitive_codes)
+        del leaf_keys
         if query is not None and joint is not None:
             with contextlib.suppress(ValueError):
                 query = replace(query, joint=joint.result())
