@@ -303,13 +303,18 @@ def test_bad_arguments() -> None:
 # --------------------------------------------------------------------------------------
 
 
+def _groups_of(nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The group of every record (records with equal node rows, numbered by first
+    appearance) and every group's node row."""
+    keys = [tuple(r) for r in nodes.tolist()]
+    group_ids = {k: i for i, k in enumerate(dict.fromkeys(keys))}
+    return np.array([group_ids[k] for k in keys]), np.array(list(group_ids))
+
+
 def test_figures_of_table_4_3_2_with_a_suppressed_record() -> None:
     hs = [GENDER, NAT2]
     leaves, nodes, s = table_43(2)
-    keys = [tuple(r) for r in nodes.tolist()]
-    group_ids = {k: i for i, k in enumerate(dict.fromkeys(keys))}
-    group = np.array([group_ids[k] for k in keys])
-    group_nodes = np.array(list(group_ids))
+    group, group_nodes = _groups_of(nodes)
     group[7] = -1  # suppress the last record: its group {6, 8} keeps one record
     f = u.utility_figures(hs, leaves, group, group_nodes, s)
     assert (f.records, f.published, f.suppressed, f.qis, f.groups) == (8, 7, 1, 2, 4)
@@ -337,10 +342,7 @@ def test_figures_refuse_a_group_node_that_does_not_generalize_its_records() -> N
     sensitive values."""
     hs = [GENDER, NAT2]
     leaves, nodes, s = table_43(2)
-    keys = [tuple(r) for r in nodes.tolist()]
-    group_ids = {k: i for i, k in enumerate(dict.fromkeys(keys))}
-    group = np.array([group_ids[k] for k in keys])
-    group_nodes = np.array(list(group_ids))
+    group, group_nodes = _groups_of(nodes)
     other = np.flatnonzero(group_nodes[:, 0] != group_nodes[group[0], 0])[0]
     group[0] = other  # record 0 moved to a group whose nodes are not its values'
     bad = any(
