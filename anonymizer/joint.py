@@ -160,9 +160,10 @@ class GroupValueCounts:
         return np.bincount(self.rows, weights=self.count, minlength=self.shape[0]).astype(np.int64)
 
     def dense(self) -> IntArray:
-        """The dense table c_s(G), int64 (G, V)."""
+        """The dense table c_s(G), int64 (G, V), read-only."""
         out = np.zeros(self.shape, dtype=np.int64)
         out[self.rows, self.column] = self.count.astype(np.int64)
+        out.flags.writeable = False  # the estimates read the entries: a change here would not reach them
         return out
 
 

@@ -116,9 +116,12 @@ def _measures(
         leaf_keys = register.register.keys[snap.individual]
         figures = draft_measures(result, leaf_keys, register.search_hierarchies(), sensitive_codes)
         del leaf_keys
-        if query is not None and joint is not None:
+        if joint is not None:
+            # read even when the estimates failed (query None): an error other than the
+            # measure's own ValueError is raised, not lost with the unread future
             with contextlib.suppress(ValueError):
-                query = replace(query, joint=joint.result())
+                figure = joint.result()
+                query = None if query is None else replace(query, joint=figure)
         utility = [*query_measures(query, query_settings(cfg)), *figures]
     return query, utility
 
