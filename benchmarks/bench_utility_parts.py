@@ -89,7 +89,7 @@ def main() -> None:
     import bench_scaling as b
 
     from anonymizer.joint import JointRelease, joint_workload_error
-    from anonymizer.queries import draw_workload, estimate_workload
+    from anonymizer.queries import estimate_workload
     from serialpub.config import load_config
     from serialpub.report.utility import draft_measures
     from serialpub.workflow import drafting, measuring
@@ -124,20 +124,8 @@ def main() -> None:
 
     cfg, inputs, register, snap, result, table, workload = kept["measures"]
     print(f"release 2 of {args.records} records; tree {args.tree}")
-    raw = snap.table[[*inputs.qis, cfg.sensitive]]
-    _time(
-        "draw_workload",
-        lambda: draw_workload(
-            raw,
-            inputs.hierarchies,
-            cfg.sensitive,
-            n_queries=measuring.QUERY_COUNT,
-            qd=measuring.QUERY_DIMENSIONS,
-            selectivity=measuring.QUERY_SELECTIVITY,
-            seed=cfg.query_seed,
-        ),
-        args.repeat,
-    )
+    # the draft's own call, its settings in one place
+    _time("draw_workload", lambda: measuring.snapshot_workload(cfg, inputs, snap), args.repeat)
     hs = inputs.read_hierarchies(table)
     _time(
         "estimate_workload",
@@ -159,7 +147,7 @@ def main() -> None:
     _time("draft_measures", lambda: draft_measures(result, leaf_keys, hier, codes), args.repeat)
     if args.save:
         parts = {
-            "draw": (raw, inputs.hierarchies, cfg.sensitive, cfg.query_seed),
+            "draw": (snap.table[[*inputs.qis, cfg.sensitive]], inputs.hierarchies, cfg.sensitive, cfg.query_seed),
             "estimate": (workload, table, hs, cfg.sensitive, register.register_leaf_counts),
             "joint": (table, qis, sensitive, [hs[q] for q in qis], register.register.keys, values, histogram),
             "measures": (result, leaf_keys, hier, codes),
